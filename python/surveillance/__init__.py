@@ -1,0 +1,41 @@
+"""surveillance: the client for a video-surveillance cloud API, with a Rust core.
+
+Reads sites, devices, cameras, reports and dwell-time events, and posts point-of-sale
+transactions to the service's webhook. :class:`Emulator` runs the service locally.
+
+>>> import surveillance as sv
+>>> isinstance(sv.__version__, str)
+True
+"""
+
+from ._core import __version__
+from .emulator import Emulator
+from .errors import (
+    ApiError,
+    AuthError,
+    BadRequestError,
+    ConfigError,
+    DenseWindowError,
+    NotFoundError,
+    RateLimitError,
+    ServerError,
+    SurveillanceError,
+    TransportError,
+    ValidationError,
+)
+
+__all__ = [
+    "__version__",
+    "Emulator",
+    "SurveillanceError",
+    "ConfigError",
+    "AuthError",
+    "ApiError",
+    "BadRequestError",
+    "NotFoundError",
+    "RateLimitError",
+    "ServerError",
+    "TransportError",
+    "ValidationError",
+    "DenseWindowError",
+]

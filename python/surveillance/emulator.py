@@ -1,0 +1,227 @@
+"""The local emulator of the service, for the demo, tests and offline pipelines."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any, Optional
+
+from . import _core
+from ._time import TimeLike, from_ms, to_ms
+
+__all__ = ["Emulator"]
+
+
+class Emulator:
+    """Runs the service locally: a Rust (axum) server on a free loopback port.
+
+    The data is deterministic from ``seed``: ``sites`` sites (IANA time zones, ``Brand:`` and
+    ``City:`` location tags, multi-device sites, cameras with streams) and ``events_per_day``
+    dwell-time events a day for ``days`` UTC days from ``start``, following each site's opening
+    hours in local time, with dense bursts of events that share one millisecond. It serves the
+    seven endpoints of the service with its rules (tokens, 100 records a page, offset ceiling,
+    webhook validation), and misbehaves on request (:meth:`set_faults`, :meth:`set_limits`,
+    :meth:`set_semantics`).
+
+    Example:
+        >>> import surveillance as sv
+        >>> with sv.Emulator(seed=0, sites=3, days=1, events_per_day=100) as emu:
+        ...     emu.url.startswith("http://127.0.0.1:")
+        ...     len(emu.truth(emu.start, emu.end))
+        True
+        100
+    """
+
+    def __init__(
+        self,
+        seed: int = 0,
+        sites: int = 20,
+        days: int = 14,
+        events_per_day: int = 5000,
+        latency_ms: int = 0,
+        *,
+        start: TimeLike = "2026-01-05",
+        port: int = 0,
+    ) -> None:
+        day = start if isinstance(start, str) else _as_date(start)
+        self._inner = _core.Emulator(
+            seed=seed,
+            sites=sites,
+            days=days,
+            events_per_day=events_per_day,
+            latency_ms=latency_ms,
+            start=str(day)[:10],
+            port=port,
+        )
+
+    # --- connection details -------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """Base URL of the service, without ``/v2`` (``http://127.0.0.1:PORT``)."""
+        return self._inner.url
+
+    @property
+    def eu_url(self) -> str:
+        """Base URL of the EU webhook (``{url}/eu``; the webhook is ``{eu_url}/v2/webhook``)."""
+        return self._inner.eu_url
+
+    @property
+    def api_key(self) -> str:
+        """The API key the emulator accepts (``x-api-key``)."""
+        return self._inner.api_key
+
+    @property
+    def client_id(self) -> str:
+        """The client id the emulator accepts."""
+        return self._inner.client_id
+
+    @property
+    def client_secret(self) -> str:
+        """The client secret the emulator accepts."""
+        return self._inner.client_secret
+
+    @property
+    def audience(self) -> str:
+        """The audience the emulator accepts."""
+        return self._inner.audience
+
+    @property
+    def start(self) -> _dt.datetime:
+        """First instant of the generated events (aware UTC)."""
+        return from_ms(self._inner.start_ms)
+
+    @property
+    def end(self) -> _dt.datetime:
+        """End of the generated events, exclusive (aware UTC)."""
+        return from_ms(self._inner.end_ms)
+
+    @property
+    def restricted_report_id(self) -> str:
+        """A report that exists but that the caller may not read (events of it answer 403)."""
+        return self._inner.restricted_report_id
+
+    # --- behaviour ----------------------------------------------------------------------
+    def set_faults(
+        self,
+        error_rate: float = 0.0,
+        rate_limit_rate: float = 0.0,
+        drop_rate: float = 0.0,
+        latency_ms: int = 0,
+        retry_after: int = 0,
+    ) -> None:
+        """Injects faults into data and webhook calls (calling it again replaces them).
+
+        Args:
+            error_rate: probability of a 500 or 503 answer.
+            rate_limit_rate: probability of a 429 answer with ``Retry-After: retry_after``.
+            drop_rate: probability that the connection is closed without any answer.
+            latency_ms: added before every answer.
+            retry_after: seconds sent in ``Retry-After`` by the injected 429s.
+
+        The sequence of faults is reproducible under the emulator's seed.
+        """
+        self._inner.set_faults(error_rate, rate_limit_rate, drop_rate, latency_ms, retry_after)
+
+    def set_semantics(self, order: str = "asc", bounds: str = "[)") -> None:
+        """Sets how ``/v2/events`` orders and bounds a window.
+
+        Args:
+            order: ``"asc"`` or ``"desc"`` by startTime, or ``"shuffled"`` (stable per query).
+            bounds: ``"[)"``, ``"[]"``, ``"()"`` or ``"(]"``: which ends of
+                ``[startTime, endTime]`` are included.
+        """
+        self._inner.set_semantics(order, bounds)
+
+    def set_limits(
+        self,
+        read_per_second: Optional[float] = None,
+        read_concurrency: Optional[int] = None,
+        publish_per_second: Optional[float] = None,
+        publish_concurrency: Optional[int] = None,
+        daily_requests: Optional[int] = None,
+    ) -> None:
+        """Enforces the provider's published limits (None lifts one): past a limit the
+        emulator answers 429 with ``Retry-After``. Reads are the GET endpoints; publishing
+        is the webhook; the daily quota counts every request.
+
+        >>> # the provider's published limits:
+        >>> # emu.set_limits(read_per_second=1, read_concurrency=3, publish_per_second=100,
+        >>> #                publish_concurrency=200, daily_requests=2400)
+        """
+        self._inner.set_limits(
+            read_per_second, read_concurrency, publish_per_second, publish_concurrency,
+            daily_requests,
+        )
+
+    def set_token_lifetime(self, seconds: int) -> None:
+        """Sets ``expires_in`` (and the real lifetime) of the tokens issued from now on."""
+        self._inner.set_token_lifetime(seconds)
+
+    def advance_clock(self, seconds: float) -> None:
+        """Moves the emulator's clock forward: tokens expire as after that much real time."""
+        self._inner.advance_clock(seconds)
+
+    def revoke_tokens(self) -> None:
+        """Every token issued so far is refused (401) from now on."""
+        self._inner.revoke_tokens()
+
+    def add_events(self, at: TimeLike, count: int = 1, *, site_id: Optional[str] = None) -> list:
+        """Inserts ``count`` events whose startTime is exactly ``at``; returns their ids.
+
+        Use it for dense bursts (many events in one millisecond) and for events created late.
+        """
+        return self._inner.add_events(to_ms(at, "at"), count, site_id)
+
+    # --- inspection ---------------------------------------------------------------------
+    def published(self, region: Optional[str] = None) -> list:
+        """Webhook records stored (upserted by key), in order of first arrival.
+
+        Args:
+            region: ``"us"`` or ``"eu"`` for the records posted to that route; None for all.
+        """
+        return [json.loads(t) for t in self._inner.published_json(region)]
+
+    def clear_published(self) -> None:
+        """Forgets the stored webhook records."""
+        self._inner.clear_published()
+
+    def resources(self, kind: str) -> list:
+        """Every record of ``"sites"``, ``"devices"``, ``"cameras"`` or ``"reports"``, exactly
+        as the list endpoint serves them (all pages together)."""
+        return json.loads(self._inner.resources_json(kind))
+
+    def truth(self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None) -> list:
+        """Ids of the events a perfect client returns for ``[start, end)``, sorted by
+        ``(startTime, id)``, whatever the semantics set."""
+        return self._inner.truth(to_ms(start, "start"), to_ms(end, "end"), report_id)
+
+    def stats(self) -> dict:
+        """Requests by ``"METHOD /path"`` and status, tokens issued, webhook records stored and
+        upserted, 429s from limits, connections open and accepted."""
+        return json.loads(self._inner.stats_json())
+
+    def reset_stats(self) -> None:
+        """Zeroes :meth:`stats`."""
+        self._inner.reset_stats()
+
+    # --- lifecycle ----------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stops the server and closes its connections; calling it again does nothing."""
+        self._inner.stop()
+
+    def __enter__(self) -> Emulator:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"Emulator(url={self.url!r})"
+
+
+def _as_date(value: Any) -> _dt.date:
+    if isinstance(value, _dt.datetime):
+        return value.date()
+    if isinstance(value, _dt.date):
+        return value
+    raise TypeError(f"`start` must be a date or `YYYY-MM-DD`, got {type(value).__name__}")

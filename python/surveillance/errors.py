@@ -1,0 +1,124 @@
+"""Exceptions raised by :mod:`surveillance`.
+
+Every error the package raises on purpose is a :class:`SurveillanceError`::
+
+    SurveillanceError
+    ├── ConfigError          a setting is missing or wrong (names the argument and the variable)
+    ├── AuthError            bad credentials, or the service refused them (401/403)
+    ├── ApiError             the service answered with an error status (.status, .body, .url)
+    │   ├── BadRequestError  400
+    │   ├── NotFoundError    404
+    │   ├── RateLimitError   429 after every retry
+    │   └── ServerError      5xx after every retry
+    ├── TransportError       connect, TLS or timeout: no usable answer
+    ├── ValidationError      a record does not conform to its model (.problems)
+    └── DenseWindowError     more than 10,000 events share one millisecond
+
+Messages never contain a secret, an API key or a token.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+__all__ = [
+    "SurveillanceError",
+    "ConfigError",
+    "AuthError",
+    "ApiError",
+    "BadRequestError",
+    "NotFoundError",
+    "RateLimitError",
+    "ServerError",
+    "TransportError",
+    "ValidationError",
+    "DenseWindowError",
+]
+
+
+class SurveillanceError(Exception):
+    """Base class of every error raised by :mod:`surveillance`.
+
+    >>> import surveillance as sv
+    >>> issubclass(sv.ApiError, sv.SurveillanceError)
+    True
+    """
+
+
+class ConfigError(SurveillanceError, ValueError):
+    """A setting is missing or invalid; the message names the argument and the variable."""
+
+
+class AuthError(SurveillanceError):
+    """The credentials were refused (token creation failed, or 401/403 on a call)."""
+
+
+class ApiError(SurveillanceError):
+    """The service answered with an error status.
+
+    Attributes:
+        status: the HTTP status code.
+        body: the response body (text, truncated to a few KiB).
+        url: the request URL, without query secrets.
+    """
+
+    def __init__(
+        self, message: str, status: int = 0, body: str = "", url: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        self.url = url
+
+    def __reduce__(self) -> Any:
+        return (type(self), (str(self), self.status, self.body, self.url))
+
+
+class BadRequestError(ApiError):
+    """The service refused the request as malformed (400)."""
+
+
+class NotFoundError(ApiError):
+    """The resource does not exist (404)."""
+
+
+class RateLimitError(ApiError):
+    """Still rate limited (429) after every retry."""
+
+
+class ServerError(ApiError):
+    """The service failed (5xx) after every retry."""
+
+
+class TransportError(SurveillanceError):
+    """No usable answer: connection refused or reset, TLS failure, or timeout."""
+
+
+class ValidationError(SurveillanceError, ValueError):
+    """A record does not conform to its standard model.
+
+    Attributes:
+        problems: the problems found, each with ``path``, ``message`` and ``severity``.
+    """
+
+    def __init__(self, message: str, problems: Optional[list] = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems or [])
+
+    def __reduce__(self) -> Any:
+        return (type(self), (str(self), self.problems))
+
+
+class DenseWindowError(SurveillanceError):
+    """More than 10,000 events share one millisecond: the range cannot be split further.
+
+    Attributes:
+        timestamp: the ISO-8601 millisecond that holds too many events.
+    """
+
+    def __init__(self, message: str, timestamp: str = "") -> None:
+        super().__init__(message)
+        self.timestamp = timestamp
+
+    def __reduce__(self) -> Any:
+        return (type(self), (str(self), self.timestamp))

@@ -1,0 +1,3 @@
+//! The pure Rust client of the service. Knows nothing of Python.
+
+pub mod validate;

@@ -1,0 +1,13 @@
+//! The local emulator of the service (axum on tokio, pure Rust): faithful to API.md, deterministic
+//! from a seed, able to misbehave on purpose. `router(state)` for socket-less tests, `spawn` to serve.
+
+pub mod data;
+pub mod rng;
+pub mod routes;
+pub mod server;
+pub mod state;
+
+pub use data::DataConfig;
+pub use routes::router;
+pub use server::{spawn, Handle};
+pub use state::{Bounds, Faults, Limits, Order, State};

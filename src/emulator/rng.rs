@@ -1,0 +1,132 @@
+//! Deterministic pseudo-random numbers for the emulator: splitmix64, so that the same seed gives
+//! the same data and the same faults on every platform and every version of every dependency.
+
+/// A small, fast, seedable generator (splitmix64).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+/// Mixes one 64-bit value into a well-distributed one (the splitmix64 finaliser).
+pub fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Rng {
+    /// A generator for `seed` and a `stream` (independent sequences from one seed).
+    pub fn new(seed: u64, stream: u64) -> Self {
+        Rng(mix(seed ^ mix(stream.wrapping_add(0x5EED))))
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        mix(self.0)
+    }
+
+    /// A uniform float in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// A uniform integer in `[0, n)`; `n` must be positive.
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    /// A uniform integer in `[lo, hi]`.
+    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + self.below((hi - lo + 1) as u64) as i64
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+
+    /// A version-4 style UUID string.
+    pub fn uuid(&mut self) -> String {
+        uuid_from(self.next_u64(), self.next_u64())
+    }
+}
+
+/// Formats two 64-bit halves as a lowercase version-4 UUID.
+pub fn uuid_from(hi: u64, lo: u64) -> String {
+    let hi = (hi & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
+    let lo = (lo & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xFFFF,
+        hi & 0xFFFF,
+        lo >> 48,
+        lo & 0xFFFF_FFFF_FFFF
+    )
+}
+
+/// A keyed bijection of `[0, n)`, used to serve "shuffled" pages that stay consistent across
+/// the pages of one query. Invertible steps on the next power of two, cycle-walked into range.
+pub fn permute(x: u64, n: u64, key: u64) -> u64 {
+    if n <= 1 {
+        return x;
+    }
+    let bits = 64 - (n - 1).leading_zeros();
+    let mask = if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let half = (bits / 2).max(1);
+    let k1 = mix(key) | 1;
+    let k2 = mix(key ^ 0xA5A5);
+    let mut y = x;
+    loop {
+        for _ in 0..3 {
+            y = y.wrapping_mul(k1) & mask;
+            y ^= y >> half;
+            y = y.wrapping_add(k2) & mask;
+        }
+        if y < n {
+            return y;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permute_is_a_bijection() {
+        for n in [1u64, 2, 3, 7, 100, 257, 1000, 4096] {
+            let mut seen = vec![false; n as usize];
+            for x in 0..n {
+                let y = permute(x, n, 42);
+                assert!(y < n);
+                assert!(!seen[y as usize], "collision for n={n}");
+                seen[y as usize] = true;
+            }
+        }
+    }
+
+    #[test]
+    fn same_seed_same_sequence() {
+        let mut a = Rng::new(7, 1);
+        let mut b = Rng::new(7, 1);
+        let mut c = Rng::new(8, 1);
+        let xa: Vec<u64> = (0..5).map(|_| a.next_u64()).collect();
+        let xb: Vec<u64> = (0..5).map(|_| b.next_u64()).collect();
+        let xc: Vec<u64> = (0..5).map(|_| c.next_u64()).collect();
+        assert_eq!(xa, xb);
+        assert_ne!(xa, xc);
+    }
+
+    #[test]
+    fn uuid_shape() {
+        let u = Rng::new(1, 2).uuid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert_eq!(u.matches('-').count(), 4);
+    }
+}

@@ -1,0 +1,470 @@
+//! The emulator's HTTP surface: `router(state)` with the seven endpoints of API.md, and the
+//! gateway every request passes first (api key, limits, faults, latency, bearer token).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{to_bytes, Body};
+use axum::extract::{Query, Request, State as AxState};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Value};
+
+use super::data::Data;
+use super::server::ConnDrop;
+use super::state::{Class, Fault, Order, State, Verdict};
+use crate::client::validate;
+
+/// Records per page.
+pub const PAGE: usize = 100;
+/// Offsets at or above this are refused.
+pub const OFFSET_CEILING: usize = 10_000;
+/// Largest webhook body.
+pub const MAX_BODY: usize = 10 * 1024 * 1024;
+/// Most records in one webhook array.
+pub const MAX_BATCH: usize = 100;
+
+type Shared = Arc<State>;
+type Params = Query<HashMap<String, String>>;
+
+/// An error answer: status, code and a message that names what is wrong.
+#[derive(Debug)]
+pub struct ApiError(StatusCode, &'static str, String);
+
+impl ApiError {
+    fn bad(message: String) -> Self {
+        ApiError(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        json_response(
+            self.0,
+            json!({"error": self.1, "message": self.2}).to_string(),
+        )
+    }
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn too_many(retry_after: u64, message: String) -> Response {
+    let mut r = ApiError(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message).into_response();
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+    r
+}
+
+/// The emulator's router over `state`, usable without a socket (`tower::ServiceExt::oneshot`).
+pub fn router(state: Shared) -> Router {
+    Router::new()
+        .route("/v2/oauth/token", post(token))
+        .route("/v2/sites", get(sites))
+        .route("/v2/devices", get(devices))
+        .route("/v2/cameras", get(cameras))
+        .route("/v2/reports", get(reports))
+        .route("/v2/events", get(events))
+        .route("/v2/webhook", post(webhook_us))
+        .route("/eu/v2/webhook", post(webhook_eu))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), gateway))
+        .with_state(state)
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no route for `{} {}`", req.method(), req.uri().path()),
+    )
+}
+
+/// Every request passes here: statistics, api key, quota and limits, faults, latency, token.
+async fn gateway(AxState(state): AxState<Shared>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    let route = format!("{} {}", req.method(), path);
+    let class = if path == "/v2/oauth/token" {
+        Class::Token
+    } else if req.method() == Method::POST {
+        Class::Publish
+    } else {
+        Class::Read
+    };
+    let headers = req.headers();
+    let key_ok = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|k| k == state.creds.api_key);
+    if !key_ok {
+        let r = ApiError(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "missing or invalid `x-api-key` header".into(),
+        )
+        .into_response();
+        state.count(&route, "403");
+        return r;
+    }
+    let _slot = match state.admit(class) {
+        Verdict::Pass(slot) => slot,
+        Verdict::Limited(retry, message) => {
+            state.count(&route, "429");
+            return too_many(retry, message);
+        }
+    };
+    let faults = state.faults();
+    if faults.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(faults.latency_ms)).await;
+    }
+    if class != Class::Token {
+        match state.pick_fault() {
+            Some(Fault::Drop) => {
+                state.count(&route, "dropped");
+                if let Some(conn) = req.extensions().get::<ConnDrop>() {
+                    conn.drop_now();
+                    std::future::pending::<()>().await;
+                }
+                // Without a connection (router tests) the closest thing is an empty 502.
+                return StatusCode::BAD_GATEWAY.into_response();
+            }
+            Some(Fault::Error(status)) => {
+                state.count(&route, &status.to_string());
+                let code =
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                return ApiError(code, "server_error", "injected server error".into())
+                    .into_response();
+            }
+            Some(Fault::RateLimit(retry)) => {
+                state.count(&route, "429");
+                return too_many(retry, "injected rate limit".into());
+            }
+            None => {}
+        }
+        let bearer = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        let refused = match bearer {
+            None => Some("missing `Authorization: Bearer` header"),
+            Some(token) => state.check_token(token.trim()),
+        };
+        if let Some(why) = refused {
+            state.count(&route, "401");
+            return ApiError(StatusCode::UNAUTHORIZED, "unauthorized", why.into()).into_response();
+        }
+    }
+    let response = next.run(req).await;
+    state.count(&route, response.status().as_str());
+    response
+}
+
+async fn token(AxState(state): AxState<Shared>, body: Body) -> Result<Response, ApiError> {
+    let bytes = to_bytes(body, 64 * 1024)
+        .await
+        .map_err(|_| ApiError::bad("token request body too large or unreadable".into()))?;
+    let v: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad(format!("token request body is not JSON: {e}")))?;
+    let field = |name: &str| -> Result<String, ApiError> {
+        v.get(name)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| {
+                ApiError::bad(format!(
+                    "missing or non-string field `{name}` in token request"
+                ))
+            })
+    };
+    let (audience, id, secret) = (
+        field("audience")?,
+        field("client_id")?,
+        field("client_secret")?,
+    );
+    let c = &state.creds;
+    if id != c.client_id || secret != c.client_secret {
+        return Err(ApiError(
+            StatusCode::UNAUTHORIZED,
+            "access_denied",
+            "invalid client credentials".into(),
+        ));
+    }
+    if audience != c.audience {
+        return Err(ApiError(
+            StatusCode::UNAUTHORIZED,
+            "access_denied",
+            "invalid audience".into(),
+        ));
+    }
+    let (token, lifetime) = state.issue_token();
+    Ok(json_response(
+        StatusCode::OK,
+        json!({"access_token": token, "expires_in": lifetime, "token_type": "Bearer"}).to_string(),
+    ))
+}
+
+fn offset_of(p: &HashMap<String, String>) -> Result<usize, ApiError> {
+    let Some(raw) = p.get("offset") else {
+        return Ok(0);
+    };
+    let offset: usize = raw.trim().parse().map_err(|_| {
+        ApiError::bad(format!(
+            "`offset` must be a non-negative integer, got `{raw}`"
+        ))
+    })?;
+    if offset >= OFFSET_CEILING {
+        return Err(ApiError::bad(format!(
+            "`offset` must be below {OFFSET_CEILING}, got `{offset}`"
+        )));
+    }
+    Ok(offset)
+}
+
+/// Checks the shape of a UUID parameter.
+fn uuid_param<'a>(p: &'a HashMap<String, String>, name: &str) -> Result<Option<&'a str>, ApiError> {
+    let Some(v) = p.get(name) else {
+        return Ok(None);
+    };
+    let b = v.as_bytes();
+    let ok = b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        });
+    if !ok {
+        return Err(ApiError::bad(format!("`{name}` must be a UUID, got `{v}`")));
+    }
+    Ok(Some(v.as_str()))
+}
+
+fn page_of(records: &[&Value], offset: usize) -> Response {
+    let end = (offset + PAGE).min(records.len());
+    let page = records.get(offset..end).unwrap_or(&[]);
+    json_response(
+        StatusCode::OK,
+        serde_json::to_string(page).unwrap_or_else(|_| "[]".into()),
+    )
+}
+
+fn list(
+    p: &HashMap<String, String>,
+    pick: impl FnOnce(&Data) -> Vec<&Value>,
+    state: &State,
+) -> Result<Response, ApiError> {
+    let offset = offset_of(p)?;
+    let data = state.data();
+    Ok(page_of(&pick(&data), offset))
+}
+
+async fn sites(AxState(state): AxState<Shared>, Query(p): Params) -> Result<Response, ApiError> {
+    list(&p, |d| d.sites.iter().collect(), &state)
+}
+
+async fn devices(AxState(state): AxState<Shared>, Query(p): Params) -> Result<Response, ApiError> {
+    list(&p, |d| d.devices.iter().collect(), &state)
+}
+
+async fn reports(AxState(state): AxState<Shared>, Query(p): Params) -> Result<Response, ApiError> {
+    list(
+        &p,
+        |d| {
+            d.reports
+                .iter()
+                .filter(|r| r.visible)
+                .map(|r| &r.json)
+                .collect()
+        },
+        &state,
+    )
+}
+
+async fn cameras(AxState(state): AxState<Shared>, Query(p): Params) -> Result<Response, ApiError> {
+    let site = uuid_param(&p, "siteId")?;
+    let device = uuid_param(&p, "deviceId")?;
+    let matches = |c: &Value, key: &str, want: Option<&str>| {
+        want.is_none_or(|w| c[key].as_str().is_some_and(|v| v.eq_ignore_ascii_case(w)))
+    };
+    list(
+        &p,
+        |d| {
+            d.cameras
+                .iter()
+                .filter(|c| matches(c, "siteId", site) && matches(c, "deviceId", device))
+                .collect()
+        },
+        &state,
+    )
+}
+
+/// Parses a startTime/endTime parameter: ISO 8601 in UTC with a trailing `Z`.
+fn time_param(p: &HashMap<String, String>, name: &str) -> Result<i64, ApiError> {
+    let raw = p
+        .get(name)
+        .ok_or_else(|| ApiError::bad(format!("missing query parameter `{name}`")))?;
+    let parsed = if raw.ends_with('Z') {
+        chrono::DateTime::parse_from_rfc3339(raw).ok()
+    } else {
+        None
+    };
+    parsed.map(|t| t.timestamp_millis()).ok_or_else(|| {
+        ApiError::bad(format!(
+            "`{name}` must be an ISO 8601 UTC timestamp such as `2026-01-05T00:00:00.000Z`, got `{raw}`"
+        ))
+    })
+}
+
+async fn events(AxState(state): AxState<Shared>, Query(p): Params) -> Result<Response, ApiError> {
+    let start = time_param(&p, "startTime")?;
+    let end = time_param(&p, "endTime")?;
+    if end < start {
+        return Err(ApiError::bad("`endTime` is before `startTime`".into()));
+    }
+    let report_id = uuid_param(&p, "reportId")?;
+    let offset = offset_of(&p)?;
+    let (order, bounds) = state.semantics();
+    let data = state.data();
+    let report = match report_id {
+        None => None,
+        Some(id) => {
+            let r = data.report_by_id(id).ok_or_else(|| {
+                ApiError(
+                    StatusCode::NOT_FOUND,
+                    "not_found",
+                    format!("no report `{id}`"),
+                )
+            })?;
+            if !data.reports[r].visible {
+                return Err(ApiError(
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                    format!("no access to report `{id}`"),
+                ));
+            }
+            Some(r)
+        }
+    };
+    let a = data.lower_bound(report, start, !bounds.start_inclusive);
+    let b = data.lower_bound(report, end, bounds.end_inclusive).max(a);
+    let count = b - a;
+    let key =
+        data.seed ^ ((a as u64) << 32) ^ (b as u64) ^ report.map_or(0, |r| (r as u64 + 1) << 60);
+    let mut out = String::with_capacity(PAGE * 900);
+    out.push('[');
+    for (n, p) in (offset..count.min(offset + PAGE)).enumerate() {
+        let i = match order {
+            Order::Asc => a + p,
+            Order::Desc => b - 1 - p,
+            Order::Shuffled => a + super::rng::permute(p as u64, count as u64, key) as usize,
+        };
+        if n > 0 {
+            out.push(',');
+        }
+        data.render_event(data.base_event(report, i), &mut out);
+    }
+    out.push(']');
+    Ok(json_response(StatusCode::OK, out))
+}
+
+async fn webhook_us(AxState(state): AxState<Shared>, headers: HeaderMap, body: Body) -> Response {
+    webhook(state, "us", headers, body).await
+}
+
+async fn webhook_eu(AxState(state): AxState<Shared>, headers: HeaderMap, body: Body) -> Response {
+    webhook(state, "eu", headers, body).await
+}
+
+async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: Body) -> Response {
+    let json_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"));
+    if !json_type {
+        return ApiError(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "`Content-Type` must be `application/json`".into(),
+        )
+        .into_response();
+    }
+    let Ok(bytes) = to_bytes(body, MAX_BODY).await else {
+        return ApiError(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("body over {MAX_BODY} bytes"),
+        )
+        .into_response();
+    };
+    let parsed: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => return ApiError::bad(format!("body is not JSON: {e}")).into_response(),
+    };
+    let records = match parsed {
+        Value::Array(items) if items.is_empty() => {
+            return ApiError::bad("empty array: send at least one record".into()).into_response()
+        }
+        Value::Array(items) if items.len() > MAX_BATCH => {
+            return ApiError::bad(format!(
+                "a batch holds at most {MAX_BATCH} records, got {}",
+                items.len()
+            ))
+            .into_response()
+        }
+        Value::Array(items) => items,
+        other => vec![other],
+    };
+    let mut errors = Vec::new();
+    let mut good = Vec::new();
+    for (index, record) in records.iter().enumerate() {
+        let problems: Vec<_> = validate::validate(record)
+            .into_iter()
+            .filter(|p| p.severity == validate::Severity::Error)
+            .collect();
+        match (problems.is_empty(), validate::upsert_key(record)) {
+            (true, Some(key)) => good.push((key, record.to_string())),
+            (true, None) => errors
+                .push(json!({"index": index, "path": "", "message": "record has no upsert key"})),
+            (false, _) => errors.extend(
+                problems
+                    .iter()
+                    .map(|p| json!({"index": index, "path": p.path, "message": p.message})),
+            ),
+        }
+    }
+    let accepted = good.len();
+    state.store_published(region, good);
+    if errors.is_empty() {
+        return json_response(StatusCode::OK, json!({"accepted": accepted}).to_string());
+    }
+    let summary: Vec<String> = errors
+        .iter()
+        .take(5)
+        .map(|e| {
+            format!(
+                "record {}: {}: {}",
+                e["index"],
+                e["path"].as_str().unwrap_or(""),
+                e["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    json_response(
+        StatusCode::BAD_REQUEST,
+        json!({
+            "error": "validation_failed",
+            "message": summary.join("; "),
+            "errors": errors,
+            "accepted": accepted,
+        })
+        .to_string(),
+    )
+}

@@ -1,0 +1,593 @@
+//! The emulator's mutable state: data, credentials, tokens and clock, semantics, faults, limits,
+//! statistics and the webhook store. Everything a test can script lives here, behind small locks.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::data::{Data, DataConfig};
+use super::rng::{mix, Rng};
+
+/// Lifetime of a token in seconds, as the service reports it (just under 4 hours).
+pub const DEFAULT_TOKEN_LIFETIME: u64 = 14_399;
+
+/// The order in which `/v2/events` returns a window's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Ascending startTime.
+    Asc,
+    /// Descending startTime.
+    Desc,
+    /// A fixed pseudo-random order per query.
+    Shuffled,
+}
+
+/// Which ends of `[startTime, endTime]` the events filter includes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// startTime itself is included.
+    pub start_inclusive: bool,
+    /// endTime itself is included.
+    pub end_inclusive: bool,
+}
+
+impl Bounds {
+    /// Parses `"[)"`, `"[]"`, `"()"` or `"(]"`.
+    pub fn parse(s: &str) -> Option<Bounds> {
+        let b = s.as_bytes();
+        if b.len() != 2 {
+            return None;
+        }
+        let start_inclusive = match b[0] {
+            b'[' => true,
+            b'(' => false,
+            _ => return None,
+        };
+        let end_inclusive = match b[1] {
+            b']' => true,
+            b')' => false,
+            _ => return None,
+        };
+        Some(Bounds {
+            start_inclusive,
+            end_inclusive,
+        })
+    }
+}
+
+impl Order {
+    /// Parses `"asc"`, `"desc"` or `"shuffled"`.
+    pub fn parse(s: &str) -> Option<Order> {
+        match s {
+            "asc" => Some(Order::Asc),
+            "desc" => Some(Order::Desc),
+            "shuffled" => Some(Order::Shuffled),
+            _ => None,
+        }
+    }
+}
+
+/// Injected misbehaviour (`set_faults`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Faults {
+    /// Probability of a 500 or 503 answer.
+    pub error_rate: f64,
+    /// Probability of a 429 answer.
+    pub rate_limit_rate: f64,
+    /// Probability that the connection is closed without an answer.
+    pub drop_rate: f64,
+    /// Added to every answer.
+    pub latency_ms: u64,
+    /// `Retry-After` of injected 429s, seconds.
+    pub retry_after: u64,
+}
+
+/// The provider's published limits, when enforced (`set_limits`); None = no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Limits {
+    /// GET requests per second.
+    pub read_per_second: Option<f64>,
+    /// GET requests in flight.
+    pub read_concurrency: Option<usize>,
+    /// Webhook requests per second.
+    pub publish_per_second: Option<f64>,
+    /// Webhook requests in flight.
+    pub publish_concurrency: Option<usize>,
+    /// Requests per day, all endpoints.
+    pub daily_requests: Option<u64>,
+}
+
+/// A token bucket holding up to one second of requests.
+#[derive(Debug)]
+pub struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn new() -> Self {
+        Bucket {
+            tokens: f64::NAN,
+            last: Instant::now(),
+        }
+    }
+
+    /// Takes one token at `rate` per second, or says how long until one is there.
+    pub fn take(&mut self, rate: f64, now: Instant) -> Result<(), Duration> {
+        let capacity = rate.max(1.0);
+        if self.tokens.is_nan() {
+            self.tokens = capacity;
+        }
+        let dt = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + dt * rate).min(capacity);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64(
+                (1.0 - self.tokens) / rate.max(1e-9),
+            ))
+        }
+    }
+}
+
+/// Which limits a request counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// The token endpoint: the daily quota only.
+    Token,
+    /// GET endpoints.
+    Read,
+    /// The webhook.
+    Publish,
+}
+
+#[derive(Debug)]
+struct TokenInfo {
+    issued_ms: i64,
+    lifetime_s: u64,
+    generation: u64,
+}
+
+/// Counters behind `stats()`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// "METHOD /path" -> status ("200", "429", "dropped") -> count.
+    pub requests: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Tokens created.
+    pub tokens_issued: u64,
+    /// Webhook records written (new or replacing).
+    pub published_stored: u64,
+    /// Webhook records that replaced one with the same key.
+    pub published_upserts: u64,
+    /// 429s caused by the limits of `set_limits`.
+    pub rate_limited: u64,
+}
+
+/// Webhook records, upserted by key, in order of first arrival.
+#[derive(Debug, Default)]
+pub struct Published {
+    /// (region, record as JSON text).
+    pub records: Vec<(&'static str, String)>,
+    /// (region, upsert key) -> index in `records`.
+    pub index: HashMap<(&'static str, String), usize>,
+}
+
+/// The credentials the emulator accepts.
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    /// `x-api-key`.
+    pub api_key: String,
+    /// OAuth client id.
+    pub client_id: String,
+    /// OAuth client secret.
+    pub client_secret: String,
+    /// OAuth audience.
+    pub audience: String,
+}
+
+/// Everything one emulator knows; shared by its connections.
+#[derive(Debug)]
+pub struct State {
+    data: RwLock<Data>,
+    /// Accepted credentials.
+    pub creds: Credentials,
+    seed: u64,
+    started: Instant,
+    clock_offset_ms: AtomicI64,
+    tokens: Mutex<HashMap<String, TokenInfo>>,
+    revoked_generation: AtomicU64,
+    token_generation: AtomicU64,
+    token_lifetime: AtomicU64,
+    token_counter: AtomicU64,
+    semantics: Mutex<(Order, Bounds)>,
+    faults: Mutex<Faults>,
+    fault_counter: AtomicU64,
+    limits: Mutex<Limits>,
+    buckets: Mutex<(Bucket, Bucket)>,
+    daily: AtomicU64,
+    in_flight: [AtomicUsize; 3],
+    stats: Mutex<Stats>,
+    published: Mutex<Published>,
+    /// Connections currently open.
+    pub connections_open: AtomicUsize,
+    /// Connections accepted so far.
+    pub connections_total: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a lock must not take the whole emulator down with it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the gate decided about a request before it reaches its handler.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Go on; the guard releases the concurrency slot when dropped.
+    Pass(SlotGuard),
+    /// Answer 429 with this Retry-After (seconds) and message.
+    Limited(u64, String),
+}
+
+/// Holds one in-flight slot of a class.
+#[derive(Debug)]
+pub struct SlotGuard {
+    state: Option<Arc<State>>,
+    class: usize,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        if let Some(s) = &self.state {
+            s.in_flight[self.class].fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// An injected fault picked for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Close the connection without answering.
+    Drop,
+    /// Answer with this 5xx status.
+    Error(u16),
+    /// Answer 429 with this Retry-After.
+    RateLimit(u64),
+}
+
+impl State {
+    /// Generates the data and the credentials for `cfg`.
+    pub fn new(cfg: &DataConfig) -> State {
+        let data = Data::generate(cfg);
+        let mut rng = Rng::new(cfg.seed, 2);
+        let creds = Credentials {
+            api_key: format!("emu-key-{:016x}", rng.next_u64()),
+            client_id: format!("emu-client-{:08x}", rng.next_u64() as u32),
+            client_secret: format!(
+                "emu-secret-{:032x}",
+                (rng.next_u64() as u128) << 64 | rng.next_u64() as u128
+            ),
+            audience: "https://api.surveillance.emulator/".to_string(),
+        };
+        State {
+            data: RwLock::new(data),
+            creds,
+            seed: cfg.seed,
+            started: Instant::now(),
+            clock_offset_ms: AtomicI64::new(0),
+            tokens: Mutex::new(HashMap::new()),
+            revoked_generation: AtomicU64::new(0),
+            token_generation: AtomicU64::new(0),
+            token_lifetime: AtomicU64::new(DEFAULT_TOKEN_LIFETIME),
+            token_counter: AtomicU64::new(0),
+            semantics: Mutex::new((
+                Order::Asc,
+                Bounds {
+                    start_inclusive: true,
+                    end_inclusive: false,
+                },
+            )),
+            faults: Mutex::new(Faults::default()),
+            fault_counter: AtomicU64::new(0),
+            limits: Mutex::new(Limits::default()),
+            buckets: Mutex::new((Bucket::new(), Bucket::new())),
+            daily: AtomicU64::new(0),
+            in_flight: [
+                AtomicUsize::new(0),
+                AtomicUsize::new(0),
+                AtomicUsize::new(0),
+            ],
+            stats: Mutex::new(Stats::default()),
+            published: Mutex::new(Published::default()),
+            connections_open: AtomicUsize::new(0),
+            connections_total: AtomicU64::new(0),
+        }
+    }
+
+    /// Read access to the data set.
+    pub fn data(&self) -> RwLockReadGuard<'_, Data> {
+        self.data.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Write access to the data set.
+    pub fn data_mut(&self) -> RwLockWriteGuard<'_, Data> {
+        self.data.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The emulator's clock, Unix epoch milliseconds (real time plus `advance_clock`).
+    pub fn now_ms(&self) -> i64 {
+        let real = chrono::Utc::now().timestamp_millis();
+        real + self.clock_offset_ms.load(Ordering::SeqCst)
+    }
+
+    /// Moves the clock forward (or back) by `seconds`.
+    pub fn advance_clock(&self, seconds: f64) {
+        self.clock_offset_ms
+            .fetch_add((seconds * 1000.0) as i64, Ordering::SeqCst);
+    }
+
+    /// Every token issued so far is refused from now on.
+    pub fn revoke_tokens(&self) {
+        let g = self.token_generation.fetch_add(1, Ordering::SeqCst) + 1;
+        self.revoked_generation.store(g, Ordering::SeqCst);
+    }
+
+    /// `expires_in` of the tokens issued from now on.
+    pub fn set_token_lifetime(&self, seconds: u64) {
+        self.token_lifetime.store(seconds, Ordering::SeqCst);
+    }
+
+    /// Creates a token and returns it with its lifetime.
+    pub fn issue_token(&self) -> (String, u64) {
+        let n = self.token_counter.fetch_add(1, Ordering::SeqCst);
+        let token = format!(
+            "emu.{:016x}{:016x}",
+            mix(self.seed ^ mix(n) ^ self.started.elapsed().as_nanos() as u64),
+            mix(n ^ 0x70CE)
+        );
+        let lifetime = self.token_lifetime.load(Ordering::SeqCst);
+        lock(&self.tokens).insert(
+            token.clone(),
+            TokenInfo {
+                issued_ms: self.now_ms(),
+                lifetime_s: lifetime,
+                generation: self.token_generation.load(Ordering::SeqCst),
+            },
+        );
+        lock(&self.stats).tokens_issued += 1;
+        (token, lifetime)
+    }
+
+    /// Why a bearer token is refused, or None when it is good.
+    pub fn check_token(&self, token: &str) -> Option<&'static str> {
+        let tokens = lock(&self.tokens);
+        let Some(info) = tokens.get(token) else {
+            return Some("unknown access token");
+        };
+        if info.generation < self.revoked_generation.load(Ordering::SeqCst) {
+            return Some("access token revoked");
+        }
+        if self.now_ms() - info.issued_ms >= info.lifetime_s as i64 * 1000 + 1000 {
+            return Some("access token expired");
+        }
+        None
+    }
+
+    /// Current order and bounds of the events endpoint.
+    pub fn semantics(&self) -> (Order, Bounds) {
+        *lock(&self.semantics)
+    }
+
+    /// Sets the order and bounds of the events endpoint.
+    pub fn set_semantics(&self, order: Order, bounds: Bounds) {
+        *lock(&self.semantics) = (order, bounds);
+    }
+
+    /// Current faults.
+    pub fn faults(&self) -> Faults {
+        lock(&self.faults).clone()
+    }
+
+    /// Replaces the faults.
+    pub fn set_faults(&self, faults: Faults) {
+        *lock(&self.faults) = faults;
+    }
+
+    /// Replaces the limits (and forgets what the old ones counted, but the daily count).
+    pub fn set_limits(&self, limits: Limits) {
+        *lock(&self.limits) = limits;
+        *lock(&self.buckets) = (Bucket::new(), Bucket::new());
+        if limits.daily_requests.is_none() {
+            self.daily.store(0, Ordering::SeqCst);
+        }
+    }
+
+    /// Picks the fault of the next request, reproducibly under the seed.
+    pub fn pick_fault(&self) -> Option<Fault> {
+        let f = self.faults();
+        if f.error_rate <= 0.0 && f.rate_limit_rate <= 0.0 && f.drop_rate <= 0.0 {
+            return None;
+        }
+        let n = self.fault_counter.fetch_add(1, Ordering::SeqCst);
+        let mut rng = Rng::new(self.seed, 0xFA17_0000 ^ n);
+        if rng.chance(f.drop_rate) {
+            return Some(Fault::Drop);
+        }
+        if rng.chance(f.error_rate) {
+            return Some(Fault::Error(if rng.chance(0.5) { 500 } else { 503 }));
+        }
+        if rng.chance(f.rate_limit_rate) {
+            return Some(Fault::RateLimit(f.retry_after));
+        }
+        None
+    }
+
+    /// Applies the daily quota, the per-second rate and the concurrency of `class`.
+    pub fn admit(self: &Arc<Self>, class: Class) -> Verdict {
+        let limits = *lock(&self.limits);
+        let index = class as usize;
+        if let Some(max) = limits.daily_requests {
+            let used = self.daily.fetch_add(1, Ordering::SeqCst);
+            if used >= max {
+                let now = chrono::Utc::now().timestamp();
+                let retry = 86_400 - now.rem_euclid(86_400) as u64;
+                return self.limited(retry, format!("daily quota of {max} requests used up"));
+            }
+        }
+        let (rate, conc) = match class {
+            Class::Token => (None, None),
+            Class::Read => (limits.read_per_second, limits.read_concurrency),
+            Class::Publish => (limits.publish_per_second, limits.publish_concurrency),
+        };
+        if let Some(rate) = rate {
+            let mut buckets = lock(&self.buckets);
+            let bucket = if class == Class::Read {
+                &mut buckets.0
+            } else {
+                &mut buckets.1
+            };
+            if let Err(wait) = bucket.take(rate, Instant::now()) {
+                let retry = wait.as_secs_f64().ceil().max(1.0) as u64;
+                return self.limited(
+                    retry,
+                    format!("limit of {rate} requests per second exceeded"),
+                );
+            }
+        }
+        let held = self.in_flight[index].fetch_add(1, Ordering::SeqCst);
+        let guard = SlotGuard {
+            state: Some(self.clone()),
+            class: index,
+        };
+        if let Some(max) = conc {
+            if held >= max {
+                drop(guard);
+                return self.limited(1, format!("limit of {max} concurrent requests exceeded"));
+            }
+        }
+        Verdict::Pass(guard)
+    }
+
+    fn limited(&self, retry: u64, message: String) -> Verdict {
+        lock(&self.stats).rate_limited += 1;
+        Verdict::Limited(retry, message)
+    }
+
+    /// Counts one answered (or dropped) request.
+    pub fn count(&self, route: &str, status: &str) {
+        let mut stats = lock(&self.stats);
+        *stats
+            .requests
+            .entry(route.to_string())
+            .or_default()
+            .entry(status.to_string())
+            .or_default() += 1;
+    }
+
+    /// Stores webhook records; returns how many replaced an existing one.
+    pub fn store_published(&self, region: &'static str, records: Vec<(String, String)>) {
+        let mut published = lock(&self.published);
+        let mut upserts = 0;
+        let n = records.len() as u64;
+        for (key, text) in records {
+            match published.index.get(&(region, key.clone())) {
+                Some(&i) => {
+                    published.records[i].1 = text;
+                    upserts += 1;
+                }
+                None => {
+                    let i = published.records.len();
+                    published.records.push((region, text));
+                    published.index.insert((region, key), i);
+                }
+            }
+        }
+        let mut stats = lock(&self.stats);
+        stats.published_stored += n;
+        stats.published_upserts += upserts;
+    }
+
+    /// The stored webhook records of `region` (or all), as JSON texts.
+    pub fn published(&self, region: Option<&str>) -> Vec<String> {
+        lock(&self.published)
+            .records
+            .iter()
+            .filter(|(r, _)| region.is_none_or(|want| want == *r))
+            .map(|(_, t)| t.clone())
+            .collect()
+    }
+
+    /// Number of stored webhook records.
+    pub fn published_len(&self) -> usize {
+        lock(&self.published).records.len()
+    }
+
+    /// Forgets the stored webhook records.
+    pub fn clear_published(&self) {
+        *lock(&self.published) = Published::default();
+    }
+
+    /// The statistics as JSON.
+    pub fn stats_json(&self) -> Value {
+        let stats = lock(&self.stats);
+        json!({
+            "requests": stats.requests,
+            "tokens_issued": stats.tokens_issued,
+            "published_stored": stats.published_stored,
+            "published_upserts": stats.published_upserts,
+            "rate_limited": stats.rate_limited,
+            "connections_open": self.connections_open.load(Ordering::SeqCst),
+            "connections_total": self.connections_total.load(Ordering::SeqCst),
+        })
+    }
+
+    /// Zeroes the statistics (not the stored records).
+    pub fn reset_stats(&self) {
+        *lock(&self.stats) = Stats::default();
+        self.connections_total.store(0, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_allows_one_second_then_paces() {
+        let mut b = Bucket::new();
+        let t0 = Instant::now();
+        for _ in 0..5 {
+            assert!(b.take(5.0, t0).is_ok());
+        }
+        let wait = b
+            .take(5.0, t0)
+            .expect_err("sixth in the same instant is refused");
+        assert!(wait <= Duration::from_millis(201));
+        assert!(b.take(5.0, t0 + Duration::from_millis(250)).is_ok());
+    }
+
+    #[test]
+    fn bounds_and_order_parse() {
+        assert_eq!(
+            Bounds::parse("[)"),
+            Some(Bounds {
+                start_inclusive: true,
+                end_inclusive: false
+            })
+        );
+        assert_eq!(
+            Bounds::parse("()"),
+            Some(Bounds {
+                start_inclusive: false,
+                end_inclusive: false
+            })
+        );
+        assert_eq!(Bounds::parse("[["), None);
+        assert_eq!(Order::parse("desc"), Some(Order::Desc));
+        assert_eq!(Order::parse("random"), None);
+    }
+}

@@ -1,0 +1,8 @@
+//! `surveillance`: a client for a video-surveillance cloud API, and a local emulator of it.
+//! The client and emulator are pure Rust; the Python bindings live behind the `python` feature.
+
+pub mod client;
+pub mod emulator;
+
+#[cfg(feature = "python")]
+mod python;

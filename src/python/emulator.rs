@@ -1,0 +1,318 @@
+//! Binding of the emulator: `surveillance._core.Emulator`, a thin wrapper over
+//! `emulator::spawn` running on the bindings' runtime. No logic beyond argument conversion.
+
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+
+use super::runtime;
+use crate::emulator::{self, Bounds, DataConfig, Faults, Handle, Limits, Order, State};
+
+/// A running emulator of the service on a loopback port (see `surveillance.Emulator`).
+#[pyclass(name = "Emulator", module = "surveillance._core", frozen)]
+pub struct PyEmulator {
+    handle: Handle,
+}
+
+impl Drop for PyEmulator {
+    fn drop(&mut self) {
+        self.handle.signal_stop();
+    }
+}
+
+#[pymethods]
+impl PyEmulator {
+    #[new]
+    #[pyo3(signature = (seed=0, sites=20, days=14, events_per_day=5000, latency_ms=0, start="2026-01-05", port=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        seed: u64,
+        sites: usize,
+        days: u32,
+        events_per_day: u64,
+        latency_ms: u64,
+        start: &str,
+        port: u16,
+    ) -> PyResult<Self> {
+        let start = NaiveDate::parse_from_str(start, "%Y-%m-%d").map_err(|_| {
+            PyValueError::new_err(format!(
+                "`start` must be a date like `2026-01-05`, got `{start}`"
+            ))
+        })?;
+        let cfg = DataConfig {
+            seed,
+            sites,
+            days,
+            events_per_day,
+            start,
+        };
+        let rt = runtime::get()
+            .map_err(|e| PyOSError::new_err(format!("cannot start the runtime: {e}")))?;
+        let handle = py.detach(move || {
+            let state = Arc::new(State::new(&cfg));
+            state.set_faults(Faults {
+                latency_ms,
+                ..Faults::default()
+            });
+            rt.block_on(emulator::spawn(state, port))
+        });
+        let handle = handle
+            .map_err(|e| PyOSError::new_err(format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
+        Ok(PyEmulator { handle })
+    }
+
+    /// Base URL of the service (no `/v2`).
+    #[getter]
+    fn url(&self) -> String {
+        self.handle.url()
+    }
+
+    /// Base URL of the EU webhook.
+    #[getter]
+    fn eu_url(&self) -> String {
+        self.handle.eu_url()
+    }
+
+    /// The accepted `x-api-key`.
+    #[getter]
+    fn api_key(&self) -> String {
+        self.handle.state.creds.api_key.clone()
+    }
+
+    /// The accepted client id.
+    #[getter]
+    fn client_id(&self) -> String {
+        self.handle.state.creds.client_id.clone()
+    }
+
+    /// The accepted client secret.
+    #[getter]
+    fn client_secret(&self) -> String {
+        self.handle.state.creds.client_secret.clone()
+    }
+
+    /// The accepted audience.
+    #[getter]
+    fn audience(&self) -> String {
+        self.handle.state.creds.audience.clone()
+    }
+
+    /// First instant of the data, epoch milliseconds.
+    #[getter]
+    fn start_ms(&self) -> i64 {
+        self.handle.state.data().start_ms
+    }
+
+    /// End (exclusive) of the data, epoch milliseconds.
+    #[getter]
+    fn end_ms(&self) -> i64 {
+        self.handle.state.data().end_ms
+    }
+
+    /// A report that exists but that the caller may not read.
+    #[getter]
+    fn restricted_report_id(&self) -> String {
+        let data = self.handle.state.data();
+        data.reports
+            .iter()
+            .find(|r| !r.visible)
+            .map(|r| r.id.clone())
+            .unwrap_or_default()
+    }
+
+    /// Replaces the injected faults.
+    #[pyo3(signature = (error_rate=0.0, rate_limit_rate=0.0, drop_rate=0.0, latency_ms=0, retry_after=0))]
+    fn set_faults(
+        &self,
+        error_rate: f64,
+        rate_limit_rate: f64,
+        drop_rate: f64,
+        latency_ms: u64,
+        retry_after: u64,
+    ) -> PyResult<()> {
+        for (name, v) in [
+            ("error_rate", error_rate),
+            ("rate_limit_rate", rate_limit_rate),
+            ("drop_rate", drop_rate),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(PyValueError::new_err(format!(
+                    "`{name}` must be between 0 and 1, got `{v}`"
+                )));
+            }
+        }
+        self.handle.state.set_faults(Faults {
+            error_rate,
+            rate_limit_rate,
+            drop_rate,
+            latency_ms,
+            retry_after,
+        });
+        Ok(())
+    }
+
+    /// Sets the order and bound inclusivity of the events endpoint.
+    #[pyo3(signature = (order="asc", bounds="[)"))]
+    fn set_semantics(&self, order: &str, bounds: &str) -> PyResult<()> {
+        let o = Order::parse(order).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "`order` must be `asc`, `desc` or `shuffled`, got `{order}`"
+            ))
+        })?;
+        let b = Bounds::parse(bounds).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "`bounds` must be `[)`, `[]`, `()` or `(]`, got `{bounds}`"
+            ))
+        })?;
+        self.handle.state.set_semantics(o, b);
+        Ok(())
+    }
+
+    /// Enforces (or lifts, with None) the provider's published limits.
+    #[pyo3(signature = (read_per_second=None, read_concurrency=None, publish_per_second=None, publish_concurrency=None, daily_requests=None))]
+    fn set_limits(
+        &self,
+        read_per_second: Option<f64>,
+        read_concurrency: Option<usize>,
+        publish_per_second: Option<f64>,
+        publish_concurrency: Option<usize>,
+        daily_requests: Option<u64>,
+    ) -> PyResult<()> {
+        for (name, v) in [
+            ("read_per_second", read_per_second),
+            ("publish_per_second", publish_per_second),
+        ] {
+            if v.is_some_and(|v| v.is_nan() || v <= 0.0) {
+                return Err(PyValueError::new_err(format!(
+                    "`{name}` must be positive or None"
+                )));
+            }
+        }
+        self.handle.state.set_limits(Limits {
+            read_per_second,
+            read_concurrency,
+            publish_per_second,
+            publish_concurrency,
+            daily_requests,
+        });
+        Ok(())
+    }
+
+    /// `expires_in` of the tokens issued from now on.
+    fn set_token_lifetime(&self, seconds: u64) {
+        self.handle.state.set_token_lifetime(seconds);
+    }
+
+    /// Moves the emulator's clock.
+    fn advance_clock(&self, seconds: f64) {
+        self.handle.state.advance_clock(seconds);
+    }
+
+    /// Refuses every token issued so far.
+    fn revoke_tokens(&self) {
+        self.handle.state.revoke_tokens();
+    }
+
+    /// Inserts `count` events starting at `at_ms`; returns their ids.
+    #[pyo3(signature = (at_ms, count=1, site_id=None))]
+    fn add_events(
+        &self,
+        py: Python<'_>,
+        at_ms: i64,
+        count: u32,
+        site_id: Option<String>,
+    ) -> PyResult<Vec<String>> {
+        let state = self.handle.state.clone();
+        py.detach(move || {
+            let mut data = state.data_mut();
+            let site = match site_id {
+                None => None,
+                Some(id) => Some(
+                    data.site_info
+                        .iter()
+                        .position(|s| s.id == id)
+                        .ok_or_else(|| PyValueError::new_err(format!("no site `{id}`")))?,
+                ),
+            };
+            Ok(data.add_events(at_ms, count, site))
+        })
+    }
+
+    /// Stored webhook records as JSON texts (of one region, or all).
+    #[pyo3(signature = (region=None))]
+    fn published_json(&self, region: Option<&str>) -> Vec<String> {
+        self.handle.state.published(region)
+    }
+
+    /// Forgets the stored webhook records.
+    fn clear_published(&self) {
+        self.handle.state.clear_published();
+    }
+
+    /// Every record of a resource list as a JSON array text.
+    fn resources_json(&self, kind: &str) -> PyResult<String> {
+        let data = self.handle.state.data();
+        let text = match kind {
+            "sites" => serde_json::to_string(&data.sites),
+            "devices" => serde_json::to_string(&data.devices),
+            "cameras" => serde_json::to_string(&data.cameras),
+            "reports" => serde_json::to_string(
+                &data
+                    .reports
+                    .iter()
+                    .filter(|r| r.visible)
+                    .map(|r| &r.json)
+                    .collect::<Vec<_>>(),
+            ),
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "`kind` must be `sites`, `devices`, `cameras` or `reports`, got `{kind}`"
+                )))
+            }
+        };
+        text.map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Ids of the events with `start <= startTime < end`, sorted by (startTime, id).
+    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
+    fn truth(
+        &self,
+        py: Python<'_>,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+    ) -> PyResult<Vec<String>> {
+        let state = self.handle.state.clone();
+        py.detach(move || {
+            let data = state.data();
+            let report = match report_id {
+                None => None,
+                Some(id) => Some(
+                    data.report_by_id(&id)
+                        .ok_or_else(|| PyValueError::new_err(format!("no report `{id}`")))?,
+                ),
+            };
+            Ok(data.truth(start_ms, end_ms, report))
+        })
+    }
+
+    /// The statistics as a JSON text.
+    fn stats_json(&self) -> String {
+        self.handle.state.stats_json().to_string()
+    }
+
+    /// Zeroes the statistics.
+    fn reset_stats(&self) {
+        self.handle.state.reset_stats();
+    }
+
+    /// Stops the server; idempotent.
+    fn stop(&self, py: Python<'_>) -> PyResult<()> {
+        let rt = runtime::get().map_err(|e| PyOSError::new_err(e.to_string()))?;
+        py.detach(|| rt.block_on(self.handle.stop()));
+        Ok(())
+    }
+}

@@ -1,0 +1,15 @@
+//! The thin PyO3 binding layer: `surveillance._core`. Converts arguments and results and maps
+//! errors; the logic lives in the pure Rust client and emulator.
+
+mod emulator;
+mod runtime;
+
+use pyo3::prelude::*;
+
+/// The native module `surveillance._core`.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<emulator::PyEmulator>()?;
+    Ok(())
+}

@@ -1,0 +1,32 @@
+//! The process-wide tokio runtime of the bindings, rebuilt in a child after `fork()` (a forked
+//! child has none of its parent's threads, so the parent's runtime is unusable there).
+
+use std::sync::{Arc, Mutex};
+
+use tokio::runtime::Runtime;
+
+static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
+
+/// The runtime of this process, built on first use.
+pub fn get() -> std::io::Result<Arc<Runtime>> {
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner, rt)) = slot.as_ref() {
+        if *owner == pid {
+            return Ok(rt.clone());
+        }
+    }
+    if let Some((_, stale)) = slot.take() {
+        // The parent's runtime: its threads do not exist here, so dropping it could block.
+        std::mem::forget(stale);
+    }
+    let rt = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get().max(2)))
+            .thread_name("surveillance-io")
+            .enable_all()
+            .build()?,
+    );
+    *slot = Some((pid, rt.clone()));
+    Ok(rt)
+}

@@ -1,0 +1,231 @@
+"""Shared fixtures: a small emulator per test module, a reset after each test, and a tiny HTTP
+helper built on the standard library only (``urllib.request``), so these tests exercise the
+emulator's wire contract without depending on the project's own client."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime, timedelta, timezone
+from typing import Any, NamedTuple
+
+import pytest
+import surveillance as sv
+
+TIMEOUT = 10.0
+PAGE = 100
+OFFSET_CEILING = 10_000
+UTC = timezone.utc
+
+
+def iso_z(dt: datetime) -> str:
+    """`dt` as the service's query format: UTC, milliseconds, trailing ``Z``."""
+    dt = dt.astimezone(UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def parse_ts(text: str) -> datetime:
+    """An event timestamp (ISO 8601 with an offset) as an aware datetime."""
+    return datetime.fromisoformat(text)
+
+
+class Resp(NamedTuple):
+    """One HTTP answer: unpacks as ``(status, headers, body)``; body is parsed JSON or text."""
+
+    status: int
+    headers: Any
+    body: Any
+
+
+class Http:
+    """Minimal client for the emulator: headers, a cached token, JSON in and out, paging."""
+
+    def __init__(self, emu: Any, *, timeout: float = TIMEOUT, cafile: str | None = None) -> None:
+        self.emu = emu
+        self.url = emu.url.rstrip("/")
+        self.timeout = timeout
+        self._token: str | None = None
+        handlers: list[Any] = [urllib.request.ProxyHandler({})]  # loopback: never a proxy
+        if self.url.startswith("https://"):
+            cafile = cafile if cafile is not None else getattr(emu, "ca_bundle", None)
+            ctx = ssl.create_default_context(cafile=cafile)
+            handlers.append(urllib.request.HTTPSHandler(context=ctx))
+        self._opener = urllib.request.build_opener(*handlers)
+
+    # -- tokens -------------------------------------------------------------------------------
+    def token_request(self, body: Any = None, headers: dict | None = None) -> Resp:
+        """POST /v2/oauth/token with the emulator's credentials unless `body` is given."""
+        if body is None:
+            body = {
+                "audience": self.emu.audience,
+                "client_id": self.emu.client_id,
+                "client_secret": self.emu.client_secret,
+            }
+        return self.request("POST", "/v2/oauth/token", json=body, headers=headers, auth=False)
+
+    def new_token(self) -> str:
+        """A freshly issued token (also cached for later calls)."""
+        r = self.token_request()
+        assert r.status == 200, r
+        self._token = r.body["access_token"]
+        return self._token
+
+    def token(self) -> str:
+        """The cached token, fetched on first use."""
+        return self._token if self._token is not None else self.new_token()
+
+    # -- requests -----------------------------------------------------------------------------
+    def full_url(self, path: str, params: dict | None = None) -> str:
+        url = path if path.startswith(("http://", "https://")) else self.url + path
+        if params:
+            enc = {k: iso_z(v) if isinstance(v, datetime) else v for k, v in params.items()}
+            url += "?" + urllib.parse.urlencode(enc)
+        return url
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict | None = None,
+        headers: dict | None = None,
+        json: Any = None,
+        data: bytes | None = None,
+        auth: bool = True,
+        timeout: float | None = None,
+    ) -> Resp:
+        """One call. Headers default to x-api-key, accept and (if `auth`) the bearer token; a
+        header given as None in `headers` is left out. Transport errors propagate."""
+        hdrs: dict[str, str | None] = {"x-api-key": self.emu.api_key, "accept": "application/json"}
+        if auth:
+            hdrs["authorization"] = f"Bearer {self.token()}"
+        if json is not None:
+            data = _json_dumps(json)
+            hdrs["content-type"] = "application/json"
+        elif data is not None:
+            hdrs["content-type"] = "application/json"
+        hdrs.update(headers or {})
+        req = urllib.request.Request(self.full_url(path, params), data=data, method=method)
+        for k, v in hdrs.items():
+            if v is not None:
+                req.add_header(k, v)
+        try:
+            with self._opener.open(req, timeout=timeout or self.timeout) as r:
+                return Resp(r.status, r.headers, _decode(r.read()))
+        except urllib.error.HTTPError as e:
+            try:
+                return Resp(e.code, e.headers, _decode(e.read()))
+            finally:
+                e.close()
+
+    def get(self, path: str, params: dict | None = None, headers: dict | None = None, **kw) -> Resp:
+        return self.request("GET", path, params=params, headers=headers, **kw)
+
+    def post(self, path: str, json: Any = None, headers: dict | None = None, **kw) -> Resp:
+        return self.request("POST", path, json=json, headers=headers, **kw)
+
+    # -- paging -------------------------------------------------------------------------------
+    def pages(self, path: str, params: dict | None = None) -> list[list]:
+        """Every page of a list endpoint, offset 0, 100, ... until a short page."""
+        out: list[list] = []
+        offset = 0
+        while True:
+            assert offset < OFFSET_CEILING, f"{path} {params}: more than 10,000 records"
+            r = self.get(path, {**(params or {}), "offset": offset})
+            assert r.status == 200, (path, params, offset, r)
+            assert isinstance(r.body, list), r
+            assert len(r.body) <= PAGE, f"page of {len(r.body)} records"
+            out.append(r.body)
+            if len(r.body) < PAGE:
+                return out
+            offset += PAGE
+
+    def get_all(self, path: str, params: dict | None = None) -> list:
+        """All records of a list endpoint, pages concatenated."""
+        return [rec for page in self.pages(path, params) for rec in page]
+
+    def events(
+        self,
+        start: datetime,
+        end: datetime,
+        report_id: str | None = None,
+        step: timedelta = timedelta(hours=6),
+    ) -> list[dict]:
+        """Events of [start, end) in windows of `step` (under the default "[)" bounds)."""
+        out: list[dict] = []
+        t = start
+        while t < end:
+            u = min(t + step, end)
+            params: dict[str, Any] = {"startTime": t, "endTime": u}
+            if report_id is not None:
+                params["reportId"] = report_id
+            out.extend(self.get_all("/v2/events", params))
+            t = u
+        return out
+
+
+def _json_dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _decode(raw: bytes) -> Any:
+    text = raw.decode("utf-8", "replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def reset(emu: Any) -> None:
+    """Back to the defaults: no faults, asc/[), no limits, default token lifetime, no stats."""
+    emu.set_faults()
+    emu.set_semantics()
+    emu.set_limits()
+    emu.set_token_lifetime(14399)
+    emu.reset_stats()
+
+
+@pytest.fixture(scope="module")
+def emu():
+    """A small emulator shared by a test module (bursts exist: events_per_day >= 2000)."""
+    e = sv.Emulator(seed=0, sites=12, days=3, events_per_day=3000)
+    try:
+        yield e
+    finally:
+        e.stop()
+
+
+@pytest.fixture(autouse=True)
+def _reset_emulator(request):
+    """Tests that use `emu` start and end with it reset (faults, semantics, limits, stats)."""
+    e = request.getfixturevalue("emu") if "emu" in request.fixturenames else None
+    if e is not None:
+        reset(e)
+    yield
+    if e is not None:
+        reset(e)
+
+
+@pytest.fixture
+def http(emu) -> Http:
+    """A fresh HTTP helper (own token) on the shared emulator."""
+    return Http(emu)
+
+
+@pytest.fixture
+def make_emu():
+    """Factory of small private emulators, all stopped after the test."""
+    made: list[Any] = []
+
+    def make(**kw: Any) -> Any:
+        args = {"seed": 1, "sites": 3, "days": 1, "events_per_day": 200, **kw}
+        e = sv.Emulator(**args)
+        made.append(e)
+        return e
+
+    yield make
+    for e in made:
+        e.stop()

@@ -1,0 +1,1432 @@
+"""The local emulator's contract (API.md, WEBHOOK-MODELS.md, DESIGN.md "Emulator"), tested over
+plain HTTP with the standard library. Each test fails if the rule it names were broken."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import ssl
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+from http.client import HTTPConnection, HTTPException
+from typing import Any, Callable
+from zoneinfo import ZoneInfo
+
+import pytest
+import surveillance as sv
+from conftest import PAGE, Http, parse_ts
+
+UTC = timezone.utc
+MS = timedelta(milliseconds=1)
+TOKEN_LIFETIME = 4 * 3600
+TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d)$")
+KINDS = ["sites", "devices", "cameras", "reports"]
+LIST_ENDPOINTS = [*KINDS, "events"]
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers
+
+
+def is_uuid(v: Any) -> bool:
+    if not isinstance(v, str) or len(v) != 36:
+        return False
+    try:
+        uuid.UUID(v)
+    except ValueError:
+        return False
+    return True
+
+
+def conforms(v: Any, t: str) -> bool:
+    """`v` has type `t` (uuid, str, int, bool, number, strs, dict, list); `t?` allows null."""
+    if t.endswith("?"):
+        if v is None:
+            return True
+        t = t[:-1]
+    return {
+        "uuid": is_uuid,
+        "str": lambda x: isinstance(x, str),
+        "int": lambda x: type(x) is int,
+        "bool": lambda x: type(x) is bool,
+        "number": lambda x: type(x) in (int, float),
+        "strs": lambda x: isinstance(x, list) and all(isinstance(s, str) for s in x),
+        "dict": lambda x: isinstance(x, dict),
+        "list": lambda x: isinstance(x, list),
+    }[t](v)
+
+
+def check_fields(rec: dict, spec: dict[str, str]) -> None:
+    missing = spec.keys() - rec.keys()
+    assert not missing, f"missing fields {sorted(missing)} in {rec}"
+    for k, t in spec.items():
+        assert conforms(rec[k], t), f"field {k}={rec[k]!r} is not {t}"
+
+
+def assert_error(r: Any, status: int, *names: str) -> None:
+    """`r` is an error answer with `status` and a JSON body {error, message} naming `names`."""
+    assert r.status == status, r
+    assert isinstance(r.body, dict), f"error body is not a JSON object: {r.body!r}"
+    assert isinstance(r.body.get("error"), str) and r.body["error"], r.body
+    assert isinstance(r.body.get("message"), str), r.body
+    for n in names:
+        assert n in r.body["message"], f"message does not name {n!r}: {r.body}"
+
+
+def inst(e: dict, key: str = "startTime") -> datetime:
+    """An event's timestamp as a UTC instant."""
+    return parse_ts(e[key]).astimezone(UTC)
+
+
+def ids(events: list[dict]) -> list[str]:
+    return [e["id"] for e in events]
+
+
+def retry_after(r: Any) -> int:
+    value = r.headers.get("Retry-After")
+    assert value is not None, f"429 without Retry-After: {r}"
+    assert int(value) >= 0, value
+    return int(value)
+
+
+def parallel(n: int, fn: Callable[[int], Any]) -> list[Any]:
+    """Run fn(0..n-1) on n threads released together."""
+    barrier = threading.Barrier(n, timeout=10)
+
+    def run(i: int) -> Any:
+        barrier.wait()
+        return fn(i)
+
+    with ThreadPoolExecutor(n) as ex:
+        return list(ex.map(run, range(n)))
+
+
+def refuses(url: str) -> bool:
+    u = urllib.parse.urlsplit(url)
+    try:
+        socket.create_connection((u.hostname, u.port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def hour_window(emu: Any) -> dict:
+    t = emu.start + timedelta(days=1, hours=12)
+    return {"startTime": t, "endTime": t + timedelta(hours=1)}
+
+
+def call(h: Http, emu: Any, name: str, **kw: Any) -> Any:
+    """One ordinary call of endpoint `name` (a list kind, events, webhook or eu_webhook)."""
+    if name == "webhook":
+        return h.post("/v2/webhook", json=retail(), **kw)
+    if name == "eu_webhook":
+        return h.post(emu.eu_url + "/v2/webhook", json=retail(), **kw)
+    if name == "events":
+        return h.get("/v2/events", hour_window(emu), **kw)
+    return h.get(f"/v2/{name}", **kw)
+
+
+def nz(counts: dict) -> dict:
+    """A status count map without its zero entries."""
+    return {k: v for k, v in counts.items() if v}
+
+
+def total(stats: dict, status: str) -> int:
+    return sum(v.get(status, 0) for v in stats["requests"].values())
+
+
+# -- webhook records -----------------------------------------------------------------------------
+
+T0 = int(datetime(2026, 1, 5, 15, tzinfo=UTC).timestamp() * 1000)
+
+
+def tid(prefix: str = "tx") -> str:
+    """A unique id made of letters only (so an index in an error message is unambiguous)."""
+    return prefix + "-" + uuid.uuid4().hex.translate(str.maketrans("0123456789", "ghijklmnop"))
+
+
+def item(**over: Any) -> dict:
+    it = {"time": T0 + 1000, "quantity": 1, "description": "coffee", "unitPrice": 2.5}
+    return {**it, "type": "SALE", **over}
+
+
+def retail(**over: Any) -> dict:
+    rec = {
+        "dataType": "retail",
+        "schemaVersion": "1",
+        "startTime": T0,
+        "endTime": T0 + 60_000,
+        "locationId": "store-north",
+        "dataSourceId": "register-a",
+        "transactionId": tid(),
+        "status": "sale",
+        "items": [item(), item(description="bagel", unitPrice=3, quantity=2)],
+    }
+    return {**rec, **over}
+
+
+def restaurant(**over: Any) -> dict:
+    return retail(dataType="restaurant", tableNumber="twelve", guestCount=2, **over)
+
+
+def other(**over: Any) -> dict:
+    rec = {
+        "dataType": "other",
+        "schemaVersion": "1",
+        "startTime": T0,
+        "locationId": "store-north",
+        "dataSourceId": "door-a",
+        "eventUniqueId": tid("ev"),
+        "eventType": "door-open",
+    }
+    return {**rec, **over}
+
+
+BUILDERS = {"retail": retail, "restaurant": restaurant, "other": other}
+
+
+def key_of(rec: dict) -> tuple[str, str]:
+    return (
+        ("eventUniqueId", rec["eventUniqueId"])
+        if rec["dataType"] == "other"
+        else (
+            "transactionId",
+            rec["transactionId"],
+        )
+    )
+
+
+def stored(emu: Any, rec: dict, region: str | None = None) -> list[dict]:
+    """Records of published() that carry `rec`'s upsert key."""
+    k, v = key_of(rec)
+    pub = emu.published() if region is None else emu.published(region=region)
+    return [p for p in pub if p.get(k) == v]
+
+
+def set_path(rec: dict, path: str, value: Any) -> None:
+    *parents, leaf = path.split(".")
+    node: Any = rec
+    for p in parents:
+        node = node[int(p)] if isinstance(node, list) else node[p]
+    node[leaf] = value
+
+
+def del_path(rec: dict, path: str) -> None:
+    *parents, leaf = path.split(".")
+    node: Any = rec
+    for p in parents:
+        node = node[int(p)] if isinstance(node, list) else node[p]
+    del node[leaf]
+
+
+def post_raw(emu: Any, token: str, body: bytes, timeout: float = 30) -> int:
+    """POST a large body to the webhook with http.client, tolerating a server that answers and
+    closes before reading it all; returns the HTTP status."""
+    u = urllib.parse.urlsplit(emu.url)
+    conn = HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        conn.putrequest("POST", "/v2/webhook")
+        conn.putheader("x-api-key", emu.api_key)
+        conn.putheader("authorization", f"Bearer {token}")
+        conn.putheader("content-type", "application/json")
+        conn.putheader("content-length", str(len(body)))
+        conn.endheaders()
+        view = memoryview(body)
+        chunk = 1 << 16
+        try:
+            for i in range(0, len(body), chunk):
+                conn.send(view[i : i + chunk])
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may refuse early; its answer is still to be read
+        r = conn.getresponse()
+        r.read()
+        return r.status
+    finally:
+        conn.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# module data
+
+
+@pytest.fixture(scope="module")
+def res(emu) -> dict[str, list[dict]]:
+    """Ground truth of every resource kind."""
+    return {k: emu.resources(k) for k in KINDS}
+
+
+@pytest.fixture(scope="module")
+def all_events(emu) -> list[dict]:
+    """Every event of [emu.start, emu.end) as served (default semantics), in 6-hour windows."""
+    emu.set_faults()
+    emu.set_semantics()
+    emu.set_limits()
+    return Http(emu).events(emu.start, emu.end)
+
+
+@pytest.fixture(scope="module")
+def burst(all_events) -> tuple[datetime, int]:
+    """The densest millisecond of the data and its number of events."""
+    return Counter(inst(e) for e in all_events).most_common(1)[0]
+
+
+@pytest.fixture(scope="module")
+def window(all_events, burst) -> tuple[datetime, datetime]:
+    """A window whose start and end fall exactly on event timestamps (the start on the densest
+    millisecond when it can), holding a few hundred events."""
+    t0, n = burst
+    ts = sorted(inst(e) for e in all_events)
+    k = ts.index(t0)
+    if k + n + 250 < len(ts):
+        return t0, ts[k + n + 250]
+    return ts[max(0, k - 250)], t0
+
+
+@pytest.fixture(scope="module")
+def big_emu():
+    """More than 100 sites, devices and cameras, so every list needs several pages."""
+    e = sv.Emulator(seed=2, sites=150, days=1, events_per_day=100)
+    try:
+        yield e
+    finally:
+        e.stop()
+
+
+# ------------------------------------------------------------------------------------------------
+# construction, addresses, data range
+
+
+def test_addresses_and_credentials(emu):
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", emu.url), emu.url
+    assert emu.eu_url == emu.url + "/eu"
+    for v in (emu.api_key, emu.client_id, emu.client_secret, emu.audience):
+        assert isinstance(v, str) and v
+
+
+def test_data_range_defaults(emu):
+    assert emu.start == datetime(2026, 1, 5, tzinfo=UTC)
+    assert emu.start.utcoffset() == timedelta(0) and emu.end.utcoffset() == timedelta(0)
+    assert emu.end - emu.start == timedelta(days=3)
+
+
+def test_start_parameter(make_emu):
+    e = make_emu(start="2026-03-01", days=2)
+    assert e.start == datetime(2026, 3, 1, tzinfo=UTC)
+    assert e.end == datetime(2026, 3, 3, tzinfo=UTC)
+    assert e.truth(e.start, e.end)
+    assert e.truth(e.start - timedelta(days=1), e.start) == []
+    assert e.truth(e.end, e.end + timedelta(days=1)) == []
+
+
+# ------------------------------------------------------------------------------------------------
+# tokens
+
+
+def test_token_created(http):
+    r = http.token_request()
+    assert r.status == 200, r
+    assert isinstance(r.body["access_token"], str) and r.body["access_token"]
+    assert type(r.body["expires_in"]) is int
+    assert 14_300 <= r.body["expires_in"] < TOKEN_LIFETIME, r.body
+    assert r.body.get("token_type") == "Bearer"
+    headers = {"authorization": f"Bearer {r.body['access_token']}"}
+    assert http.get("/v2/sites", headers=headers).status == 200
+
+
+@pytest.mark.parametrize("api_key", [None, "wrong-key"])
+def test_token_needs_api_key(http, api_key):
+    assert_error(http.token_request(headers={"x-api-key": api_key}), 403)
+
+
+@pytest.mark.parametrize("field", ["client_id", "client_secret", "audience"])
+def test_token_wrong_credentials(http, emu, field):
+    body = {"audience": emu.audience, "client_id": emu.client_id}
+    body = {**body, "client_secret": emu.client_secret, field: "wrong-" + field}
+    assert_error(http.token_request(body), 401)
+
+
+@pytest.mark.parametrize("missing", ["client_id", "client_secret", "audience"])
+def test_token_field_missing(http, emu, missing):
+    body = {"audience": emu.audience, "client_id": emu.client_id}
+    body = {**body, "client_secret": emu.client_secret}
+    del body[missing]
+    assert_error(http.token_request(body), 400)
+
+
+@pytest.mark.parametrize("raw", [b"", b"not json", b"{", b"[]", b'"text"'])
+def test_token_body_not_json_object(http, raw):
+    assert_error(http.request("POST", "/v2/oauth/token", data=raw, auth=False), 400)
+
+
+# ------------------------------------------------------------------------------------------------
+# authentication of data calls
+
+AUTH_ENDPOINTS = [*LIST_ENDPOINTS, "webhook", "eu_webhook"]
+
+
+@pytest.mark.parametrize("name", AUTH_ENDPOINTS)
+@pytest.mark.parametrize("api_key", [None, "wrong-key"])
+def test_data_call_needs_api_key(http, emu, name, api_key):
+    assert_error(call(http, emu, name, headers={"x-api-key": api_key}), 403)
+
+
+@pytest.mark.parametrize("name", AUTH_ENDPOINTS)
+@pytest.mark.parametrize("authz", [None, "Bearer garbage", "Bearer ", "Basic dXNlcjpwYXNz"])
+def test_data_call_needs_bearer(http, emu, name, authz):
+    assert_error(call(http, emu, name, headers={"authorization": authz}), 401)
+
+
+@pytest.mark.parametrize("name", AUTH_ENDPOINTS)
+def test_data_call_with_token_ok_and_accept_optional(http, emu, name):
+    assert call(http, emu, name).status == 200
+    assert call(http, emu, name, headers={"accept": None}).status == 200
+
+
+def test_token_expires_on_emulator_clock(make_emu):
+    e = make_emu()
+    h = Http(e)
+    old = h.new_token()
+    auth_old = {"authorization": f"Bearer {old}"}
+    e.advance_clock(TOKEN_LIFETIME - 60)
+    assert h.get("/v2/sites", headers=auth_old).status == 200
+    e.advance_clock(61)
+    assert_error(h.get("/v2/sites", headers=auth_old), 401)
+    assert_error(h.post("/v2/webhook", json=retail(), headers=auth_old), 401)
+    r = h.token_request()
+    assert r.status == 200 and 14_300 <= r.body["expires_in"] < TOKEN_LIFETIME
+    fresh = {"authorization": f"Bearer {r.body['access_token']}"}
+    assert h.get("/v2/sites", headers=fresh).status == 200
+
+
+def test_set_token_lifetime(make_emu):
+    e = make_emu()
+    h = Http(e)
+    long_lived = h.new_token()
+    e.set_token_lifetime(60)
+    r = h.token_request()
+    assert r.status == 200 and r.body["expires_in"] == 60
+    short = {"authorization": f"Bearer {r.body['access_token']}"}
+    e.advance_clock(30)
+    assert h.get("/v2/sites", headers=short).status == 200
+    e.advance_clock(31)
+    assert_error(h.get("/v2/sites", headers=short), 401)
+    assert h.get("/v2/sites", headers={"authorization": f"Bearer {long_lived}"}).status == 200
+
+
+def test_revoke_tokens(make_emu):
+    e = make_emu()
+    h = Http(e)
+    a, b = h.new_token(), h.new_token()
+    for t in (a, b):
+        assert h.get("/v2/sites", headers={"authorization": f"Bearer {t}"}).status == 200
+    e.revoke_tokens()
+    for t in (a, b):
+        assert_error(h.get("/v2/sites", headers={"authorization": f"Bearer {t}"}), 401)
+        r = h.post("/v2/webhook", json=retail(), headers={"authorization": f"Bearer {t}"})
+        assert_error(r, 401)
+    c = h.new_token()
+    assert h.get("/v2/sites", headers={"authorization": f"Bearer {c}"}).status == 200
+
+
+# ------------------------------------------------------------------------------------------------
+# lists and paging
+
+
+@pytest.mark.parametrize("which", ["emu", "big_emu"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_list_pages_equal_resources(request, which, kind):
+    e = request.getfixturevalue(which)
+    pages = Http(e).pages(f"/v2/{kind}")
+    truth = e.resources(kind)
+    assert all(len(p) == PAGE for p in pages[:-1]), [len(p) for p in pages]
+    assert [r for p in pages for r in p] == truth
+    if which == "big_emu" and kind != "reports":
+        assert len(truth) > PAGE and len(pages) >= 2
+
+
+@pytest.mark.parametrize("kind", ["sites", "devices", "cameras"])
+def test_list_offset_skips_records(big_emu, kind):
+    h = Http(big_emu)
+    truth = big_emu.resources(kind)
+    for offset in (1, 37, len(truth) - 3, len(truth)):
+        r = h.get(f"/v2/{kind}", {"offset": offset})
+        assert r.status == 200 and r.body == truth[offset : offset + PAGE], offset
+
+
+def list_params(emu: Any, name: str) -> dict:
+    return {"startTime": emu.start, "endTime": emu.end} if name == "events" else {}
+
+
+@pytest.mark.parametrize("name", LIST_ENDPOINTS)
+def test_offset_ceiling(http, emu, name):
+    params = list_params(emu, name)
+    assert_error(http.get(f"/v2/{name}", {**params, "offset": 10_000}), 400, "offset")
+    assert_error(http.get(f"/v2/{name}", {**params, "offset": 25_000}), 400, "offset")
+    r = http.get(f"/v2/{name}", {**params, "offset": 9_999})
+    assert r.status == 200 and isinstance(r.body, list), r
+
+
+@pytest.mark.parametrize("name", LIST_ENDPOINTS)
+@pytest.mark.parametrize("value", ["-1", "abc", "1.5", "0x10", "1e3"])
+def test_offset_not_a_nonnegative_integer(http, emu, name, value):
+    r = http.get(f"/v2/{name}", {**list_params(emu, name), "offset": value})
+    assert_error(r, 400, "offset")
+
+
+# ------------------------------------------------------------------------------------------------
+# sites, devices, cameras, reports
+
+SITE = {
+    "id": "uuid",
+    "customerId": "uuid",
+    "primaryDeviceId": "uuid",
+    "motionAlarmScheduleId": "uuid",
+    "cloudStoragePackageId": "uuid?",
+    "name": "str",
+    "address": "str",
+    "timezone": "str",
+    "type": "str",
+    "externalId": "str?",
+    "status": "str",
+    "visibilityStatus": "str",
+    "updatedAt": "int",
+    "deletedAt": "int",
+    "tags": "strs",
+    "locationTags": "strs",
+    "deviceCount": "int",
+    "cameraCount": "int",
+    "onlineCameraCount": "int",
+    "offlineCameraCount": "int",
+}
+DEVICE = {
+    "id": "uuid",
+    "customerId": "uuid",
+    "name": "str",
+    "status": "str",
+    "address": "str",
+    "timezoneId": "str",
+    "totalCameras": "int",
+    "offlineCameras": "int",
+    "siteId": "uuid",
+}
+CAMERA = {
+    "id": "uuid",
+    "deviceId": "uuid",
+    "name": "str",
+    "status": "str",
+    "siteId": "uuid",
+    "streams": "list",
+    "ip": "str",
+    "manufacturer": "str?",
+    "model": "str?",
+    "serialNumber": "str?",
+}
+STREAM = {
+    "id": "uuid",
+    "name": "str",
+    "retention": "int",
+    "dimensions": "dict",
+    "fps": "number",
+    "average_bps": "int",
+    "earliestSegmentDate": "str",
+}
+REPORT = {"id": "uuid", "name": "dict", "description": "dict"}
+
+
+def test_site_fields(res):
+    assert res["sites"]
+    for s in res["sites"]:
+        check_fields(s, SITE)
+    assert len({s["id"] for s in res["sites"]}) == len(res["sites"])
+    assert any("data-integration:pos" in s["tags"] for s in res["sites"])
+
+
+def test_device_fields(res):
+    site_ids = {s["id"] for s in res["sites"]}
+    for d in res["devices"]:
+        check_fields(d, DEVICE)
+        assert d["siteId"] in site_ids
+        ZoneInfo(d["timezoneId"])
+
+
+def test_camera_fields(res):
+    devices = {d["id"]: d for d in res["devices"]}
+    assert any(c["streams"] for c in res["cameras"]), "no camera has a stream"
+    for c in res["cameras"]:
+        check_fields(c, CAMERA)
+        assert devices[c["deviceId"]]["siteId"] == c["siteId"], c
+        for st in c["streams"]:
+            check_fields(st, STREAM)
+            assert type(st["dimensions"].get("width")) is int, st
+            assert type(st["dimensions"].get("height")) is int, st
+            assert st["earliestSegmentDate"].isdigit(), st
+
+
+def test_report_fields(res):
+    assert res["reports"]
+    for r in res["reports"]:
+        check_fields(r, REPORT)
+        for m in (r["name"], r["description"]):
+            assert m and all(isinstance(k, str) and isinstance(v, str) for k, v in m.items()), r
+
+
+def test_one_customer_owns_everything(res):
+    owners = {s["customerId"] for s in res["sites"]} | {d["customerId"] for d in res["devices"]}
+    assert len(owners) == 1
+
+
+def test_site_counts_consistent(res):
+    for s in res["sites"]:
+        devs = [d for d in res["devices"] if d["siteId"] == s["id"]]
+        cams = [c for c in res["cameras"] if c["siteId"] == s["id"]]
+        assert s["deviceCount"] == len(devs) >= 1, s
+        assert s["primaryDeviceId"] in {d["id"] for d in devs}, s
+        assert s["cameraCount"] == len(cams) == sum(d["totalCameras"] for d in devs), s
+        assert s["onlineCameraCount"] + s["offlineCameraCount"] == s["cameraCount"], s
+        assert s["offlineCameraCount"] == sum(d["offlineCameras"] for d in devs), s
+        offline = sum(c["status"] != "online" for c in cams)
+        assert s["offlineCameraCount"] == offline, s
+    for d in res["devices"]:
+        cams = [c for c in res["cameras"] if c["deviceId"] == d["id"]]
+        assert d["totalCameras"] == len(cams), d
+
+
+def test_multi_device_sites_exist(res):
+    assert any(s["deviceCount"] >= 2 for s in res["sites"])
+
+
+def test_location_tags(res):
+    for s in res["sites"]:
+        tags = s["locationTags"]
+        assert all(re.fullmatch(r"[A-Za-z]+:.+", t) for t in tags), tags
+        assert any(t.startswith("Brand:") for t in tags), tags
+        assert any(t.startswith("City:") for t in tags), tags
+
+
+def test_timezones_are_iana(res):
+    zones = {s["timezone"] for s in res["sites"]}
+    for z in zones:
+        assert "/" in z or z == "UTC", z
+        ZoneInfo(z)
+    assert len(zones) >= 2, zones
+
+
+def multi_device_site(res: dict) -> str:
+    for s in res["sites"]:
+        if len({c["deviceId"] for c in res["cameras"] if c["siteId"] == s["id"]}) >= 2:
+            return s["id"]
+    raise AssertionError("no site has cameras on two devices")
+
+
+def by_id(recs: list[dict]) -> list[dict]:
+    return sorted(recs, key=lambda r: r["id"])
+
+
+def test_cameras_by_site_span_devices(http, res):
+    sid = multi_device_site(res)
+    got = http.get_all("/v2/cameras", {"siteId": sid})
+    assert len({c["deviceId"] for c in got}) >= 2
+    assert by_id(got) == by_id([c for c in res["cameras"] if c["siteId"] == sid])
+
+
+def test_cameras_by_device(http, res):
+    for d in res["devices"][:4]:
+        got = http.get_all("/v2/cameras", {"deviceId": d["id"]})
+        assert got and by_id(got) == by_id([c for c in res["cameras"] if c["deviceId"] == d["id"]])
+
+
+def test_cameras_by_site_and_device(http, res):
+    sid = multi_device_site(res)
+    dev = next(d for d in res["devices"] if d["siteId"] == sid)
+    got = http.get_all("/v2/cameras", {"siteId": sid, "deviceId": dev["id"]})
+    assert by_id(got) == by_id([c for c in res["cameras"] if c["deviceId"] == dev["id"]])
+    other_site = next(s["id"] for s in res["sites"] if s["id"] != sid)
+    assert http.get_all("/v2/cameras", {"siteId": other_site, "deviceId": dev["id"]}) == []
+
+
+@pytest.mark.parametrize("param", ["siteId", "deviceId"])
+def test_cameras_unknown_id_is_empty(http, param):
+    r = http.get("/v2/cameras", {param: str(uuid.uuid4())})
+    assert r.status == 200 and r.body == [], r
+
+
+BAD_UUIDS = ["not-a-uuid", "1234", "zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz", "0" * 35]
+
+
+@pytest.mark.parametrize(
+    ("path", "param"), [("cameras", "siteId"), ("cameras", "deviceId"), ("events", "reportId")]
+)
+@pytest.mark.parametrize("value", BAD_UUIDS)
+def test_malformed_uuid(http, emu, path, param, value):
+    r = http.get(f"/v2/{path}", {**list_params(emu, path), param: value})
+    assert_error(r, 400, param)
+
+
+def test_reports_exclude_restricted(http, emu, res):
+    rid = emu.restricted_report_id
+    assert is_uuid(rid)
+    assert rid not in {r["id"] for r in http.get_all("/v2/reports")}
+    assert rid not in {r["id"] for r in res["reports"]}
+
+
+def test_restricted_report_forbidden(http, emu):
+    r = http.get("/v2/events", {**list_params(emu, "events"), "reportId": emu.restricted_report_id})
+    assert_error(r, 403)
+
+
+def test_unknown_report_not_found(http, emu):
+    r = http.get("/v2/events", {**list_params(emu, "events"), "reportId": str(uuid.uuid4())})
+    assert_error(r, 404)
+
+
+def test_report_events_equal_truth(http, emu, res, all_events):
+    everything = set(ids(all_events))
+    sizes = []
+    for rep in res["reports"]:
+        expected = emu.truth(emu.start, emu.end, report_id=rep["id"])
+        got = ids(http.events(emu.start, emu.end, report_id=rep["id"]))
+        assert len(got) == len(set(got)), "duplicates"
+        assert set(got) == set(expected), rep["id"]
+        assert set(expected) < everything, rep["id"]
+        sizes.append(len(expected))
+    assert max(sizes) > 0
+
+
+# ------------------------------------------------------------------------------------------------
+# events: exactness, shape, realism
+
+EVENT = {
+    "id": "str",
+    "startTime": "str",
+    "endTime": "str",
+    "type": "str",
+    "subtype": "str",
+    "siteId": "uuid",
+    "deviceId": "uuid",
+    "title": "str",
+    "subtitle": "str",
+    "locationTags": "strs",
+    "createTime": "str",
+    "details": "dict",
+    "cameras": "list",
+}
+DETAILS = {
+    "duration_sec": "int",
+    "origin": "str",
+    "localTime": "int",
+    "generatedByEventStandard": "bool",
+    "marker": "str",
+}
+
+
+def check_event(e: dict, sites: dict, devices: dict) -> None:
+    check_fields(e, EVENT)
+    assert e["id"]
+    assert e["type"] == "bookmark" and e["subtype"] == "ai-dwellTime", e
+    assert devices[e["deviceId"]]["siteId"] == e["siteId"] and e["siteId"] in sites, e
+    tz = ZoneInfo(sites[e["siteId"]]["timezone"])
+    for k in ("startTime", "endTime", "createTime"):
+        assert TS_RE.match(e[k]), (k, e[k])
+        t = parse_ts(e[k])
+        assert t.utcoffset() == t.astimezone(tz).utcoffset(), (k, e[k], str(tz))
+    assert inst(e, "endTime") >= inst(e), e
+    assert all(re.fullmatch(r"[A-Za-z]+:.+", t) for t in e["locationTags"]), e
+    d = e["details"]
+    check_fields(d, DETAILS)
+    if "confirmed" in d:
+        assert type(d["confirmed"]) is bool, d
+    for k, v in d.items():
+        if k not in DETAILS and k != "confirmed":
+            assert type(v) in (str, int), (k, v)
+    for c in e["cameras"]:
+        assert is_uuid(c.get("id")) and isinstance(c.get("name"), str), c
+
+
+def test_events_full_range_exact(emu, all_events):
+    got = ids(all_events)
+    assert len(got) == len(set(got)), "duplicates"
+    truth = emu.truth(emu.start, emu.end)
+    assert set(got) == set(truth)
+    by_key = sorted(all_events, key=lambda e: (inst(e), e["id"]))
+    assert truth == ids(by_key), "truth is not sorted by (startTime, id)"
+    assert all(emu.start <= inst(e) < emu.end for e in all_events)
+
+
+def test_events_default_order_ascending(all_events):
+    t = [inst(e) for e in all_events]
+    assert t == sorted(t)
+
+
+def test_events_per_day(emu, all_events):
+    expected = 3 * 3000
+    assert 0.5 * expected <= len(all_events) <= 1.5 * expected, len(all_events)
+
+
+def test_event_fields(res, all_events):
+    sites = {s["id"]: s for s in res["sites"]}
+    devices = {d["id"]: d for d in res["devices"]}
+    for e in all_events:
+        check_event(e, sites, devices)
+    assert len({parse_ts(e["startTime"]).utcoffset() for e in all_events}) >= 2
+
+
+def test_events_follow_opening_hours(all_events):
+    night = sum(1 <= parse_ts(e["startTime"]).hour < 5 for e in all_events)
+    assert night < 0.10 * len(all_events), f"{night} of {len(all_events)} events at 01-05 local"
+
+
+def test_dense_burst_exists_and_pages(http, emu, burst):
+    t0, n = burst
+    assert n > PAGE, f"densest millisecond holds only {n} events"
+    truth = emu.truth(t0, t0 + MS)
+    assert len(truth) == n
+    pages = http.pages("/v2/events", {"startTime": t0, "endTime": t0 + MS})
+    assert len(pages[0]) == PAGE
+    got = ids([e for p in pages for e in p])
+    assert len(got) == len(set(got)) and set(got) == set(truth)
+
+
+def test_truth_independent_of_semantics(emu, window):
+    a, b = window
+    before = emu.truth(a, b)
+    emu.set_semantics(order="desc", bounds="()")
+    assert emu.truth(a, b) == before
+    emu.set_semantics(order="shuffled", bounds="[]")
+    assert emu.truth(a, b) == before
+
+
+@pytest.mark.parametrize("name", ["startTime", "endTime"])
+def test_events_time_missing(http, emu, name):
+    params = {"startTime": emu.start, "endTime": emu.end}
+    del params[name]
+    assert_error(http.get("/v2/events", params), 400, name)
+
+
+GARBLED = [
+    "abc",
+    "",
+    "2026-13-45T00:00:00.000Z",
+    "2026-01-05T25:00:00.000Z",
+    "2026-01-05T00:00:00.000",
+    "2026-01-05T00:00:00.000+01:00",
+    "1767571200000",
+]
+
+
+@pytest.mark.parametrize("name", ["startTime", "endTime"])
+@pytest.mark.parametrize("value", GARBLED)
+def test_events_time_garbled(http, emu, name, value):
+    params: dict[str, Any] = {"startTime": emu.start, "endTime": emu.end, name: value}
+    assert_error(http.get("/v2/events", params), 400, name)
+
+
+def test_events_end_before_start(http, emu):
+    params = {
+        "startTime": emu.start + timedelta(hours=2),
+        "endTime": emu.start + timedelta(hours=1),
+    }
+    assert_error(http.get("/v2/events", params), 400)
+
+
+BOUNDS = ["[)", "[]", "()"]
+
+
+@pytest.mark.parametrize("order", ["asc", "desc", "shuffled"])
+@pytest.mark.parametrize("bounds", BOUNDS)
+def test_event_order_and_bounds(http, emu, window, order, bounds):
+    a, b = window
+    expected = {
+        "[)": set(emu.truth(a, b)),
+        "[]": set(emu.truth(a, b + MS)),
+        "()": set(emu.truth(a + MS, b)),
+    }
+    # the window's ends hold events, so each inclusivity gives a different answer
+    assert expected["[)"] < expected["[]"] and expected["()"] < expected["[)"]
+    emu.set_semantics(order=order, bounds=bounds)
+    params = {"startTime": a, "endTime": b}
+    pages = http.pages("/v2/events", params)
+    assert all(len(p) == PAGE for p in pages[:-1]) and len(pages) >= 3
+    evs = [e for p in pages for e in p]
+    got = ids(evs)
+    assert len(got) == len(set(got)), "duplicates across pages"
+    assert set(got) == expected[bounds]
+    t = [inst(e) for e in evs]
+    if order == "asc":
+        assert t == sorted(t)
+    elif order == "desc":
+        assert t == sorted(t, reverse=True)
+    else:
+        assert t != sorted(t) and t != sorted(t, reverse=True), "shuffled order is sorted"
+        assert ids(http.get_all("/v2/events", params)) == got, "shuffled order is not stable"
+
+
+# ------------------------------------------------------------------------------------------------
+# add_events, determinism
+
+
+def test_add_events(make_emu):
+    e = make_emu()
+    h = Http(e)
+    at = e.start + timedelta(hours=15, milliseconds=123)
+    before_all = e.truth(e.start, e.end)
+    before = e.truth(at, at + MS)
+    new = e.add_events(at, 150)
+    assert len(new) == 150 == len(set(new)) and not set(new) & set(before_all)
+    assert set(e.truth(at, at + MS)) == set(before) | set(new)
+    assert len(e.truth(e.start, e.end)) == len(before_all) + 150
+    served = h.get_all("/v2/events", {"startTime": at, "endTime": at + MS})
+    mine = [ev for ev in served if ev["id"] in set(new)]
+    assert len(mine) == 150
+    assert all(inst(ev) == at for ev in mine)
+    sites = {s["id"]: s for s in e.resources("sites")}
+    devices = {d["id"]: d for d in e.resources("devices")}
+    for ev in mine:
+        check_event(ev, sites, devices)
+
+
+def test_add_events_iso_string_and_site(make_emu):
+    e = make_emu()
+    sid = e.resources("sites")[-1]["id"]
+    new = e.add_events("2026-01-05T16:00:00.250Z", site_id=sid)
+    assert len(new) == 1
+    at = datetime(2026, 1, 5, 16, 0, 0, 250_000, tzinfo=UTC)
+    assert new[0] in e.truth(at, at + MS)
+    served = Http(e).get_all("/v2/events", {"startTime": at, "endTime": at + MS})
+    ev = next(x for x in served if x["id"] == new[0])
+    assert ev["siteId"] == sid and inst(ev) == at
+
+
+def snapshot(e: Any) -> dict:
+    h = Http(e)
+    return {
+        "resources": {k: e.resources(k) for k in KINDS},
+        "truth": e.truth(e.start, e.end),
+        "sites": h.get_all("/v2/sites"),
+        "events": h.events(e.start, e.end),
+    }
+
+
+def test_deterministic_from_seed(make_emu):
+    kw = {"sites": 5, "days": 1, "events_per_day": 500}
+    a = snapshot(make_emu(seed=3, **kw))
+    b = snapshot(make_emu(seed=3, **kw))
+    c = snapshot(make_emu(seed=4, **kw))
+    assert a == b
+    assert {s["id"] for s in a["sites"]}.isdisjoint(s["id"] for s in c["sites"])
+    assert set(a["truth"]) != set(c["truth"]) and a["events"] != c["events"]
+
+
+# ------------------------------------------------------------------------------------------------
+# webhook
+
+
+@pytest.mark.parametrize("kind", ["retail", "restaurant", "other"])
+def test_webhook_valid_record_stored(http, emu, kind):
+    rec = BUILDERS[kind]()
+    r = http.post("/v2/webhook", json=rec)
+    assert r.status == 200 and r.body == {"accepted": 1}, r
+    got = stored(emu, rec)
+    assert len(got) == 1 and rec.items() <= got[0].items(), got
+    assert len(stored(emu, rec, region="us")) == 1
+    assert stored(emu, rec, region="eu") == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        T0,
+        T0 + 0.0,
+        "2026-11-17T05:00:00.000Z",
+        "2026-11-17T00:00:00.000-05:00",
+        "2026-11-17T00:00:00.000-0500",
+    ],
+)
+def test_webhook_time_formats(http, emu, value):
+    rec = retail(startTime=value, endTime=value)
+    rec["items"][0]["time"] = value
+    assert http.post("/v2/webhook", json=rec).status == 200
+    assert len(stored(emu, rec)) == 1
+
+
+def test_webhook_optional_fields_and_unknown_item_type(http, emu):
+    rec = retail(employeeId="e-1", employeeName="Ann", customerId="c-1", salesAssociateId="s-1")
+    rec["items"].append(item(type="PAYMENT_GIFT_CARD"))  # unknown item type: a warning only
+    assert http.post("/v2/webhook", json=rec).status == 200
+    full = other(endTime=T0 + 5, eventDetails="door held", employeeId="e", employeeName="Bo")
+    full.update(status="open", items=[{"type": "sensor", "description": "x", "quantity": 2}])
+    assert http.post("/v2/webhook", json=full).status == 200
+    assert len(stored(emu, rec)) == 1 and len(stored(emu, full)) == 1
+
+
+UNKNOWN = [
+    ("retail", "fooBar"),
+    ("retail", "storeId"),
+    ("retail", "registerId"),
+    ("restaurant", "waiterMood"),
+    ("other", "unitPrice"),
+    ("retail", "items.0.sku"),
+    ("other", "items.0.unitPrice"),
+]
+
+
+@pytest.mark.parametrize(("kind", "path"), UNKNOWN)
+def test_webhook_unknown_field(http, emu, kind, path):
+    rec = BUILDERS[kind]()
+    if path.startswith("items.") and "items" not in rec:
+        rec["items"] = [{"type": "sensor", "description": "x"}]
+    set_path(rec, path, "x")
+    assert_error(http.post("/v2/webhook", json=rec), 400, path.split(".")[-1])
+    assert stored(emu, rec) == []
+
+
+REQUIRED = {
+    "retail": [
+        "dataType",
+        "schemaVersion",
+        "startTime",
+        "endTime",
+        "locationId",
+        "dataSourceId",
+        "transactionId",
+        "status",
+        "items",
+        "items.0.time",
+        "items.0.quantity",
+        "items.0.description",
+        "items.0.unitPrice",
+        "items.0.type",
+    ],
+    "restaurant": ["tableNumber", "guestCount"],
+    "other": [
+        "schemaVersion",
+        "startTime",
+        "locationId",
+        "dataSourceId",
+        "eventUniqueId",
+        "eventType",
+    ],
+}
+
+
+@pytest.mark.parametrize(("kind", "path"), [(k, p) for k, paths in REQUIRED.items() for p in paths])
+def test_webhook_missing_required_field(http, kind, path):
+    rec = BUILDERS[kind]()
+    del_path(rec, path)
+    assert_error(http.post("/v2/webhook", json=rec), 400, path.split(".")[-1])
+
+
+MISTYPED = [
+    ("restaurant", "tableNumber", 12),
+    ("restaurant", "guestCount", "2"),
+    ("retail", "transactionId", 123),
+    ("retail", "schemaVersion", 1),
+    ("retail", "startTime", True),
+    ("retail", "startTime", "yesterday"),
+    ("retail", "endTime", None),
+    ("retail", "locationId", 42),
+    ("retail", "status", 5),
+    ("retail", "items", {"time": T0}),
+    ("retail", "employeeName", 7),
+    ("retail", "items.0.quantity", "1"),
+    ("retail", "items.0.unitPrice", "2.50"),
+    ("retail", "items.0.description", 7),
+    ("other", "eventType", 3),
+    ("other", "eventUniqueId", 3),
+    ("other", "items", "door"),
+]
+
+
+@pytest.mark.parametrize(("kind", "path", "value"), MISTYPED)
+def test_webhook_mistyped_field(http, emu, kind, path, value):
+    rec = BUILDERS[kind]()
+    set_path(rec, path, value)
+    assert_error(http.post("/v2/webhook", json=rec), 400, path.split(".")[-1])
+
+
+@pytest.mark.parametrize("data_type", ["pos", "", "Retail"])
+def test_webhook_unknown_data_type(http, data_type):
+    assert_error(http.post("/v2/webhook", json=retail(dataType=data_type)), 400, "dataType")
+
+
+@pytest.mark.parametrize("raw", [b"not json", b"{", b"42", b'"text"'])
+def test_webhook_body_not_json_record(http, raw):
+    assert_error(http.request("POST", "/v2/webhook", data=raw), 400)
+
+
+def test_webhook_batch_of_100(http, emu):
+    recs = [BUILDERS[("retail", "restaurant", "other")[i % 3]]() for i in range(100)]
+    r = http.post("/v2/webhook", json=recs)
+    assert r.status == 200 and r.body == {"accepted": 100}, r
+    assert all(len(stored(emu, rec)) == 1 for rec in recs)
+
+
+def test_webhook_batch_of_101_refused(http, emu):
+    recs = [retail() for _ in range(101)]
+    assert_error(http.post("/v2/webhook", json=recs), 400)
+    keys = {rec["transactionId"] for rec in recs}
+    assert not [p for p in emu.published() if p.get("transactionId") in keys]
+
+
+def test_webhook_batch_with_one_bad_record(http, emu):
+    recs = [retail() for _ in range(40)]
+    del recs[37]["locationId"]
+    r = http.post("/v2/webhook", json=recs)
+    assert_error(r, 400, "locationId")
+    assert re.search(r"\b37\b", json.dumps(r.body)), f"the bad index is not named: {r.body}"
+    assert stored(emu, recs[37]) == []
+    assert all(len(stored(emu, rec)) == 1 for i, rec in enumerate(recs) if i != 37)
+
+
+def test_webhook_body_size_limit(make_emu):
+    e = make_emu()
+    token = Http(e).token()
+    for size, status in ((9_900_000, 200), (11_000_000, 413)):
+        rec = retail(employeeName="")
+        pad = size - len(json.dumps(rec, separators=(",", ":")).encode())
+        rec["employeeName"] = "x" * pad
+        body = json.dumps(rec, separators=(",", ":")).encode()
+        assert len(body) == size
+        assert post_raw(e, token, body) == status, size
+    assert len(e.published()) == 1
+
+
+@pytest.mark.parametrize("kind", ["retail", "restaurant"])
+def test_webhook_upsert_on_transaction_id(http, emu, kind):
+    rec = BUILDERS[kind]()
+    assert http.post("/v2/webhook", json=rec).status == 200
+    newer = {**rec, "status": "void", "employeeName": "Zoe"}
+    assert http.post("/v2/webhook", json=newer).status == 200
+    got = stored(emu, rec)
+    assert len(got) == 1 and newer.items() <= got[0].items(), got
+    assert emu.stats()["published_upserts"] == 1
+
+
+def test_webhook_other_upserts_on_location_and_event_id(http, emu):
+    rec = other()
+    assert http.post("/v2/webhook", json=rec).status == 200
+    newer = {**rec, "eventType": "door-closed"}
+    assert http.post("/v2/webhook", json=newer).status == 200
+    got = stored(emu, rec)
+    assert len(got) == 1 and got[0]["eventType"] == "door-closed"
+    assert emu.stats()["published_upserts"] == 1
+    elsewhere = {**rec, "locationId": "store-south"}
+    assert http.post("/v2/webhook", json=elsewhere).status == 200
+    assert len(stored(emu, rec)) == 2
+    assert emu.stats()["published_upserts"] == 1
+
+
+def test_webhook_eu_route(http, emu):
+    rec = retail()
+    r = http.post(emu.eu_url + "/v2/webhook", json=rec)
+    assert r.status == 200 and r.body == {"accepted": 1}, r
+    assert len(stored(emu, rec, region="eu")) == 1
+    assert stored(emu, rec, region="us") == []
+    assert len(stored(emu, rec)) == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# limits
+
+
+def test_read_per_second(http, emu):
+    http.token()
+    emu.set_limits(read_per_second=5)
+    answers = [http.get("/v2/reports") for _ in range(20)]
+    statuses = [r.status for r in answers]
+    assert set(statuses) <= {200, 429} and 200 in statuses and 429 in statuses, statuses
+    for r in answers:
+        if r.status == 429:
+            retry_after(r)
+            assert_error(r, 429)
+    st = emu.stats()
+    assert st["rate_limited"] == statuses.count(429)
+    assert st["requests"]["GET /v2/reports"].get("429") == statuses.count(429)
+
+
+def test_read_concurrency(http, emu):
+    http.token()
+    emu.set_limits(read_concurrency=1)
+    emu.set_faults(latency_ms=400)
+    answers = parallel(6, lambda i: http.get("/v2/reports"))
+    statuses = [r.status for r in answers]
+    assert 200 in statuses and 429 in statuses, statuses
+    assert all(retry_after(r) >= 0 for r in answers if r.status == 429)
+    assert emu.stats()["rate_limited"] == statuses.count(429)
+
+
+def test_publish_per_second(http, emu):
+    http.token()
+    emu.set_limits(publish_per_second=5)
+    recs = [retail() for _ in range(20)]
+    answers = [http.post("/v2/webhook", json=rec) for rec in recs]
+    statuses = [r.status for r in answers]
+    assert set(statuses) <= {200, 429} and 200 in statuses and 429 in statuses, statuses
+    assert all(retry_after(r) >= 0 for r in answers if r.status == 429)
+    assert emu.stats()["rate_limited"] == statuses.count(429)
+    for rec, r in zip(recs, answers):
+        assert len(stored(emu, rec)) == (r.status == 200)
+
+
+def test_publish_concurrency(http, emu):
+    http.token()
+    emu.set_limits(publish_concurrency=1)
+    emu.set_faults(latency_ms=400)
+    answers = parallel(6, lambda i: http.post("/v2/webhook", json=retail()))
+    statuses = [r.status for r in answers]
+    assert 200 in statuses and 429 in statuses, statuses
+    assert all(retry_after(r) >= 0 for r in answers if r.status == 429)
+
+
+def test_daily_requests(make_emu):
+    e = make_emu()
+    e.set_limits(daily_requests=10)
+    h = Http(e)
+    h.token()  # call 1 (the token endpoint counts too)
+    first = [h.get("/v2/sites").status for _ in range(9)]  # calls 2..10
+    assert first == [200] * 9
+    for r in (h.get("/v2/sites"), h.post("/v2/webhook", json=retail()), h.token_request()):
+        assert r.status == 429, r
+        retry_after(r)
+    assert e.stats()["rate_limited"] >= 3
+
+
+@pytest.mark.parametrize(
+    ("limits", "names"),
+    [
+        ({"read_per_second": 1, "read_concurrency": 1}, ["webhook", "token"]),
+        ({"publish_per_second": 1, "publish_concurrency": 1}, ["reports", "token"]),
+    ],
+)
+def test_limits_apply_only_to_their_endpoints(http, emu, limits, names):
+    http.token()
+    emu.set_limits(**limits)
+    for name in names:
+        for _ in range(6):
+            r = http.token_request() if name == "token" else call(http, emu, name)
+            assert r.status == 200, (name, r)
+    assert emu.stats()["rate_limited"] == 0
+
+
+def test_limits_reset(http, emu):
+    http.token()
+    emu.set_limits(read_per_second=1)
+    assert 429 in [http.get("/v2/reports").status for _ in range(5)]
+    emu.set_limits()
+    assert [http.get("/v2/reports").status for _ in range(10)] == [200] * 10
+
+
+# ------------------------------------------------------------------------------------------------
+# faults
+
+FAULT_ENDPOINTS = ["sites", "events", "webhook", "eu_webhook"]
+
+
+@pytest.mark.parametrize("name", FAULT_ENDPOINTS)
+def test_fault_error_rate(http, emu, name):
+    http.token()
+    emu.set_faults(error_rate=1.0)
+    for _ in range(5):
+        r = call(http, emu, name)
+        assert r.status in (500, 503), r
+        assert_error(r, r.status)
+
+
+def test_fault_error_not_stored(http, emu):
+    http.token()
+    emu.set_faults(error_rate=1.0)
+    rec = retail()
+    assert http.post("/v2/webhook", json=rec).status in (500, 503)
+    emu.set_faults()
+    assert stored(emu, rec) == []
+
+
+@pytest.mark.parametrize("name", FAULT_ENDPOINTS)
+@pytest.mark.parametrize("seconds", [0, 7])
+def test_fault_rate_limit(http, emu, name, seconds):
+    http.token()
+    emu.set_faults(rate_limit_rate=1.0, retry_after=seconds)
+    r = call(http, emu, name)
+    assert_error(r, 429)
+    assert retry_after(r) == seconds
+    assert emu.stats()["rate_limited"] == 0, "fault 429s are not limit 429s"
+
+
+def assert_dropped(fn: Callable[[], Any]) -> None:
+    """`fn` fails because the connection was closed without an answer (not a status, not a
+    timeout)."""
+    t = time.monotonic()
+    with pytest.raises(Exception) as info:
+        fn()
+    exc: Any = info.value
+    if isinstance(exc, urllib.error.URLError):
+        exc = exc.reason
+    assert isinstance(exc, (ConnectionError, HTTPException)), repr(exc)
+    assert not isinstance(exc, TimeoutError) and time.monotonic() - t < 4, repr(exc)
+
+
+@pytest.mark.parametrize("name", FAULT_ENDPOINTS)
+def test_fault_drop(http, emu, name):
+    http.token()
+    emu.set_faults(drop_rate=1.0)
+    for _ in range(3):
+        assert_dropped(lambda: call(http, emu, name, timeout=5))
+    assert sum(v.get("dropped", 0) for v in emu.stats()["requests"].values()) >= 3
+
+
+@pytest.mark.parametrize("name", FAULT_ENDPOINTS)
+def test_fault_latency(http, emu, name):
+    http.token()
+    emu.set_faults(latency_ms=300)
+    t = time.monotonic()
+    assert call(http, emu, name).status == 200
+    assert time.monotonic() - t >= 0.3
+
+
+@pytest.mark.parametrize(
+    "faults", [{"error_rate": 1.0}, {"rate_limit_rate": 1.0}, {"drop_rate": 1.0}]
+)
+def test_faults_spare_token_endpoint(http, emu, faults):
+    emu.set_faults(**faults)
+    for _ in range(3):
+        assert http.token_request().status == 200
+
+
+def test_faults_reset(http, emu):
+    http.token()
+    emu.set_faults(error_rate=1.0)
+    assert http.get("/v2/sites").status in (500, 503)
+    emu.set_faults()
+    assert [http.get("/v2/sites").status for _ in range(5)] == [200] * 5
+
+
+def fault_sequence(e: Any) -> list[int]:
+    h = Http(e)
+    h.token()
+    e.set_faults(error_rate=0.5)
+    return [h.get("/v2/reports").status for _ in range(30)]
+
+
+def test_faults_reproducible_under_seed(make_emu):
+    a = fault_sequence(make_emu(seed=11))
+    b = fault_sequence(make_emu(seed=11))
+    assert a == b
+    assert 200 in a and set(a) - {200} <= {500, 503} and set(a) != {200}, a
+
+
+def test_constructor_latency(make_emu):
+    e = make_emu(latency_ms=300)
+    h = Http(e)
+    h.token()
+    t = time.monotonic()
+    assert h.get("/v2/sites").status == 200
+    assert time.monotonic() - t >= 0.3
+
+
+# ------------------------------------------------------------------------------------------------
+# stats
+
+
+def test_stats_counts(http, emu):
+    http.token()
+    http.get("/v2/sites")
+    http.get("/v2/sites", {"offset": 0})
+    http.get("/v2/sites", headers={"authorization": None})
+    http.get("/v2/devices", headers={"x-api-key": "wrong"})
+    http.get("/v2/events", {"offset": "abc"})
+    http.post("/v2/webhook", json=retail())
+    st = emu.stats()
+    req = st["requests"]
+    assert nz(req["POST /v2/oauth/token"]) == {"200": 1}
+    assert nz(req["GET /v2/sites"]) == {"200": 2, "401": 1}
+    assert nz(req["GET /v2/devices"]) == {"403": 1}
+    assert nz(req["GET /v2/events"]) == {"400": 1}
+    assert nz(req["POST /v2/webhook"]) == {"200": 1}
+    assert st["tokens_issued"] == 1
+    assert st["published_stored"] == 1 and st["published_upserts"] == 0
+    assert st["rate_limited"] == 0
+    assert type(st["connections_open"]) is int and st["connections_open"] >= 0
+    assert type(st["connections_total"]) is int and st["connections_total"] >= 1
+
+
+def test_stats_batch_is_one_request(http, emu):
+    http.post("/v2/webhook", json=[retail() for _ in range(10)])
+    st = emu.stats()
+    assert nz(st["requests"]["POST /v2/webhook"]) == {"200": 1}
+    assert st["published_stored"] == 10
+
+
+def test_reset_stats(http, emu):
+    http.get("/v2/sites")
+    emu.reset_stats()
+    st = emu.stats()
+    assert total(st, "200") == 0 and st["tokens_issued"] == 0
+    assert st["published_upserts"] == 0 and st["rate_limited"] == 0
+
+
+# ------------------------------------------------------------------------------------------------
+# lifecycle
+
+
+def test_several_emulators_at_once(make_emu):
+    a, b = make_emu(seed=1), make_emu(seed=2)
+    assert urllib.parse.urlsplit(a.url).port != urllib.parse.urlsplit(b.url).port
+    ha, hb = Http(a), Http(b)
+    assert ha.get_all("/v2/sites") == a.resources("sites")
+    assert hb.get_all("/v2/sites") == b.resources("sites")
+    a.stop()
+    assert refuses(a.url)
+    assert hb.get("/v2/sites").status == 200
+
+
+def test_stop_is_idempotent_and_closes_port(make_emu):
+    e = make_emu()
+    assert Http(e).get("/v2/sites").status == 200
+    e.stop()
+    e.stop()
+    assert refuses(e.url)
+
+
+def test_context_manager_stops(make_emu):
+    e = make_emu(sites=2, events_per_day=10)
+    with e as entered:
+        assert entered is e
+        assert Http(e).get("/v2/sites").status == 200
+    assert refuses(e.url)
+    e2 = make_emu(sites=2, events_per_day=10)
+    with pytest.raises(KeyError), e2:
+        raise KeyError("boom")
+    assert refuses(e2.url)
+
+
+def test_port_argument(make_emu):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    e = make_emu(port=port)
+    assert e.url == f"http://127.0.0.1:{port}"
+    assert Http(e).get("/v2/sites").status == 200
+
+
+def test_tls(make_emu):
+    e = make_emu(tls=True)
+    assert re.fullmatch(r"https://127\.0\.0\.1:\d+", e.url), e.url
+    assert os.path.isfile(e.ca_bundle)
+    h = Http(e, cafile=e.ca_bundle)
+    assert h.get_all("/v2/sites") == e.resources("sites")
+    untrusted = urllib.request.build_opener(
+        urllib.request.ProxyHandler({}),
+        urllib.request.HTTPSHandler(context=ssl.create_default_context()),
+    )
+    with pytest.raises(urllib.error.URLError) as info:
+        untrusted.open(e.url + "/v2/sites", timeout=5).close()
+    assert isinstance(info.value.reason, ssl.SSLCertVerificationError)
