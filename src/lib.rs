@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod emulator;
+pub mod rng;
 
 #[cfg(feature = "python")]
 mod python;

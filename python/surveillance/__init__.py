@@ -9,6 +9,7 @@ True
 """
 
 from ._core import __version__
+from .client import Client, Limits
 from .emulator import Emulator
 from .errors import (
     ApiError,
@@ -26,6 +27,8 @@ from .errors import (
 
 __all__ = [
     "__version__",
+    "Client",
+    "Limits",
     "Emulator",
     "SurveillanceError",
     "ConfigError",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 
-def main(argv: "list[str] | None" = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``surveillance`` console script."""
     return 0
 

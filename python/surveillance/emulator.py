@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from . import _core
 from ._time import TimeLike, from_ms, to_ms
+
+if TYPE_CHECKING:
+    from .client import Client
 
 __all__ = ["Emulator"]
 
@@ -53,6 +56,7 @@ class Emulator:
             start=str(day)[:10],
             port=port,
         )
+        self._limits: tuple = (None, None, None, None, None)
 
     # --- connection details -------------------------------------------------------------
     @property
@@ -148,8 +152,18 @@ class Emulator:
         >>> # emu.set_limits(read_per_second=1, read_concurrency=3, publish_per_second=100,
         >>> #                publish_concurrency=200, daily_requests=2400)
         """
+        self._limits = (
+            read_per_second,
+            read_concurrency,
+            publish_per_second,
+            publish_concurrency,
+            daily_requests,
+        )
         self._inner.set_limits(
-            read_per_second, read_concurrency, publish_per_second, publish_concurrency,
+            read_per_second,
+            read_concurrency,
+            publish_per_second,
+            publish_concurrency,
             daily_requests,
         )
 
@@ -171,6 +185,31 @@ class Emulator:
         Use it for dense bursts (many events in one millisecond) and for events created late.
         """
         return self._inner.add_events(to_ms(at, "at"), count, site_id)
+
+    def client(self, **kwargs: Any) -> Client:
+        """A :class:`~surveillance.Client` configured for this emulator.
+
+        Its limits are lifted (:meth:`Limits.unlimited`) unless the emulator enforces some
+        with :meth:`set_limits`, in which case the client uses the same ones. Keyword
+        arguments override (``timeout=``, ``max_retries=``, ``limits=`` ...).
+        """
+        from .client import Client, Limits
+
+        if "limits" not in kwargs:
+            lim = self._limits
+            kwargs["limits"] = (
+                Limits.unlimited() if not any(v is not None for v in lim[:4]) else Limits(*lim[:4])
+            )
+        settings: dict = {
+            "api_key": self.api_key,
+            "client_id": self.client_id,
+            "client_secret": self.client_secret,
+            "base_url": self.url,
+            "eu_base_url": self.eu_url,
+            "audience": self.audience,
+        }
+        settings.update(kwargs)
+        return Client(**settings)
 
     # --- inspection ---------------------------------------------------------------------
     def published(self, region: Optional[str] = None) -> list:

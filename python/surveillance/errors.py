@@ -62,9 +62,7 @@ class ApiError(SurveillanceError):
         url: the request URL, without query secrets.
     """
 
-    def __init__(
-        self, message: str, status: int = 0, body: str = "", url: str = ""
-    ) -> None:
+    def __init__(self, message: str, status: int = 0, body: str = "", url: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.body = body

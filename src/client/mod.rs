@@ -1,3 +1,255 @@
-//! The pure Rust client of the service. Knows nothing of Python.
+//! The pure Rust client of the service. Knows nothing of Python: configuration, tokens, HTTP with
+//! retries and limits, paging, and the webhook record validator.
 
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod limits;
+pub mod lists;
+pub mod stats;
 pub mod validate;
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+pub use config::{Config, Region, Secret, Settings};
+pub use error::{Error, Result};
+pub use http::{Level, LogSink};
+pub use limits::Limits;
+pub use lists::Record;
+pub use stats::Snapshot;
+
+use http::Http;
+use lists::list_all;
+
+/// A client of the service: cheap to clone, shared by any number of tasks.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: Arc<Http>,
+}
+
+fn check_uuid(value: &str, name: &str) -> Result<()> {
+    let b = value.as_bytes();
+    let ok = b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Argument(format!(
+            "`{name}` must be a UUID such as `3f2b8c1e-5d4a-4e6b-9c7d-2a1b0c9d8e7f`, got `{value}`"
+        )))
+    }
+}
+
+#[derive(Deserialize)]
+struct SiteOfDevice<'a> {
+    #[serde(rename = "siteId", borrow)]
+    site_id: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct IdOnly<'a> {
+    #[serde(borrow)]
+    id: &'a str,
+}
+
+impl Client {
+    /// A client for `config`; `log` receives its log lines.
+    pub fn new(config: Config, log: Option<LogSink>) -> Result<Client> {
+        Ok(Client {
+            http: Arc::new(Http::new(config, log)?),
+        })
+    }
+
+    /// The resolved configuration.
+    pub fn config(&self) -> &Config {
+        &self.http.config
+    }
+
+    /// The transport (for the event windows and publishing).
+    pub fn http(&self) -> &Http {
+        &self.http
+    }
+
+    /// A valid access token (fetched or reused).
+    pub async fn access_token(&self) -> Result<Secret> {
+        Ok(self.http.token().await?.0)
+    }
+
+    /// Every site.
+    pub async fn sites(&self) -> Result<Vec<Record>> {
+        list_all(&self.http, "/v2/sites", "GET /v2/sites", &[]).await
+    }
+
+    /// Every device.
+    pub async fn devices(&self) -> Result<Vec<Record>> {
+        list_all(&self.http, "/v2/devices", "GET /v2/devices", &[]).await
+    }
+
+    /// Every report the caller may read.
+    pub async fn reports(&self) -> Result<Vec<Record>> {
+        list_all(&self.http, "/v2/reports", "GET /v2/reports", &[]).await
+    }
+
+    /// Every camera, of a site and/or a device. A list past the offset ceiling is fetched per
+    /// site (and a site past it per device), so the result is never cut.
+    pub async fn cameras(
+        &self,
+        site_id: Option<&str>,
+        device_id: Option<&str>,
+    ) -> Result<Vec<Record>> {
+        if let Some(s) = site_id {
+            check_uuid(s, "site_id")?;
+        }
+        if let Some(d) = device_id {
+            check_uuid(d, "device_id")?;
+        }
+        let mut params = Vec::new();
+        if let Some(s) = site_id {
+            params.push(("siteId", s));
+        }
+        if let Some(d) = device_id {
+            params.push(("deviceId", d));
+        }
+        match list_all(&self.http, "/v2/cameras", "GET /v2/cameras", &params).await {
+            Err(Error::Ceiling { .. }) if device_id.is_none() => {}
+            other => return other,
+        }
+        // Past the ceiling: per site when no site was given, per device of the site otherwise.
+        let sites = match site_id {
+            Some(site) => vec![site.to_string()],
+            None => self
+                .sites()
+                .await?
+                .iter()
+                .map(|s| record_id(s, "/v2/sites"))
+                .collect::<Result<_>>()?,
+        };
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, site) in sites.into_iter().enumerate() {
+            let me = self.clone();
+            let per_device = site_id.is_some();
+            tasks.spawn(async move { (i, me.site_cameras(site, per_device).await) });
+        }
+        let mut chunks = Vec::new();
+        while let Some(joined) = tasks.join_next().await {
+            let (i, result) =
+                joined.map_err(|e| Error::Transport(format!("a camera page task failed: {e}")))?;
+            chunks.push((i, result?));
+        }
+        chunks.sort_by_key(|(i, _)| *i);
+        Ok(chunks.into_iter().flat_map(|(_, c)| c).collect())
+    }
+
+    /// The cameras of one site; per device of the site when the site alone is past the ceiling.
+    async fn site_cameras(&self, site: String, per_device: bool) -> Result<Vec<Record>> {
+        if !per_device {
+            match list_all(
+                &self.http,
+                "/v2/cameras",
+                "GET /v2/cameras",
+                &[("siteId", &site)],
+            )
+            .await
+            {
+                Err(Error::Ceiling { .. }) => {}
+                other => return other,
+            }
+        }
+        let mut out = Vec::new();
+        for d in &self.devices().await? {
+            let of: SiteOfDevice = serde_json::from_str(d.get()).map_err(|e| Error::Decode {
+                url: "/v2/devices".into(),
+                detail: format!("a device has no usable `siteId` ({e})"),
+            })?;
+            if of.site_id.is_some_and(|s| s.eq_ignore_ascii_case(&site)) {
+                let device = record_id(d, "/v2/devices")?;
+                let params = [("siteId", site.as_str()), ("deviceId", device.as_str())];
+                out.extend(list_all(&self.http, "/v2/cameras", "GET /v2/cameras", &params).await?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The counters of this client.
+    pub fn stats(&self) -> Snapshot {
+        self.http.stats.snapshot()
+    }
+
+    /// Stops every request in flight or waiting; the client refuses new ones.
+    pub fn close(&self) {
+        self.http.close();
+    }
+
+    /// A plain-text report of the effective settings and whether a token can be had.
+    pub async fn diagnose(&self) -> String {
+        let c = self.config();
+        let l = c.limits;
+        let fmt_rate = |r: Option<f64>| r.map_or("unlimited/s".to_string(), |v| format!("{v}/s"));
+        let fmt_conc = |n: Option<usize>| n.map_or("unlimited".to_string(), |v| v.to_string());
+        let proxy = if !c.trust_env {
+            "ignored (trust_env=False)".to_string()
+        } else if config::is_loopback(&c.base_url) {
+            "not used for loopback".to_string()
+        } else {
+            let p = ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
+                .iter()
+                .find_map(|v| {
+                    std::env::var(v)
+                        .ok()
+                        .filter(|s| !s.is_empty())
+                        .map(|s| (v.to_string(), s))
+                });
+            match p {
+                Some((var, value)) => {
+                    let shown = url::Url::parse(&value)
+                        .map(|mut u| {
+                            let _ = u.set_password(None);
+                            let _ = u.set_username("");
+                            u.to_string()
+                        })
+                        .unwrap_or_else(|_| "(unparsable)".into());
+                    format!(
+                        "{shown} (from {var}; NO_PROXY={})",
+                        std::env::var("NO_PROXY").unwrap_or_default()
+                    )
+                }
+                None => "none".to_string(),
+            }
+        };
+        let token = match self.http.token().await {
+            Ok(_) => "ok".to_string(),
+            Err(e) => format!("FAILED: {e}"),
+        };
+        format!(
+            "base_url:     {}\neu_base_url:  {}\nregion:       {}\naudience:     {}\ntls:          certificates verified (platform trust store{})\nproxy:        {}\ntimeout:      {:.1} s, max_retries {}\nlimits:       reads {} and {} in flight, publish {} and {} in flight\ncredentials:  api_key ***, client_id {}, client_secret ***\ntoken:        {}\n",
+            c.base_url,
+            c.eu_base_url.as_ref().map_or("(not set)".to_string(), |u| u.to_string()),
+            c.region.as_str(),
+            c.audience,
+            c.ca_bundle.as_ref().map_or(String::new(), |p| format!(" + {}", p.display())),
+            proxy,
+            c.timeout.as_secs_f64(),
+            c.max_retries,
+            fmt_rate(l.read_per_second),
+            fmt_conc(l.read_concurrency),
+            fmt_rate(l.publish_per_second),
+            fmt_conc(l.publish_concurrency),
+            c.client_id,
+            token,
+        )
+    }
+}
+
+fn record_id(r: &Record, path: &str) -> Result<String> {
+    serde_json::from_str::<IdOnly>(r.get())
+        .map(|i| i.id.to_string())
+        .map_err(|e| Error::Decode {
+            url: path.into(),
+            detail: format!("a record has no string `id` ({e})"),
+        })
+}

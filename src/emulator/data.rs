@@ -7,7 +7,7 @@ use chrono::{DateTime, Datelike, NaiveDate, Offset, TimeZone, Timelike};
 use chrono_tz::Tz;
 use serde_json::{json, Value};
 
-use super::rng::{mix, uuid_from, Rng};
+use crate::rng::{mix, uuid_from, Rng};
 
 const DAY_MS: i64 = 86_400_000;
 

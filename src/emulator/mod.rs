@@ -2,7 +2,6 @@
 //! from a seed, able to misbehave on purpose. `router(state)` for socket-less tests, `spawn` to serve.
 
 pub mod data;
-pub mod rng;
 pub mod routes;
 pub mod server;
 pub mod state;
@@ -11,3 +10,6 @@ pub use data::DataConfig;
 pub use routes::router;
 pub use server::{spawn, Handle};
 pub use state::{Bounds, Faults, Limits, Order, State};
+
+#[cfg(test)]
+mod tests;

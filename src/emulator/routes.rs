@@ -364,7 +364,7 @@ async fn events(AxState(state): AxState<Shared>, Query(p): Params) -> Result<Res
         let i = match order {
             Order::Asc => a + p,
             Order::Desc => b - 1 - p,
-            Order::Shuffled => a + super::rng::permute(p as u64, count as u64, key) as usize,
+            Order::Shuffled => a + crate::rng::permute(p as u64, count as u64, key) as usize,
         };
         if n > 0 {
             out.push(',');

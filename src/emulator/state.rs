@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::data::{Data, DataConfig};
-use super::rng::{mix, Rng};
+use crate::rng::{mix, Rng};
 
 /// Lifetime of a token in seconds, as the service reports it (just under 4 hours).
 pub const DEFAULT_TOKEN_LIFETIME: u64 = 14_399;

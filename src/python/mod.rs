@@ -1,8 +1,12 @@
 //! The thin PyO3 binding layer: `surveillance._core`. Converts arguments and results and maps
 //! errors; the logic lives in the pure Rust client and emulator.
 
+mod client;
 mod emulator;
+mod errors;
+mod log;
 mod runtime;
+mod wait;
 
 use pyo3::prelude::*;
 
@@ -10,6 +14,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<client::PyClient>()?;
     m.add_class::<emulator::PyEmulator>()?;
     Ok(())
 }

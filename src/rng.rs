@@ -1,5 +1,5 @@
-//! Deterministic pseudo-random numbers for the emulator: splitmix64, so that the same seed gives
-//! the same data and the same faults on every platform and every version of every dependency.
+//! Deterministic pseudo-random numbers (splitmix64) for the emulator's data and faults and the
+//! client's backoff jitter: the same seed gives the same data and faults on every platform.
 
 /// A small, fast, seedable generator (splitmix64).
 #[derive(Debug, Clone)]

@@ -1,0 +1,141 @@
+"""Type stubs of the native module ``surveillance._core`` (the Rust core's thin binding).
+
+The public, documented classes are :class:`surveillance.Client` and
+:class:`surveillance.Emulator`, which hold these native objects.
+"""
+
+from typing import Optional, final
+
+__version__: str
+
+_LimitsTuple = tuple[Optional[float], Optional[int], Optional[float], Optional[int]]
+
+@final
+class Client:
+    """The native client (see :class:`surveillance.Client`)."""
+
+    def __new__(
+        cls,
+        api_key: Optional[str] = None,
+        client_id: Optional[str] = None,
+        client_secret: Optional[str] = None,
+        *,
+        region: Optional[str] = None,
+        base_url: Optional[str] = None,
+        eu_base_url: Optional[str] = None,
+        audience: Optional[str] = None,
+        timeout: Optional[float] = None,
+        max_retries: Optional[int] = None,
+        limits: Optional[_LimitsTuple] = None,
+        ca_bundle: Optional[str] = None,
+        trust_env: Optional[bool] = None,
+        max_body_bytes: Optional[int] = None,
+    ) -> Client: ...
+    def sites_json(self) -> str:
+        """Every site, as a JSON array text."""
+    def devices_json(self) -> str:
+        """Every device, as a JSON array text."""
+    def reports_json(self) -> str:
+        """Every readable report, as a JSON array text."""
+    def cameras_json(self, site_id: Optional[str] = None, device_id: Optional[str] = None) -> str:
+        """Every camera (of a site and/or device), as a JSON array text."""
+    def access_token(self) -> str:
+        """A valid access token."""
+    def diagnose(self) -> str:
+        """The effective settings and whether a token can be had, as text (no secrets)."""
+    def stats_json(self) -> str:
+        """The counters, as JSON text."""
+    def close(self) -> None:
+        """Stops requests in flight; the client refuses new ones."""
+    def config(self) -> dict:
+        """The resolved configuration, secrets included (for pickling; never printed)."""
+    @property
+    def base_url(self) -> str:
+        """Base URL (no secret)."""
+    @property
+    def region(self) -> str:
+        """Default publishing region."""
+
+@final
+class Emulator:
+    """A running emulator of the service on a loopback port (see :class:`surveillance.Emulator`)."""
+
+    def __new__(
+        cls,
+        seed: int = 0,
+        sites: int = 20,
+        days: int = 14,
+        events_per_day: int = 5000,
+        latency_ms: int = 0,
+        start: str = "2026-01-05",
+        port: int = 0,
+    ) -> Emulator: ...
+    @property
+    def url(self) -> str:
+        """Base URL of the service (no ``/v2``)."""
+    @property
+    def eu_url(self) -> str:
+        """Base URL of the EU webhook."""
+    @property
+    def api_key(self) -> str:
+        """The accepted ``x-api-key``."""
+    @property
+    def client_id(self) -> str:
+        """The accepted client id."""
+    @property
+    def client_secret(self) -> str:
+        """The accepted client secret."""
+    @property
+    def audience(self) -> str:
+        """The accepted audience."""
+    @property
+    def start_ms(self) -> int:
+        """First instant of the data, epoch milliseconds."""
+    @property
+    def end_ms(self) -> int:
+        """End (exclusive) of the data, epoch milliseconds."""
+    @property
+    def restricted_report_id(self) -> str:
+        """A report that exists but that the caller may not read."""
+    def set_faults(
+        self,
+        error_rate: float = 0.0,
+        rate_limit_rate: float = 0.0,
+        drop_rate: float = 0.0,
+        latency_ms: int = 0,
+        retry_after: int = 0,
+    ) -> None:
+        """Replaces the injected faults."""
+    def set_semantics(self, order: str = "asc", bounds: str = "[)") -> None:
+        """Sets the order and bound inclusivity of the events endpoint."""
+    def set_limits(
+        self,
+        read_per_second: Optional[float] = None,
+        read_concurrency: Optional[int] = None,
+        publish_per_second: Optional[float] = None,
+        publish_concurrency: Optional[int] = None,
+        daily_requests: Optional[int] = None,
+    ) -> None:
+        """Enforces (or lifts, with None) the provider's published limits."""
+    def set_token_lifetime(self, seconds: int) -> None:
+        """``expires_in`` of the tokens issued from now on."""
+    def advance_clock(self, seconds: float) -> None:
+        """Moves the emulator's clock."""
+    def revoke_tokens(self) -> None:
+        """Refuses every token issued so far."""
+    def add_events(self, at_ms: int, count: int = 1, site_id: Optional[str] = None) -> list[str]:
+        """Inserts ``count`` events starting at ``at_ms``; returns their ids."""
+    def published_json(self, region: Optional[str] = None) -> list[str]:
+        """Stored webhook records as JSON texts (of one region, or all)."""
+    def clear_published(self) -> None:
+        """Forgets the stored webhook records."""
+    def resources_json(self, kind: str) -> str:
+        """Every record of a resource list as a JSON array text."""
+    def truth(self, start_ms: int, end_ms: int, report_id: Optional[str] = None) -> list[str]:
+        """Ids of the events with ``start <= startTime < end``, sorted by (startTime, id)."""
+    def stats_json(self) -> str:
+        """The statistics as a JSON text."""
+    def reset_stats(self) -> None:
+        """Zeroes the statistics."""
+    def stop(self) -> None:
+        """Stops the server; idempotent."""

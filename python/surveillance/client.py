@@ -1,0 +1,192 @@
+"""The synchronous client of the service."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+from . import _core
+
+__all__ = ["Client", "Limits"]
+
+_OUTPUTS = ("dicts",)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Client-side limits, shared by every thread of one client; ``None`` lifts one.
+
+    The defaults are the provider's published limits: reads 1 request/s and 3 in flight,
+    the webhook 100 requests/s and 200 in flight. After a 429 the client also lowers its rate
+    for a while on its own, so a lower real limit costs a few 429s, not a storm.
+
+    >>> Limits().read_per_second, Limits().publish_concurrency
+    (1.0, 200)
+    >>> Limits.unlimited().read_per_second is None
+    True
+    """
+
+    read_per_second: Optional[float] = 1.0
+    read_concurrency: Optional[int] = 3
+    publish_per_second: Optional[float] = 100.0
+    publish_concurrency: Optional[int] = 200
+
+    @classmethod
+    def unlimited(cls) -> Limits:
+        """No client-side limit (the client still slows down on 429)."""
+        return cls(None, None, None, None)
+
+    def _as_tuple(self) -> tuple:
+        return (
+            self.read_per_second,
+            self.read_concurrency,
+            self.publish_per_second,
+            self.publish_concurrency,
+        )
+
+
+def _check_output(output: str) -> None:
+    if output not in _OUTPUTS:
+        raise ValueError(
+            f"`output` must be one of {', '.join(map(repr, _OUTPUTS))}, got {output!r}"
+        )
+
+
+class Client:
+    """A client of the service: thread-safe, picklable, a context manager.
+
+    Every argument left as ``None`` is read from the environment: ``SURVEILLANCE_API_KEY``,
+    ``SURVEILLANCE_CLIENT_ID``, ``SURVEILLANCE_CLIENT_SECRET``, ``SURVEILLANCE_BASE_URL``,
+    ``SURVEILLANCE_EU_BASE_URL``, ``SURVEILLANCE_REGION`` (default ``"us"``) and
+    ``SURVEILLANCE_AUDIENCE`` (default: the base URL). A missing one raises
+    :class:`~surveillance.ConfigError` naming the argument and the variable.
+
+    Args:
+        api_key: the organization's API key (header ``x-api-key``).
+        client_id: OAuth client id.
+        client_secret: OAuth client secret.
+        region: ``"us"`` or ``"eu"``: where :meth:`publish` posts by default.
+        base_url: the service's base address, without ``/v2`` (a trailing ``/v2`` is
+            tolerated). ``https://`` only, except on loopback (the emulator).
+        eu_base_url: the EU-region webhook base address.
+        audience: the token audience.
+        timeout: seconds for one request, connection to last byte.
+        max_retries: retries per request (connection errors, timeouts, 429, 500, 502-504).
+        limits: :class:`Limits`; default the provider's published limits.
+        ca_bundle: a PEM file of extra trusted certificates (also ``SSL_CERT_FILE`` and
+            ``REQUESTS_CA_BUNDLE``); the platform's trust store is always used.
+        trust_env: honour ``HTTPS_PROXY``/``NO_PROXY`` and the CA variables.
+
+    Example:
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=3, days=1, events_per_day=100) as emu:
+        ...     with emu.client() as client:
+        ...         len(client.sites())
+        3
+    """
+
+    def __init__(
+        self,
+        api_key: Optional[str] = None,
+        client_id: Optional[str] = None,
+        client_secret: Optional[str] = None,
+        *,
+        region: Optional[str] = None,
+        base_url: Optional[str] = None,
+        eu_base_url: Optional[str] = None,
+        audience: Optional[str] = None,
+        timeout: float = 30.0,
+        max_retries: int = 5,
+        limits: Optional[Limits] = None,
+        ca_bundle: Optional[Union[str, os.PathLike]] = None,
+        trust_env: bool = True,
+        max_body_bytes: Optional[int] = None,
+    ) -> None:
+        if limits is not None and not isinstance(limits, Limits):
+            raise TypeError(f"`limits` must be a surveillance.Limits, got {type(limits).__name__}")
+        self._inner = _core.Client(
+            api_key,
+            client_id,
+            client_secret,
+            region=region,
+            base_url=base_url,
+            eu_base_url=eu_base_url,
+            audience=audience,
+            timeout=timeout,
+            max_retries=max_retries,
+            limits=None if limits is None else limits._as_tuple(),
+            ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
+            trust_env=trust_env,
+            max_body_bytes=max_body_bytes,
+        )
+
+    # --- lists --------------------------------------------------------------------------
+    def sites(self, output: str = "dicts") -> Any:
+        """Every site of the account (all pages).
+
+        Args:
+            output: ``"dicts"``: a list of dicts exactly as the service sends them.
+        """
+        _check_output(output)
+        return json.loads(self._inner.sites_json())
+
+    def devices(self, output: str = "dicts") -> Any:
+        """Every recording device of the account (all pages)."""
+        _check_output(output)
+        return json.loads(self._inner.devices_json())
+
+    def cameras(
+        self,
+        site_id: Optional[str] = None,
+        device_id: Optional[str] = None,
+        output: str = "dicts",
+    ) -> Any:
+        """Every camera, optionally of one site (all devices of a multi-device site) and/or
+        one device. A list longer than the service can page (10,000) is fetched per site,
+        then per device, so it is never cut short."""
+        _check_output(output)
+        return json.loads(self._inner.cameras_json(site_id, device_id))
+
+    def reports(self, output: str = "dicts") -> Any:
+        """Every report the caller may read (its ``id`` is a ``report_id`` for events)."""
+        _check_output(output)
+        return json.loads(self._inner.reports_json())
+
+    # --- utilities ----------------------------------------------------------------------
+    def access_token(self) -> str:
+        """A valid bearer token (fetched or reused), for debugging with curl."""
+        return self._inner.access_token()
+
+    def stats(self) -> dict:
+        """Counters of this client: ``requests`` by ``"METHOD /path"``, ``retries``,
+        ``rate_limited``, ``tokens`` and ``bytes_received``."""
+        return json.loads(self._inner.stats_json())
+
+    def diagnose(self) -> None:
+        """Prints the effective base URLs, TLS, proxy, limits and whether a token can be
+        had, without any secret."""
+        print(self._inner.diagnose(), end="")
+
+    def close(self) -> None:
+        """Stops requests in flight; later calls raise :class:`~surveillance.TransportError`."""
+        self._inner.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __reduce__(self) -> Any:
+        # Configuration only: the unpickled client fetches its own token.
+        return (_restore, (self._inner.config(),))
+
+    def __repr__(self) -> str:
+        return f"Client(base_url={self._inner.base_url!r}, region={self._inner.region!r})"
+
+
+def _restore(config: dict) -> Client:
+    limits = Limits(*config.pop("limits"))
+    return Client(limits=limits, **config)

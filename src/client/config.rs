@@ -1,0 +1,391 @@
+//! Configuration: explicit arguments first, then `SURVEILLANCE_*` environment variables; base
+//! URL checks (https, or http on loopback only); secrets that never print.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use url::Url;
+
+use super::error::{Error, Result};
+use super::limits::Limits;
+
+/// A value that must never appear in a log, a repr or an error.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The value itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("'***'")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// What the caller gave; `None` means "read it from the environment".
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// `x-api-key` (`SURVEILLANCE_API_KEY`).
+    pub api_key: Option<Secret>,
+    /// OAuth client id (`SURVEILLANCE_CLIENT_ID`).
+    pub client_id: Option<String>,
+    /// OAuth client secret (`SURVEILLANCE_CLIENT_SECRET`).
+    pub client_secret: Option<Secret>,
+    /// `us` or `eu` (`SURVEILLANCE_REGION`), the default route of publishing.
+    pub region: Option<String>,
+    /// Base URL without `/v2` (`SURVEILLANCE_BASE_URL`).
+    pub base_url: Option<String>,
+    /// EU webhook base URL (`SURVEILLANCE_EU_BASE_URL`).
+    pub eu_base_url: Option<String>,
+    /// Token audience (`SURVEILLANCE_AUDIENCE`); defaults to the base URL.
+    pub audience: Option<String>,
+    /// Whole-request timeout.
+    pub timeout: Option<Duration>,
+    /// Retries per request.
+    pub max_retries: Option<u32>,
+    /// Client-side limits; None = the provider's published limits.
+    pub limits: Option<Limits>,
+    /// Extra trusted certificates (PEM).
+    pub ca_bundle: Option<PathBuf>,
+    /// Honour `HTTPS_PROXY`/`NO_PROXY` and `SSL_CERT_FILE`/`REQUESTS_CA_BUNDLE`.
+    pub trust_env: Option<bool>,
+    /// Largest response body accepted, bytes.
+    pub max_body_bytes: Option<usize>,
+}
+
+/// The region whose webhook `publish` posts to by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Region {
+    /// The US base.
+    Us,
+    /// The EU base.
+    Eu,
+}
+
+impl Region {
+    /// Parses `us` or `eu` (any case).
+    pub fn parse(s: &str) -> Result<Region> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "us" => Ok(Region::Us),
+            "eu" => Ok(Region::Eu),
+            _ => Err(Error::Config(format!(
+                "`region` must be `us` or `eu`, got `{s}` (argument `region`, variable `SURVEILLANCE_REGION`)"
+            ))),
+        }
+    }
+
+    /// `us` or `eu`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Region::Us => "us",
+            Region::Eu => "eu",
+        }
+    }
+}
+
+/// The resolved configuration of a client.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `x-api-key`.
+    pub api_key: Secret,
+    /// OAuth client id.
+    pub client_id: String,
+    /// OAuth client secret.
+    pub client_secret: Secret,
+    /// Default publishing region.
+    pub region: Region,
+    /// Base URL, normalised, without `/v2` and without a trailing `/`.
+    pub base_url: Url,
+    /// EU webhook base URL.
+    pub eu_base_url: Option<Url>,
+    /// Token audience.
+    pub audience: String,
+    /// Whole-request timeout.
+    pub timeout: Duration,
+    /// Retries per request.
+    pub max_retries: u32,
+    /// Client-side limits.
+    pub limits: Limits,
+    /// Extra trusted certificates (PEM), explicit or from the environment.
+    pub ca_bundle: Option<PathBuf>,
+    /// Whether proxies and CA variables of the environment are honoured.
+    pub trust_env: bool,
+    /// Largest response body accepted, bytes.
+    pub max_body_bytes: usize,
+}
+
+/// Default whole-request timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default retries per request.
+pub const DEFAULT_MAX_RETRIES: u32 = 5;
+/// Default cap on a response body (a page of 100 events is about 100 KB).
+pub const DEFAULT_MAX_BODY: usize = 64 * 1024 * 1024;
+
+fn from_env(env: &dyn Fn(&str) -> Option<String>, var: &str) -> Option<String> {
+    env(var).filter(|v| !v.trim().is_empty())
+}
+
+fn required<T>(
+    given: Option<T>,
+    env: &dyn Fn(&str) -> Option<String>,
+    arg: &str,
+    var: &str,
+    wrap: impl Fn(String) -> T,
+) -> Result<T> {
+    match given {
+        Some(v) => Ok(v),
+        None => from_env(env, var).map(wrap).ok_or_else(|| {
+            Error::Config(format!(
+                "missing `{arg}`: pass `{arg}=` or set the environment variable `{var}`"
+            ))
+        }),
+    }
+}
+
+/// True for 127.0.0.0/8, ::1 and `localhost`.
+pub fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
+        None => false,
+    }
+}
+
+/// Parses and normalises a base URL: https, or http on loopback; `/v2` and `/` at the end dropped.
+pub fn parse_base_url(raw: &str, arg: &str, var: &str) -> Result<Url> {
+    let trimmed = raw.trim();
+    let mut url = Url::parse(trimmed).map_err(|e| {
+        Error::Config(format!(
+            "`{arg}` is not a URL (`{trimmed}`: {e}); argument `{arg}`, variable `{var}`"
+        ))
+    })?;
+    match url.scheme() {
+        "https" => {}
+        "http" if is_loopback(&url) => {}
+        "http" => {
+            return Err(Error::Config(format!(
+                "`{arg}` must use https (plain http is allowed for loopback addresses only), got `{trimmed}`"
+            )))
+        }
+        other => return Err(Error::Config(format!("`{arg}` must be an https URL, got scheme `{other}`"))),
+    }
+    if url.host().is_none() {
+        return Err(Error::Config(format!("`{arg}` has no host: `{trimmed}`")));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(Error::Config(format!("`{arg}` must not carry credentials")));
+    }
+    url.set_query(None);
+    url.set_fragment(None);
+    let mut path = url.path().trim_end_matches('/').to_string();
+    if path.ends_with("/v2") {
+        path.truncate(path.len() - 3);
+    }
+    url.set_path(&path);
+    Ok(url)
+}
+
+impl Config {
+    /// Resolves `settings` with `env` (normally `std::env::var`) for what is missing.
+    pub fn resolve(s: Settings, env: &dyn Fn(&str) -> Option<String>) -> Result<Config> {
+        let api_key = required(
+            s.api_key,
+            env,
+            "api_key",
+            "SURVEILLANCE_API_KEY",
+            Secret::new,
+        )?;
+        let client_id = required(
+            s.client_id,
+            env,
+            "client_id",
+            "SURVEILLANCE_CLIENT_ID",
+            |v| v,
+        )?;
+        let client_secret = required(
+            s.client_secret,
+            env,
+            "client_secret",
+            "SURVEILLANCE_CLIENT_SECRET",
+            Secret::new,
+        )?;
+        let base_raw = required(s.base_url, env, "base_url", "SURVEILLANCE_BASE_URL", |v| v)?;
+        let base_url = parse_base_url(&base_raw, "base_url", "SURVEILLANCE_BASE_URL")?;
+        let eu_base_url = match s
+            .eu_base_url
+            .or_else(|| from_env(env, "SURVEILLANCE_EU_BASE_URL"))
+        {
+            Some(raw) => Some(parse_base_url(
+                &raw,
+                "eu_base_url",
+                "SURVEILLANCE_EU_BASE_URL",
+            )?),
+            None => None,
+        };
+        let region = match s.region.or_else(|| from_env(env, "SURVEILLANCE_REGION")) {
+            Some(r) => Region::parse(&r)?,
+            None => Region::Us,
+        };
+        if region == Region::Eu && eu_base_url.is_none() {
+            return Err(Error::Config(
+                "region `eu` needs the EU base URL: pass `eu_base_url=` or set `SURVEILLANCE_EU_BASE_URL`".into(),
+            ));
+        }
+        let audience = s
+            .audience
+            .or_else(|| from_env(env, "SURVEILLANCE_AUDIENCE"))
+            .unwrap_or_else(|| format!("{}/", base_url.as_str().trim_end_matches('/')));
+        let timeout = s.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        if timeout.is_zero() {
+            return Err(Error::Config("`timeout` must be positive".into()));
+        }
+        let trust_env = s.trust_env.unwrap_or(true);
+        let ca_bundle = s.ca_bundle.or_else(|| {
+            if trust_env {
+                from_env(env, "SSL_CERT_FILE")
+                    .or_else(|| from_env(env, "REQUESTS_CA_BUNDLE"))
+                    .map(PathBuf::from)
+            } else {
+                None
+            }
+        });
+        let limits = s.limits.unwrap_or_default();
+        limits.check()?;
+        Ok(Config {
+            api_key,
+            client_id,
+            client_secret,
+            region,
+            base_url,
+            eu_base_url,
+            audience,
+            timeout,
+            max_retries: s.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+            limits,
+            ca_bundle,
+            trust_env,
+            max_body_bytes: s.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY),
+        })
+    }
+
+    /// Resolves `settings` with the process environment.
+    pub fn from_settings(s: Settings) -> Result<Config> {
+        Config::resolve(s, &|var| std::env::var(var).ok())
+    }
+
+    /// The URL of `path` (starting with `/v2/`) on the base.
+    pub fn url(&self, path: &str) -> Url {
+        join(&self.base_url, path)
+    }
+
+    /// The webhook URL of `region`.
+    pub fn webhook_url(&self, region: Region) -> Result<Url> {
+        match region {
+            Region::Us => Ok(self.url("/v2/webhook")),
+            Region::Eu => self
+                .eu_base_url
+                .as_ref()
+                .map(|b| join(b, "/v2/webhook"))
+                .ok_or_else(|| {
+                    Error::Config(
+                        "region `eu` needs `eu_base_url` (or `SURVEILLANCE_EU_BASE_URL`)".into(),
+                    )
+                }),
+        }
+    }
+}
+
+fn join(base: &Url, path: &str) -> Url {
+    let mut u = base.clone();
+    let p = format!("{}{}", base.path().trim_end_matches('/'), path);
+    u.set_path(&p);
+    u
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    const FULL: &[(&str, &str)] = &[
+        ("SURVEILLANCE_API_KEY", "k"),
+        ("SURVEILLANCE_CLIENT_ID", "id"),
+        ("SURVEILLANCE_CLIENT_SECRET", "s3cret"),
+        ("SURVEILLANCE_BASE_URL", "https://api.example.test/v2/"),
+    ];
+
+    #[test]
+    fn reads_environment_and_normalises_base() {
+        let c = Config::resolve(Settings::default(), &env_of(FULL)).expect("config");
+        assert_eq!(c.base_url.as_str(), "https://api.example.test/");
+        assert_eq!(
+            c.url("/v2/sites").as_str(),
+            "https://api.example.test/v2/sites"
+        );
+        assert_eq!(c.audience, "https://api.example.test/");
+        assert_eq!(c.region, Region::Us);
+    }
+
+    #[test]
+    fn missing_names_argument_and_variable() {
+        let err = Config::resolve(Settings::default(), &env_of(&[])).expect_err("missing");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("`api_key`") && msg.contains("SURVEILLANCE_API_KEY"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn plain_http_only_on_loopback() {
+        assert!(parse_base_url("http://127.0.0.1:8080", "base_url", "V").is_ok());
+        assert!(parse_base_url("http://[::1]:8080/v2", "base_url", "V").is_ok());
+        assert!(parse_base_url("http://localhost", "base_url", "V").is_ok());
+        let err = parse_base_url("http://api.example.test", "base_url", "V").expect_err("refused");
+        assert!(matches!(err, Error::Config(_)));
+        assert!(parse_base_url("ftp://x", "base_url", "V").is_err());
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let s = Secret::new("hunter2");
+        assert_eq!(format!("{s} {s:?}"), "*** '***'");
+        let c = Config::resolve(Settings::default(), &env_of(FULL)).expect("config");
+        assert!(!format!("{c:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn eu_region_needs_eu_base() {
+        let s = Settings {
+            region: Some("EU".into()),
+            ..Settings::default()
+        };
+        assert!(Config::resolve(s, &env_of(FULL)).is_err());
+    }
+}

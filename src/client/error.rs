@@ -1,0 +1,73 @@
+//! The client's one error type. Messages are lowercase, name the offending value in backticks,
+//! and never contain a secret, an API key or a token.
+
+/// Anything that can go wrong in the client.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    /// A setting is missing or invalid.
+    #[error("{0}")]
+    Config(String),
+    /// An argument of a call is invalid (nothing was sent).
+    #[error("{0}")]
+    Argument(String),
+    /// Credentials refused: token creation failed, or 401/403 on a data call after a renewal.
+    #[error("{message}")]
+    Auth {
+        /// What was refused and why.
+        message: String,
+        /// HTTP status, when there was an answer.
+        status: Option<u16>,
+    },
+    /// The service answered with an error status (after the retries it deserved).
+    #[error("{message}")]
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// Response body, truncated.
+        body: String,
+        /// Request URL (no secrets: those travel in headers).
+        url: String,
+        /// Human summary.
+        message: String,
+    },
+    /// No usable answer: connection refused or closed, TLS failure.
+    #[error("{0}")]
+    Transport(String),
+    /// The request took longer than the configured timeout.
+    #[error("{0}")]
+    Timeout(String),
+    /// The answer could not be understood.
+    #[error("cannot decode the answer of `{url}`: {detail}")]
+    Decode {
+        /// Request URL.
+        url: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A list reached the offset ceiling and cannot be split.
+    #[error("`{path}` holds 10,000 records or more, which the service cannot page past (offset ceiling); narrow the query")]
+    Ceiling {
+        /// The list's path.
+        path: String,
+    },
+    /// More events share one millisecond than the service can page.
+    #[error("more than 10,000 events start at `{timestamp}`: the range cannot be split below one millisecond")]
+    DenseWindow {
+        /// The crowded millisecond, ISO 8601.
+        timestamp: String,
+    },
+}
+
+/// Result with the client's error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// True for errors worth another attempt (the request may succeed if sent again).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Transport(_) | Error::Timeout(_) => true,
+            Error::Status { status, .. } => matches!(status, 429 | 500 | 502 | 503 | 504),
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,558 @@
+//! The HTTP layer: one reqwest client (rustls, gzip, keep-alive pool), the token cache with a
+//! single renewal for all callers, and `send`: limits, timeouts, retries with full-jitter
+//! backoff that honour `Retry-After`, a 401 renewing the token once, a cap on body size.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use url::Url;
+
+use super::config::{is_loopback, Config, Secret};
+use super::error::{Error, Result};
+use super::limits::Gate;
+use super::stats::Stats;
+
+/// Severity of a log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Requests, retries, renewals.
+    Debug,
+    /// Giving up.
+    Warning,
+}
+
+/// Where the client's log lines go (the Python binding buffers them for the `surveillance` logger).
+pub type LogSink = Arc<dyn Fn(Level, String) + Send + Sync>;
+
+/// Which limits a request counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// GET endpoints.
+    Read,
+    /// The webhook.
+    Publish,
+}
+
+/// One request to send (again, if it fails in a retryable way).
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// GET or POST.
+    pub method: Method,
+    /// Full URL with query.
+    pub url: Url,
+    /// `"GET /v2/events"`: the key of `stats()`.
+    pub route: &'static str,
+    /// JSON body, for POST.
+    pub body: Option<Bytes>,
+    /// Limits it counts against.
+    pub class: Class,
+}
+
+impl Call {
+    /// A GET of `url`.
+    pub fn get(url: Url, route: &'static str) -> Call {
+        Call {
+            method: Method::GET,
+            url,
+            route,
+            body: None,
+            class: Class::Read,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Token {
+    value: Secret,
+    refresh_at: Instant,
+    generation: u64,
+}
+
+/// Transport shared by every task of a client.
+pub struct Http {
+    /// The resolved configuration.
+    pub config: Config,
+    client: reqwest::Client,
+    /// Counters.
+    pub stats: Stats,
+    reads: Gate,
+    publishes: Gate,
+    token: tokio::sync::Mutex<Option<Token>>,
+    generation: AtomicU64,
+    log: Option<LogSink>,
+}
+
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http")
+            .field("base_url", &self.config.base_url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The renewal margin of a token that lives `lifetime`: 5 minutes, or a tenth when shorter.
+pub fn renewal_margin(lifetime: Duration) -> Duration {
+    (lifetime / 10).min(Duration::from_secs(300))
+}
+
+static JITTER: AtomicU64 = AtomicU64::new(0);
+
+/// Full-jitter exponential backoff for retry `attempt` (1-based), at least `retry_after`.
+pub fn backoff(attempt: u32, retry_after: Option<Duration>) -> Duration {
+    let cap = 0.1 * 2f64.powi(attempt.saturating_sub(1).min(16) as i32);
+    let cap = cap.min(8.0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let seed = JITTER.fetch_add(1, Ordering::Relaxed) ^ now.as_nanos() as u64;
+    let unit =
+        (crate::rng::mix(seed ^ std::process::id() as u64) >> 11) as f64 / (1u64 << 53) as f64;
+    let jittered = Duration::from_secs_f64(cap * unit);
+    match retry_after {
+        Some(ra) => ra.max(jittered.min(Duration::from_millis(50))) + jittered / 4,
+        None => jittered,
+    }
+}
+
+/// Reads `Retry-After` as seconds (integer or decimal) or an HTTP date.
+pub fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let raw = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = raw.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Some(Duration::from_secs_f64(secs.min(3600.0)));
+        }
+        return None;
+    }
+    let when = chrono::DateTime::parse_from_rfc2822(raw).ok()?;
+    let wait = when.timestamp_millis() - chrono::Utc::now().timestamp_millis();
+    Some(Duration::from_millis(wait.clamp(0, 3_600_000) as u64))
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    // reqwest's own message is terse ("error sending request"); the cause says what happened.
+    let mut msg = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        source = s.source();
+    }
+    msg
+}
+
+fn shown(url: &Url) -> String {
+    match url.query() {
+        Some(q) => format!("{}?{}", url.path(), q),
+        None => url.path().to_string(),
+    }
+}
+
+fn truncate(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(2048)]);
+    text.into_owned()
+}
+
+/// The message of an error body: `message`, `error_description` or `error` of a JSON object.
+fn body_message(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    ["message", "error_description", "error"]
+        .iter()
+        .find_map(|k| v.get(k).and_then(Value::as_str).map(str::to_string))
+}
+
+impl Http {
+    /// Builds the transport for `config`.
+    pub fn new(config: Config, log: Option<LogSink>) -> Result<Http> {
+        let mut builder = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout.min(Duration::from_secs(10)))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
+            .gzip(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("surveillance-python/", env!("CARGO_PKG_VERSION")));
+        let all_loopback =
+            is_loopback(&config.base_url) && config.eu_base_url.as_ref().is_none_or(is_loopback);
+        if !config.trust_env || all_loopback {
+            // A proxy cannot reach this machine's loopback, and trust_env=False ignores proxies.
+            builder = builder.no_proxy();
+        }
+        if let Some(path) = &config.ca_bundle {
+            let pem = std::fs::read(path).map_err(|e| {
+                Error::Config(format!(
+                    "cannot read the CA bundle `{}`: {e}",
+                    path.display()
+                ))
+            })?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                Error::Config(format!(
+                    "the CA bundle `{}` is not PEM: {e}",
+                    path.display()
+                ))
+            })?;
+            builder = builder.tls_certs_merge(certs);
+        }
+        let client = builder.build().map_err(|e| {
+            Error::Config(format!("cannot build the HTTP client: {}", describe(&e)))
+        })?;
+        let l = config.limits;
+        Ok(Http {
+            reads: Gate::new(l.read_per_second, l.read_concurrency),
+            publishes: Gate::new(l.publish_per_second, l.publish_concurrency),
+            config,
+            client,
+            stats: Stats::default(),
+            token: tokio::sync::Mutex::new(None),
+            generation: AtomicU64::new(0),
+            log,
+        })
+    }
+
+    fn log(&self, level: Level, msg: impl FnOnce() -> String) {
+        if let Some(sink) = &self.log {
+            sink(level, msg());
+        }
+    }
+
+    /// Refuses every waiting and future request.
+    pub fn close(&self) {
+        self.reads.close();
+        self.publishes.close();
+    }
+
+    /// The gate of a class.
+    pub fn gate(&self, class: Class) -> &Gate {
+        match class {
+            Class::Read => &self.reads,
+            Class::Publish => &self.publishes,
+        }
+    }
+
+    /// A valid token and its generation; fetched once for all concurrent callers when needed.
+    pub async fn token(&self) -> Result<(Secret, u64)> {
+        let mut slot = self.token.lock().await;
+        if let Some(t) = slot.as_ref() {
+            if Instant::now() < t.refresh_at {
+                return Ok((t.value.clone(), t.generation));
+            }
+            self.log(Level::Debug, || "access token near expiry: renewing".into());
+        }
+        let t = self.fetch_token().await?;
+        let out = (t.value.clone(), t.generation);
+        *slot = Some(t);
+        Ok(out)
+    }
+
+    /// Forgets the token of `generation` (refused by the service), unless already replaced.
+    async fn invalidate(&self, generation: u64) {
+        let mut slot = self.token.lock().await;
+        if slot.as_ref().is_some_and(|t| t.generation == generation) {
+            *slot = None;
+        }
+    }
+
+    async fn fetch_token(&self) -> Result<Token> {
+        let url = self.config.url("/v2/oauth/token");
+        let body = serde_json::json!({
+            "audience": self.config.audience,
+            "client_id": self.config.client_id,
+            "client_secret": self.config.client_secret.expose(),
+        });
+        let body = Bytes::from(body.to_string());
+        let mut attempt = 0;
+        loop {
+            let sent_at = Instant::now();
+            self.stats.request("POST /v2/oauth/token");
+            let outcome = self
+                .exchange(&Method::POST, &url, None, Some(body.clone()))
+                .await;
+            let err = match outcome {
+                Ok((status, _, bytes)) if status.is_success() => {
+                    return self.parse_token(&url, &bytes, sent_at)
+                }
+                Ok((status, headers, bytes)) => {
+                    let detail = body_message(&bytes).unwrap_or_else(|| truncate(&bytes));
+                    if !matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504) {
+                        return Err(Error::Auth {
+                            message: format!("the service refused the token request ({status}): {detail}; check `client_id`, `client_secret`, `api_key` and `audience`"),
+                            status: Some(status.as_u16()),
+                        });
+                    }
+                    if status == StatusCode::TOO_MANY_REQUESTS {
+                        self.stats.rate_limited();
+                    }
+                    (
+                        Error::Auth {
+                            message: format!("token request failed ({status}): {detail}"),
+                            status: Some(status.as_u16()),
+                        },
+                        parse_retry_after(&headers),
+                    )
+                }
+                Err(e) => (e, None),
+            };
+            if attempt >= self.config.max_retries {
+                self.log(Level::Warning, || {
+                    format!(
+                        "giving up on the token request after {attempt} retries: {}",
+                        err.0
+                    )
+                });
+                return Err(err.0);
+            }
+            attempt += 1;
+            self.stats.retry();
+            let wait = backoff(attempt, err.1);
+            self.log(Level::Debug, || {
+                format!(
+                    "token request failed ({}); retry {attempt} in {} ms",
+                    err.0,
+                    wait.as_millis()
+                )
+            });
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    fn parse_token(&self, url: &Url, bytes: &[u8], sent_at: Instant) -> Result<Token> {
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| Error::Decode {
+            url: shown(url),
+            detail: format!("the token answer is not JSON ({e})"),
+        })?;
+        let value = v
+            .get("access_token")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| Error::Decode {
+                url: shown(url),
+                detail: "the token answer has no `access_token`".into(),
+            })?;
+        let lifetime = match v.get("expires_in") {
+            Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0),
+            Some(Value::String(s)) => s.trim().parse().unwrap_or(0.0),
+            _ => 0.0,
+        };
+        let lifetime = if lifetime.is_finite() && lifetime > 0.0 {
+            lifetime
+        } else {
+            3600.0
+        };
+        let lifetime = Duration::from_secs_f64(lifetime.min(366.0 * 86_400.0));
+        self.stats.token();
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        self.log(Level::Debug, || {
+            format!("new access token, valid for {} s", lifetime.as_secs())
+        });
+        Ok(Token {
+            value: Secret::new(value),
+            refresh_at: sent_at + lifetime - renewal_margin(lifetime),
+            generation,
+        })
+    }
+
+    /// One exchange: send, then read the whole body within the size cap.
+    async fn exchange(
+        &self,
+        method: &Method,
+        url: &Url,
+        token: Option<&Secret>,
+        body: Option<Bytes>,
+    ) -> Result<(StatusCode, HeaderMap, Bytes)> {
+        let mut req = self
+            .client
+            .request(method.clone(), url.clone())
+            .header("x-api-key", self.config.api_key.expose())
+            .header(ACCEPT, "application/json");
+        if let Some(t) = token {
+            req = req.header(AUTHORIZATION, format!("Bearer {}", t.expose()));
+        }
+        if let Some(b) = body {
+            req = req.header(CONTENT_TYPE, "application/json").body(b);
+        }
+        let classify = |e: reqwest::Error| {
+            if e.is_timeout() {
+                Error::Timeout(format!(
+                    "`{} {}` timed out after {:.1} s (`timeout`)",
+                    method,
+                    url.path(),
+                    self.config.timeout.as_secs_f64()
+                ))
+            } else {
+                Error::Transport(format!(
+                    "`{} {}` failed: {}",
+                    method,
+                    url.path(),
+                    describe(&e)
+                ))
+            }
+        };
+        let mut resp = req.send().await.map_err(classify)?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let cap = self.config.max_body_bytes;
+        let too_big = || Error::Decode {
+            url: shown(url),
+            detail: format!("the answer is larger than `max_body_bytes` ({cap} bytes)"),
+        };
+        if resp.content_length().is_some_and(|n| n > cap as u64) {
+            return Err(too_big());
+        }
+        let mut buf: Vec<u8> =
+            Vec::with_capacity(resp.content_length().unwrap_or(16 * 1024).min(cap as u64) as usize);
+        while let Some(chunk) = resp.chunk().await.map_err(classify)? {
+            if buf.len() + chunk.len() > cap {
+                return Err(too_big());
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        self.stats.bytes(buf.len());
+        Ok((status, headers, Bytes::from(buf)))
+    }
+
+    /// Sends `call` with a token, within the limits, retrying what deserves it; the body.
+    pub async fn send(&self, call: &Call) -> Result<Bytes> {
+        let gate = self.gate(call.class);
+        let mut attempt = 0u32;
+        let mut renewed = false;
+        loop {
+            let (token, generation) = self.token().await?;
+            let slot = gate.acquire().await?;
+            let started = Instant::now();
+            self.stats.request(call.route);
+            let outcome = self
+                .exchange(&call.method, &call.url, Some(&token), call.body.clone())
+                .await;
+            drop(slot);
+            let (err, retry_after) = match outcome {
+                Ok((status, _, body)) if status.is_success() => {
+                    gate.on_success();
+                    self.log(Level::Debug, || {
+                        format!(
+                            "{} {} -> {} ({} ms, {} bytes)",
+                            call.method,
+                            shown(&call.url),
+                            status.as_u16(),
+                            started.elapsed().as_millis(),
+                            body.len()
+                        )
+                    });
+                    return Ok(body);
+                }
+                Ok((StatusCode::UNAUTHORIZED, _, _)) if !renewed => {
+                    renewed = true;
+                    self.log(Level::Debug, || {
+                        format!(
+                            "{} {} -> 401: renewing the access token",
+                            call.method,
+                            call.url.path()
+                        )
+                    });
+                    self.invalidate(generation).await;
+                    continue;
+                }
+                Ok((status, headers, body)) => {
+                    let code = status.as_u16();
+                    let detail = body_message(&body).unwrap_or_else(|| truncate(&body));
+                    if code == 401 || code == 403 {
+                        return Err(Error::Auth {
+                            message: format!(
+                                "`{} {}` was refused ({status}): {detail}",
+                                call.method,
+                                call.url.path()
+                            ),
+                            status: Some(code),
+                        });
+                    }
+                    let err = Error::Status {
+                        status: code,
+                        body: truncate(&body),
+                        url: shown(&call.url),
+                        message: format!(
+                            "`{} {}` answered {status}: {detail}",
+                            call.method,
+                            shown(&call.url)
+                        ),
+                    };
+                    if code == 429 {
+                        self.stats.rate_limited();
+                        let ra = parse_retry_after(&headers);
+                        gate.on_rate_limited(ra);
+                        (err, ra)
+                    } else if err.is_retryable() {
+                        (err, parse_retry_after(&headers))
+                    } else {
+                        self.log(Level::Debug, || {
+                            format!("{} {} -> {code}", call.method, shown(&call.url))
+                        });
+                        return Err(err);
+                    }
+                }
+                Err(e) if e.is_retryable() => (e, None),
+                Err(e) => return Err(e),
+            };
+            if attempt >= self.config.max_retries {
+                self.log(Level::Warning, || {
+                    format!(
+                        "giving up on {} {} after {attempt} retries: {err}",
+                        call.method,
+                        shown(&call.url)
+                    )
+                });
+                return Err(err);
+            }
+            attempt += 1;
+            self.stats.retry();
+            let wait = backoff(attempt, retry_after);
+            self.log(Level::Debug, || {
+                format!(
+                    "{} {} failed ({err}); retry {attempt} in {} ms",
+                    call.method,
+                    shown(&call.url),
+                    wait.as_millis()
+                )
+            });
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn margin_is_a_tenth_capped_at_five_minutes() {
+        assert_eq!(
+            renewal_margin(Duration::from_secs(14_399)),
+            Duration::from_secs(300)
+        );
+        assert_eq!(
+            renewal_margin(Duration::from_secs(60)),
+            Duration::from_secs(6)
+        );
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, "2".parse().expect("header"));
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert(RETRY_AFTER, "0.5".parse().expect("header"));
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_millis(500)));
+        h.insert(RETRY_AFTER, "soon".parse().expect("header"));
+        assert_eq!(parse_retry_after(&h), None);
+    }
+
+    #[test]
+    fn backoff_is_bounded_and_honours_retry_after() {
+        for attempt in 1..30 {
+            assert!(backoff(attempt, None) <= Duration::from_secs(8));
+        }
+        assert!(backoff(1, Some(Duration::from_secs(1))) >= Duration::from_secs(1));
+    }
+}

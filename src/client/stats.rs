@@ -1,0 +1,78 @@
+//! Counters behind `client.stats()`: requests by endpoint, retries, 429s, tokens and bytes.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Counters shared by every task of a client.
+#[derive(Debug, Default)]
+pub struct Stats {
+    requests: Mutex<BTreeMap<String, u64>>,
+    retries: AtomicU64,
+    rate_limited: AtomicU64,
+    tokens: AtomicU64,
+    bytes_received: AtomicU64,
+}
+
+/// A copy of the counters at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Snapshot {
+    /// Requests sent, by `"METHOD /path"`, retries and token requests included.
+    pub requests: BTreeMap<String, u64>,
+    /// Requests sent again after a failure.
+    pub retries: u64,
+    /// 429 answers received.
+    pub rate_limited: u64,
+    /// Tokens fetched.
+    pub tokens: u64,
+    /// Response body bytes received.
+    pub bytes_received: u64,
+}
+
+impl Stats {
+    /// Counts one request sent to `route` (`"GET /v2/events"`).
+    pub fn request(&self, route: &str) {
+        let mut r = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        match r.get_mut(route) {
+            Some(n) => *n += 1,
+            None => {
+                r.insert(route.to_string(), 1);
+            }
+        }
+    }
+
+    /// Counts a retry.
+    pub fn retry(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a 429.
+    pub fn rate_limited(&self) {
+        self.rate_limited.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a token fetched.
+    pub fn token(&self) {
+        self.tokens.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts received body bytes.
+    pub fn bytes(&self, n: usize) {
+        self.bytes_received.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// The counters now.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            requests: self
+                .requests
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            retries: self.retries.load(Ordering::Relaxed),
+            rate_limited: self.rate_limited.load(Ordering::Relaxed),
+            tokens: self.tokens.load(Ordering::Relaxed),
+            bytes_received: self.bytes_received.load(Ordering::Relaxed),
+        }
+    }
+}

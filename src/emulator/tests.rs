@@ -1,0 +1,801 @@
+//! Rust tests of the emulator's HTTP rules, through `router(state)` without a socket.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tower::ServiceExt;
+
+use super::data::Zone;
+use super::{router, Bounds, DataConfig, Faults, Limits, Order, State};
+
+const HOUR: i64 = 3_600_000;
+const NO_UUID: &str = "00000000-0000-4000-8000-000000000000";
+
+struct Resp {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn json(&self) -> Value {
+        let text = String::from_utf8_lossy(&self.body);
+        let parsed = serde_json::from_slice(&self.body);
+        parsed.unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    }
+
+    /// Asserts a 200 whose body is an array; returns the array.
+    fn list(&self) -> Vec<Value> {
+        let text = String::from_utf8_lossy(&self.body);
+        assert_eq!(self.status, 200, "body: {text}");
+        match self.json() {
+            Value::Array(a) => a,
+            other => panic!("expected an array, got {other}"),
+        }
+    }
+
+    /// Asserts the status and the `{"error", "message"}` body; returns the message.
+    fn error(&self, status: u16) -> String {
+        let text = String::from_utf8_lossy(&self.body);
+        assert_eq!(self.status, status, "body: {text}");
+        let v = self.json();
+        assert!(v["error"].is_string(), "no `error` in {v}");
+        v["message"].as_str().expect("message").to_string()
+    }
+
+    fn retry_after(&self) -> u64 {
+        let h = self.headers.get("retry-after").expect("Retry-After");
+        let n = h.to_str().ok().and_then(|s| s.parse().ok());
+        n.expect("integer Retry-After")
+    }
+
+    fn is_5xx(&self) -> bool {
+        matches!(self.status.as_u16(), 500 | 503)
+    }
+}
+
+fn state_with(seed: u64, sites: usize, days: u32, per_day: u64) -> Arc<State> {
+    let mut cfg = DataConfig::default();
+    (cfg.seed, cfg.sites, cfg.days, cfg.events_per_day) = (seed, sites, days, per_day);
+    Arc::new(State::new(&cfg))
+}
+
+fn small() -> Arc<State> {
+    state_with(1, 6, 2, 2500)
+}
+
+async fn call(s: &Arc<State>, m: Method, uri: &str, h: &[(&str, &str)], body: Body) -> Resp {
+    let mut req = Request::builder().method(m).uri(uri);
+    for (k, v) in h {
+        req = req.header(*k, *v);
+    }
+    let res = router(s.clone()).oneshot(req.body(body).expect("request"));
+    let (parts, body) = res.await.expect("infallible").into_parts();
+    let body = body.collect().await.expect("body").to_bytes().to_vec();
+    let (status, headers) = (parts.status, parts.headers);
+    Resp {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn token_body(s: &State) -> Value {
+    let c = &s.creds;
+    json!({"audience": c.audience, "client_id": c.client_id, "client_secret": c.client_secret})
+}
+
+async fn post_token(s: &Arc<State>, body: impl ToString) -> Resp {
+    let h = [
+        ("x-api-key", &*s.creds.api_key),
+        ("content-type", "application/json"),
+    ];
+    let body = Body::from(body.to_string());
+    call(s, Method::POST, "/v2/oauth/token", &h, body).await
+}
+
+async fn token(s: &Arc<State>) -> String {
+    let v = post_token(s, token_body(s)).await.json();
+    v["access_token"]
+        .as_str()
+        .expect("access_token")
+        .to_string()
+}
+
+/// A state with a token: the usual subject of a test.
+struct Emu {
+    s: Arc<State>,
+    tok: String,
+}
+
+async fn emu_of(s: Arc<State>) -> Emu {
+    let tok = token(&s).await;
+    Emu { s, tok }
+}
+
+async fn emu() -> Emu {
+    emu_of(small()).await
+}
+
+impl Emu {
+    async fn send(&self, m: Method, uri: &str, tok: &str, body: Body) -> Resp {
+        let bearer = format!("Bearer {tok}");
+        let mut h = vec![("x-api-key", self.s.creds.api_key.as_str())];
+        h.extend([
+            ("authorization", &*bearer),
+            ("content-type", "application/json"),
+        ]);
+        call(&self.s, m, uri, &h, body).await
+    }
+
+    async fn get(&self, uri: impl AsRef<str>) -> Resp {
+        let tok = &self.tok;
+        self.send(Method::GET, uri.as_ref(), tok, Body::empty())
+            .await
+    }
+
+    async fn get_with(&self, uri: &str, tok: &str) -> Resp {
+        self.send(Method::GET, uri, tok, Body::empty()).await
+    }
+
+    async fn post(&self, uri: &str, body: impl ToString) -> Resp {
+        let body = Body::from(body.to_string());
+        self.send(Method::POST, uri, &self.tok, body).await
+    }
+
+    async fn new_token(&self) -> Resp {
+        post_token(&self.s, token_body(&self.s)).await
+    }
+
+    /// Every page of a list query, checking that each holds at most 100 records.
+    async fn pages(&self, path_query: &str) -> Vec<Value> {
+        let sep = if path_query.contains('?') { '&' } else { '?' };
+        let mut out = Vec::new();
+        loop {
+            let page = self.get(format!("{path_query}{sep}offset={}", out.len()));
+            let page = page.await.list();
+            assert!(page.len() <= 100, "page of {}", page.len());
+            let n = page.len();
+            out.extend(page);
+            if n < 100 {
+                return out;
+            }
+        }
+    }
+
+    /// `/v2/events?startTime=..&endTime=..` for `[start + from, start + to)` of the data.
+    fn events(&self, from: i64, to: i64) -> String {
+        let start = self.s.data().start_ms;
+        format!("/v2/events?{}", window(start + from, start + to))
+    }
+
+    fn restricted(&self) -> String {
+        let d = self.s.data();
+        let r = d.reports.iter().find(|r| !r.visible);
+        r.map(|r| r.id.clone()).expect("restricted")
+    }
+
+    fn stored(&self) -> Vec<Value> {
+        let texts = self.s.published(None);
+        let parse = |t: &String| serde_json::from_str(t).expect("json");
+        texts.iter().map(parse).collect()
+    }
+
+    fn stats(&self) -> Value {
+        self.s.stats_json()
+    }
+}
+
+/// `startTime=..&endTime=..` in the API's format, URL-encoded.
+fn window(start: i64, end: i64) -> String {
+    let q = |ms| {
+        let t = chrono::DateTime::from_timestamp_millis(ms).expect("time");
+        let text = t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+        text.replace(':', "%3A")
+    };
+    format!("startTime={}&endTime={}", q(start), q(end))
+}
+
+fn ms_of(event: &Value) -> i64 {
+    let s = event["startTime"].as_str().expect("startTime");
+    let t = chrono::DateTime::parse_from_rfc3339(s).expect("rfc3339");
+    t.timestamp_millis()
+}
+
+fn ids(events: &[Value]) -> Vec<String> {
+    let id = |e: &Value| e["id"].as_str().expect("id").to_string();
+    events.iter().map(id).collect()
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+fn retail(tx: &str) -> Value {
+    json!({
+        "dataType": "retail", "schemaVersion": "1",
+        "startTime": 1_763_355_600_000i64, "endTime": "2026-11-17T05:03:00.000Z",
+        "locationId": "store-17", "dataSourceId": "register-2", "transactionId": tx,
+        "status": "sale", "items": [{"time": 1_763_355_601_000i64, "quantity": 1,
+            "description": "coffee", "unitPrice": 2.5, "type": "SALE"}]
+    })
+}
+
+fn without(mut v: Value, field: &str) -> Value {
+    v.as_object_mut().map(|m| m.remove(field));
+    v
+}
+
+/// `T::default()` changed by `f`: `with(|f: &mut Faults| f.drop_rate = 1.0)`.
+fn with<T: Default>(f: impl FnOnce(&mut T)) -> T {
+    let mut out = T::default();
+    f(&mut out);
+    out
+}
+
+// Credentials and tokens ------------------------------------------------------------------------
+
+#[tokio::test]
+async fn api_key_missing_or_wrong_is_403_on_every_endpoint() {
+    let e = emu().await;
+    let bearer = format!("Bearer {}", e.tok);
+    let (events, tb) = (e.events(0, HOUR), token_body(&e.s).to_string());
+    let (get, post) = (Method::GET, Method::POST);
+    let endpoints = [
+        (&post, "/v2/oauth/token", tb),
+        (&get, "/v2/sites", String::new()),
+        (&get, "/v2/devices", String::new()),
+        (&get, "/v2/cameras", String::new()),
+        (&get, "/v2/reports", String::new()),
+        (&get, events.as_str(), String::new()),
+        (&post, "/v2/webhook", retail("t-1").to_string()),
+        (&post, "/eu/v2/webhook", retail("t-2").to_string()),
+    ];
+    for (m, uri, body) in endpoints {
+        for key in [None, Some("wrong-key"), Some("")] {
+            let mut h = vec![
+                ("authorization", &*bearer),
+                ("content-type", "application/json"),
+            ];
+            h.extend(key.map(|k| ("x-api-key", k)));
+            let r = call(&e.s, m.clone(), uri, &h, Body::from(body.clone())).await;
+            let msg = r.error(403);
+            assert!(msg.contains("x-api-key"), "{m} {uri} {key:?}: {msg}");
+        }
+    }
+    assert_eq!(e.s.published_len(), 0);
+    assert_eq!(e.stats()["tokens_issued"], 1);
+}
+
+#[tokio::test]
+async fn token_creation_good_bad_secret_bad_audience_bad_body() {
+    let s = small();
+    let good = token_body(&s);
+    let v = post_token(&s, &good).await.json();
+    assert!(v["access_token"].as_str().is_some_and(|t| !t.is_empty()));
+    assert_eq!(v["expires_in"], 14_399);
+    assert_eq!(v["token_type"], "Bearer");
+    for field in ["client_secret", "client_id", "audience"] {
+        let mut bad = good.clone();
+        bad[field] = json!("https://wrong/");
+        post_token(&s, bad).await.error(401);
+    }
+    post_token(&s, "not json").await.error(400);
+    for field in ["audience", "client_id", "client_secret"] {
+        let msg = post_token(&s, without(good.clone(), field))
+            .await
+            .error(400);
+        assert!(msg.contains(field), "{msg}");
+    }
+    assert_eq!(s.stats_json()["tokens_issued"], 1);
+}
+
+#[tokio::test]
+async fn bearer_missing_or_unknown_is_401() {
+    let e = emu().await;
+    let key = e.s.creds.api_key.as_str();
+    let basic = format!("Basic {}", e.tok);
+    for auth in [None, Some("Bearer emu.unknown"), Some(&*basic)] {
+        for (m, uri) in [(Method::GET, "/v2/sites"), (Method::POST, "/v2/webhook")] {
+            let mut h = vec![("x-api-key", key), ("content-type", "application/json")];
+            h.extend(auth.map(|a| ("authorization", a)));
+            let body = Body::from(retail("t").to_string());
+            call(&e.s, m, uri, &h, body).await.error(401);
+        }
+    }
+    assert_eq!(e.s.published_len(), 0);
+}
+
+#[tokio::test]
+async fn token_expires_on_the_emulator_clock_and_a_new_one_works() {
+    let e = emu().await;
+    e.s.advance_clock(14_000.0);
+    assert_eq!(e.get("/v2/sites").await.status, 200);
+    e.s.advance_clock(401.0);
+    e.get("/v2/sites").await.error(401);
+    let fresh = token(&e.s).await;
+    assert_eq!(e.get_with("/v2/sites", &fresh).await.status, 200);
+}
+
+#[tokio::test]
+async fn revoke_tokens_refuses_every_issued_token() {
+    let e = emu().await;
+    let other = token(&e.s).await;
+    e.s.revoke_tokens();
+    e.get("/v2/sites").await.error(401);
+    e.get_with("/v2/devices", &other).await.error(401);
+    let fresh = token(&e.s).await;
+    assert_eq!(e.get_with("/v2/sites", &fresh).await.status, 200);
+}
+
+#[tokio::test]
+async fn token_lifetime_applies_to_tokens_issued_afterwards() {
+    let e = emu().await;
+    e.s.set_token_lifetime(60);
+    let v = e.new_token().await.json();
+    assert_eq!(v["expires_in"], 60);
+    let short = v["access_token"].as_str().expect("token");
+    assert_eq!(e.get_with("/v2/sites", short).await.status, 200);
+    e.s.advance_clock(62.0);
+    e.get_with("/v2/sites", short).await.error(401);
+    // The token issued before the change keeps its 4 hours.
+    assert_eq!(e.get("/v2/sites").await.status, 200);
+}
+
+// Lists -----------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn list_pages_hold_at_most_100_and_offsets_walk_the_data() {
+    let e = emu_of(state_with(5, 150, 1, 50)).await;
+    let lists = {
+        let d = e.s.data();
+        let visible = d.reports.iter().filter(|r| r.visible);
+        let reports: Vec<Value> = visible.map(|r| r.json.clone()).collect();
+        let (sites, devices) = (d.sites.clone(), d.devices.clone());
+        let cameras = d.cameras.clone();
+        [
+            ("sites", sites),
+            ("devices", devices),
+            ("cameras", cameras),
+            ("reports", reports),
+        ]
+    };
+    let sizes: Vec<usize> = lists.iter().map(|l| l.1.len()).collect();
+    assert!(sizes[0] > 100 && sizes[1] > 150 && sizes[2] > 1000 && sizes[3] == 3);
+    for (name, expected) in &lists {
+        let path = format!("/v2/{name}");
+        assert_eq!(&e.pages(&path).await, expected, "{path}");
+        let page = e.get(format!("{path}?offset=37")).await.list();
+        let n = expected.len();
+        assert_eq!(page, expected[37.min(n)..137.min(n)], "{path}");
+    }
+    let restricted = e.restricted();
+    assert!(lists[3].1.iter().all(|r| r["id"] != *restricted));
+}
+
+#[tokio::test]
+async fn offset_ceiling_and_bad_offsets_are_400_naming_offset() {
+    let e = emu().await;
+    let events = e.events(0, 24 * HOUR);
+    let paths = [
+        "/v2/sites?",
+        "/v2/devices?",
+        "/v2/cameras?",
+        "/v2/reports?",
+        &events,
+    ];
+    for path in paths {
+        for bad in ["10000", "10001", "-1", "abc", "1.5"] {
+            let msg = e.get(format!("{path}&offset={bad}")).await.error(400);
+            assert!(msg.contains("offset"), "{path} offset={bad}: {msg}");
+        }
+        let last = e.get(format!("{path}&offset=9999")).await;
+        assert_eq!(last.list(), Vec::<Value>::new(), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn cameras_by_site_span_every_device_of_a_multi_device_site() {
+    let e = emu().await;
+    let sites = e.s.data().sites.clone();
+    let site = sites.iter().find(|x| x["deviceCount"].as_u64() >= Some(2));
+    let site = site.expect("a multi-device site");
+    let id = site["id"].as_str().expect("id");
+    let cams = e.pages(&format!("/v2/cameras?siteId={id}")).await;
+    let all = e.s.data().cameras.clone();
+    let expected: Vec<Value> = all.into_iter().filter(|c| c["siteId"] == id).collect();
+    assert_eq!(cams, expected);
+    assert_eq!(Some(cams.len() as u64), site["cameraCount"].as_u64());
+    let devices: HashSet<&str> = cams.iter().filter_map(|c| c["deviceId"].as_str()).collect();
+    assert_eq!(Some(devices.len() as u64), site["deviceCount"].as_u64());
+    let one = devices.iter().next().expect("device");
+    let of_one = e.get(format!("/v2/cameras?deviceId={one}")).await.list();
+    assert!(!of_one.is_empty() && of_one.len() < cams.len());
+    assert!(of_one.iter().all(|c| c["deviceId"] == *one));
+}
+
+#[tokio::test]
+async fn malformed_uuids_are_400_and_unknown_ones_empty() {
+    let e = emu().await;
+    let events = format!("{}&", e.events(0, HOUR));
+    let cameras = "/v2/cameras?";
+    let params = [
+        ("reportId", &*events),
+        ("siteId", cameras),
+        ("deviceId", cameras),
+    ];
+    let (letters, long) = (NO_UUID.replace('0', "z"), format!("{NO_UUID}0"));
+    for bad in ["not-a-uuid", "123", &letters, &long, &NO_UUID[1..]] {
+        for (param, path) in params {
+            let msg = e.get(format!("{path}{param}={bad}")).await.error(400);
+            assert!(msg.contains(param), "{param}={bad}: {msg}");
+        }
+    }
+    for param in ["siteId", "deviceId"] {
+        let r = e.get(format!("/v2/cameras?{param}={NO_UUID}")).await;
+        assert_eq!(r.list(), Vec::<Value>::new());
+    }
+}
+
+// Events ----------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn events_time_parameters_are_validated() {
+    let e = emu().await;
+    let w = e.events(0, HOUR);
+    let (a, b) = w
+        .trim_start_matches("/v2/events?")
+        .split_once('&')
+        .expect("two");
+    let no_z = "2026-01-05T00%3A00%3A00.000";
+    let offset = "2026-01-05T01%3A00%3A00.000%2B00%3A00";
+    let cases = [
+        (b.to_string(), "startTime"),
+        (a.to_string(), "endTime"),
+        (format!("startTime=yesterday&{b}"), "startTime"),
+        (
+            format!("{a}&endTime=2026-13-45T00%3A00%3A00.000Z"),
+            "endTime",
+        ),
+        (format!("startTime={no_z}&{b}"), "startTime"),
+        (format!("{a}&endTime={offset}"), "endTime"),
+    ];
+    for (query, name) in cases {
+        let msg = e.get(format!("/v2/events?{query}")).await.error(400);
+        assert!(msg.contains(name), "{query}: {msg}");
+    }
+    e.get(e.events(HOUR, 0)).await.error(400);
+    assert_eq!(e.get(e.events(HOUR, HOUR)).await.status, 200);
+}
+
+#[tokio::test]
+async fn report_access_unknown_404_restricted_403() {
+    let e = emu().await;
+    let w = e.events(0, HOUR);
+    e.get(format!("{w}&reportId={NO_UUID}")).await.error(404);
+    e.get(format!("{w}&reportId={}", e.restricted()))
+        .await
+        .error(403);
+}
+
+#[tokio::test]
+async fn report_filter_returns_only_that_reports_events() {
+    let e = emu().await;
+    let (from, to) = (15 * HOUR, 19 * HOUR);
+    let (rid, expected, all) = {
+        let d = e.s.data();
+        let (start, end) = (d.start_ms + from, d.start_ms + to);
+        let r = d
+            .reports
+            .iter()
+            .position(|r| r.zone == Some(Zone::Checkout));
+        let r = r.expect("the checkout report");
+        let truth = d.truth(start, end, Some(r));
+        (d.reports[r].id.clone(), truth, d.truth(start, end, None))
+    };
+    assert!(!expected.is_empty() && expected.len() < all.len());
+    let got = e
+        .pages(&format!("{}&reportId={rid}", e.events(from, to)))
+        .await;
+    assert_eq!(sorted(ids(&got)), sorted(expected));
+    assert!(got.iter().all(|ev| ev["title"] == "Dwell time: Checkout"));
+}
+
+#[tokio::test]
+async fn bounds_on_exact_event_times_give_the_expected_ids() {
+    let e = emu().await;
+    // Start on the first dense burst (> 100 events in one millisecond), end on a later event.
+    let (start, end) = {
+        let ev = &e.s.data().events;
+        let same = |i: usize, j: usize| ev.get(j).is_some_and(|x| x.start_ms == ev[i].start_ms);
+        let i = (0..ev.len()).find(|&i| same(i, i + 100)).expect("burst");
+        let j = (i..ev.len())
+            .find(|&j| !same(i, j))
+            .expect("after the burst");
+        (ev[i].start_ms, ev[j + 40].start_ms)
+    };
+    let truth = |a: i64, b: i64| sorted(e.s.data().truth(a, b, None));
+    let (half_open, closed) = (truth(start, end), truth(start, end + 1));
+    let open = truth(start + 1, end);
+    assert!(closed.len() > half_open.len() && half_open.len() > open.len() + 100);
+    let path = format!("/v2/events?{}", window(start, end));
+    for (bounds, expected) in [("[)", half_open), ("[]", closed), ("()", open)] {
+        e.s.set_semantics(Order::Asc, Bounds::parse(bounds).expect("bounds"));
+        let got = e.pages(&path).await;
+        assert_eq!(sorted(ids(&got)), expected, "bounds {bounds}");
+    }
+}
+
+#[tokio::test]
+async fn orders_asc_desc_and_shuffled() {
+    let e = emu().await;
+    let (start, end) = {
+        let d = e.s.data();
+        (d.events[1000].start_ms, d.events[1250].start_ms)
+    };
+    let expected = sorted(e.s.data().truth(start, end, None));
+    assert!(expected.len() > 200);
+    let bounds = Bounds::parse("[)").expect("bounds");
+    let path = format!("/v2/events?{}", window(start, end));
+    let times = |events: &[Value]| events.iter().map(ms_of).collect::<Vec<_>>();
+    for order in [Order::Asc, Order::Desc] {
+        e.s.set_semantics(order, bounds);
+        let got = e.pages(&path).await;
+        let mut want = times(&got);
+        want.sort_unstable_by(|a, b| {
+            if order == Order::Asc {
+                a.cmp(b)
+            } else {
+                b.cmp(a)
+            }
+        });
+        assert_eq!(times(&got), want, "{order:?}");
+        assert_eq!(sorted(ids(&got)), expected, "{order:?}");
+    }
+    e.s.set_semantics(Order::Shuffled, bounds);
+    let one = e.pages(&path).await;
+    assert_eq!(ids(&one), ids(&e.pages(&path).await), "shuffled is stable");
+    let t = times(&one);
+    assert!(t.windows(2).any(|w| w[0] > w[1]) && t.windows(2).any(|w| w[0] < w[1]));
+    let mut seen = HashSet::new();
+    for page in one.chunks(100) {
+        assert!(ids(page).into_iter().all(|id| seen.insert(id)), "overlap");
+    }
+    assert_eq!(sorted(seen.into_iter().collect()), expected);
+}
+
+// Webhook ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn webhook_valid_retail_record_is_stored() {
+    let e = emu().await;
+    let r = e.post("/v2/webhook", retail("t-1")).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), json!({"accepted": 1}));
+    assert_eq!(e.stored(), vec![retail("t-1")]);
+    assert_eq!(e.s.published(Some("us")).len(), 1);
+    assert_eq!(e.s.published(Some("eu")).len(), 0);
+}
+
+#[tokio::test]
+async fn webhook_unknown_or_missing_fields_are_400_naming_them() {
+    let e = emu().await;
+    let (mut unknown, mut mistyped) = (retail("a"), retail("c"));
+    unknown["storeId"] = json!("s-1");
+    let missing = without(retail("b"), "locationId");
+    mistyped["dataSourceId"] = json!(17);
+    let cases = [
+        (unknown, "storeId"),
+        (missing, "locationId"),
+        (mistyped, "dataSourceId"),
+    ];
+    for (record, name) in cases {
+        let msg = e.post("/v2/webhook", record).await.error(400);
+        assert!(msg.contains(name), "{name}: {msg}");
+    }
+    assert_eq!(e.s.published_len(), 0);
+}
+
+#[tokio::test]
+async fn webhook_batch_of_100_accepted_101_refused() {
+    let e = emu().await;
+    let batch = |n: usize| Value::Array((0..n).map(|i| retail(&format!("t-{i}"))).collect());
+    let r = e.post("/v2/webhook", batch(100)).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), json!({"accepted": 100}));
+    assert_eq!(e.s.published_len(), 100);
+    e.s.clear_published();
+    e.post("/v2/webhook", batch(101)).await.error(400);
+    assert_eq!(e.s.published_len(), 0);
+}
+
+#[tokio::test]
+async fn webhook_body_over_10_mb_is_413() {
+    let e = emu().await;
+    let mut record = retail("t-big");
+    record["employeeName"] = json!("x".repeat(10 * 1024 * 1024));
+    e.post("/v2/webhook", record).await.error(413);
+    assert_eq!(e.s.published_len(), 0);
+}
+
+#[tokio::test]
+async fn webhook_upserts_on_transaction_id() {
+    let e = emu().await;
+    let mut second = retail("t-1");
+    second["status"] = json!("void");
+    for record in [retail("t-1"), second.clone(), retail("t-2")] {
+        assert_eq!(e.post("/v2/webhook", record).await.status, 200);
+    }
+    assert_eq!(e.stored(), vec![second, retail("t-2")]);
+    assert_eq!(e.stats()["published_upserts"], 1);
+}
+
+#[tokio::test]
+async fn webhook_eu_route_stores_under_eu() {
+    let e = emu().await;
+    assert_eq!(e.post("/eu/v2/webhook", retail("t-eu")).await.status, 200);
+    assert_eq!(e.s.published(Some("eu")).len(), 1);
+    assert_eq!(e.s.published(Some("us")).len(), 0);
+}
+
+#[tokio::test]
+async fn webhook_mixed_array_stores_valid_records_and_names_the_bad_index() {
+    let e = emu().await;
+    let mut bad = retail("t-1");
+    bad["registerId"] = json!("r-1");
+    let body = json!([retail("t-0"), bad, retail("t-2")]);
+    let r = e.post("/v2/webhook", body).await;
+    let msg = r.error(400);
+    assert!(msg.contains("registerId") && msg.contains('1'), "{msg}");
+    let errors = r.json()["errors"].as_array().cloned().expect("errors");
+    let only_1 = errors.iter().all(|x| x["index"] == 1);
+    assert!(!errors.is_empty() && only_1, "{errors:?}");
+    assert_eq!(e.stored(), vec![retail("t-0"), retail("t-2")]);
+}
+
+// Limits ----------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn read_per_second_limit_gives_429_with_retry_after() {
+    let e = emu().await;
+    e.s.set_limits(with(|l: &mut Limits| l.read_per_second = Some(2.0)));
+    for _ in 0..2 {
+        assert_eq!(e.get("/v2/sites").await.status, 200);
+    }
+    let r = e.get("/v2/sites").await;
+    r.error(429);
+    assert!(r.retry_after() >= 1);
+    assert_eq!(e.stats()["rate_limited"], 1);
+}
+
+#[tokio::test]
+async fn daily_quota_counts_every_endpoint() {
+    let e = emu().await;
+    e.s.set_limits(with(|l: &mut Limits| l.daily_requests = Some(3)));
+    assert_eq!(e.get("/v2/sites").await.status, 200);
+    assert_eq!(e.new_token().await.status, 200);
+    assert_eq!(e.post("/v2/webhook", retail("t")).await.status, 200);
+    let r = e.get("/v2/devices").await;
+    r.error(429);
+    assert!(r.retry_after() >= 1);
+    e.new_token().await.error(429);
+}
+
+#[tokio::test]
+async fn read_concurrency_limit_refuses_the_second_request_in_flight() {
+    let e = emu().await;
+    e.s.set_limits(with(|l: &mut Limits| l.read_concurrency = Some(1)));
+    e.s.set_faults(with(|f: &mut Faults| f.latency_ms = 300));
+    let (a, b) = tokio::join!(e.get("/v2/sites"), e.get("/v2/devices"));
+    let mut statuses = [a.status.as_u16(), b.status.as_u16()];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 429]);
+    let limited = if a.status == 429 { a } else { b };
+    assert!(limited.retry_after() >= 1);
+}
+
+// Faults and statistics -------------------------------------------------------------------------
+
+#[tokio::test]
+async fn error_rate_gives_500_or_503_but_not_on_the_token_endpoint() {
+    let e = emu().await;
+    e.s.set_faults(with(|f: &mut Faults| f.error_rate = 1.0));
+    for uri in ["/v2/sites", "/v2/cameras", "/v2/reports"] {
+        let r = e.get(uri).await;
+        assert!(r.is_5xx(), "{uri}: {}", r.status);
+    }
+    assert!(e.post("/v2/webhook", retail("t")).await.is_5xx());
+    assert_eq!(e.s.published_len(), 0);
+    assert_eq!(e.new_token().await.status, 200);
+}
+
+#[tokio::test]
+async fn rate_limit_fault_gives_429_with_configured_retry_after() {
+    let e = emu().await;
+    e.s.set_faults(with(|f: &mut Faults| {
+        f.rate_limit_rate = 1.0;
+        f.retry_after = 7;
+    }));
+    let r = e.get("/v2/sites").await;
+    r.error(429);
+    assert_eq!(r.retry_after(), 7);
+    // Only the limits of set_limits count as rate_limited.
+    assert_eq!(e.stats()["rate_limited"], 0);
+}
+
+#[tokio::test]
+async fn drop_fault_without_a_connection_is_a_502() {
+    let e = emu().await;
+    e.s.set_faults(with(|f: &mut Faults| f.drop_rate = 1.0));
+    assert_eq!(e.get("/v2/sites").await.status, 502);
+    assert_eq!(e.stats()["requests"]["GET /v2/sites"]["dropped"], 1);
+}
+
+#[tokio::test]
+async fn faults_are_reproducible_under_the_seed() {
+    let mut runs = Vec::new();
+    for e in [emu().await, emu().await] {
+        e.s.set_faults(with(|f: &mut Faults| f.error_rate = 0.5));
+        let mut statuses = Vec::new();
+        for _ in 0..30 {
+            statuses.push(e.get("/v2/reports").await.status.as_u16());
+        }
+        runs.push(statuses);
+    }
+    assert_eq!(runs[0], runs[1]);
+    let (ok, failed) = (runs[0].contains(&200), runs[0].iter().any(|&c| c >= 500));
+    assert!(ok && failed, "{:?}", runs[0]);
+}
+
+#[tokio::test]
+async fn stats_count_requests_by_route_and_status() {
+    let e = emu().await;
+    e.get("/v2/sites").await;
+    e.get("/v2/sites?offset=0").await;
+    e.get_with("/v2/sites", "unknown").await;
+    let bad_key = [("x-api-key", "bad")];
+    call(&e.s, Method::GET, "/v2/devices", &bad_key, Body::empty()).await;
+    e.get(e.events(0, 60_000)).await;
+    let stats = e.stats();
+    let req = &stats["requests"];
+    assert_eq!(req["POST /v2/oauth/token"], json!({"200": 1}));
+    assert_eq!(req["GET /v2/sites"], json!({"200": 2, "401": 1}));
+    assert_eq!(req["GET /v2/devices"], json!({"403": 1}));
+    assert_eq!(req["GET /v2/events"], json!({"200": 1}));
+    assert_eq!(stats["tokens_issued"], 1);
+}
+
+// A real socket ---------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn socket_drop_closes_the_connection_and_stop_is_idempotent() {
+    let s = small();
+    s.set_faults(with(|f: &mut Faults| f.drop_rate = 1.0));
+    let handle = super::spawn(s.clone(), 0).await.expect("spawn");
+    let mut stream = TcpStream::connect(handle.addr).await.expect("connect");
+    let (addr, key) = (handle.addr, &s.creds.api_key);
+    let request = format!(
+        "GET /v2/sites HTTP/1.1\r\nhost: {addr}\r\nx-api-key: {key}\r\n\
+         authorization: Bearer x\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut buf = [0u8; 1024];
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf));
+    if let Ok(n) = read.await.expect("the connection is closed in time") {
+        let text = String::from_utf8_lossy(&buf[..n]);
+        assert_eq!(n, 0, "got an answer: {text}");
+    }
+    assert_eq!(s.stats_json()["requests"]["GET /v2/sites"]["dropped"], 1);
+    handle.stop().await;
+    handle.stop().await;
+    let again = TcpStream::connect(handle.addr).await;
+    assert!(again.is_err(), "the port still accepts connections");
+}

@@ -1,0 +1,215 @@
+//! Binding of the client: `surveillance._core.Client`. Extracts arguments, runs core futures
+//! through `wait`, returns JSON text for the Python layer to load. Rebuilt after `fork()`.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::wait::wait;
+use super::{errors, log};
+use crate::client::{self, Config, Limits, Record, Secret, Settings};
+
+type LimitsTuple = (Option<f64>, Option<usize>, Option<f64>, Option<usize>);
+
+/// The native client (see `surveillance.Client`).
+#[pyclass(name = "Client", module = "surveillance._core", frozen)]
+pub struct PyClient {
+    config: Config,
+    core: Mutex<(u32, client::Client)>,
+}
+
+fn join_records(records: Vec<Record>) -> String {
+    let mut out =
+        String::with_capacity(records.iter().map(|r| r.get().len() + 1).sum::<usize>() + 2);
+    out.push('[');
+    for (i, r) in records.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(r.get());
+    }
+    out.push(']');
+    out
+}
+
+impl PyClient {
+    /// The core client of this process (a forked child gets a fresh one: new pool, new token).
+    fn core(&self) -> PyResult<client::Client> {
+        let pid = std::process::id();
+        let mut slot = self.core.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.0 != pid {
+            *slot = (
+                pid,
+                client::Client::new(self.config.clone(), Some(log::sink()))
+                    .map_err(errors::to_py)?,
+            );
+        }
+        Ok(slot.1.clone())
+    }
+}
+
+#[pymethods]
+impl PyClient {
+    #[new]
+    #[pyo3(signature = (api_key=None, client_id=None, client_secret=None, *, region=None, base_url=None,
+        eu_base_url=None, audience=None, timeout=None, max_retries=None, limits=None, ca_bundle=None,
+        trust_env=None, max_body_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        api_key: Option<String>,
+        client_id: Option<String>,
+        client_secret: Option<String>,
+        region: Option<String>,
+        base_url: Option<String>,
+        eu_base_url: Option<String>,
+        audience: Option<String>,
+        timeout: Option<f64>,
+        max_retries: Option<u32>,
+        limits: Option<LimitsTuple>,
+        ca_bundle: Option<PathBuf>,
+        trust_env: Option<bool>,
+        max_body_bytes: Option<usize>,
+    ) -> PyResult<Self> {
+        let timeout = match timeout {
+            Some(t) if !(t.is_finite() && t > 0.0) => {
+                return Err(errors::ConfigError::new_err(format!(
+                    "`timeout` must be a positive number of seconds, got `{t}`"
+                )))
+            }
+            Some(t) => Some(Duration::from_secs_f64(t)),
+            None => None,
+        };
+        let settings = Settings {
+            api_key: api_key.map(Secret::new),
+            client_id,
+            client_secret: client_secret.map(Secret::new),
+            region,
+            base_url,
+            eu_base_url,
+            audience,
+            timeout,
+            max_retries,
+            limits: limits.map(|(rps, rc, pps, pc)| Limits {
+                read_per_second: rps,
+                read_concurrency: rc,
+                publish_per_second: pps,
+                publish_concurrency: pc,
+            }),
+            ca_bundle,
+            trust_env,
+            max_body_bytes,
+        };
+        let config = Config::from_settings(settings).map_err(errors::to_py)?;
+        let core = client::Client::new(config.clone(), Some(log::sink())).map_err(errors::to_py)?;
+        Ok(PyClient {
+            config,
+            core: Mutex::new((std::process::id(), core)),
+        })
+    }
+
+    /// Every site, as a JSON array text.
+    fn sites_json(&self, py: Python<'_>) -> PyResult<String> {
+        let c = self.core()?;
+        wait(py, async move { c.sites().await.map(join_records) })
+    }
+
+    /// Every device, as a JSON array text.
+    fn devices_json(&self, py: Python<'_>) -> PyResult<String> {
+        let c = self.core()?;
+        wait(py, async move { c.devices().await.map(join_records) })
+    }
+
+    /// Every readable report, as a JSON array text.
+    fn reports_json(&self, py: Python<'_>) -> PyResult<String> {
+        let c = self.core()?;
+        wait(py, async move { c.reports().await.map(join_records) })
+    }
+
+    /// Every camera (of a site and/or device), as a JSON array text.
+    #[pyo3(signature = (site_id=None, device_id=None))]
+    fn cameras_json(
+        &self,
+        py: Python<'_>,
+        site_id: Option<String>,
+        device_id: Option<String>,
+    ) -> PyResult<String> {
+        let c = self.core()?;
+        wait(py, async move {
+            c.cameras(site_id.as_deref(), device_id.as_deref())
+                .await
+                .map(join_records)
+        })
+    }
+
+    /// A valid access token.
+    fn access_token(&self, py: Python<'_>) -> PyResult<String> {
+        let c = self.core()?;
+        wait(py, async move {
+            c.access_token().await.map(|t| t.expose().to_string())
+        })
+    }
+
+    /// The effective settings and whether a token can be had, as text (no secrets).
+    fn diagnose(&self, py: Python<'_>) -> PyResult<String> {
+        let c = self.core()?;
+        wait(py, async move { Ok(c.diagnose().await) })
+    }
+
+    /// The counters, as JSON text.
+    fn stats_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.core()?.stats()).map_err(errors::internal)
+    }
+
+    /// Stops requests in flight; the client refuses new ones.
+    fn close(&self) -> PyResult<()> {
+        self.core()?.close();
+        Ok(())
+    }
+
+    /// The resolved configuration, secrets included (for pickling; never printed).
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let c = &self.config;
+        let d = PyDict::new(py);
+        d.set_item("api_key", c.api_key.expose())?;
+        d.set_item("client_id", &c.client_id)?;
+        d.set_item("client_secret", c.client_secret.expose())?;
+        d.set_item("region", c.region.as_str())?;
+        d.set_item("base_url", c.base_url.as_str())?;
+        d.set_item("eu_base_url", c.eu_base_url.as_ref().map(|u| u.to_string()))?;
+        d.set_item("audience", &c.audience)?;
+        d.set_item("timeout", c.timeout.as_secs_f64())?;
+        d.set_item("max_retries", c.max_retries)?;
+        let l = c.limits;
+        d.set_item(
+            "limits",
+            (
+                l.read_per_second,
+                l.read_concurrency,
+                l.publish_per_second,
+                l.publish_concurrency,
+            ),
+        )?;
+        d.set_item(
+            "ca_bundle",
+            c.ca_bundle.as_ref().map(|p| p.display().to_string()),
+        )?;
+        d.set_item("trust_env", c.trust_env)?;
+        d.set_item("max_body_bytes", c.max_body_bytes)?;
+        Ok(d)
+    }
+
+    /// Base URL (no secret).
+    #[getter]
+    fn base_url(&self) -> String {
+        self.config.base_url.to_string()
+    }
+
+    /// Default publishing region.
+    #[getter]
+    fn region(&self) -> &'static str {
+        self.config.region.as_str()
+    }
+}
