@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
-from . import _core
+from . import _core, _progress
+from ._progress import ProgressArg
+from ._time import TimeLike, to_ms
 
 __all__ = ["Client", "Limits"]
 
@@ -153,6 +155,70 @@ class Client:
         """Every report the caller may read (its ``id`` is a ``report_id`` for events)."""
         _check_output(output)
         return json.loads(self._inner.reports_json())
+
+    # --- events -------------------------------------------------------------------------
+    def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        output: str = "dicts",
+        progress: ProgressArg = "auto",
+    ) -> Any:
+        """Every event whose ``startTime`` is in ``[start, end)``, exactly once, sorted by
+        ``(startTime, id)``, however many there are.
+
+        The service pages 100 at a time and refuses offsets past 10,000; the client splits
+        the range into windows itself, in close to the fewest requests possible, whatever
+        order and bound inclusivity the service uses.
+
+        Args:
+            start: aware or naive (UTC) ``datetime``, ``date``, pandas ``Timestamp`` or
+                ISO-8601 string.
+            end: as ``start``; must be after it.
+            report_id: only the events of this report (see :meth:`reports`).
+            output: ``"dicts"``: a list of dicts exactly as the service sends them.
+            progress: ``"auto"`` (a bar in Jupyter and on a terminal, none otherwise),
+                ``True``, ``False``, or a callable that receives update dicts
+                (``events``, ``requests``, ``done_ms``, ``total_ms``, ``windows``).
+
+        Raises:
+            ValueError: ``end`` is not after ``start``, or ``report_id`` is not a UUID.
+            DenseWindowError: more than 10,000 events share one millisecond.
+        """
+        _check_output(output)
+        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        callback, close = _progress.make(progress, "events")
+        try:
+            return json.loads(self._inner.events_json(lo, hi, report_id, callback))
+        finally:
+            close()
+
+    def iter_events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        progress: ProgressArg = False,
+    ) -> Iterator[dict]:
+        """The events of :meth:`events`, one dict at a time, in the same order, with bounded
+        memory: windows are yielded as they complete, while the next ones are fetched.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
+        ...     client = emu.client()
+        ...     sum(1 for _ in client.iter_events(emu.start, emu.end))
+        50
+        """
+        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        callback, close = _progress.make(progress, "events")
+        stream = self._inner.event_stream(lo, hi, report_id, callback)
+        try:
+            for window in stream:
+                yield from json.loads(window)
+        finally:
+            stream.close()
+            close()
 
     # --- utilities ----------------------------------------------------------------------
     def access_token(self) -> str:

@@ -74,9 +74,9 @@ impl Limits {
 /// In flight at most when a concurrency is unlimited (a sanity cap on sockets).
 const UNLIMITED_CONCURRENCY: usize = 512;
 /// Time without a 429 before the rate is raised again.
-const CALM: Duration = Duration::from_secs(5);
+const CALM: Duration = Duration::from_secs(2);
 /// The adaptive rate never goes below this many requests per second.
-const FLOOR: f64 = 0.05;
+const FLOOR: f64 = 0.5;
 
 #[derive(Debug)]
 struct Pace {
@@ -159,17 +159,19 @@ impl Gate {
         self.slots.close();
     }
 
-    /// After a 429: everyone waits `retry_after`, and the rate is halved for a while.
+    /// After a 429: everyone waits `retry_after`; when the service asks for a wait (not for an
+    /// immediate retry), the rate is also halved for a while.
     pub fn on_rate_limited(&self, retry_after: Option<Duration>) {
         let mut p = self.pace();
         let now = Instant::now();
         if let Some(wait) = retry_after {
             p.cooldown_until = p.cooldown_until.max(now + wait);
         }
+        if retry_after.is_some_and(|w| w.is_zero()) {
+            return;
+        }
         // Halve at most once per burst of 429s from requests that were already in flight.
-        let fresh = p
-            .last_429
-            .is_none_or(|t| now.saturating_duration_since(t) > Duration::from_millis(250));
+        let fresh = p.last_429.is_none_or(|t| now.saturating_duration_since(t) > Duration::from_millis(500));
         if fresh {
             let current = p.rate.unwrap_or_else(|| (p.recent.len() as f64).max(2.0));
             p.rate = Some((current / 2.0).max(FLOOR));
@@ -185,12 +187,12 @@ impl Gate {
             return;
         }
         match (p.rate, self.configured) {
-            (Some(r), Some(c)) => p.rate = Some((r * 1.05).min(c)),
-            (Some(r), None) if r * 1.05 > 1000.0 => {
+            (Some(r), Some(c)) => p.rate = Some((r * 1.1).min(c)),
+            (Some(r), None) if r * 1.1 > 1000.0 => {
                 p.rate = None;
                 p.last_429 = None;
             }
-            (Some(r), None) => p.rate = Some(r * 1.05),
+            (Some(r), None) => p.rate = Some(r * 1.1),
             (None, _) => p.last_429 = None,
         }
     }

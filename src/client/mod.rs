@@ -3,11 +3,15 @@
 
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod http;
 pub mod limits;
 pub mod lists;
 pub mod stats;
 pub mod validate;
+
+#[cfg(test)]
+mod roundtrip;
 
 use std::sync::Arc;
 
@@ -29,7 +33,7 @@ pub struct Client {
     http: Arc<Http>,
 }
 
-fn check_uuid(value: &str, name: &str) -> Result<()> {
+pub(crate) fn check_uuid(value: &str, name: &str) -> Result<()> {
     let b = value.as_bytes();
     let ok = b.len() == 36
         && b.iter().enumerate().all(|(i, c)| match i {

@@ -102,12 +102,21 @@ async fn gateway(AxState(state): AxState<Shared>, req: Request, next: Next) -> R
     } else {
         Class::Read
     };
+    let faults = state.faults();
+    // Latency is added to every answer, refusals included; an admitted request holds its
+    // concurrency slot while it waits.
+    let latency = || async {
+        if faults.latency_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(faults.latency_ms)).await;
+        }
+    };
     let headers = req.headers();
     let key_ok = headers
         .get("x-api-key")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|k| k == state.creds.api_key);
     if !key_ok {
+        latency().await;
         let r = ApiError(
             StatusCode::FORBIDDEN,
             "forbidden",
@@ -118,16 +127,16 @@ async fn gateway(AxState(state): AxState<Shared>, req: Request, next: Next) -> R
         return r;
     }
     let _slot = match state.admit(class) {
-        Verdict::Pass(slot) => slot,
+        Verdict::Pass(slot) => {
+            latency().await;
+            slot
+        }
         Verdict::Limited(retry, message) => {
+            latency().await;
             state.count(&route, "429");
             return too_many(retry, message);
         }
     };
-    let faults = state.faults();
-    if faults.latency_ms > 0 {
-        tokio::time::sleep(Duration::from_millis(faults.latency_ms)).await;
-    }
     if class != Class::Token {
         match state.pick_fault() {
             Some(Fault::Drop) => {

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
@@ -17,6 +17,8 @@ use super::{router, Bounds, DataConfig, Faults, Limits, Order, State};
 
 const HOUR: i64 = 3_600_000;
 const NO_UUID: &str = "00000000-0000-4000-8000-000000000000";
+const JSON: (&str, &str) = ("content-type", "application/json");
+const LISTS: [&str; 4] = ["sites", "devices", "cameras", "reports"];
 
 struct Resp {
     status: StatusCode,
@@ -93,20 +95,15 @@ fn token_body(s: &State) -> Value {
 }
 
 async fn post_token(s: &Arc<State>, body: impl ToString) -> Resp {
-    let h = [
-        ("x-api-key", &*s.creds.api_key),
-        ("content-type", "application/json"),
-    ];
+    let h = [("x-api-key", &*s.creds.api_key), JSON];
     let body = Body::from(body.to_string());
     call(s, Method::POST, "/v2/oauth/token", &h, body).await
 }
 
 async fn token(s: &Arc<State>) -> String {
     let v = post_token(s, token_body(s)).await.json();
-    v["access_token"]
-        .as_str()
-        .expect("access_token")
-        .to_string()
+    let t = v["access_token"].as_str();
+    t.expect("access_token").to_string()
 }
 
 /// A state with a token: the usual subject of a test.
@@ -128,17 +125,12 @@ impl Emu {
     async fn send(&self, m: Method, uri: &str, tok: &str, body: Body) -> Resp {
         let bearer = format!("Bearer {tok}");
         let mut h = vec![("x-api-key", self.s.creds.api_key.as_str())];
-        h.extend([
-            ("authorization", &*bearer),
-            ("content-type", "application/json"),
-        ]);
+        h.extend([("authorization", &*bearer), JSON]);
         call(&self.s, m, uri, &h, body).await
     }
 
     async fn get(&self, uri: impl AsRef<str>) -> Resp {
-        let tok = &self.tok;
-        self.send(Method::GET, uri.as_ref(), tok, Body::empty())
-            .await
+        self.get_with(uri.as_ref(), &self.tok).await
     }
 
     async fn get_with(&self, uri: &str, tok: &str) -> Resp {
@@ -186,10 +178,6 @@ impl Emu {
         let texts = self.s.published(None);
         let parse = |t: &String| serde_json::from_str(t).expect("json");
         texts.iter().map(parse).collect()
-    }
-
-    fn stats(&self) -> Value {
-        self.s.stats_json()
     }
 }
 
@@ -241,8 +229,7 @@ fn with<T: Default>(f: impl FnOnce(&mut T)) -> T {
     out
 }
 
-// Credentials and tokens ------------------------------------------------------------------------
-
+// Credentials and tokens.
 #[tokio::test]
 async fn api_key_missing_or_wrong_is_403_on_every_endpoint() {
     let e = emu().await;
@@ -261,10 +248,7 @@ async fn api_key_missing_or_wrong_is_403_on_every_endpoint() {
     ];
     for (m, uri, body) in endpoints {
         for key in [None, Some("wrong-key"), Some("")] {
-            let mut h = vec![
-                ("authorization", &*bearer),
-                ("content-type", "application/json"),
-            ];
+            let mut h = vec![("authorization", &*bearer), JSON];
             h.extend(key.map(|k| ("x-api-key", k)));
             let r = call(&e.s, m.clone(), uri, &h, Body::from(body.clone())).await;
             let msg = r.error(403);
@@ -272,7 +256,7 @@ async fn api_key_missing_or_wrong_is_403_on_every_endpoint() {
         }
     }
     assert_eq!(e.s.published_len(), 0);
-    assert_eq!(e.stats()["tokens_issued"], 1);
+    assert_eq!(e.s.stats_json()["tokens_issued"], 1);
 }
 
 #[tokio::test]
@@ -290,9 +274,8 @@ async fn token_creation_good_bad_secret_bad_audience_bad_body() {
     }
     post_token(&s, "not json").await.error(400);
     for field in ["audience", "client_id", "client_secret"] {
-        let msg = post_token(&s, without(good.clone(), field))
-            .await
-            .error(400);
+        let bad = without(good.clone(), field);
+        let msg = post_token(&s, bad).await.error(400);
         assert!(msg.contains(field), "{msg}");
     }
     assert_eq!(s.stats_json()["tokens_issued"], 1);
@@ -305,7 +288,7 @@ async fn bearer_missing_or_unknown_is_401() {
     let basic = format!("Basic {}", e.tok);
     for auth in [None, Some("Bearer emu.unknown"), Some(&*basic)] {
         for (m, uri) in [(Method::GET, "/v2/sites"), (Method::POST, "/v2/webhook")] {
-            let mut h = vec![("x-api-key", key), ("content-type", "application/json")];
+            let mut h = vec![("x-api-key", key), JSON];
             h.extend(auth.map(|a| ("authorization", a)));
             let body = Body::from(retail("t").to_string());
             call(&e.s, m, uri, &h, body).await.error(401);
@@ -350,8 +333,7 @@ async fn token_lifetime_applies_to_tokens_issued_afterwards() {
     assert_eq!(e.get("/v2/sites").await.status, 200);
 }
 
-// Lists -----------------------------------------------------------------------------------------
-
+// Lists.
 #[tokio::test]
 async fn list_pages_hold_at_most_100_and_offsets_walk_the_data() {
     let e = emu_of(state_with(5, 150, 1, 50)).await;
@@ -359,18 +341,13 @@ async fn list_pages_hold_at_most_100_and_offsets_walk_the_data() {
         let d = e.s.data();
         let visible = d.reports.iter().filter(|r| r.visible);
         let reports: Vec<Value> = visible.map(|r| r.json.clone()).collect();
-        let (sites, devices) = (d.sites.clone(), d.devices.clone());
-        let cameras = d.cameras.clone();
-        [
-            ("sites", sites),
-            ("devices", devices),
-            ("cameras", cameras),
-            ("reports", reports),
-        ]
+        let mut lists = [&d.sites, &d.devices, &d.cameras].map(Vec::clone).to_vec();
+        lists.push(reports);
+        lists
     };
-    let sizes: Vec<usize> = lists.iter().map(|l| l.1.len()).collect();
+    let sizes: Vec<usize> = lists.iter().map(Vec::len).collect();
     assert!(sizes[0] > 100 && sizes[1] > 150 && sizes[2] > 1000 && sizes[3] == 3);
-    for (name, expected) in &lists {
+    for (name, expected) in LISTS.iter().zip(&lists) {
         let path = format!("/v2/{name}");
         assert_eq!(&e.pages(&path).await, expected, "{path}");
         let page = e.get(format!("{path}?offset=37")).await.list();
@@ -378,20 +355,15 @@ async fn list_pages_hold_at_most_100_and_offsets_walk_the_data() {
         assert_eq!(page, expected[37.min(n)..137.min(n)], "{path}");
     }
     let restricted = e.restricted();
-    assert!(lists[3].1.iter().all(|r| r["id"] != *restricted));
+    assert!(lists[3].iter().all(|r| r["id"] != *restricted));
 }
 
 #[tokio::test]
 async fn offset_ceiling_and_bad_offsets_are_400_naming_offset() {
     let e = emu().await;
     let events = e.events(0, 24 * HOUR);
-    let paths = [
-        "/v2/sites?",
-        "/v2/devices?",
-        "/v2/cameras?",
-        "/v2/reports?",
-        &events,
-    ];
+    let mut paths = LISTS.map(|name| format!("/v2/{name}?")).to_vec();
+    paths.push(events);
     for path in paths {
         for bad in ["10000", "10001", "-1", "abc", "1.5"] {
             let msg = e.get(format!("{path}&offset={bad}")).await.error(400);
@@ -425,13 +397,8 @@ async fn cameras_by_site_span_every_device_of_a_multi_device_site() {
 #[tokio::test]
 async fn malformed_uuids_are_400_and_unknown_ones_empty() {
     let e = emu().await;
-    let events = format!("{}&", e.events(0, HOUR));
-    let cameras = "/v2/cameras?";
-    let params = [
-        ("reportId", &*events),
-        ("siteId", cameras),
-        ("deviceId", cameras),
-    ];
+    let (ev, c) = (format!("{}&", e.events(0, HOUR)), "/v2/cameras?");
+    let params = [("reportId", &*ev), ("siteId", c), ("deviceId", c)];
     let (letters, long) = (NO_UUID.replace('0', "z"), format!("{NO_UUID}0"));
     for bad in ["not-a-uuid", "123", &letters, &long, &NO_UUID[1..]] {
         for (param, path) in params {
@@ -445,26 +412,21 @@ async fn malformed_uuids_are_400_and_unknown_ones_empty() {
     }
 }
 
-// Events ----------------------------------------------------------------------------------------
-
+// Events.
 #[tokio::test]
 async fn events_time_parameters_are_validated() {
     let e = emu().await;
-    let w = e.events(0, HOUR);
-    let (a, b) = w
-        .trim_start_matches("/v2/events?")
-        .split_once('&')
-        .expect("two");
+    let start = e.s.data().start_ms;
+    let w = window(start, start + HOUR);
+    let (a, b) = w.split_once('&').expect("two parameters");
     let no_z = "2026-01-05T00%3A00%3A00.000";
     let offset = "2026-01-05T01%3A00%3A00.000%2B00%3A00";
+    let bad_day = "2026-13-45T00%3A00%3A00.000Z";
     let cases = [
         (b.to_string(), "startTime"),
         (a.to_string(), "endTime"),
         (format!("startTime=yesterday&{b}"), "startTime"),
-        (
-            format!("{a}&endTime=2026-13-45T00%3A00%3A00.000Z"),
-            "endTime",
-        ),
+        (format!("{a}&endTime={bad_day}"), "endTime"),
         (format!("startTime={no_z}&{b}"), "startTime"),
         (format!("{a}&endTime={offset}"), "endTime"),
     ];
@@ -481,9 +443,8 @@ async fn report_access_unknown_404_restricted_403() {
     let e = emu().await;
     let w = e.events(0, HOUR);
     e.get(format!("{w}&reportId={NO_UUID}")).await.error(404);
-    e.get(format!("{w}&reportId={}", e.restricted()))
-        .await
-        .error(403);
+    let restricted = e.restricted();
+    e.get(format!("{w}&reportId={restricted}")).await.error(403);
 }
 
 #[tokio::test]
@@ -493,18 +454,15 @@ async fn report_filter_returns_only_that_reports_events() {
     let (rid, expected, all) = {
         let d = e.s.data();
         let (start, end) = (d.start_ms + from, d.start_ms + to);
-        let r = d
-            .reports
-            .iter()
-            .position(|r| r.zone == Some(Zone::Checkout));
+        let checkout = Some(Zone::Checkout);
+        let r = d.reports.iter().position(|r| r.zone == checkout);
         let r = r.expect("the checkout report");
         let truth = d.truth(start, end, Some(r));
         (d.reports[r].id.clone(), truth, d.truth(start, end, None))
     };
     assert!(!expected.is_empty() && expected.len() < all.len());
-    let got = e
-        .pages(&format!("{}&reportId={rid}", e.events(from, to)))
-        .await;
+    let path = format!("{}&reportId={rid}", e.events(from, to));
+    let got = e.pages(&path).await;
     assert_eq!(sorted(ids(&got)), sorted(expected));
     assert!(got.iter().all(|ev| ev["title"] == "Dwell time: Checkout"));
 }
@@ -517,9 +475,7 @@ async fn bounds_on_exact_event_times_give_the_expected_ids() {
         let ev = &e.s.data().events;
         let same = |i: usize, j: usize| ev.get(j).is_some_and(|x| x.start_ms == ev[i].start_ms);
         let i = (0..ev.len()).find(|&i| same(i, i + 100)).expect("burst");
-        let j = (i..ev.len())
-            .find(|&j| !same(i, j))
-            .expect("after the burst");
+        let j = (i..ev.len()).find(|&j| !same(i, j)).expect("end");
         (ev[i].start_ms, ev[j + 40].start_ms)
     };
     let truth = |a: i64, b: i64| sorted(e.s.data().truth(a, b, None));
@@ -550,13 +506,10 @@ async fn orders_asc_desc_and_shuffled() {
         e.s.set_semantics(order, bounds);
         let got = e.pages(&path).await;
         let mut want = times(&got);
-        want.sort_unstable_by(|a, b| {
-            if order == Order::Asc {
-                a.cmp(b)
-            } else {
-                b.cmp(a)
-            }
-        });
+        want.sort_unstable();
+        if order == Order::Desc {
+            want.reverse();
+        }
         assert_eq!(times(&got), want, "{order:?}");
         assert_eq!(sorted(ids(&got)), expected, "{order:?}");
     }
@@ -572,8 +525,7 @@ async fn orders_asc_desc_and_shuffled() {
     assert_eq!(sorted(seen.into_iter().collect()), expected);
 }
 
-// Webhook ---------------------------------------------------------------------------------------
-
+// Webhook.
 #[tokio::test]
 async fn webhook_valid_retail_record_is_stored() {
     let e = emu().await;
@@ -592,12 +544,8 @@ async fn webhook_unknown_or_missing_fields_are_400_naming_them() {
     unknown["storeId"] = json!("s-1");
     let missing = without(retail("b"), "locationId");
     mistyped["dataSourceId"] = json!(17);
-    let cases = [
-        (unknown, "storeId"),
-        (missing, "locationId"),
-        (mistyped, "dataSourceId"),
-    ];
-    for (record, name) in cases {
+    let names = ["storeId", "locationId", "dataSourceId"];
+    for (record, name) in [unknown, missing, mistyped].into_iter().zip(names) {
         let msg = e.post("/v2/webhook", record).await.error(400);
         assert!(msg.contains(name), "{name}: {msg}");
     }
@@ -635,7 +583,17 @@ async fn webhook_upserts_on_transaction_id() {
         assert_eq!(e.post("/v2/webhook", record).await.status, 200);
     }
     assert_eq!(e.stored(), vec![second, retail("t-2")]);
-    assert_eq!(e.stats()["published_upserts"], 1);
+    // "other" records are keyed on (locationId, eventUniqueId).
+    let other = |loc: &str, status: &str| {
+        json!({"dataType": "other", "schemaVersion": "1", "startTime": 1_763_355_600_000i64,
+            "locationId": loc, "dataSourceId": "door", "eventUniqueId": "ev-1",
+            "eventType": "alarm", "status": status})
+    };
+    for record in [other("a", "open"), other("b", "open"), other("a", "closed")] {
+        assert_eq!(e.post("/v2/webhook", record).await.status, 200);
+    }
+    assert_eq!(e.stored()[2..], [other("a", "closed"), other("b", "open")]);
+    assert_eq!(e.s.stats_json()["published_upserts"], 2);
 }
 
 #[tokio::test]
@@ -661,8 +619,7 @@ async fn webhook_mixed_array_stores_valid_records_and_names_the_bad_index() {
     assert_eq!(e.stored(), vec![retail("t-0"), retail("t-2")]);
 }
 
-// Limits ----------------------------------------------------------------------------------------
-
+// Limits.
 #[tokio::test]
 async fn read_per_second_limit_gives_429_with_retry_after() {
     let e = emu().await;
@@ -673,7 +630,7 @@ async fn read_per_second_limit_gives_429_with_retry_after() {
     let r = e.get("/v2/sites").await;
     r.error(429);
     assert!(r.retry_after() >= 1);
-    assert_eq!(e.stats()["rate_limited"], 1);
+    assert_eq!(e.s.stats_json()["rate_limited"], 1);
 }
 
 #[tokio::test]
@@ -702,8 +659,22 @@ async fn read_concurrency_limit_refuses_the_second_request_in_flight() {
     assert!(limited.retry_after() >= 1);
 }
 
-// Faults and statistics -------------------------------------------------------------------------
+#[tokio::test]
+async fn latency_is_added_to_every_answer() {
+    let e = emu().await;
+    e.s.set_faults(with(|f: &mut Faults| f.latency_ms = 150));
+    e.s.set_limits(with(|l: &mut Limits| l.daily_requests = Some(0)));
+    let slow = |t: Instant| t.elapsed() >= Duration::from_millis(150);
+    let (t0, bad_key) = (Instant::now(), [("x-api-key", "bad")]);
+    let r = call(&e.s, Method::GET, "/v2/sites", &bad_key, Body::empty());
+    r.await.error(403);
+    assert!(slow(t0), "403 without latency");
+    let t1 = Instant::now();
+    e.get("/v2/sites").await.error(429);
+    assert!(slow(t1), "429 (set_limits) without latency");
+}
 
+// Faults and statistics.
 #[tokio::test]
 async fn error_rate_gives_500_or_503_but_not_on_the_token_endpoint() {
     let e = emu().await;
@@ -728,7 +699,7 @@ async fn rate_limit_fault_gives_429_with_configured_retry_after() {
     r.error(429);
     assert_eq!(r.retry_after(), 7);
     // Only the limits of set_limits count as rate_limited.
-    assert_eq!(e.stats()["rate_limited"], 0);
+    assert_eq!(e.s.stats_json()["rate_limited"], 0);
 }
 
 #[tokio::test]
@@ -736,7 +707,7 @@ async fn drop_fault_without_a_connection_is_a_502() {
     let e = emu().await;
     e.s.set_faults(with(|f: &mut Faults| f.drop_rate = 1.0));
     assert_eq!(e.get("/v2/sites").await.status, 502);
-    assert_eq!(e.stats()["requests"]["GET /v2/sites"]["dropped"], 1);
+    assert_eq!(e.s.stats_json()["requests"]["GET /v2/sites"]["dropped"], 1);
 }
 
 #[tokio::test]
@@ -764,7 +735,7 @@ async fn stats_count_requests_by_route_and_status() {
     let bad_key = [("x-api-key", "bad")];
     call(&e.s, Method::GET, "/v2/devices", &bad_key, Body::empty()).await;
     e.get(e.events(0, 60_000)).await;
-    let stats = e.stats();
+    let stats = e.s.stats_json();
     let req = &stats["requests"];
     assert_eq!(req["POST /v2/oauth/token"], json!({"200": 1}));
     assert_eq!(req["GET /v2/sites"], json!({"200": 2, "401": 1}));
@@ -773,8 +744,7 @@ async fn stats_count_requests_by_route_and_status() {
     assert_eq!(stats["tokens_issued"], 1);
 }
 
-// A real socket ---------------------------------------------------------------------------------
-
+// A real socket.
 #[tokio::test]
 async fn socket_drop_closes_the_connection_and_stop_is_idempotent() {
     let s = small();

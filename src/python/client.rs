@@ -8,7 +8,9 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::events::EventStream;
 use super::wait::wait;
+use crate::client::events::{self, Query};
 use super::{errors, log};
 use crate::client::{self, Config, Limits, Record, Secret, Settings};
 
@@ -142,6 +144,36 @@ impl PyClient {
                 .await
                 .map(join_records)
         })
+    }
+
+    /// Every event with `start_ms <= startTime < end_ms`, sorted by (startTime, id), as a JSON
+    /// array text; `progress` receives update dicts.
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
+    fn events_json(
+        &self,
+        py: Python<'_>,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        let query = Query { start_ms, end_ms, report_id };
+        events::check(&query).map_err(errors::to_py)?;
+        super::events::events_json(py, self.core()?, query, progress)
+    }
+
+    /// The same events, window after window (bounded memory).
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
+    fn event_stream(
+        &self,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<EventStream> {
+        let query = Query { start_ms, end_ms, report_id };
+        events::check(&query).map_err(errors::to_py)?;
+        EventStream::start(self.core()?, query, progress)
     }
 
     /// A valid access token.

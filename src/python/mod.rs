@@ -4,6 +4,7 @@
 mod client;
 mod emulator;
 mod errors;
+mod events;
 mod log;
 mod runtime;
 mod wait;
@@ -16,5 +17,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<emulator::PyEmulator>()?;
+    m.add_class::<events::EventStream>()?;
     Ok(())
 }

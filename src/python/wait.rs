@@ -16,6 +16,15 @@ where
     T: Send + 'static,
     F: Future<Output = Result<T>> + Send + 'static,
 {
+    wait_with(py, fut, |_| Ok(()))
+}
+
+/// As `wait`, calling `tick` with the GIL between waits (progress updates).
+pub fn wait_with<T, F>(py: Python<'_>, fut: F, mut tick: impl FnMut(Python<'_>) -> PyResult<()>) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
     let mut handle = rt.spawn(fut);
@@ -26,6 +35,10 @@ where
             })
         });
         log::flush(py);
+        if let Err(e) = tick(py) {
+            handle.abort();
+            return Err(e);
+        }
         match step {
             Ok(Ok(result)) => return result.map_err(errors::to_py),
             Ok(Err(join)) => return Err(errors::internal(join)),

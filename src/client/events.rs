@@ -1,0 +1,608 @@
+//! All the events of a range, exactly once, in few requests: the window planner and fetcher.
+//!
+//! Each window is queried widened by 1 ms on both sides and filtered locally, so the service's
+//! bound inclusivity does not matter. A window's ceiling page (offset 9,900) is asked first, with
+//! page 0: a short ceiling page gives the window's exact size; an empty one means "under the
+//! ceiling, size unknown" (paged from 0, a few pages ahead); a full one means the window holds
+//! 10,000 events or more. Then, if that page is sorted by startTime, the next window starts
+//! (ascending) or ends (descending) at its last timestamp, inclusive, and is requested at once;
+//! the order is checked again on every page of the window, and a window that turns out unsorted
+//! is bisected and fetched again. An unsorted ceiling page bisects the window at its median.
+//! A window whose next cut would not move (10,000 events or more in one millisecond) is a
+//! `DenseWindow` error. Completed windows are emitted in time order, sorted by (startTime, id).
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use super::error::{Error, Result};
+use super::http::Call;
+use super::lists::{parse_page, OFFSET_CEILING, PAGE};
+use super::Client;
+
+/// The last offset the service accepts, rounded to a page.
+const CEILING_PAGE: usize = OFFSET_CEILING - PAGE;
+/// Pages requested ahead in a window whose size is unknown.
+const LOOKAHEAD: usize = 4;
+/// Requests in flight when no read concurrency is configured.
+pub const DEFAULT_IN_FLIGHT: usize = 16;
+
+/// One event: its sort key and the JSON the service sent.
+#[derive(Debug)]
+pub struct Event {
+    /// startTime, Unix epoch milliseconds.
+    pub start_ms: i64,
+    /// Event id.
+    pub id: String,
+    /// The event as the service sent it.
+    pub raw: Box<RawValue>,
+}
+
+/// What to fetch.
+#[derive(Debug, Clone)]
+pub struct Query {
+    /// Start of the range, inclusive, epoch ms.
+    pub start_ms: i64,
+    /// End of the range, exclusive, epoch ms.
+    pub end_ms: i64,
+    /// Only the events of this report.
+    pub report_id: Option<String>,
+}
+
+/// How far a fetch has got.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Events emitted so far.
+    pub events: u64,
+    /// Requests answered so far.
+    pub requests: u64,
+    /// Milliseconds of the range emitted so far.
+    pub done_ms: i64,
+    /// Milliseconds of the whole range.
+    pub total_ms: i64,
+    /// Windows planned so far.
+    pub windows: u64,
+}
+
+/// Receives progress updates.
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+#[derive(Deserialize)]
+struct Key<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(rename = "startTime", borrow)]
+    start_time: Cow<'a, str>,
+}
+
+/// Formats epoch ms as the service wants it: `2026-01-05T00:00:00.000Z`.
+pub fn format_ms(ms: i64) -> String {
+    match chrono::DateTime::from_timestamp_millis(ms) {
+        Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        None => format!("{ms}"),
+    }
+}
+
+/// Parses an ISO-8601 timestamp with an offset into epoch ms.
+pub fn parse_time(s: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(s).ok().map(|t| t.timestamp_millis())
+}
+
+/// Splits a page of events into keyed events.
+pub fn parse_events(url: &url::Url, body: &[u8]) -> Result<Vec<Event>> {
+    let raws = parse_page(url, body)?;
+    let mut out = Vec::with_capacity(raws.len());
+    for raw in raws {
+        let key: Key = serde_json::from_str(raw.get()).map_err(|e| Error::Decode {
+            url: url.path().to_string(),
+            detail: format!("an event has no string `id` and `startTime` ({e})"),
+        })?;
+        let start_ms = parse_time(&key.start_time).ok_or_else(|| Error::Decode {
+            url: url.path().to_string(),
+            detail: format!("event `{}` has a `startTime` that is not ISO 8601: `{}`", key.id, key.start_time),
+        })?;
+        let id = key.id.into_owned();
+        out.push(Event { start_ms, id, raw });
+    }
+    Ok(out)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    Asc,
+    Desc,
+    Constant,
+    Unsorted,
+}
+
+fn order_of(times: impl Iterator<Item = i64>) -> Order {
+    let (mut up, mut down) = (false, false);
+    let mut prev: Option<i64> = None;
+    for t in times {
+        if let Some(p) = prev {
+            up |= t > p;
+            down |= t < p;
+        }
+        prev = Some(t);
+    }
+    match (up, down) {
+        (true, true) => Order::Unsorted,
+        (true, false) => Order::Asc,
+        (false, true) => Order::Desc,
+        (false, false) => Order::Constant,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// The ceiling page.
+    Probe,
+    /// A page at this offset.
+    Page(usize),
+}
+
+#[derive(Debug)]
+enum Mode {
+    /// Waiting for the ceiling page.
+    Probing,
+    /// Size known: pages up to `end` (exclusive offset).
+    Known { end: usize },
+    /// Size unknown (under the ceiling): paged ahead until a short page.
+    Paging { end: Option<usize> },
+    /// Over the ceiling; the pages 0..=9,900 are fetched and checked for `order`.
+    Full { order: Order },
+}
+
+#[derive(Debug)]
+struct Window {
+    id: u64,
+    /// Range kept, `[ws, we)`.
+    ws: i64,
+    we: i64,
+    /// Range queried (before a chained cut shrank `we`/`ws`).
+    qs: i64,
+    qe: i64,
+    mode: Mode,
+    pages: BTreeMap<usize, Vec<Event>>,
+    launched: HashSet<usize>,
+    in_flight: usize,
+    done: bool,
+}
+
+impl Window {
+    fn new(id: u64, ws: i64, we: i64) -> Window {
+        Window {
+            id,
+            ws,
+            we,
+            qs: ws,
+            qe: we,
+            mode: Mode::Probing,
+            pages: BTreeMap::new(),
+            launched: HashSet::new(),
+            in_flight: 0,
+            done: false,
+        }
+    }
+}
+
+struct Planner {
+    client: Client,
+    query: Query,
+    windows: BTreeMap<i64, Window>,
+    queue: VecDeque<(u64, Kind)>,
+    tasks: JoinSet<(u64, Kind, Result<Vec<Event>>)>,
+    in_flight_max: usize,
+    next_id: u64,
+    frontier: i64,
+    progress: Progress,
+    sink: Option<ProgressSink>,
+    /// Events per millisecond seen in the last full window, to size the pages ahead.
+    density: Option<f64>,
+}
+
+fn dense(ms: i64) -> Error {
+    Error::DenseWindow { timestamp: format_ms(ms) }
+}
+
+impl Planner {
+    fn window_mut(&mut self, id: u64) -> Option<&mut Window> {
+        self.windows.values_mut().find(|w| w.id == id)
+    }
+
+    fn add_window(&mut self, ws: i64, we: i64) {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.progress.windows += 1;
+        let mut w = Window::new(id, ws, we);
+        w.launched.extend([0, CEILING_PAGE]);
+        self.windows.insert(ws, w);
+        // The ceiling page decides everything; page 0 is needed whatever it says (unless empty).
+        self.queue.push_front((id, Kind::Page(0)));
+        self.queue.push_front((id, Kind::Probe));
+    }
+
+    fn launch_pending(&mut self) {
+        while self.tasks.len() < self.in_flight_max {
+            let Some((id, kind)) = self.next_request() else { break };
+            let Some(w) = self.window_mut(id) else { continue };
+            let (qs, qe) = (w.qs, w.qe);
+            w.in_flight += 1;
+            let offset = match kind {
+                Kind::Probe => CEILING_PAGE,
+                Kind::Page(o) => o,
+            };
+            let client = self.client.clone();
+            let report = self.query.report_id.clone();
+            self.tasks.spawn(async move {
+                let result = fetch_page(&client, qs - 1, qe + 1, report.as_deref(), offset).await;
+                (id, kind, result)
+            });
+        }
+    }
+
+    /// Probes first (they decide the plan), then pages of the earliest windows.
+    fn next_request(&mut self) -> Option<(u64, Kind)> {
+        let pos = self.queue.iter().position(|(_, k)| *k == Kind::Probe).unwrap_or(0);
+        self.queue.remove(pos)
+    }
+
+    fn enqueue_pages(&mut self, id: u64, offsets: impl IntoIterator<Item = usize>) {
+        let mut fresh = Vec::new();
+        if let Some(w) = self.window_mut(id) {
+            let limit = match w.mode {
+                Mode::Paging { end: Some(e) } => e.min(CEILING_PAGE),
+                _ => CEILING_PAGE,
+            };
+            for o in offsets {
+                if o < limit && w.launched.insert(o) && !w.pages.contains_key(&o) {
+                    fresh.push(o);
+                }
+            }
+        }
+        for o in fresh {
+            self.queue.push_back((id, Kind::Page(o)));
+        }
+    }
+
+    fn on_result(&mut self, id: u64, kind: Kind, events: Vec<Event>) -> Result<()> {
+        self.progress.requests += 1;
+        let Some(w) = self.window_mut(id) else { return Ok(()) };
+        w.in_flight -= 1;
+        let offset = match kind {
+            Kind::Probe => CEILING_PAGE,
+            Kind::Page(o) => o,
+        };
+        let len = events.len();
+        w.launched.insert(offset);
+        w.pages.insert(offset, events);
+        match (&w.mode, kind) {
+            (Mode::Probing, Kind::Probe) => self.on_probe(id, len)?,
+            (Mode::Paging { .. }, Kind::Page(o)) if len < PAGE => {
+                // The end is known: every page before it is needed, launched or not yet.
+                let mut end = o + PAGE;
+                if let Some(w) = self.window_mut(id) {
+                    if let Mode::Paging { end: Some(e) } = w.mode {
+                        end = end.min(e);
+                    }
+                    w.mode = Mode::Paging { end: Some(end) };
+                }
+                self.enqueue_pages(id, (0..end).step_by(PAGE));
+            }
+            (Mode::Paging { end: None }, Kind::Page(o)) if o + PAGE >= CEILING_PAGE => {
+                // The ceiling page was empty: nothing lies past it.
+                if let Some(w) = self.window_mut(id) {
+                    w.mode = Mode::Paging { end: Some(CEILING_PAGE) };
+                }
+                self.enqueue_pages(id, (0..CEILING_PAGE).step_by(PAGE));
+            }
+            (Mode::Paging { end: None }, Kind::Page(o)) => {
+                self.enqueue_pages(id, [o + LOOKAHEAD * PAGE]);
+            }
+            _ => {}
+        }
+        self.check_done(id)
+    }
+
+    fn on_probe(&mut self, id: u64, len: usize) -> Result<()> {
+        let density = self.density;
+        let Some(w) = self.window_mut(id) else { return Ok(()) };
+        if len == 0 {
+            // Under the ceiling, size unknown: page ahead, as far as the density suggests.
+            let estimate = density.map_or(0.0, |d| d * (w.qe - w.qs + 2) as f64 * 1.1);
+            let pages = ((estimate / PAGE as f64).ceil() as usize).clamp(LOOKAHEAD, CEILING_PAGE / PAGE);
+            // A short page already in (page 0, usually) ends the window.
+            let end = w.pages.iter().find(|(o, p)| **o < CEILING_PAGE && p.len() < PAGE).map(|(o, _)| o + PAGE);
+            w.mode = Mode::Paging { end };
+            self.enqueue_pages(id, (1..=pages).map(|p| p * PAGE));
+            if let Some(end) = end {
+                self.enqueue_pages(id, (0..end).step_by(PAGE));
+            }
+            return Ok(());
+        }
+        if len < PAGE {
+            w.mode = Mode::Known { end: CEILING_PAGE + PAGE };
+            self.enqueue_pages(id, (1..CEILING_PAGE / PAGE).map(|p| p * PAGE));
+            return Ok(());
+        }
+        let times: Vec<i64> = w.pages.get(&CEILING_PAGE).map(|p| p.iter().map(|e| e.start_ms).collect()).unwrap_or_default();
+        let order = order_of(times.iter().copied());
+        match order {
+            Order::Unsorted => self.split(id, times),
+            Order::Asc | Order::Desc => {
+                let cut = times.last().copied().unwrap_or(w.ws);
+                w.mode = Mode::Full { order };
+                self.chain(id, order, cut)?;
+                self.enqueue_pages(id, (1..CEILING_PAGE / PAGE).map(|p| p * PAGE));
+                Ok(())
+            }
+            Order::Constant => {
+                // Direction unknown from this page alone: the other pages will tell.
+                w.mode = Mode::Full { order };
+                self.enqueue_pages(id, (1..CEILING_PAGE / PAGE).map(|p| p * PAGE));
+                Ok(())
+            }
+        }
+    }
+
+    /// Cuts window `id` at `cut` and plans the rest of its range as a new window.
+    fn chain(&mut self, id: u64, order: Order, cut: i64) -> Result<()> {
+        let Some(w) = self.window_mut(id) else { return Ok(()) };
+        let (ws, we) = (w.ws, w.we);
+        match order {
+            Order::Asc => {
+                // Keep [ws, cut); every event at `cut` is fetched again by the next window.
+                if cut <= ws {
+                    return Err(dense(ws.max(cut)));
+                }
+                let span = (cut - w.qs).max(1) as f64;
+                w.we = cut.min(we);
+                self.density = Some(OFFSET_CEILING as f64 / span);
+                if cut < we {
+                    self.add_window(cut, we);
+                }
+            }
+            _ => {
+                // Descending: keep (cut, we); the next window ends at `cut`, inclusive.
+                if cut + 1 >= we {
+                    return Err(dense(cut.min(we - 1)));
+                }
+                let span = (w.qe - cut).max(1) as f64;
+                w.ws = (cut + 1).max(ws);
+                self.density = Some(OFFSET_CEILING as f64 / span);
+                if cut + 1 > ws {
+                    let old = self.windows.remove(&ws);
+                    if let Some(old) = old {
+                        self.windows.insert(old.ws, old);
+                    }
+                    self.add_window(ws, cut + 1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces window `id` by two halves split at the median of `times`.
+    fn split(&mut self, id: u64, mut times: Vec<i64>) -> Result<()> {
+        let Some(w) = self.window_mut(id) else { return Ok(()) };
+        let (ws, we) = (w.ws, w.we);
+        if we - ws <= 1 {
+            return Err(dense(ws));
+        }
+        times.retain(|t| *t >= ws && *t < we);
+        times.sort_unstable();
+        let median = times.get(times.len() / 2).copied().unwrap_or(ws + (we - ws) / 2);
+        let mid = median.clamp(ws + 1, we - 1);
+        self.windows.remove(&ws);
+        self.queue.retain(|(i, _)| *i != id);
+        self.add_window(ws, mid);
+        self.add_window(mid, we);
+        Ok(())
+    }
+
+    fn check_done(&mut self, id: u64) -> Result<()> {
+        let Some(w) = self.window_mut(id) else { return Ok(()) };
+        let complete = |end: usize| (0..end).step_by(PAGE).all(|o| w.pages.contains_key(&o));
+        let ready = match w.mode {
+            Mode::Probing => false,
+            Mode::Known { end } => complete(end),
+            Mode::Paging { end: Some(end) } => complete(end),
+            Mode::Paging { end: None } => false,
+            Mode::Full { .. } => complete(CEILING_PAGE + PAGE),
+        };
+        if !ready {
+            return Ok(());
+        }
+        if let Mode::Full { order } = w.mode {
+            let seen = order_of(w.pages.values().flat_map(|p| p.iter().map(|e| e.start_ms)));
+            let times: Vec<i64> = w.pages.values().flat_map(|p| p.iter().map(|e| e.start_ms)).collect();
+            match (order, seen) {
+                (Order::Asc, Order::Asc) | (Order::Desc, Order::Desc) => {}
+                (Order::Constant, Order::Asc) | (Order::Constant, Order::Desc) => {
+                    // The last in the service's order: the largest ascending, the smallest descending.
+                    let cut = times.last().copied().unwrap_or(w.ws);
+                    if let Some(w) = self.window_mut(id) {
+                        w.mode = Mode::Full { order: seen };
+                    }
+                    self.chain(id, seen, cut)?;
+                }
+                (_, Order::Constant) => return Err(dense(times.first().copied().unwrap_or(0))),
+                _ => {
+                    // The order the ceiling page suggested does not hold: fetch this range again
+                    // in halves (what the chained window already covers stays covered).
+                    return self.split(id, times);
+                }
+            }
+        }
+        if let Some(w) = self.window_mut(id) {
+            w.done = true;
+        }
+        Ok(())
+    }
+
+    /// Emits the completed windows at the frontier, in time order.
+    fn drain_ready(&mut self) -> Vec<Vec<Event>> {
+        let mut out = Vec::new();
+        while let Some(w) = self.windows.get(&self.frontier) {
+            if !w.done {
+                break;
+            }
+            let Some(w) = self.windows.remove(&self.frontier) else { break };
+            let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
+            let mut seen = HashSet::new();
+            let mut events: Vec<Event> = w
+                .pages
+                .into_values()
+                .flatten()
+                .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+                .filter(|e| seen.insert(e.id.clone()))
+                .collect();
+            events.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
+            self.frontier = w.we;
+            self.progress.events += events.len() as u64;
+            self.progress.done_ms = self.frontier - self.query.start_ms;
+            out.push(events);
+        }
+        out
+    }
+}
+
+async fn fetch_page(client: &Client, qs: i64, qe: i64, report: Option<&str>, offset: usize) -> Result<Vec<Event>> {
+    let mut url = client.config().url("/v2/events");
+    {
+        let mut q = url.query_pairs_mut();
+        q.append_pair("startTime", &format_ms(qs));
+        q.append_pair("endTime", &format_ms(qe));
+        if let Some(r) = report {
+            q.append_pair("reportId", r);
+        }
+        if offset > 0 {
+            q.append_pair("offset", &offset.to_string());
+        }
+    }
+    let body = client.http().send(&Call::get(url.clone(), "GET /v2/events")).await?;
+    parse_events(&url, &body)
+}
+
+/// Checks a query before anything is sent.
+pub fn check(query: &Query) -> Result<()> {
+    if query.end_ms <= query.start_ms {
+        return Err(Error::Argument(format!(
+            "`end` ({}) must be after `start` ({})",
+            format_ms(query.end_ms),
+            format_ms(query.start_ms)
+        )));
+    }
+    if let Some(r) = &query.report_id {
+        super::check_uuid(r, "report_id")?;
+    }
+    Ok(())
+}
+
+/// Fetches every event of the query, sending each completed window (sorted, in time order) to
+/// `tx`. Stops early, without error, when the receiver is dropped.
+pub async fn stream(client: Client, query: Query, tx: mpsc::Sender<Result<Vec<Event>>>, sink: Option<ProgressSink>) {
+    if let Err(e) = check(&query) {
+        let _ = tx.send(Err(e)).await;
+        return;
+    }
+    let in_flight_max = client.config().limits.read_concurrency.unwrap_or(DEFAULT_IN_FLIGHT).max(1);
+    let mut p = Planner {
+        progress: Progress { total_ms: query.end_ms - query.start_ms, ..Progress::default() },
+        frontier: query.start_ms,
+        client,
+        query: query.clone(),
+        windows: BTreeMap::new(),
+        queue: VecDeque::new(),
+        tasks: JoinSet::new(),
+        in_flight_max,
+        next_id: 0,
+        sink,
+        density: None,
+    };
+    p.add_window(query.start_ms, query.end_ms);
+    loop {
+        p.launch_pending();
+        let Some(joined) = p.tasks.join_next().await else {
+            // Nothing in flight and nothing queued, yet windows remain: never return a partial
+            // result as if it were whole.
+            let stalled = p
+                .windows
+                .values()
+                .map(|w| {
+                    let missing: Vec<usize> = (0..CEILING_PAGE).step_by(PAGE).filter(|o| !w.pages.contains_key(o)).take(5).collect();
+                    let mut launched: Vec<&usize> = w.launched.iter().collect();
+                    launched.sort();
+                    format!("{}..{} ({:?}, {} pages, missing {missing:?}, launched {launched:?})", format_ms(w.ws), format_ms(w.we), w.mode, w.pages.len())
+                })
+                .collect::<Vec<_>>();
+            let _ = tx.send(Err(Error::Transport(format!("internal error: event windows left incomplete: {}", stalled.join(", "))))).await;
+            return;
+        };
+        let step = match joined {
+            Ok((id, kind, Ok(events))) => p.on_result(id, kind, events),
+            Ok((_, _, Err(e))) => Err(e),
+            Err(e) => Err(Error::Transport(format!("an events request task failed: {e}"))),
+        };
+        if let Err(e) = step {
+            let _ = tx.send(Err(e)).await;
+            return;
+        }
+        let ready = p.drain_ready();
+        let emitted = !ready.is_empty();
+        for events in ready {
+            if tx.send(Ok(events)).await.is_err() {
+                return;
+            }
+        }
+        if emitted || p.progress.requests % 8 == 0 {
+            if let Some(s) = &p.sink {
+                s(p.progress);
+            }
+        }
+        if p.windows.is_empty() {
+            if let Some(s) = &p.sink {
+                s(p.progress);
+            }
+            return;
+        }
+    }
+}
+
+/// Every event of the query, sorted by (startTime, id).
+pub async fn fetch_all(client: Client, query: Query, sink: Option<ProgressSink>) -> Result<Vec<Event>> {
+    let (tx, mut rx) = mpsc::channel(64);
+    let producer = tokio::spawn(stream(client, query, tx, sink));
+    let mut all = Vec::new();
+    while let Some(batch) = rx.recv().await {
+        all.extend(batch?);
+    }
+    let _ = producer.await;
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_detection() {
+        assert_eq!(order_of([1, 2, 2, 3].into_iter()), Order::Asc);
+        assert_eq!(order_of([3, 3, 1].into_iter()), Order::Desc);
+        assert_eq!(order_of([5, 5].into_iter()), Order::Constant);
+        assert_eq!(order_of([1, 3, 2].into_iter()), Order::Unsorted);
+    }
+
+    #[test]
+    fn time_round_trip() {
+        let ms = 1_767_571_200_123;
+        assert_eq!(parse_time(&format_ms(ms)), Some(ms));
+        assert_eq!(parse_time("2026-01-05T09:15:23.123-05:00"), Some(1_767_622_523_123));
+        assert_eq!(parse_time("garbage"), None);
+    }
+}
