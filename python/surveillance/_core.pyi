@@ -4,8 +4,9 @@ The public, documented classes are :class:`surveillance.Client` and
 :class:`surveillance.Emulator`, which hold these native objects.
 """
 
-from typing import Optional, final
+from typing import Any, Callable, Optional, final
 
+__all__: list[str]
 __version__: str
 
 _LimitsTuple = tuple[Optional[float], Optional[int], Optional[float], Optional[int]]
@@ -39,6 +40,22 @@ class Client:
         """Every readable report, as a JSON array text."""
     def cameras_json(self, site_id: Optional[str] = None, device_id: Optional[str] = None) -> str:
         """Every camera (of a site and/or device), as a JSON array text."""
+    def events_json(
+        self,
+        start_ms: int,
+        end_ms: int,
+        report_id: Optional[str] = None,
+        progress: Optional[Callable[[dict], Any]] = None,
+    ) -> str:
+        """Every event with ``start_ms <= startTime < end_ms``, sorted, as a JSON array text."""
+    def event_stream(
+        self,
+        start_ms: int,
+        end_ms: int,
+        report_id: Optional[str] = None,
+        progress: Optional[Callable[[dict], Any]] = None,
+    ) -> EventStream:
+        """The same events, window after window (bounded memory)."""
     def access_token(self) -> str:
         """A valid access token."""
     def diagnose(self) -> str:
@@ -139,3 +156,12 @@ class Emulator:
         """Zeroes the statistics."""
     def stop(self) -> None:
         """Stops the server; idempotent."""
+
+@final
+class EventStream:
+    """Completed windows of events, in time order, as JSON array texts."""
+
+    def __iter__(self) -> EventStream: ...
+    def __next__(self) -> str: ...
+    def close(self) -> None:
+        """Stops the fetch."""

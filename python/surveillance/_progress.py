@@ -63,7 +63,9 @@ class _Bar:
             sys.stderr.flush()
 
 
-def make(progress: ProgressArg, desc: str) -> tuple[Optional[Callable[[dict], Any]], Callable[[], None]]:
+def make(
+    progress: ProgressArg, desc: str
+) -> tuple[Optional[Callable[[dict], Any]], Callable[[], None]]:
     """Returns the callback to give the core (or None) and a function that closes the display."""
     if callable(progress) and not isinstance(progress, bool):
         return progress, lambda: None

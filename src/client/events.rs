@@ -90,7 +90,9 @@ pub fn format_ms(ms: i64) -> String {
 
 /// Parses an ISO-8601 timestamp with an offset into epoch ms.
 pub fn parse_time(s: &str) -> Option<i64> {
-    chrono::DateTime::parse_from_rfc3339(s).ok().map(|t| t.timestamp_millis())
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.timestamp_millis())
 }
 
 /// Splits a page of events into keyed events.
@@ -104,7 +106,10 @@ pub fn parse_events(url: &url::Url, body: &[u8]) -> Result<Vec<Event>> {
         })?;
         let start_ms = parse_time(&key.start_time).ok_or_else(|| Error::Decode {
             url: url.path().to_string(),
-            detail: format!("event `{}` has a `startTime` that is not ISO 8601: `{}`", key.id, key.start_time),
+            detail: format!(
+                "event `{}` has a `startTime` that is not ISO 8601: `{}`",
+                key.id, key.start_time
+            ),
         })?;
         let id = key.id.into_owned();
         out.push(Event { start_ms, id, raw });
@@ -207,7 +212,9 @@ struct Planner {
 }
 
 fn dense(ms: i64) -> Error {
-    Error::DenseWindow { timestamp: format_ms(ms) }
+    Error::DenseWindow {
+        timestamp: format_ms(ms),
+    }
 }
 
 impl Planner {
@@ -229,8 +236,12 @@ impl Planner {
 
     fn launch_pending(&mut self) {
         while self.tasks.len() < self.in_flight_max {
-            let Some((id, kind)) = self.next_request() else { break };
-            let Some(w) = self.window_mut(id) else { continue };
+            let Some((id, kind)) = self.next_request() else {
+                break;
+            };
+            let Some(w) = self.window_mut(id) else {
+                continue;
+            };
             let (qs, qe) = (w.qs, w.qe);
             w.in_flight += 1;
             let offset = match kind {
@@ -248,7 +259,11 @@ impl Planner {
 
     /// Probes first (they decide the plan), then pages of the earliest windows.
     fn next_request(&mut self) -> Option<(u64, Kind)> {
-        let pos = self.queue.iter().position(|(_, k)| *k == Kind::Probe).unwrap_or(0);
+        let pos = self
+            .queue
+            .iter()
+            .position(|(_, k)| *k == Kind::Probe)
+            .unwrap_or(0);
         self.queue.remove(pos)
     }
 
@@ -272,7 +287,9 @@ impl Planner {
 
     fn on_result(&mut self, id: u64, kind: Kind, events: Vec<Event>) -> Result<()> {
         self.progress.requests += 1;
-        let Some(w) = self.window_mut(id) else { return Ok(()) };
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
         w.in_flight -= 1;
         let offset = match kind {
             Kind::Probe => CEILING_PAGE,
@@ -297,7 +314,9 @@ impl Planner {
             (Mode::Paging { end: None }, Kind::Page(o)) if o + PAGE >= CEILING_PAGE => {
                 // The ceiling page was empty: nothing lies past it.
                 if let Some(w) = self.window_mut(id) {
-                    w.mode = Mode::Paging { end: Some(CEILING_PAGE) };
+                    w.mode = Mode::Paging {
+                        end: Some(CEILING_PAGE),
+                    };
                 }
                 self.enqueue_pages(id, (0..CEILING_PAGE).step_by(PAGE));
             }
@@ -311,13 +330,20 @@ impl Planner {
 
     fn on_probe(&mut self, id: u64, len: usize) -> Result<()> {
         let density = self.density;
-        let Some(w) = self.window_mut(id) else { return Ok(()) };
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
         if len == 0 {
             // Under the ceiling, size unknown: page ahead, as far as the density suggests.
             let estimate = density.map_or(0.0, |d| d * (w.qe - w.qs + 2) as f64 * 1.1);
-            let pages = ((estimate / PAGE as f64).ceil() as usize).clamp(LOOKAHEAD, CEILING_PAGE / PAGE);
+            let pages =
+                ((estimate / PAGE as f64).ceil() as usize).clamp(LOOKAHEAD, CEILING_PAGE / PAGE);
             // A short page already in (page 0, usually) ends the window.
-            let end = w.pages.iter().find(|(o, p)| **o < CEILING_PAGE && p.len() < PAGE).map(|(o, _)| o + PAGE);
+            let end = w
+                .pages
+                .iter()
+                .find(|(o, p)| **o < CEILING_PAGE && p.len() < PAGE)
+                .map(|(o, _)| o + PAGE);
             w.mode = Mode::Paging { end };
             self.enqueue_pages(id, (1..=pages).map(|p| p * PAGE));
             if let Some(end) = end {
@@ -326,11 +352,17 @@ impl Planner {
             return Ok(());
         }
         if len < PAGE {
-            w.mode = Mode::Known { end: CEILING_PAGE + PAGE };
+            w.mode = Mode::Known {
+                end: CEILING_PAGE + PAGE,
+            };
             self.enqueue_pages(id, (1..CEILING_PAGE / PAGE).map(|p| p * PAGE));
             return Ok(());
         }
-        let times: Vec<i64> = w.pages.get(&CEILING_PAGE).map(|p| p.iter().map(|e| e.start_ms).collect()).unwrap_or_default();
+        let times: Vec<i64> = w
+            .pages
+            .get(&CEILING_PAGE)
+            .map(|p| p.iter().map(|e| e.start_ms).collect())
+            .unwrap_or_default();
         let order = order_of(times.iter().copied());
         match order {
             Order::Unsorted => self.split(id, times),
@@ -352,7 +384,9 @@ impl Planner {
 
     /// Cuts window `id` at `cut` and plans the rest of its range as a new window.
     fn chain(&mut self, id: u64, order: Order, cut: i64) -> Result<()> {
-        let Some(w) = self.window_mut(id) else { return Ok(()) };
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
         let (ws, we) = (w.ws, w.we);
         match order {
             Order::Asc => {
@@ -389,14 +423,19 @@ impl Planner {
 
     /// Replaces window `id` by two halves split at the median of `times`.
     fn split(&mut self, id: u64, mut times: Vec<i64>) -> Result<()> {
-        let Some(w) = self.window_mut(id) else { return Ok(()) };
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
         let (ws, we) = (w.ws, w.we);
         if we - ws <= 1 {
             return Err(dense(ws));
         }
         times.retain(|t| *t >= ws && *t < we);
         times.sort_unstable();
-        let median = times.get(times.len() / 2).copied().unwrap_or(ws + (we - ws) / 2);
+        let median = times
+            .get(times.len() / 2)
+            .copied()
+            .unwrap_or(ws + (we - ws) / 2);
         let mid = median.clamp(ws + 1, we - 1);
         self.windows.remove(&ws);
         self.queue.retain(|(i, _)| *i != id);
@@ -406,7 +445,9 @@ impl Planner {
     }
 
     fn check_done(&mut self, id: u64) -> Result<()> {
-        let Some(w) = self.window_mut(id) else { return Ok(()) };
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
         let complete = |end: usize| (0..end).step_by(PAGE).all(|o| w.pages.contains_key(&o));
         let ready = match w.mode {
             Mode::Probing => false,
@@ -420,7 +461,11 @@ impl Planner {
         }
         if let Mode::Full { order } = w.mode {
             let seen = order_of(w.pages.values().flat_map(|p| p.iter().map(|e| e.start_ms)));
-            let times: Vec<i64> = w.pages.values().flat_map(|p| p.iter().map(|e| e.start_ms)).collect();
+            let times: Vec<i64> = w
+                .pages
+                .values()
+                .flat_map(|p| p.iter().map(|e| e.start_ms))
+                .collect();
             match (order, seen) {
                 (Order::Asc, Order::Asc) | (Order::Desc, Order::Desc) => {}
                 (Order::Constant, Order::Asc) | (Order::Constant, Order::Desc) => {
@@ -452,7 +497,9 @@ impl Planner {
             if !w.done {
                 break;
             }
-            let Some(w) = self.windows.remove(&self.frontier) else { break };
+            let Some(w) = self.windows.remove(&self.frontier) else {
+                break;
+            };
             let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
             let mut seen = HashSet::new();
             let mut events: Vec<Event> = w
@@ -472,7 +519,13 @@ impl Planner {
     }
 }
 
-async fn fetch_page(client: &Client, qs: i64, qe: i64, report: Option<&str>, offset: usize) -> Result<Vec<Event>> {
+async fn fetch_page(
+    client: &Client,
+    qs: i64,
+    qe: i64,
+    report: Option<&str>,
+    offset: usize,
+) -> Result<Vec<Event>> {
     let mut url = client.config().url("/v2/events");
     {
         let mut q = url.query_pairs_mut();
@@ -485,7 +538,10 @@ async fn fetch_page(client: &Client, qs: i64, qe: i64, report: Option<&str>, off
             q.append_pair("offset", &offset.to_string());
         }
     }
-    let body = client.http().send(&Call::get(url.clone(), "GET /v2/events")).await?;
+    let body = client
+        .http()
+        .send(&Call::get(url.clone(), "GET /v2/events"))
+        .await?;
     parse_events(&url, &body)
 }
 
@@ -506,14 +562,27 @@ pub fn check(query: &Query) -> Result<()> {
 
 /// Fetches every event of the query, sending each completed window (sorted, in time order) to
 /// `tx`. Stops early, without error, when the receiver is dropped.
-pub async fn stream(client: Client, query: Query, tx: mpsc::Sender<Result<Vec<Event>>>, sink: Option<ProgressSink>) {
+pub async fn stream(
+    client: Client,
+    query: Query,
+    tx: mpsc::Sender<Result<Vec<Event>>>,
+    sink: Option<ProgressSink>,
+) {
     if let Err(e) = check(&query) {
         let _ = tx.send(Err(e)).await;
         return;
     }
-    let in_flight_max = client.config().limits.read_concurrency.unwrap_or(DEFAULT_IN_FLIGHT).max(1);
+    let in_flight_max = client
+        .config()
+        .limits
+        .read_concurrency
+        .unwrap_or(DEFAULT_IN_FLIGHT)
+        .max(1);
     let mut p = Planner {
-        progress: Progress { total_ms: query.end_ms - query.start_ms, ..Progress::default() },
+        progress: Progress {
+            total_ms: query.end_ms - query.start_ms,
+            ..Progress::default()
+        },
         frontier: query.start_ms,
         client,
         query: query.clone(),
@@ -535,19 +604,36 @@ pub async fn stream(client: Client, query: Query, tx: mpsc::Sender<Result<Vec<Ev
                 .windows
                 .values()
                 .map(|w| {
-                    let missing: Vec<usize> = (0..CEILING_PAGE).step_by(PAGE).filter(|o| !w.pages.contains_key(o)).take(5).collect();
+                    let missing: Vec<usize> = (0..CEILING_PAGE)
+                        .step_by(PAGE)
+                        .filter(|o| !w.pages.contains_key(o))
+                        .take(5)
+                        .collect();
                     let mut launched: Vec<&usize> = w.launched.iter().collect();
                     launched.sort();
-                    format!("{}..{} ({:?}, {} pages, missing {missing:?}, launched {launched:?})", format_ms(w.ws), format_ms(w.we), w.mode, w.pages.len())
+                    format!(
+                        "{}..{} ({:?}, {} pages, missing {missing:?}, launched {launched:?})",
+                        format_ms(w.ws),
+                        format_ms(w.we),
+                        w.mode,
+                        w.pages.len()
+                    )
                 })
                 .collect::<Vec<_>>();
-            let _ = tx.send(Err(Error::Transport(format!("internal error: event windows left incomplete: {}", stalled.join(", "))))).await;
+            let _ = tx
+                .send(Err(Error::Transport(format!(
+                    "internal error: event windows left incomplete: {}",
+                    stalled.join(", ")
+                ))))
+                .await;
             return;
         };
         let step = match joined {
             Ok((id, kind, Ok(events))) => p.on_result(id, kind, events),
             Ok((_, _, Err(e))) => Err(e),
-            Err(e) => Err(Error::Transport(format!("an events request task failed: {e}"))),
+            Err(e) => Err(Error::Transport(format!(
+                "an events request task failed: {e}"
+            ))),
         };
         if let Err(e) = step {
             let _ = tx.send(Err(e)).await;
@@ -575,7 +661,11 @@ pub async fn stream(client: Client, query: Query, tx: mpsc::Sender<Result<Vec<Ev
 }
 
 /// Every event of the query, sorted by (startTime, id).
-pub async fn fetch_all(client: Client, query: Query, sink: Option<ProgressSink>) -> Result<Vec<Event>> {
+pub async fn fetch_all(
+    client: Client,
+    query: Query,
+    sink: Option<ProgressSink>,
+) -> Result<Vec<Event>> {
     let (tx, mut rx) = mpsc::channel(64);
     let producer = tokio::spawn(stream(client, query, tx, sink));
     let mut all = Vec::new();
@@ -602,7 +692,10 @@ mod tests {
     fn time_round_trip() {
         let ms = 1_767_571_200_123;
         assert_eq!(parse_time(&format_ms(ms)), Some(ms));
-        assert_eq!(parse_time("2026-01-05T09:15:23.123-05:00"), Some(1_767_622_523_123));
+        assert_eq!(
+            parse_time("2026-01-05T09:15:23.123-05:00"),
+            Some(1_767_622_523_123)
+        );
         assert_eq!(parse_time("garbage"), None);
     }
 }

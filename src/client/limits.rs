@@ -171,7 +171,9 @@ impl Gate {
             return;
         }
         // Halve at most once per burst of 429s from requests that were already in flight.
-        let fresh = p.last_429.is_none_or(|t| now.saturating_duration_since(t) > Duration::from_millis(500));
+        let fresh = p
+            .last_429
+            .is_none_or(|t| now.saturating_duration_since(t) > Duration::from_millis(500));
         if fresh {
             let current = p.rate.unwrap_or_else(|| (p.recent.len() as f64).max(2.0));
             p.rate = Some((current / 2.0).max(FLOOR));

@@ -8,8 +8,16 @@ use super::{Client, Config, Limits, Secret, Settings};
 use crate::emulator::{spawn, Bounds, DataConfig, Faults, Handle, Order, State};
 
 async fn emulator(events_per_day: u64, days: u32) -> Handle {
-    let cfg = DataConfig { seed: 7, sites: 10, days, events_per_day, ..DataConfig::default() };
-    spawn(Arc::new(State::new(&cfg)), 0).await.expect("emulator listens")
+    let cfg = DataConfig {
+        seed: 7,
+        sites: 10,
+        days,
+        events_per_day,
+        ..DataConfig::default()
+    };
+    spawn(Arc::new(State::new(&cfg)), 0)
+        .await
+        .expect("emulator listens")
 }
 
 fn client_for(h: &Handle, limits: Limits) -> Client {
@@ -29,17 +37,34 @@ fn client_for(h: &Handle, limits: Limits) -> Client {
 
 fn whole(h: &Handle) -> Query {
     let d = h.state.data();
-    Query { start_ms: d.start_ms, end_ms: d.end_ms, report_id: None }
+    Query {
+        start_ms: d.start_ms,
+        end_ms: d.end_ms,
+        report_id: None,
+    }
 }
 
 async fn check_exact(h: &Handle, q: Query) -> usize {
-    let client = client_for(h, Limits { read_concurrency: Some(8), ..Limits::unlimited() });
-    let got = fetch_all(client.clone(), q.clone(), None).await.expect("fetch");
+    let client = client_for(
+        h,
+        Limits {
+            read_concurrency: Some(8),
+            ..Limits::unlimited()
+        },
+    );
+    let got = fetch_all(client.clone(), q.clone(), None)
+        .await
+        .expect("fetch");
     let ids: Vec<String> = got.iter().map(|e| e.id.clone()).collect();
     let want = h.state.data().truth(q.start_ms, q.end_ms, None);
     assert_eq!(ids.len(), want.len(), "count");
     assert_eq!(ids, want, "ids in (startTime, id) order");
-    client.stats().requests.get("GET /v2/events").copied().unwrap_or(0) as usize
+    client
+        .stats()
+        .requests
+        .get("GET /v2/events")
+        .copied()
+        .unwrap_or(0) as usize
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,7 +89,10 @@ async fn ascending_is_economical() {
     let n = h.state.data().truth(q.start_ms, q.end_ms, None).len();
     let requests = check_exact(&h, q).await;
     let ideal = n.div_ceil(100);
-    assert!(requests as f64 <= ideal as f64 * 1.02 + 2.0 * 7.0, "{requests} requests for {n} events");
+    assert!(
+        requests as f64 <= ideal as f64 * 1.02 + 2.0 * 7.0,
+        "{requests} requests for {n} events"
+    );
     h.stop().await;
 }
 
@@ -73,10 +101,20 @@ async fn dense_millisecond() {
     let h = emulator(3_000, 1).await;
     let at = h.state.data().start_ms + 3_600_000;
     h.state.data_mut().add_events(at, 9_999, Some(0));
-    let q = Query { start_ms: at - 60_000, end_ms: at + 60_000, report_id: None };
+    let q = Query {
+        start_ms: at - 60_000,
+        end_ms: at + 60_000,
+        report_id: None,
+    };
     check_exact(&h, q.clone()).await;
     h.state.data_mut().add_events(at, 2, Some(0));
-    let client = client_for(&h, Limits { read_concurrency: Some(8), ..Limits::unlimited() });
+    let client = client_for(
+        &h,
+        Limits {
+            read_concurrency: Some(8),
+            ..Limits::unlimited()
+        },
+    );
     let err = fetch_all(client, q, None).await.expect_err("too dense");
     assert!(matches!(err, super::Error::DenseWindow { .. }), "{err}");
     h.stop().await;
@@ -85,7 +123,13 @@ async fn dense_millisecond() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exact_under_faults() {
     let h = emulator(15_000, 1).await;
-    h.state.set_faults(Faults { error_rate: 0.1, rate_limit_rate: 0.1, drop_rate: 0.05, latency_ms: 0, retry_after: 0 });
+    h.state.set_faults(Faults {
+        error_rate: 0.1,
+        rate_limit_rate: 0.1,
+        drop_rate: 0.05,
+        latency_ms: 0,
+        retry_after: 0,
+    });
     check_exact(&h, whole(&h)).await;
     h.stop().await;
 }

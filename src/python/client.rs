@@ -10,8 +10,8 @@ use pyo3::types::PyDict;
 
 use super::events::EventStream;
 use super::wait::wait;
-use crate::client::events::{self, Query};
 use super::{errors, log};
+use crate::client::events::{self, Query};
 use crate::client::{self, Config, Limits, Record, Secret, Settings};
 
 type LimitsTuple = (Option<f64>, Option<usize>, Option<f64>, Option<usize>);
@@ -157,7 +157,11 @@ impl PyClient {
         report_id: Option<String>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
-        let query = Query { start_ms, end_ms, report_id };
+        let query = Query {
+            start_ms,
+            end_ms,
+            report_id,
+        };
         events::check(&query).map_err(errors::to_py)?;
         super::events::events_json(py, self.core()?, query, progress)
     }
@@ -171,7 +175,11 @@ impl PyClient {
         report_id: Option<String>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<EventStream> {
-        let query = Query { start_ms, end_ms, report_id };
+        let query = Query {
+            start_ms,
+            end_ms,
+            report_id,
+        };
         events::check(&query).map_err(errors::to_py)?;
         EventStream::start(self.core()?, query, progress)
     }

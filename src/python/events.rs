@@ -45,7 +45,8 @@ impl ProgressCell {
 
 /// The events of a window as one JSON array text.
 pub fn join_events(events: &[Event]) -> String {
-    let mut out = String::with_capacity(events.iter().map(|e| e.raw.get().len() + 1).sum::<usize>() + 2);
+    let mut out =
+        String::with_capacity(events.iter().map(|e| e.raw.get().len() + 1).sum::<usize>() + 2);
     out.push('[');
     for (i, e) in events.iter().enumerate() {
         if i > 0 {
@@ -58,10 +59,19 @@ pub fn join_events(events: &[Event]) -> String {
 }
 
 /// Fetches every event of the query; JSON array text.
-pub fn events_json(py: Python<'_>, client: crate::client::Client, query: Query, progress: Option<Py<PyAny>>) -> PyResult<String> {
+pub fn events_json(
+    py: Python<'_>,
+    client: crate::client::Client,
+    query: Query,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
     let cell = ProgressCell::default();
     let sink = progress.as_ref().map(|_| cell.sink());
-    let fut = async move { events::fetch_all(client, query, sink).await.map(|all| join_events(&all)) };
+    let fut = async move {
+        events::fetch_all(client, query, sink)
+            .await
+            .map(|all| join_events(&all))
+    };
     let result = wait_with(py, fut, |py| cell.report(py, progress.as_ref()));
     cell.report(py, progress.as_ref())?;
     result
@@ -78,13 +88,22 @@ pub struct EventStream {
 
 impl EventStream {
     /// Starts the fetch; at most two completed windows wait for the consumer.
-    pub fn start(client: crate::client::Client, query: Query, progress: Option<Py<PyAny>>) -> PyResult<Self> {
+    pub fn start(
+        client: crate::client::Client,
+        query: Query,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
         let rt = runtime::get().map_err(errors::internal)?;
         let (tx, rx) = mpsc::channel(2);
         let cell = ProgressCell::default();
         let sink = progress.as_ref().map(|_| cell.sink());
         let task = rt.spawn(events::stream(client, query, tx, sink));
-        Ok(EventStream { rx: Mutex::new(rx), task, cell, progress })
+        Ok(EventStream {
+            rx: Mutex::new(rx),
+            task,
+            cell,
+            progress,
+        })
     }
 }
 
@@ -107,7 +126,9 @@ impl EventStream {
         loop {
             let step = py.detach(|| {
                 let mut rx = self.rx.lock().unwrap_or_else(|e| e.into_inner());
-                rt.block_on(async { tokio::time::timeout(Duration::from_millis(50), rx.recv()).await })
+                rt.block_on(async {
+                    tokio::time::timeout(Duration::from_millis(50), rx.recv()).await
+                })
             });
             log::flush(py);
             self.cell.report(py, self.progress.as_ref())?;

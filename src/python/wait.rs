@@ -20,7 +20,11 @@ where
 }
 
 /// As `wait`, calling `tick` with the GIL between waits (progress updates).
-pub fn wait_with<T, F>(py: Python<'_>, fut: F, mut tick: impl FnMut(Python<'_>) -> PyResult<()>) -> PyResult<T>
+pub fn wait_with<T, F>(
+    py: Python<'_>,
+    fut: F,
+    mut tick: impl FnMut(Python<'_>) -> PyResult<()>,
+) -> PyResult<T>
 where
     T: Send + 'static,
     F: Future<Output = Result<T>> + Send + 'static,
