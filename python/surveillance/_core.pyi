@@ -6,7 +6,7 @@ The public, documented classes are :class:`surveillance.Client` and
 
 from typing import Any, Callable, Optional, final
 
-__all__: list[str]
+__all__ = ["Client", "Emulator", "EventStream", "__version__"]
 __version__: str
 
 _LimitsTuple = tuple[Optional[float], Optional[int], Optional[float], Optional[int]]
