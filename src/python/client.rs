@@ -24,17 +24,7 @@ pub struct PyClient {
 }
 
 fn join_records(records: Vec<Record>) -> String {
-    let mut out =
-        String::with_capacity(records.iter().map(|r| r.get().len() + 1).sum::<usize>() + 2);
-    out.push('[');
-    for (i, r) in records.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(r.get());
-    }
-    out.push(']');
-    out
+    super::events::json_array(records.iter().map(|r| r.get()))
 }
 
 impl PyClient {

@@ -43,19 +43,23 @@ impl ProgressCell {
     }
 }
 
-/// The events of a window as one JSON array text.
-pub fn join_events(events: &[Event]) -> String {
-    let mut out =
-        String::with_capacity(events.iter().map(|e| e.raw.get().len() + 1).sum::<usize>() + 2);
+/// Raw JSON values joined into one JSON array text (for the Python layer's `json.loads`).
+pub fn json_array<'a>(items: impl Iterator<Item = &'a str> + Clone) -> String {
+    let mut out = String::with_capacity(items.clone().map(|r| r.len() + 1).sum::<usize>() + 2);
     out.push('[');
-    for (i, e) in events.iter().enumerate() {
+    for (i, r) in items.enumerate() {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(e.raw.get());
+        out.push_str(r);
     }
     out.push(']');
     out
+}
+
+/// The events of a window as one JSON array text.
+pub fn join_events(events: &[Event]) -> String {
+    json_array(events.iter().map(|e| e.raw.get()))
 }
 
 /// Fetches every event of the query; JSON array text.
