@@ -229,3 +229,14 @@ def make_emu():
     yield make
     for e in made:
         e.stop()
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    """`monkeypatch` with every ``SURVEILLANCE_*`` variable removed from the environment."""
+    import os
+
+    for var in list(os.environ):
+        if var.startswith("SURVEILLANCE_"):
+            monkeypatch.delenv(var)
+    return monkeypatch

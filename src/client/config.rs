@@ -169,10 +169,22 @@ pub fn is_loopback(url: &Url) -> bool {
     }
 }
 
+/// `raw` with any `user:password@` part hidden, for messages.
+fn redacted(raw: &str) -> String {
+    match (raw.find("://"), raw.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***@{}", &raw[..scheme], &raw[at + 1..])
+        }
+        _ => raw.to_string(),
+    }
+}
+
 /// Parses and normalises a base URL: https, or http on loopback; `/v2` and `/` at the end dropped.
 pub fn parse_base_url(raw: &str, arg: &str, var: &str) -> Result<Url> {
-    let trimmed = raw.trim();
-    let mut url = Url::parse(trimmed).map_err(|e| {
+    let shown = redacted(raw.trim());
+    let trimmed = shown.as_str();
+    let raw = raw.trim();
+    let mut url = Url::parse(raw).map_err(|e| {
         Error::Config(format!(
             "`{arg}` is not a URL (`{trimmed}`: {e}); argument `{arg}`, variable `{var}`"
         ))
@@ -369,6 +381,9 @@ mod tests {
         assert!(parse_base_url("http://localhost", "base_url", "V").is_ok());
         let err = parse_base_url("http://api.example.test", "base_url", "V").expect_err("refused");
         assert!(matches!(err, Error::Config(_)));
+        let err = parse_base_url("http://u:hunter2@api.example.test", "base_url", "V")
+            .expect_err("refused");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
         assert!(parse_base_url("ftp://x", "base_url", "V").is_err());
     }
 

@@ -85,6 +85,7 @@ pub struct Http {
     token: tokio::sync::Mutex<Option<Token>>,
     generation: AtomicU64,
     log: Option<LogSink>,
+    closed: tokio::sync::watch::Sender<bool>,
 }
 
 impl std::fmt::Debug for Http {
@@ -210,6 +211,7 @@ impl Http {
             token: tokio::sync::Mutex::new(None),
             generation: AtomicU64::new(0),
             log,
+            closed: tokio::sync::watch::Sender::new(false),
         })
     }
 
@@ -219,10 +221,31 @@ impl Http {
         }
     }
 
-    /// Refuses every waiting and future request.
+    /// Stops every request in flight or waiting, and refuses new ones.
     pub fn close(&self) {
+        self.closed.send_replace(true);
         self.reads.close();
         self.publishes.close();
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if *self.closed.borrow() {
+            return Err(Error::Transport("the client is closed".into()));
+        }
+        Ok(())
+    }
+
+    /// Runs `fut` unless the client is closed first.
+    async fn unless_closed<T>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        self.check_open()?;
+        let mut closed = self.closed.subscribe();
+        tokio::select! {
+            r = fut => r,
+            _ = closed.wait_for(|c| *c) => Err(Error::Transport("the client is closed".into())),
+        }
     }
 
     /// The gate of a class.
@@ -235,6 +258,7 @@ impl Http {
 
     /// A valid token and its generation; fetched once for all concurrent callers when needed.
     pub async fn token(&self) -> Result<(Secret, u64)> {
+        self.check_open()?;
         let mut slot = self.token.lock().await;
         if let Some(t) = slot.as_ref() {
             if Instant::now() < t.refresh_at {
@@ -269,7 +293,7 @@ impl Http {
             let sent_at = Instant::now();
             self.stats.request("POST /v2/oauth/token");
             let outcome = self
-                .exchange(&Method::POST, &url, None, Some(body.clone()))
+                .unless_closed(self.exchange(&Method::POST, &url, None, Some(body.clone())))
                 .await;
             let err = match outcome {
                 Ok((status, _, bytes)) if status.is_success() => {
@@ -425,7 +449,12 @@ impl Http {
             let started = Instant::now();
             self.stats.request(call.route);
             let outcome = self
-                .exchange(&call.method, &call.url, Some(&token), call.body.clone())
+                .unless_closed(self.exchange(
+                    &call.method,
+                    &call.url,
+                    Some(&token),
+                    call.body.clone(),
+                ))
                 .await;
             drop(slot);
             let (err, retry_after) = match outcome {
@@ -492,7 +521,7 @@ impl Http {
                         return Err(err);
                     }
                 }
-                Err(e) if e.is_retryable() => (e, None),
+                Err(e) if e.is_retryable() && self.check_open().is_ok() => (e, None),
                 Err(e) => return Err(e),
             };
             if attempt >= self.config.max_retries {
