@@ -186,10 +186,11 @@ class _Fetcher:
                         return orjson.loads(await r.read())
                     if r.status not in RETRY_STATUSES or attempt == self.max_retries:
                         r.raise_for_status()
+                        raise RuntimeError(f"unexpected HTTP {r.status} from {r.url}")
                     retry_after = r.headers.get("Retry-After", "")
                     delay = float(retry_after) if retry_after.isdigit() else 0.2 * 2**attempt
             await asyncio.sleep(delay)  # outside the semaphore: others may go on meanwhile
-        raise AssertionError("unreachable")
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def keep(self, lo: int, hi: int, page: list[dict]) -> None:
         """Keeps the events of ``[lo, hi)`` (the window was widened), once per id."""
