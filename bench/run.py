@@ -394,13 +394,17 @@ def scenario_memory(size: tuple[int, int, int]) -> None:
 
 # --- main -------------------------------------------------------------------------------------
 def machine() -> str:
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    built = datetime.fromtimestamp(os.path.getmtime(sv._core.__file__), timezone.utc)
     return (
         f"{os.cpu_count()} CPUs (nproc), {platform.python_implementation()} "
         f"{platform.python_version()}, {platform.system()} {platform.release()} "
-        f"({platform.machine()}), surveillance {getattr(sv, '__version__', '?')}; "
-        f"load average at start {load}"
+        f"({platform.machine()}), surveillance {getattr(sv, '__version__', '?')} "
+        f"(extension built {built:%Y-%m-%d %H:%M} UTC)"
     )
+
+
+def load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 NOTES = "\n".join(
@@ -448,7 +452,7 @@ def main() -> None:
     mode = "quick" if args.quick else "full"
     sizes, repeats = SIZES[mode], REPEATS[mode]
     output = args.output or (None if args.quick else HERE / "RESULTS.md")
-    host = machine()
+    host, load_start = machine(), load()
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     t0 = time.perf_counter()
 
@@ -471,7 +475,8 @@ def main() -> None:
             f"`python bench/run.py{' --quick' if args.quick else ''}` ({mode} sizes), "
             f"{date}, took {took:.0f} s.",
             "",
-            f"Machine: {host}.",
+            f"Machine: {host}; load average (1, 5, 15 min) {load_start} at the start, "
+            f"{load()} at the end.",
             "",
             "Clients: **ours** is `surveillance` (Rust core); **(a)** is `requests`, sequential, "
             "API.md's suggested cursor; **(b)** is `aiohttp` + `orjson`, concurrent, exact "
