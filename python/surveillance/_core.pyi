@@ -32,30 +32,23 @@ class Client:
         trust_env: Optional[bool] = None,
         max_body_bytes: Optional[int] = None,
     ) -> Client: ...
-    def sites_json(self) -> str:
-        """Every site, as a JSON array text."""
-    def devices_json(self) -> str:
-        """Every device, as a JSON array text."""
-    def reports_json(self) -> str:
-        """Every readable report, as a JSON array text."""
-    def cameras_json(self, site_id: Optional[str] = None, device_id: Optional[str] = None) -> str:
-        """Every camera (of a site and/or device), as a JSON array text."""
-    def events_json(
-        self,
-        start_ms: int,
-        end_ms: int,
-        report_id: Optional[str] = None,
-        progress: Optional[Callable[[dict], Any]] = None,
-    ) -> str:
-        """Every event with ``start_ms <= startTime < end_ms``, sorted, as a JSON array text."""
+    def sites(self) -> list[dict]:
+        """Every site, as a list of dicts."""
+    def devices(self) -> list[dict]:
+        """Every device, as a list of dicts."""
+    def reports(self) -> list[dict]:
+        """Every readable report, as a list of dicts."""
+    def cameras(self, site_id: Optional[str] = None, device_id: Optional[str] = None) -> list[dict]:
+        """Every camera (of a site and/or device), as a list of dicts."""
     def event_stream(
         self,
         start_ms: int,
         end_ms: int,
         report_id: Optional[str] = None,
         progress: Optional[Callable[[dict], Any]] = None,
+        buffer: int = 2,
     ) -> EventStream:
-        """The same events, window after window (bounded memory)."""
+        """The same events, window after window; at most ``buffer`` windows wait."""
     def access_token(self) -> str:
         """A valid access token."""
     def diagnose(self) -> str:
@@ -159,9 +152,9 @@ class Emulator:
 
 @final
 class EventStream:
-    """Completed windows of events, in time order, as JSON array texts."""
+    """Completed windows of events, in time order, as lists of dicts."""
 
     def __iter__(self) -> EventStream: ...
-    def __next__(self) -> str: ...
+    def __next__(self) -> list[dict]: ...
     def close(self) -> None:
         """Stops the fetch."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from dataclasses import dataclass
@@ -47,6 +48,10 @@ class Limits:
             self.publish_per_second,
             self.publish_concurrency,
         )
+
+
+#: Completed windows that may wait for the Python thread in :meth:`Client.events`.
+_EVENTS_BUFFER = 64
 
 
 def _check_output(output: str) -> None:
@@ -132,12 +137,12 @@ class Client:
             output: ``"dicts"``: a list of dicts exactly as the service sends them.
         """
         _check_output(output)
-        return json.loads(self._inner.sites_json())
+        return self._inner.sites()
 
     def devices(self, output: str = "dicts") -> Any:
         """Every recording device of the account (all pages)."""
         _check_output(output)
-        return json.loads(self._inner.devices_json())
+        return self._inner.devices()
 
     def cameras(
         self,
@@ -149,12 +154,12 @@ class Client:
         one device. A list longer than the service can page (10,000) is fetched per site,
         then per device, so it is never cut short."""
         _check_output(output)
-        return json.loads(self._inner.cameras_json(site_id, device_id))
+        return self._inner.cameras(site_id, device_id)
 
     def reports(self, output: str = "dicts") -> Any:
         """Every report the caller may read (its ``id`` is a ``report_id`` for events)."""
         _check_output(output)
-        return json.loads(self._inner.reports_json())
+        return self._inner.reports()
 
     # --- events -------------------------------------------------------------------------
     def events(
@@ -189,9 +194,21 @@ class Client:
         _check_output(output)
         lo, hi = to_ms(start, "start"), to_ms(end, "end")
         callback, close = _progress.make(progress, "events")
+        # Each window becomes dicts here while the next ones are fetched in Rust. The cyclic
+        # garbage collector is paused meanwhile: events are trees (no cycles), and collecting
+        # while a million containers are created would traverse them again and again.
+        stream = self._inner.event_stream(lo, hi, report_id, callback, _EVENTS_BUFFER)
+        events: list = []
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
         try:
-            return json.loads(self._inner.events_json(lo, hi, report_id, callback))
+            for window in stream:
+                events.extend(window)
+            return events
         finally:
+            if gc_was_enabled:
+                gc.enable()
+            stream.close()
             close()
 
     def iter_events(
@@ -215,7 +232,7 @@ class Client:
         stream = self._inner.event_stream(lo, hi, report_id, callback)
         try:
             for window in stream:
-                yield from json.loads(window)
+                yield from window
         finally:
             stream.close()
             close()

@@ -6,13 +6,14 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
+use super::convert::to_list;
 use super::events::EventStream;
 use super::wait::wait;
 use super::{errors, log};
 use crate::client::events::{self, Query};
-use crate::client::{self, Config, Limits, Record, Secret, Settings};
+use crate::client::{self, Config, Limits, Secret, Settings};
 
 type LimitsTuple = (Option<f64>, Option<usize>, Option<f64>, Option<usize>);
 
@@ -21,10 +22,6 @@ type LimitsTuple = (Option<f64>, Option<usize>, Option<f64>, Option<usize>);
 pub struct PyClient {
     config: Config,
     core: Mutex<(u32, client::Client)>,
-}
-
-fn join_records(records: Vec<Record>) -> String {
-    super::events::json_array(records.iter().map(|r| r.get()))
 }
 
 impl PyClient {
@@ -102,68 +99,52 @@ impl PyClient {
         })
     }
 
-    /// Every site, as a JSON array text.
-    fn sites_json(&self, py: Python<'_>) -> PyResult<String> {
+    /// Every site, as a list of dicts.
+    fn sites<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let c = self.core()?;
-        wait(py, async move { c.sites().await.map(join_records) })
+        let records = wait(py, async move { c.sites().await })?;
+        to_list(py, records.iter().map(|r| r.get()))
     }
 
-    /// Every device, as a JSON array text.
-    fn devices_json(&self, py: Python<'_>) -> PyResult<String> {
+    /// Every device, as a list of dicts.
+    fn devices<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let c = self.core()?;
-        wait(py, async move { c.devices().await.map(join_records) })
+        let records = wait(py, async move { c.devices().await })?;
+        to_list(py, records.iter().map(|r| r.get()))
     }
 
-    /// Every readable report, as a JSON array text.
-    fn reports_json(&self, py: Python<'_>) -> PyResult<String> {
+    /// Every readable report, as a list of dicts.
+    fn reports<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let c = self.core()?;
-        wait(py, async move { c.reports().await.map(join_records) })
+        let records = wait(py, async move { c.reports().await })?;
+        to_list(py, records.iter().map(|r| r.get()))
     }
 
     /// Every camera (of a site and/or device), as a JSON array text.
     #[pyo3(signature = (site_id=None, device_id=None))]
-    fn cameras_json(
+    fn cameras<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         site_id: Option<String>,
         device_id: Option<String>,
-    ) -> PyResult<String> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let c = self.core()?;
-        wait(py, async move {
-            c.cameras(site_id.as_deref(), device_id.as_deref())
-                .await
-                .map(join_records)
-        })
+        let records = wait(py, async move {
+            c.cameras(site_id.as_deref(), device_id.as_deref()).await
+        })?;
+        to_list(py, records.iter().map(|r| r.get()))
     }
 
-    /// Every event with `start_ms <= startTime < end_ms`, sorted by (startTime, id), as a JSON
-    /// array text; `progress` receives update dicts.
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
-    fn events_json(
-        &self,
-        py: Python<'_>,
-        start_ms: i64,
-        end_ms: i64,
-        report_id: Option<String>,
-        progress: Option<Py<PyAny>>,
-    ) -> PyResult<String> {
-        let query = Query {
-            start_ms,
-            end_ms,
-            report_id,
-        };
-        events::check(&query).map_err(errors::to_py)?;
-        super::events::events_json(py, self.core()?, query, progress)
-    }
-
-    /// The same events, window after window (bounded memory).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
+    /// The same events, window after window; at most `buffer` completed windows wait for
+    /// the consumer (bounded memory) while the next ones are fetched.
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, buffer=2))]
     fn event_stream(
         &self,
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
         progress: Option<Py<PyAny>>,
+        buffer: usize,
     ) -> PyResult<EventStream> {
         let query = Query {
             start_ms,
@@ -171,7 +152,7 @@ impl PyClient {
             report_id,
         };
         events::check(&query).map_err(errors::to_py)?;
-        EventStream::start(self.core()?, query, progress)
+        EventStream::start(self.core()?, query, progress, buffer)
     }
 
     /// A valid access token.

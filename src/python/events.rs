@@ -1,5 +1,5 @@
-//! Binding of the event fetches: `events_json` (everything, once) and `EventStream` (window after
-//! window, bounded memory). Progress goes to a Python callable between waits, never from Rust
+//! Binding of the event fetches: `EventStream` yields completed windows as lists of dicts, in
+//! time order, while the next windows are fetched. Progress goes to a Python callable between waits, never from Rust
 //! threads.
 
 use std::sync::{Arc, Mutex};
@@ -8,10 +8,11 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use tokio::sync::mpsc;
 
-use super::wait::wait_with;
+use super::convert::to_list;
 use super::{errors, log, runtime};
 use crate::client::events::{self, Event, Progress, ProgressSink, Query};
 use crate::client::Result;
+use pyo3::types::PyList;
 
 /// Latest progress, written by the fetch, read by the waiting Python thread.
 #[derive(Default, Clone)]
@@ -43,45 +44,7 @@ impl ProgressCell {
     }
 }
 
-/// Raw JSON values joined into one JSON array text (for the Python layer's `json.loads`).
-pub fn json_array<'a>(items: impl Iterator<Item = &'a str> + Clone) -> String {
-    let mut out = String::with_capacity(items.clone().map(|r| r.len() + 1).sum::<usize>() + 2);
-    out.push('[');
-    for (i, r) in items.enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(r);
-    }
-    out.push(']');
-    out
-}
-
-/// The events of a window as one JSON array text.
-pub fn join_events(events: &[Event]) -> String {
-    json_array(events.iter().map(|e| e.raw.get()))
-}
-
-/// Fetches every event of the query; JSON array text.
-pub fn events_json(
-    py: Python<'_>,
-    client: crate::client::Client,
-    query: Query,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<String> {
-    let cell = ProgressCell::default();
-    let sink = progress.as_ref().map(|_| cell.sink());
-    let fut = async move {
-        events::fetch_all(client, query, sink)
-            .await
-            .map(|all| join_events(&all))
-    };
-    let result = wait_with(py, fut, |py| cell.report(py, progress.as_ref()));
-    cell.report(py, progress.as_ref())?;
-    result
-}
-
-/// Completed windows of events, in time order, as JSON array texts (see `Client.iter_events`).
+/// Completed windows of events, in time order, as lists of dicts (see `Client.iter_events`).
 #[pyclass(name = "EventStream", module = "surveillance._core", frozen)]
 pub struct EventStream {
     rx: Mutex<mpsc::Receiver<Result<Vec<Event>>>>,
@@ -91,14 +54,15 @@ pub struct EventStream {
 }
 
 impl EventStream {
-    /// Starts the fetch; at most two completed windows wait for the consumer.
+    /// Starts the fetch; at most `buffer` completed windows wait for the consumer.
     pub fn start(
         client: crate::client::Client,
         query: Query,
         progress: Option<Py<PyAny>>,
+        buffer: usize,
     ) -> PyResult<Self> {
         let rt = runtime::get().map_err(errors::internal)?;
-        let (tx, rx) = mpsc::channel(2);
+        let (tx, rx) = mpsc::channel(buffer.max(1));
         let cell = ProgressCell::default();
         let sink = progress.as_ref().map(|_| cell.sink());
         let task = rt.spawn(events::stream(client, query, tx, sink));
@@ -124,7 +88,7 @@ impl EventStream {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<String>> {
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
         let rt = runtime::get().map_err(errors::internal)?;
         log::refresh(py);
         loop {
@@ -137,7 +101,9 @@ impl EventStream {
             log::flush(py);
             self.cell.report(py, self.progress.as_ref())?;
             match step {
-                Ok(Some(Ok(batch))) => return Ok(Some(join_events(&batch))),
+                Ok(Some(Ok(batch))) => {
+                    return to_list(py, batch.iter().map(|e| e.raw.get())).map(Some)
+                }
                 Ok(Some(Err(e))) => return Err(errors::to_py(e)),
                 Ok(None) => return Ok(None),
                 Err(_) => {

@@ -2,6 +2,7 @@
 //! errors; the logic lives in the pure Rust client and emulator.
 
 mod client;
+mod convert;
 mod emulator;
 mod errors;
 mod events;
