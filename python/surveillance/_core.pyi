@@ -40,6 +40,20 @@ class Client:
         """Every readable report, as a list of dicts."""
     def cameras(self, site_id: Optional[str] = None, device_id: Optional[str] = None) -> list[dict]:
         """Every camera (of a site and/or device), as a list of dicts."""
+    def list_arrow(
+        self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
+    ) -> Any:
+        """Every record of a list as an Arrow table (``__arrow_c_stream__``)."""
+    def events_arrow(
+        self,
+        start_ms: int,
+        end_ms: int,
+        report_id: Optional[str] = None,
+        progress: Optional[Callable[[dict], Any]] = None,
+    ) -> Any:
+        """Every event of the range as an Arrow table (one batch per window)."""
+    def event_batches(self, start_ms: int, end_ms: int, report_id: Optional[str] = None) -> Any:
+        """The events of the range as a stream of Arrow record batches."""
     def event_stream(
         self,
         start_ms: int,

@@ -8,13 +8,11 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Union
 
-from . import _core, _progress
+from . import _core, _output, _progress
 from ._progress import ProgressArg
 from ._time import TimeLike, to_ms
 
 __all__ = ["Client", "Limits"]
-
-_OUTPUTS = ("dicts",)
 
 
 @dataclass(frozen=True)
@@ -52,13 +50,6 @@ class Limits:
 
 #: Completed windows that may wait for the Python thread in :meth:`Client.events`.
 _EVENTS_BUFFER = 64
-
-
-def _check_output(output: str) -> None:
-    if output not in _OUTPUTS:
-        raise ValueError(
-            f"`output` must be one of {', '.join(map(repr, _OUTPUTS))}, got {output!r}"
-        )
 
 
 class Client:
@@ -134,15 +125,20 @@ class Client:
         """Every site of the account (all pages).
 
         Args:
-            output: ``"dicts"``: a list of dicts exactly as the service sends them.
+            output: ``"dicts"`` (a list of dicts exactly as the service sends them),
+                ``"arrow"``, ``"pandas"`` or ``"polars"`` (a typed table).
         """
-        _check_output(output)
-        return self._inner.sites()
+        _output.check(output)
+        if output == "dicts":
+            return self._inner.sites()
+        return _output.convert(self._inner.list_arrow("sites"), output)
 
     def devices(self, output: str = "dicts") -> Any:
         """Every recording device of the account (all pages)."""
-        _check_output(output)
-        return self._inner.devices()
+        _output.check(output)
+        if output == "dicts":
+            return self._inner.devices()
+        return _output.convert(self._inner.list_arrow("devices"), output)
 
     def cameras(
         self,
@@ -153,13 +149,17 @@ class Client:
         """Every camera, optionally of one site (all devices of a multi-device site) and/or
         one device. A list longer than the service can page (10,000) is fetched per site,
         then per device, so it is never cut short."""
-        _check_output(output)
-        return self._inner.cameras(site_id, device_id)
+        _output.check(output)
+        if output == "dicts":
+            return self._inner.cameras(site_id, device_id)
+        return _output.convert(self._inner.list_arrow("cameras", site_id, device_id), output)
 
     def reports(self, output: str = "dicts") -> Any:
         """Every report the caller may read (its ``id`` is a ``report_id`` for events)."""
-        _check_output(output)
-        return self._inner.reports()
+        _output.check(output)
+        if output == "dicts":
+            return self._inner.reports()
+        return _output.convert(self._inner.list_arrow("reports"), output)
 
     # --- events -------------------------------------------------------------------------
     def events(
@@ -182,7 +182,10 @@ class Client:
                 ISO-8601 string.
             end: as ``start``; must be after it.
             report_id: only the events of this report (see :meth:`reports`).
-            output: ``"dicts"``: a list of dicts exactly as the service sends them.
+            output: ``"dicts"`` (a list of dicts exactly as the service sends them),
+                ``"arrow"`` (an object with ``__arrow_c_stream__`` that ``pyarrow.table``,
+                ``polars.DataFrame`` and duckdb read without a copy), ``"pandas"`` or
+                ``"polars"``; the typed schema is the same on every call (see README).
             progress: ``"auto"`` (a bar in Jupyter and on a terminal, none otherwise),
                 ``True``, ``False``, or a callable that receives update dicts
                 (``events``, ``requests``, ``done_ms``, ``total_ms``, ``windows``).
@@ -191,9 +194,15 @@ class Client:
             ValueError: ``end`` is not after ``start``, or ``report_id`` is not a UUID.
             DenseWindowError: more than 10,000 events share one millisecond.
         """
-        _check_output(output)
+        _output.check(output)
         lo, hi = to_ms(start, "start"), to_ms(end, "end")
         callback, close = _progress.make(progress, "events")
+        if output != "dicts":
+            try:
+                table = self._inner.events_arrow(lo, hi, report_id, callback)
+            finally:
+                close()
+            return _output.convert(table, output)
         # Each window becomes dicts here while the next ones are fetched in Rust. The cyclic
         # garbage collector is paused meanwhile: events are trees (no cycles), and collecting
         # while a million containers are created would traverse them again and again.
@@ -236,6 +245,22 @@ class Client:
         finally:
             stream.close()
             close()
+
+    def event_batches(self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None) -> Any:
+        """The events of :meth:`events` as a stream of Arrow record batches (one per window),
+        produced as windows complete, with bounded memory: an object with
+        ``__arrow_c_stream__``, e.g. for ``pyarrow.RecordBatchReader.from_stream`` and
+        ``pyarrow.parquet.ParquetWriter``.
+
+        >>> import surveillance as sv, pyarrow as pa
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
+        ...     reader = pa.RecordBatchReader.from_stream(
+        ...         emu.client().event_batches(emu.start, emu.end))
+        ...     reader.read_all().num_rows
+        50
+        """
+        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        return self._inner.event_batches(lo, hi, report_id)
 
     # --- utilities ----------------------------------------------------------------------
     def access_token(self) -> str:

@@ -676,6 +676,43 @@ pub async fn fetch_all(
     Ok(all)
 }
 
+/// As `stream`, but each completed window is converted to an Arrow record batch (on the
+/// runtime, while the next windows are fetched).
+pub async fn stream_batches(
+    client: Client,
+    query: Query,
+    tx: mpsc::Sender<Result<arrow_array::RecordBatch>>,
+    sink: Option<ProgressSink>,
+) {
+    let (etx, mut erx) = mpsc::channel(2);
+    let producer = tokio::spawn(stream(client, query, etx, sink));
+    let layout = super::arrow::Layout::events();
+    while let Some(window) = erx.recv().await {
+        let batch = window.and_then(|events| layout.batch(events.iter().map(|e| e.raw.get())));
+        let failed = batch.is_err();
+        if tx.send(batch).await.is_err() || failed {
+            break;
+        }
+    }
+    producer.abort();
+}
+
+/// Every event of the query as Arrow record batches (one per window), in order.
+pub async fn fetch_batches(
+    client: Client,
+    query: Query,
+    sink: Option<ProgressSink>,
+) -> Result<Vec<arrow_array::RecordBatch>> {
+    let (tx, mut rx) = mpsc::channel(64);
+    let producer = tokio::spawn(stream_batches(client, query, tx, sink));
+    let mut all = Vec::new();
+    while let Some(batch) = rx.recv().await {
+        all.push(batch?);
+    }
+    let _ = producer.await;
+    Ok(all)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 //! The pure Rust client of the service. Knows nothing of Python: configuration, tokens, HTTP with
 //! retries and limits, paging, and the webhook record validator.
 
+pub mod arrow;
 pub mod config;
 pub mod error;
 pub mod events;

@@ -5,13 +5,16 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use pyo3_arrow::{PyRecordBatchReader, PyTable};
 
 use super::convert::to_list;
 use super::events::EventStream;
 use super::wait::wait;
 use super::{errors, log};
+use crate::client::arrow::Layout;
 use crate::client::events::{self, Query};
 use crate::client::{self, Config, Limits, Secret, Settings};
 
@@ -153,6 +156,79 @@ impl PyClient {
         };
         events::check(&query).map_err(errors::to_py)?;
         EventStream::start(self.core()?, query, progress, buffer)
+    }
+
+    /// Every record of a list (`sites`, `devices`, `cameras`, `reports`) as an Arrow table.
+    #[pyo3(signature = (kind, site_id=None, device_id=None))]
+    fn list_arrow(
+        &self,
+        py: Python<'_>,
+        kind: String,
+        site_id: Option<String>,
+        device_id: Option<String>,
+    ) -> PyResult<PyTable> {
+        let layout = match kind.as_str() {
+            "sites" => Layout::sites(),
+            "devices" => Layout::devices(),
+            "cameras" => Layout::cameras(),
+            "reports" => Layout::reports(),
+            other => return Err(PyValueError::new_err(format!("no list `{other}`"))),
+        };
+        let c = self.core()?;
+        let schema = layout.schema();
+        let batch = wait(py, async move {
+            let records = match kind.as_str() {
+                "sites" => c.sites().await?,
+                "devices" => c.devices().await?,
+                "cameras" => c.cameras(site_id.as_deref(), device_id.as_deref()).await?,
+                _ => c.reports().await?,
+            };
+            layout.batch(records.iter().map(|r| r.get()))
+        })?;
+        super::arrow::table(vec![batch], schema)
+    }
+
+    /// Every event of the range as an Arrow table (one batch per window).
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
+    fn events_arrow(
+        &self,
+        py: Python<'_>,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<PyTable> {
+        let query = Query {
+            start_ms,
+            end_ms,
+            report_id,
+        };
+        events::check(&query).map_err(errors::to_py)?;
+        let cell = super::events::ProgressCell::default();
+        let sink = progress.as_ref().map(|_| cell.sink());
+        let c = self.core()?;
+        let batches = super::wait::wait_with(py, events::fetch_batches(c, query, sink), |py| {
+            cell.report(py, progress.as_ref())
+        });
+        cell.report(py, progress.as_ref())?;
+        super::arrow::table(batches?, Layout::events().schema())
+    }
+
+    /// The events of the range as a stream of Arrow record batches (bounded memory).
+    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
+    fn event_batches(
+        &self,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+    ) -> PyResult<PyRecordBatchReader> {
+        let query = Query {
+            start_ms,
+            end_ms,
+            report_id,
+        };
+        events::check(&query).map_err(errors::to_py)?;
+        super::arrow::event_batches(self.core()?, query)
     }
 
     /// A valid access token.

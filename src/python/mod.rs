@@ -1,6 +1,7 @@
 //! The thin PyO3 binding layer: `surveillance._core`. Converts arguments and results and maps
 //! errors; the logic lives in the pure Rust client and emulator.
 
+mod arrow;
 mod client;
 mod convert;
 mod emulator;

@@ -1,0 +1,601 @@
+//! Arrow record batches built from the service's JSON in Rust: one stable, typed schema per
+//! resource (events with their documented `details` keys promoted to typed columns and the whole
+//! `details` kept as JSON text), nested lists, structs and maps kept, and a clear error naming
+//! the record and the field when a value has the wrong type.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
+use arrow_array::{
+    ArrayRef, ListArray, MapArray, RecordBatch, StructArray, TimestampMillisecondArray,
+    TimestampSecondArray,
+};
+use arrow_buffer::{NullBuffer, OffsetBuffer};
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+use serde_json::Value;
+
+use super::error::{Error, Result};
+use super::events::parse_time;
+
+/// Where a column's values come from in a record.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// A top-level key.
+    Key(&'static str),
+    /// A key of a nested object (`details.duration_sec`).
+    Nested(&'static str, &'static str),
+    /// A top-level value kept whole, as JSON text.
+    Json(&'static str),
+}
+
+/// A resource's columns: Arrow fields and where each one is read from.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    schema: SchemaRef,
+    sources: Vec<Source>,
+    /// What a record is called in errors (`event`, `site`, ...).
+    noun: &'static str,
+}
+
+fn utc_ms() -> DataType {
+    DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
+}
+
+fn utc_s() -> DataType {
+    DataType::Timestamp(TimeUnit::Second, Some("UTC".into()))
+}
+
+fn list_of(dt: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new("item", dt, true)))
+}
+
+fn strukt(fields: Vec<Field>) -> DataType {
+    DataType::Struct(Fields::from(fields))
+}
+
+fn locale_map() -> DataType {
+    let entries = Field::new(
+        "entries",
+        strukt(vec![
+            Field::new("keys", DataType::Utf8, false),
+            Field::new("values", DataType::Utf8, true),
+        ]),
+        false,
+    );
+    DataType::Map(Arc::new(entries), false)
+}
+
+impl Layout {
+    fn new(noun: &'static str, columns: Vec<(&'static str, DataType, Source)>) -> Layout {
+        let fields: Vec<Field> = columns
+            .iter()
+            .map(|(n, dt, _)| Field::new(*n, dt.clone(), true))
+            .collect();
+        Layout {
+            schema: Arc::new(Schema::new(fields)),
+            sources: columns.into_iter().map(|(_, _, s)| s).collect(),
+            noun,
+        }
+    }
+
+    /// The Arrow schema (the same for every call, so datasets can be appended to).
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Events: DESIGN.md's schema.
+    pub fn events() -> Layout {
+        use Source::*;
+        Layout::new(
+            "event",
+            vec![
+                ("id", DataType::Utf8, Key("id")),
+                ("startTime", utc_ms(), Key("startTime")),
+                ("endTime", utc_ms(), Key("endTime")),
+                ("createTime", utc_ms(), Key("createTime")),
+                ("type", DataType::Utf8, Key("type")),
+                ("subtype", DataType::Utf8, Key("subtype")),
+                ("siteId", DataType::Utf8, Key("siteId")),
+                ("deviceId", DataType::Utf8, Key("deviceId")),
+                ("title", DataType::Utf8, Key("title")),
+                ("subtitle", DataType::Utf8, Key("subtitle")),
+                ("locationTags", list_of(DataType::Utf8), Key("locationTags")),
+                (
+                    "cameras",
+                    list_of(strukt(vec![
+                        Field::new("id", DataType::Utf8, true),
+                        Field::new("name", DataType::Utf8, true),
+                    ])),
+                    Key("cameras"),
+                ),
+                (
+                    "details.duration_sec",
+                    DataType::Int64,
+                    Nested("details", "duration_sec"),
+                ),
+                (
+                    "details.confirmed",
+                    DataType::Boolean,
+                    Nested("details", "confirmed"),
+                ),
+                (
+                    "details.origin",
+                    DataType::Utf8,
+                    Nested("details", "origin"),
+                ),
+                (
+                    "details.localTime",
+                    DataType::Int64,
+                    Nested("details", "localTime"),
+                ),
+                (
+                    "details.generatedByEventStandard",
+                    DataType::Boolean,
+                    Nested("details", "generatedByEventStandard"),
+                ),
+                (
+                    "details.marker",
+                    DataType::Utf8,
+                    Nested("details", "marker"),
+                ),
+                ("details", DataType::Utf8, Json("details")),
+            ],
+        )
+    }
+
+    /// Sites: `updatedAt`/`deletedAt` as timestamps in seconds.
+    pub fn sites() -> Layout {
+        use Source::*;
+        let text = |n: &'static str| (n, DataType::Utf8, Key(n));
+        let int = |n: &'static str| (n, DataType::Int64, Key(n));
+        Layout::new(
+            "site",
+            vec![
+                text("id"),
+                text("customerId"),
+                text("primaryDeviceId"),
+                text("motionAlarmScheduleId"),
+                text("cloudStoragePackageId"),
+                text("name"),
+                text("address"),
+                text("timezone"),
+                text("type"),
+                text("externalId"),
+                text("status"),
+                text("visibilityStatus"),
+                ("updatedAt", utc_s(), Key("updatedAt")),
+                ("deletedAt", utc_s(), Key("deletedAt")),
+                ("tags", list_of(DataType::Utf8), Key("tags")),
+                ("locationTags", list_of(DataType::Utf8), Key("locationTags")),
+                int("deviceCount"),
+                int("cameraCount"),
+                int("onlineCameraCount"),
+                int("offlineCameraCount"),
+            ],
+        )
+    }
+
+    /// Devices.
+    pub fn devices() -> Layout {
+        use Source::*;
+        let text = |n: &'static str| (n, DataType::Utf8, Key(n));
+        Layout::new(
+            "device",
+            vec![
+                text("id"),
+                text("customerId"),
+                text("name"),
+                text("status"),
+                text("address"),
+                text("timezoneId"),
+                ("totalCameras", DataType::Int64, Key("totalCameras")),
+                ("offlineCameras", DataType::Int64, Key("offlineCameras")),
+                text("siteId"),
+            ],
+        )
+    }
+
+    /// Cameras, with their nested streams.
+    pub fn cameras() -> Layout {
+        use Source::*;
+        let text = |n: &'static str| (n, DataType::Utf8, Key(n));
+        let stream = strukt(vec![
+            Field::new("id", DataType::Utf8, true),
+            Field::new("name", DataType::Utf8, true),
+            Field::new("retention", DataType::Int64, true),
+            Field::new(
+                "dimensions",
+                strukt(vec![
+                    Field::new("width", DataType::Int64, true),
+                    Field::new("height", DataType::Int64, true),
+                ]),
+                true,
+            ),
+            Field::new("fps", DataType::Float64, true),
+            Field::new("average_bps", DataType::Int64, true),
+            Field::new("earliestSegmentDate", DataType::Utf8, true),
+        ]);
+        Layout::new(
+            "camera",
+            vec![
+                text("id"),
+                text("deviceId"),
+                text("name"),
+                text("status"),
+                text("siteId"),
+                ("streams", list_of(stream), Key("streams")),
+                text("ip"),
+                text("manufacturer"),
+                text("model"),
+                text("serialNumber"),
+            ],
+        )
+    }
+
+    /// Reports: locale maps as `map<utf8, utf8>`.
+    pub fn reports() -> Layout {
+        use Source::*;
+        Layout::new(
+            "report",
+            vec![
+                ("id", DataType::Utf8, Key("id")),
+                ("name", locale_map(), Key("name")),
+                ("description", locale_map(), Key("description")),
+            ],
+        )
+    }
+
+    /// One record batch of `records` (JSON texts), in order.
+    pub fn batch<'a>(&self, records: impl Iterator<Item = &'a str>) -> Result<RecordBatch> {
+        let values: Vec<Value> = records
+            .enumerate()
+            .map(|(i, text)| {
+                serde_json::from_str(text).map_err(|e| Error::Decode {
+                    url: String::new(),
+                    detail: format!("{} #{i} is not valid JSON ({e})", self.noun),
+                })
+            })
+            .collect::<Result<_>>()?;
+        let ids: Vec<String> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.get("id")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| format!("#{i}"), str::to_string)
+            })
+            .collect();
+        let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.sources.len());
+        let mut texts: Vec<Option<String>> = Vec::new();
+        for (field, source) in self.schema.fields().iter().zip(&self.sources) {
+            let column = match *source {
+                Source::Key(k) => {
+                    let cells: Vec<Option<&Value>> =
+                        values.iter().map(|v| present(v.get(k))).collect();
+                    build(field.data_type(), &cells, k, &id_refs, self.noun)?
+                }
+                Source::Nested(outer, k) => {
+                    let cells: Vec<Option<&Value>> = values
+                        .iter()
+                        .map(|v| present(v.get(outer).and_then(|o| o.get(k))))
+                        .collect();
+                    build(field.data_type(), &cells, field.name(), &id_refs, self.noun)?
+                }
+                Source::Json(k) => {
+                    texts.clear();
+                    texts.extend(
+                        values
+                            .iter()
+                            .map(|v| present(v.get(k)).map(Value::to_string)),
+                    );
+                    Arc::new(arrow_array::StringArray::from_iter(
+                        texts.iter().map(Option::as_deref),
+                    ))
+                }
+            };
+            columns.push(column);
+        }
+        RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| Error::Decode {
+            url: String::new(),
+            detail: format!("cannot assemble the {} table: {e}", self.noun),
+        })
+    }
+}
+
+fn present(v: Option<&Value>) -> Option<&Value> {
+    v.filter(|v| !v.is_null())
+}
+
+fn kind(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("boolean `{b}`"),
+        Value::Number(n) => format!("number `{n}`"),
+        Value::String(s) => {
+            let short: String = s.chars().take(40).collect();
+            format!("string `{short}`")
+        }
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+fn wrong(noun: &str, id: &str, path: &str, expected: &str, got: &Value) -> Error {
+    Error::Decode {
+        url: String::new(),
+        detail: format!(
+            "{noun} `{id}`: field `{path}`: expected {expected}, found {}",
+            kind(got)
+        ),
+    }
+}
+
+fn as_int(v: &Value) -> Option<i64> {
+    v.as_i64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+            .map(|f| f as i64)
+    })
+}
+
+/// Builds one column of `dt` from `cells` (None = null); `ids` name the record of each cell.
+fn build(
+    dt: &DataType,
+    cells: &[Option<&Value>],
+    path: &str,
+    ids: &[&str],
+    noun: &str,
+) -> Result<ArrayRef> {
+    let err = |i: usize, expected: &str, v: &Value| wrong(noun, ids[i], path, expected, v);
+    Ok(match dt {
+        DataType::Utf8 => {
+            let mut b = StringBuilder::with_capacity(cells.len(), cells.len() * 16);
+            for (i, c) in cells.iter().enumerate() {
+                match c {
+                    None => b.append_null(),
+                    Some(Value::String(s)) => b.append_value(s),
+                    Some(v) => return Err(err(i, "a string", v)),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        DataType::Int64 => {
+            let mut b = Int64Builder::with_capacity(cells.len());
+            for (i, c) in cells.iter().enumerate() {
+                match c {
+                    None => b.append_null(),
+                    Some(v) => b.append_value(as_int(v).ok_or_else(|| err(i, "an integer", v))?),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        DataType::Float64 => {
+            let mut b = Float64Builder::with_capacity(cells.len());
+            for (i, c) in cells.iter().enumerate() {
+                match c {
+                    None => b.append_null(),
+                    Some(v) => b.append_value(v.as_f64().ok_or_else(|| err(i, "a number", v))?),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        DataType::Boolean => {
+            let mut b = BooleanBuilder::with_capacity(cells.len());
+            for (i, c) in cells.iter().enumerate() {
+                match c {
+                    None => b.append_null(),
+                    Some(v) => b.append_value(v.as_bool().ok_or_else(|| err(i, "a boolean", v))?),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        DataType::Timestamp(unit, tz) => {
+            let per_ms = matches!(unit, TimeUnit::Second);
+            let mut out: Vec<Option<i64>> = Vec::with_capacity(cells.len());
+            for (i, c) in cells.iter().enumerate() {
+                out.push(match c {
+                    None => None,
+                    Some(Value::String(s)) => {
+                        let ms = parse_time(s).ok_or_else(|| {
+                            err(i, "an ISO-8601 timestamp", &Value::String(s.clone()))
+                        })?;
+                        Some(if per_ms { ms.div_euclid(1000) } else { ms })
+                    }
+                    Some(v) => Some(as_int(v).ok_or_else(|| err(i, "a timestamp", v))?),
+                });
+            }
+            match unit {
+                TimeUnit::Second => {
+                    Arc::new(TimestampSecondArray::from(out).with_timezone_opt(tz.clone()))
+                }
+                _ => Arc::new(TimestampMillisecondArray::from(out).with_timezone_opt(tz.clone())),
+            }
+        }
+        DataType::List(item) => {
+            let mut offsets = Vec::with_capacity(cells.len() + 1);
+            offsets.push(0i32);
+            let mut children: Vec<Option<&Value>> = Vec::new();
+            let mut child_ids: Vec<&str> = Vec::new();
+            let mut valid = Vec::with_capacity(cells.len());
+            for (i, c) in cells.iter().enumerate() {
+                match c {
+                    None => valid.push(false),
+                    Some(Value::Array(items)) => {
+                        valid.push(true);
+                        for it in items {
+                            children.push(present(Some(it)));
+                            child_ids.push(ids[i]);
+                        }
+                    }
+                    Some(v) => return Err(err(i, "an array", v)),
+                }
+                offsets.push(
+                    i32::try_from(children.len())
+                        .map_err(|_| err(i, "a smaller array", &Value::Null))?,
+                );
+            }
+            let values = build(
+                item.data_type(),
+                &children,
+                &format!("{path}[]"),
+                &child_ids,
+                noun,
+            )?;
+            Arc::new(
+                ListArray::try_new(
+                    item.clone(),
+                    OffsetBuffer::new(offsets.into()),
+                    values,
+                    Some(NullBuffer::from(valid)),
+                )
+                .map_err(|e| Error::Decode {
+                    url: String::new(),
+                    detail: format!("field `{path}`: {e}"),
+                })?,
+            )
+        }
+        DataType::Struct(fields) => {
+            let mut valid = Vec::with_capacity(cells.len());
+            for (i, c) in cells.iter().enumerate() {
+                match c {
+                    None => valid.push(false),
+                    Some(Value::Object(_)) => valid.push(true),
+                    Some(v) => return Err(err(i, "an object", v)),
+                }
+            }
+            let mut arrays = Vec::with_capacity(fields.len());
+            for f in fields.iter() {
+                let sub: Vec<Option<&Value>> = cells
+                    .iter()
+                    .map(|c| present(c.and_then(|v| v.get(f.name()))))
+                    .collect();
+                arrays.push(build(
+                    f.data_type(),
+                    &sub,
+                    &format!("{path}.{}", f.name()),
+                    ids,
+                    noun,
+                )?);
+            }
+            Arc::new(
+                StructArray::try_new(fields.clone(), arrays, Some(NullBuffer::from(valid)))
+                    .map_err(|e| Error::Decode {
+                        url: String::new(),
+                        detail: format!("field `{path}`: {e}"),
+                    })?,
+            )
+        }
+        DataType::Map(entries, sorted) => {
+            let DataType::Struct(kv) = entries.data_type() else {
+                return Err(Error::Decode {
+                    url: String::new(),
+                    detail: format!("field `{path}`: bad map layout"),
+                });
+            };
+            let mut offsets = vec![0i32];
+            let mut keys = StringBuilder::new();
+            let mut vals: Vec<Option<&Value>> = Vec::new();
+            let mut val_ids: Vec<&str> = Vec::new();
+            let mut valid = Vec::with_capacity(cells.len());
+            for (i, c) in cells.iter().enumerate() {
+                match c {
+                    None => valid.push(false),
+                    Some(Value::Object(m)) => {
+                        valid.push(true);
+                        for (k, v) in m {
+                            keys.append_value(k);
+                            vals.push(present(Some(v)));
+                            val_ids.push(ids[i]);
+                        }
+                    }
+                    Some(v) => return Err(err(i, "an object", v)),
+                }
+                offsets.push(
+                    i32::try_from(vals.len())
+                        .map_err(|_| err(i, "a smaller object", &Value::Null))?,
+                );
+            }
+            let value_type = kv.get(1).map_or(DataType::Utf8, |f| f.data_type().clone());
+            let values = build(&value_type, &vals, &format!("{path}.*"), &val_ids, noun)?;
+            let entry_array =
+                StructArray::try_new(kv.clone(), vec![Arc::new(keys.finish()), values], None)
+                    .map_err(|e| Error::Decode {
+                        url: String::new(),
+                        detail: format!("field `{path}`: {e}"),
+                    })?;
+            Arc::new(
+                MapArray::try_new(
+                    entries.clone(),
+                    OffsetBuffer::new(offsets.into()),
+                    entry_array,
+                    Some(NullBuffer::from(valid)),
+                    *sorted,
+                )
+                .map_err(|e| Error::Decode {
+                    url: String::new(),
+                    detail: format!("field `{path}`: {e}"),
+                })?,
+            )
+        }
+        other => {
+            return Err(Error::Decode {
+                url: String::new(),
+                detail: format!("field `{path}`: unsupported type {other}"),
+            })
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+
+    const EVENT: &str = r#"{"id":"e1","startTime":"2026-01-05T09:15:23.123-05:00","endTime":"2026-01-05T09:16:00.000-05:00","createTime":"2026-01-05T09:16:01.000-05:00","type":"bookmark","subtype":"ai-dwellTime","siteId":"s","deviceId":"d","title":"t","subtitle":"u","locationTags":["Brand:X","City:Y"],"details":{"duration_sec":37,"confirmed":true,"origin":"o","localTime":5,"generatedByEventStandard":true,"marker":"m","zone":"z"},"cameras":[{"id":"c","name":"n"}]}"#;
+
+    #[test]
+    fn events_schema_and_values() {
+        let layout = Layout::events();
+        let b = layout.batch([EVENT].into_iter()).expect("batch");
+        assert_eq!(b.num_rows(), 1);
+        assert_eq!(b.schema().field(1).data_type(), &utc_ms());
+        let schema = b.schema();
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        assert!(names.contains(&"details.duration_sec") && names.last() == Some(&"details"));
+        let start = b
+            .column(1)
+            .as_any()
+            .downcast_ref::<TimestampMillisecondArray>()
+            .expect("ts");
+        assert_eq!(start.value(0), 1_767_622_523_123);
+    }
+
+    #[test]
+    fn wrong_type_names_field_and_id() {
+        let bad = EVENT.replace("\"duration_sec\":37", "\"duration_sec\":\"long\"");
+        let err = Layout::events()
+            .batch([bad.as_str()].into_iter())
+            .expect_err("wrong type");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("`e1`") && msg.contains("details.duration_sec") && msg.contains("integer"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn empty_batch_has_the_full_schema() {
+        let b = Layout::events().batch(std::iter::empty()).expect("empty");
+        assert_eq!(b.num_rows(), 0);
+        assert_eq!(b.num_columns(), 19);
+    }
+
+    #[test]
+    fn reports_maps() {
+        let r = r#"{"id":"r","name":{"en-US":"A","fr-FR":"B"},"description":null}"#;
+        let b = Layout::reports().batch([r].into_iter()).expect("batch");
+        assert!(b.column(2).is_null(0));
+        assert_eq!(b.column(1).len(), 1);
+    }
+}
