@@ -128,6 +128,7 @@ class Emulator:
         drop_rate: float = 0.0,
         latency_ms: int = 0,
         retry_after: int = 0,
+        corrupt_rate: float = 0.0,
     ) -> None:
         """Replaces the injected faults."""
     def set_semantics(self, order: str = "asc", bounds: str = "[)") -> None:

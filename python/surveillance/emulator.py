@@ -112,6 +112,7 @@ class Emulator:
         drop_rate: float = 0.0,
         latency_ms: int = 0,
         retry_after: int = 0,
+        corrupt_rate: float = 0.0,
     ) -> None:
         """Injects faults into data and webhook calls (calling it again replaces them).
 
@@ -121,10 +122,14 @@ class Emulator:
             drop_rate: probability that the connection is closed without any answer.
             latency_ms: added before every answer.
             retry_after: seconds sent in ``Retry-After`` by the injected 429s.
+            corrupt_rate: probability that an events page holds one event whose
+                ``details.duration_sec`` is a string (the JSON stays valid).
 
         The sequence of faults is reproducible under the emulator's seed.
         """
-        self._inner.set_faults(error_rate, rate_limit_rate, drop_rate, latency_ms, retry_after)
+        self._inner.set_faults(
+            error_rate, rate_limit_rate, drop_rate, latency_ms, retry_after, corrupt_rate
+        )
 
     def set_semantics(self, order: str = "asc", bounds: str = "[)") -> None:
         """Sets how ``/v2/events`` orders and bounds a window.

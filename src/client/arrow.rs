@@ -250,10 +250,8 @@ impl Layout {
         let values: Vec<Value> = records
             .enumerate()
             .map(|(i, text)| {
-                serde_json::from_str(text).map_err(|e| Error::Decode {
-                    url: String::new(),
-                    detail: format!("{} #{i} is not valid JSON ({e})", self.noun),
-                })
+                serde_json::from_str(text)
+                    .map_err(|e| Error::Data(format!("{} #{i} is not valid JSON ({e})", self.noun)))
             })
             .collect::<Result<_>>()?;
         let ids: Vec<String> = values
@@ -296,10 +294,8 @@ impl Layout {
             };
             columns.push(column);
         }
-        RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| Error::Decode {
-            url: String::new(),
-            detail: format!("cannot assemble the {} table: {e}", self.noun),
-        })
+        RecordBatch::try_new(self.schema.clone(), columns)
+            .map_err(|e| Error::Data(format!("cannot assemble the {} table: {e}", self.noun)))
     }
 }
 
@@ -322,13 +318,10 @@ fn kind(v: &Value) -> String {
 }
 
 fn wrong(noun: &str, id: &str, path: &str, expected: &str, got: &Value) -> Error {
-    Error::Decode {
-        url: String::new(),
-        detail: format!(
-            "{noun} `{id}`: field `{path}`: expected {expected}, found {}",
-            kind(got)
-        ),
-    }
+    Error::Data(format!(
+        "{noun} `{id}`: field `{path}`: expected {expected}, found {}",
+        kind(got)
+    ))
 }
 
 fn as_int(v: &Value) -> Option<i64> {
@@ -449,10 +442,7 @@ fn build(
                     values,
                     Some(NullBuffer::from(valid)),
                 )
-                .map_err(|e| Error::Decode {
-                    url: String::new(),
-                    detail: format!("field `{path}`: {e}"),
-                })?,
+                .map_err(|e| Error::Data(format!("field `{path}`: {e}")))?,
             )
         }
         DataType::Struct(fields) => {
@@ -480,18 +470,12 @@ fn build(
             }
             Arc::new(
                 StructArray::try_new(fields.clone(), arrays, Some(NullBuffer::from(valid)))
-                    .map_err(|e| Error::Decode {
-                        url: String::new(),
-                        detail: format!("field `{path}`: {e}"),
-                    })?,
+                    .map_err(|e| Error::Data(format!("field `{path}`: {e}")))?,
             )
         }
         DataType::Map(entries, sorted) => {
             let DataType::Struct(kv) = entries.data_type() else {
-                return Err(Error::Decode {
-                    url: String::new(),
-                    detail: format!("field `{path}`: bad map layout"),
-                });
+                return Err(Error::Data(format!("field `{path}`: bad map layout")));
             };
             let mut offsets = vec![0i32];
             let mut keys = StringBuilder::new();
@@ -520,10 +504,7 @@ fn build(
             let values = build(&value_type, &vals, &format!("{path}.*"), &val_ids, noun)?;
             let entry_array =
                 StructArray::try_new(kv.clone(), vec![Arc::new(keys.finish()), values], None)
-                    .map_err(|e| Error::Decode {
-                        url: String::new(),
-                        detail: format!("field `{path}`: {e}"),
-                    })?;
+                    .map_err(|e| Error::Data(format!("field `{path}`: {e}")))?;
             Arc::new(
                 MapArray::try_new(
                     entries.clone(),
@@ -532,17 +513,13 @@ fn build(
                     Some(NullBuffer::from(valid)),
                     *sorted,
                 )
-                .map_err(|e| Error::Decode {
-                    url: String::new(),
-                    detail: format!("field `{path}`: {e}"),
-                })?,
+                .map_err(|e| Error::Data(format!("field `{path}`: {e}")))?,
             )
         }
         other => {
-            return Err(Error::Decode {
-                url: String::new(),
-                detail: format!("field `{path}`: unsupported type {other}"),
-            })
+            return Err(Error::Data(format!(
+                "field `{path}`: unsupported type {other}"
+            )))
         }
     })
 }

@@ -44,6 +44,9 @@ pub enum Error {
         /// What is wrong with it.
         detail: String,
     },
+    /// A record does not fit its typed schema (a value of the wrong type).
+    #[error("unexpected data from the service: {0}")]
+    Data(String),
     /// A list reached the offset ceiling and cannot be split.
     #[error("`{path}` holds 10,000 records or more, which the service cannot page past (offset ceiling); narrow the query")]
     Ceiling {

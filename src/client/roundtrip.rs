@@ -129,6 +129,7 @@ async fn exact_under_faults() {
         drop_rate: 0.05,
         latency_ms: 0,
         retry_after: 0,
+        ..Faults::default()
     });
     check_exact(&h, whole(&h)).await;
     h.stop().await;

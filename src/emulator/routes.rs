@@ -381,6 +381,14 @@ async fn events(AxState(state): AxState<Shared>, Query(p): Params) -> Result<Res
         data.render_event(data.base_event(report, i), &mut out);
     }
     out.push(']');
+    if state.pick_corruption() {
+        // A wrong type in one event, as a broken upstream would send it; the JSON stays valid.
+        out = out.replacen(
+            "\"duration_sec\":",
+            "\"duration_sec\":\"n/a\",\"duration_sec_was\":",
+            1,
+        );
+    }
     Ok(json_response(StatusCode::OK, out))
 }
 

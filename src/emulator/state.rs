@@ -83,6 +83,8 @@ pub struct Faults {
     pub latency_ms: u64,
     /// `Retry-After` of injected 429s, seconds.
     pub retry_after: u64,
+    /// Probability that an events page has one event whose `details.duration_sec` is a string.
+    pub corrupt_rate: f64,
 }
 
 /// The provider's published limits, when enforced (`set_limits`); None = no limit.
@@ -404,6 +406,16 @@ impl State {
         if limits.daily_requests.is_none() {
             self.daily.store(0, Ordering::SeqCst);
         }
+    }
+
+    /// Whether the next events page gets a corrupted event, reproducibly under the seed.
+    pub fn pick_corruption(&self) -> bool {
+        let rate = self.faults().corrupt_rate;
+        if rate <= 0.0 {
+            return false;
+        }
+        let n = self.fault_counter.fetch_add(1, Ordering::SeqCst);
+        Rng::new(self.seed, 0xC0DE_0000 ^ n).chance(rate)
     }
 
     /// Picks the fault of the next request, reproducibly under the seed.

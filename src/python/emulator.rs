@@ -124,7 +124,7 @@ impl PyEmulator {
     }
 
     /// Replaces the injected faults.
-    #[pyo3(signature = (error_rate=0.0, rate_limit_rate=0.0, drop_rate=0.0, latency_ms=0, retry_after=0))]
+    #[pyo3(signature = (error_rate=0.0, rate_limit_rate=0.0, drop_rate=0.0, latency_ms=0, retry_after=0, corrupt_rate=0.0))]
     fn set_faults(
         &self,
         error_rate: f64,
@@ -132,11 +132,13 @@ impl PyEmulator {
         drop_rate: f64,
         latency_ms: u64,
         retry_after: u64,
+        corrupt_rate: f64,
     ) -> PyResult<()> {
         for (name, v) in [
             ("error_rate", error_rate),
             ("rate_limit_rate", rate_limit_rate),
             ("drop_rate", drop_rate),
+            ("corrupt_rate", corrupt_rate),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(PyValueError::new_err(format!(
@@ -150,6 +152,7 @@ impl PyEmulator {
             drop_rate,
             latency_ms,
             retry_after,
+            corrupt_rate,
         });
         Ok(())
     }

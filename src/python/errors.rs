@@ -38,6 +38,7 @@ pub fn to_py(e: Error) -> PyErr {
         }
         Error::Transport(_) | Error::Timeout(_) => TransportError::new_err(message),
         Error::Decode { url, .. } => ApiError::new_err((message, 200u16, String::new(), url)),
+        Error::Data(_) => ApiError::new_err((message, 200u16, String::new(), String::new())),
         Error::Ceiling { .. } => SurveillanceError::new_err(message),
         Error::DenseWindow { timestamp } => DenseWindowError::new_err((message, timestamp)),
     }
