@@ -5,13 +5,17 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::{
+    ArrayBuilder, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
+};
 use arrow_array::{
     ArrayRef, ListArray, MapArray, RecordBatch, StructArray, TimestampMillisecondArray,
     TimestampSecondArray,
 };
 use arrow_buffer::{NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::error::{Error, Result};
@@ -246,7 +250,22 @@ impl Layout {
     }
 
     /// One record batch of `records` (JSON texts), in order.
-    pub fn batch<'a>(&self, records: impl Iterator<Item = &'a str>) -> Result<RecordBatch> {
+    pub fn batch<'a>(&self, records: impl Iterator<Item = &'a str> + Clone) -> Result<RecordBatch> {
+        if self.noun == "event" {
+            if let Some(batch) = events_fast(&self.schema, records.clone()) {
+                return Ok(batch);
+            }
+        }
+        self.batch_checked(records)
+    }
+
+    /// The general path: every value checked against its column's type, so that a value of
+    /// the wrong type is reported with its record and field.
+    fn batch_checked<'a>(
+        &self,
+        records: impl Iterator<Item = &'a str> + Clone,
+    ) -> Result<RecordBatch> {
+        let raw_texts: Vec<&str> = records.clone().collect();
         let values: Vec<Value> = records
             .enumerate()
             .map(|(i, text)| {
@@ -281,12 +300,18 @@ impl Layout {
                     build(field.data_type(), &cells, field.name(), &id_refs, self.noun)?
                 }
                 Source::Json(k) => {
+                    // The value's own text, as the service sent it.
                     texts.clear();
-                    texts.extend(
-                        values
-                            .iter()
-                            .map(|v| present(v.get(k)).map(Value::to_string)),
-                    );
+                    for text in &raw_texts {
+                        let map: std::collections::HashMap<std::borrow::Cow<str>, &RawValue> =
+                            serde_json::from_str(text).map_err(|e| Error::Data(format!("{e}")))?;
+                        texts.push(
+                            map.get(k)
+                                .map(|r| r.get())
+                                .filter(|t| *t != "null")
+                                .map(str::to_string),
+                        );
+                    }
                     Arc::new(arrow_array::StringArray::from_iter(
                         texts.iter().map(Option::as_deref),
                     ))
@@ -297,6 +322,184 @@ impl Layout {
         RecordBatch::try_new(self.schema.clone(), columns)
             .map_err(|e| Error::Data(format!("cannot assemble the {} table: {e}", self.noun)))
     }
+}
+
+#[derive(Deserialize)]
+struct CameraRow<'a> {
+    #[serde(borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+#[allow(non_snake_case)]
+struct EventRow<'a> {
+    #[serde(borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    startTime: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    endTime: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    createTime: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, rename = "type")]
+    kind: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    subtype: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    siteId: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    deviceId: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    title: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    subtitle: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    locationTags: Option<Vec<Option<std::borrow::Cow<'a, str>>>>,
+    #[serde(borrow)]
+    cameras: Option<Vec<Option<CameraRow<'a>>>>,
+    #[serde(borrow)]
+    details: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[allow(non_snake_case)]
+struct DetailsRow<'a> {
+    duration_sec: Option<i64>,
+    confirmed: Option<bool>,
+    #[serde(borrow)]
+    origin: Option<std::borrow::Cow<'a, str>>,
+    localTime: Option<i64>,
+    generatedByEventStandard: Option<bool>,
+    #[serde(borrow)]
+    marker: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Events whose values all have the expected types, built without a JSON tree; None when any
+/// value is off (the checked path then says which).
+fn events_fast<'a>(
+    schema: &SchemaRef,
+    records: impl Iterator<Item = &'a str>,
+) -> Option<RecordBatch> {
+    let rows: Vec<EventRow> = records
+        .map(|t| serde_json::from_str(t).ok())
+        .collect::<Option<_>>()?;
+    let details: Vec<Option<DetailsRow>> = rows
+        .iter()
+        .map(|r| match r.details {
+            Some(raw) if raw.get() != "null" => serde_json::from_str(raw.get()).ok().map(Some),
+            _ => Some(None),
+        })
+        .collect::<Option<_>>()?;
+    let n = rows.len();
+    let text = |f: &dyn for<'r> Fn(&'r EventRow<'a>) -> Option<&'r str>| -> ArrayRef {
+        let mut b = StringBuilder::with_capacity(n, n * 24);
+        for r in &rows {
+            b.append_option(f(r));
+        }
+        Arc::new(b.finish())
+    };
+    let time = |f: &dyn for<'r> Fn(&'r EventRow<'a>) -> Option<&'r str>| -> Option<ArrayRef> {
+        let mut v = Vec::with_capacity(n);
+        for r in &rows {
+            v.push(match f(r) {
+                None => None,
+                Some(s) => Some(parse_time(s)?),
+            });
+        }
+        Some(Arc::new(
+            TimestampMillisecondArray::from(v).with_timezone("UTC"),
+        ))
+    };
+    let mut tag_offsets = vec![0i32];
+    let mut tags = StringBuilder::new();
+    let mut tag_valid = Vec::with_capacity(n);
+    let mut cam_offsets = vec![0i32];
+    let (mut cam_ids, mut cam_names) = (StringBuilder::new(), StringBuilder::new());
+    let mut cam_item_valid = Vec::new();
+    let mut cam_valid = Vec::with_capacity(n);
+    for r in &rows {
+        tag_valid.push(r.locationTags.is_some());
+        for t in r.locationTags.iter().flatten() {
+            tags.append_option(t.as_deref());
+        }
+        tag_offsets.push(i32::try_from(tags.len()).ok()?);
+        cam_valid.push(r.cameras.is_some());
+        for c in r.cameras.iter().flatten() {
+            cam_item_valid.push(c.is_some());
+            cam_ids.append_option(c.as_ref().and_then(|c| c.id.as_deref()));
+            cam_names.append_option(c.as_ref().and_then(|c| c.name.as_deref()));
+        }
+        cam_offsets.push(i32::try_from(cam_item_valid.len()).ok()?);
+    }
+    let fields = schema.fields();
+    let DataType::List(tag_item) = fields[10].data_type() else {
+        return None;
+    };
+    let DataType::List(cam_item) = fields[11].data_type() else {
+        return None;
+    };
+    let DataType::Struct(cam_fields) = cam_item.data_type() else {
+        return None;
+    };
+    let tags_array = ListArray::try_new(
+        tag_item.clone(),
+        OffsetBuffer::new(tag_offsets.into()),
+        Arc::new(tags.finish()),
+        Some(NullBuffer::from(tag_valid)),
+    )
+    .ok()?;
+    let cam_struct = StructArray::try_new(
+        cam_fields.clone(),
+        vec![Arc::new(cam_ids.finish()), Arc::new(cam_names.finish())],
+        Some(NullBuffer::from(cam_item_valid)),
+    )
+    .ok()?;
+    let cams_array = ListArray::try_new(
+        cam_item.clone(),
+        OffsetBuffer::new(cam_offsets.into()),
+        Arc::new(cam_struct),
+        Some(NullBuffer::from(cam_valid)),
+    )
+    .ok()?;
+    let int = |f: &dyn Fn(&DetailsRow<'a>) -> Option<i64>| -> ArrayRef {
+        Arc::new(arrow_array::Int64Array::from_iter(
+            details.iter().map(|d| d.as_ref().and_then(f)),
+        ))
+    };
+    let boolean = |f: &dyn Fn(&DetailsRow<'a>) -> Option<bool>| -> ArrayRef {
+        Arc::new(arrow_array::BooleanArray::from_iter(
+            details.iter().map(|d| d.as_ref().and_then(f)),
+        ))
+    };
+    let dtext = |f: &dyn for<'r> Fn(&'r DetailsRow<'a>) -> Option<&'r str>| -> ArrayRef {
+        Arc::new(arrow_array::StringArray::from_iter(
+            details.iter().map(|d| d.as_ref().and_then(f)),
+        ))
+    };
+    let columns: Vec<ArrayRef> = vec![
+        text(&|r| r.id.as_deref()),
+        time(&|r| r.startTime.as_deref())?,
+        time(&|r| r.endTime.as_deref())?,
+        time(&|r| r.createTime.as_deref())?,
+        text(&|r| r.kind.as_deref()),
+        text(&|r| r.subtype.as_deref()),
+        text(&|r| r.siteId.as_deref()),
+        text(&|r| r.deviceId.as_deref()),
+        text(&|r| r.title.as_deref()),
+        text(&|r| r.subtitle.as_deref()),
+        Arc::new(tags_array),
+        Arc::new(cams_array),
+        int(&|d| d.duration_sec),
+        boolean(&|d| d.confirmed),
+        dtext(&|d| d.origin.as_deref()),
+        int(&|d| d.localTime),
+        boolean(&|d| d.generatedByEventStandard),
+        dtext(&|d| d.marker.as_deref()),
+        text(&|r| r.details.map(RawValue::get).filter(|t| *t != "null")),
+    ];
+    RecordBatch::try_new(schema.clone(), columns).ok()
 }
 
 fn present(v: Option<&Value>) -> Option<&Value> {
@@ -559,6 +762,35 @@ mod tests {
             msg.contains("`e1`") && msg.contains("details.duration_sec") && msg.contains("integer"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn fast_and_checked_paths_agree() {
+        let data = crate::emulator::data::Data::generate(&crate::emulator::DataConfig {
+            seed: 4,
+            sites: 5,
+            days: 1,
+            events_per_day: 2500,
+            ..Default::default()
+        });
+        let texts: Vec<String> = data
+            .events
+            .iter()
+            .map(|e| {
+                let mut s = String::new();
+                data.render_event(e, &mut s);
+                s
+            })
+            .collect();
+        let mut texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let odd = r#"{"id":"x","startTime":"2026-01-05T00:00:00.000Z","locationTags":null,"cameras":[null,{"id":"c"}],"details":null}"#;
+        texts.push(odd);
+        let layout = Layout::events();
+        let fast = events_fast(&layout.schema, texts.iter().copied()).expect("fast path applies");
+        let checked = layout
+            .batch_checked(texts.iter().copied())
+            .expect("checked path");
+        assert_eq!(fast, checked);
     }
 
     #[test]
