@@ -9,6 +9,7 @@ True
 """
 
 from ._core import __version__
+from .aio import AsyncClient
 from .client import Client, Limits
 from .emulator import Emulator
 from .errors import (
@@ -28,6 +29,7 @@ from .errors import (
 __all__ = [
     "__version__",
     "Client",
+    "AsyncClient",
     "Limits",
     "Emulator",
     "SurveillanceError",

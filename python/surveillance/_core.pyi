@@ -4,9 +4,9 @@ The public, documented classes are :class:`surveillance.Client` and
 :class:`surveillance.Emulator`, which hold these native objects.
 """
 
-from typing import Any, Callable, Optional, final
+from typing import Any, Awaitable, Callable, Optional, final
 
-__all__ = ["Client", "Emulator", "EventStream", "__version__"]
+__all__ = ["BatchStream", "Client", "Emulator", "EventStream", "__version__"]
 __version__: str
 
 _LimitsTuple = tuple[Optional[float], Optional[int], Optional[float], Optional[int]]
@@ -32,18 +32,22 @@ class Client:
         trust_env: Optional[bool] = None,
         max_body_bytes: Optional[int] = None,
     ) -> Client: ...
-    def sites(self) -> list[dict]:
-        """Every site, as a list of dicts."""
-    def devices(self) -> list[dict]:
-        """Every device, as a list of dicts."""
-    def reports(self) -> list[dict]:
-        """Every readable report, as a list of dicts."""
-    def cameras(self, site_id: Optional[str] = None, device_id: Optional[str] = None) -> list[dict]:
-        """Every camera (of a site and/or device), as a list of dicts."""
+    def list(
+        self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
+    ) -> list[dict]:
+        """Every record of a list (``sites``, ``devices``, ``cameras``, ``reports``), as dicts."""
+    def list_async(
+        self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
+    ) -> Awaitable[list[dict]]:
+        """As ``list``, as an awaitable."""
     def list_arrow(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
     ) -> Any:
         """Every record of a list as an Arrow table (``__arrow_c_stream__``)."""
+    def list_arrow_async(
+        self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
+    ) -> Awaitable[Any]:
+        """As ``list_arrow``, as an awaitable."""
     def events_arrow(
         self,
         start_ms: int,
@@ -52,8 +56,16 @@ class Client:
         progress: Optional[Callable[[dict], Any]] = None,
     ) -> Any:
         """Every event of the range as an Arrow table (one batch per window)."""
+    def events_arrow_async(
+        self, start_ms: int, end_ms: int, report_id: Optional[str] = None
+    ) -> Awaitable[Any]:
+        """As ``events_arrow``, as an awaitable (no progress)."""
     def event_batches(self, start_ms: int, end_ms: int, report_id: Optional[str] = None) -> Any:
         """The events of the range as a stream of Arrow record batches."""
+    def event_batch_stream(
+        self, start_ms: int, end_ms: int, report_id: Optional[str] = None
+    ) -> BatchStream:
+        """The events of the range as record batches for ``async for`` (bounded memory)."""
     def event_stream(
         self,
         start_ms: int,
@@ -65,8 +77,12 @@ class Client:
         """The same events, window after window; at most ``buffer`` windows wait."""
     def access_token(self) -> str:
         """A valid access token."""
+    def access_token_async(self) -> Awaitable[str]:
+        """As ``access_token``, as an awaitable."""
     def diagnose(self) -> str:
         """The effective settings and whether a token can be had, as text (no secrets)."""
+    def diagnose_async(self) -> Awaitable[str]:
+        """As ``diagnose``, as an awaitable."""
     def stats_json(self) -> str:
         """The counters, as JSON text."""
     def close(self) -> None:
@@ -171,5 +187,16 @@ class EventStream:
 
     def __iter__(self) -> EventStream: ...
     def __next__(self) -> list[dict]: ...
+    def next_async(self, limit: int = 1000) -> Awaitable[Optional[list[dict]]]:
+        """The next events (at most ``limit``), or None at the end, as an awaitable."""
+    def close(self) -> None:
+        """Stops the fetch."""
+
+@final
+class BatchStream:
+    """Record batches of events for ``async for``."""
+
+    def next_async(self) -> Awaitable[Optional[Any]]:
+        """The next record batch (``__arrow_c_array__``), or None at the end."""
     def close(self) -> None:
         """Stops the fetch."""

@@ -130,14 +130,14 @@ class Client:
         """
         _output.check(output)
         if output == "dicts":
-            return self._inner.sites()
+            return self._inner.list("sites")
         return _output.convert(self._inner.list_arrow("sites"), output)
 
     def devices(self, output: str = "dicts") -> Any:
         """Every recording device of the account (all pages)."""
         _output.check(output)
         if output == "dicts":
-            return self._inner.devices()
+            return self._inner.list("devices")
         return _output.convert(self._inner.list_arrow("devices"), output)
 
     def cameras(
@@ -151,14 +151,14 @@ class Client:
         then per device, so it is never cut short."""
         _output.check(output)
         if output == "dicts":
-            return self._inner.cameras(site_id, device_id)
+            return self._inner.list("cameras", site_id, device_id)
         return _output.convert(self._inner.list_arrow("cameras", site_id, device_id), output)
 
     def reports(self, output: str = "dicts") -> Any:
         """Every report the caller may read (its ``id`` is a ``report_id`` for events)."""
         _output.check(output)
         if output == "dicts":
-            return self._inner.reports()
+            return self._inner.list("reports")
         return _output.convert(self._inner.list_arrow("reports"), output)
 
     # --- events -------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from . import _core
 from ._time import TimeLike, from_ms, to_ms
 
 if TYPE_CHECKING:
+    from .aio import AsyncClient
     from .client import Client
 
 __all__ = ["Emulator"]
@@ -215,6 +216,19 @@ class Emulator:
         }
         settings.update(kwargs)
         return Client(**settings)
+
+    def async_client(self, **kwargs: Any) -> AsyncClient:
+        """An :class:`~surveillance.AsyncClient` configured for this emulator, as
+        :meth:`client` (same limits, same keyword overrides).
+
+        >>> import asyncio, surveillance as sv
+        >>> with sv.Emulator(sites=3, days=1, events_per_day=10) as emu:
+        ...     len(asyncio.run(emu.async_client().sites()))
+        3
+        """
+        from .aio import AsyncClient
+
+        return AsyncClient._of(self.client(**kwargs))
 
     # --- inspection ---------------------------------------------------------------------
     def published(self, region: Optional[str] = None) -> list:

@@ -660,6 +660,16 @@ pub async fn stream(
     }
 }
 
+/// A spawned task that is aborted when its owner is dropped: a fetch whose caller went away
+/// (Ctrl-C, a cancelled awaitable) stops its requests at once instead of at its next send.
+pub struct AbortOnDrop(pub tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Every event of the query, sorted by (startTime, id).
 pub async fn fetch_all(
     client: Client,
@@ -667,12 +677,11 @@ pub async fn fetch_all(
     sink: Option<ProgressSink>,
 ) -> Result<Vec<Event>> {
     let (tx, mut rx) = mpsc::channel(64);
-    let producer = tokio::spawn(stream(client, query, tx, sink));
+    let _producer = AbortOnDrop(tokio::spawn(stream(client, query, tx, sink)));
     let mut all = Vec::new();
     while let Some(batch) = rx.recv().await {
         all.extend(batch?);
     }
-    let _ = producer.await;
     Ok(all)
 }
 
@@ -685,7 +694,7 @@ pub async fn stream_batches(
     sink: Option<ProgressSink>,
 ) {
     let (etx, mut erx) = mpsc::channel(2);
-    let producer = tokio::spawn(stream(client, query, etx, sink));
+    let _producer = AbortOnDrop(tokio::spawn(stream(client, query, etx, sink)));
     let layout = super::arrow::Layout::events();
     while let Some(window) = erx.recv().await {
         let batch = window.and_then(|events| layout.batch(events.iter().map(|e| e.raw.get())));
@@ -694,7 +703,6 @@ pub async fn stream_batches(
             break;
         }
     }
-    producer.abort();
 }
 
 /// Every event of the query as Arrow record batches (one per window), in order.
@@ -704,12 +712,11 @@ pub async fn fetch_batches(
     sink: Option<ProgressSink>,
 ) -> Result<Vec<arrow_array::RecordBatch>> {
     let (tx, mut rx) = mpsc::channel(64);
-    let producer = tokio::spawn(stream_batches(client, query, tx, sink));
+    let _producer = AbortOnDrop(tokio::spawn(stream_batches(client, query, tx, sink)));
     let mut all = Vec::new();
     while let Some(batch) = rx.recv().await {
         all.push(batch?);
     }
-    let _ = producer.await;
     Ok(all)
 }
 

@@ -1,11 +1,13 @@
 //! Arrow out through the PyCapsule interface (pyo3-arrow): tables for `output="arrow"` and a
 //! record batch reader for `event_batches`, fed window by window from the Rust fetch.
 
+use std::sync::Arc;
+
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use pyo3::prelude::*;
-use pyo3_arrow::{PyRecordBatchReader, PyTable};
-use tokio::sync::mpsc;
+use pyo3_arrow::{PyRecordBatch, PyRecordBatchReader, PyTable};
+use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
 use super::{errors, runtime};
 use crate::client::events::{self, Query};
@@ -58,4 +60,67 @@ pub fn event_batches(client: Client, query: Query) -> PyResult<PyRecordBatchRead
         task,
     };
     Ok(PyRecordBatchReader::new(Box::new(reader)))
+}
+
+/// Record batches of events for `async for` (see `AsyncClient.event_batches`): at most two
+/// completed windows wait for the consumer.
+#[pyclass(name = "BatchStream", module = "surveillance._core", frozen)]
+pub struct BatchStream {
+    rx: Arc<AsyncMutex<mpsc::Receiver<Result<RecordBatch>>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl BatchStream {
+    /// Starts the fetch.
+    pub fn start(client: Client, query: Query) -> PyResult<Self> {
+        let rt = runtime::get().map_err(errors::internal)?;
+        let (tx, rx) = mpsc::channel(2);
+        let task = rt.spawn(events::stream_batches(client, query, tx, None));
+        Ok(BatchStream {
+            rx: Arc::new(AsyncMutex::new(rx)),
+            task,
+        })
+    }
+}
+
+impl Drop for BatchStream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The next batch of a stream, or None at its end.
+struct NextBatch(Option<RecordBatch>);
+
+impl<'py> IntoPyObject<'py> for NextBatch {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self.0 {
+            Some(batch) => Ok(Bound::new(py, PyRecordBatch::new(batch))?.into_any()),
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+}
+
+#[pymethods]
+impl BatchStream {
+    /// An awaitable of the next record batch (an object with `__arrow_c_array__`), or None
+    /// when the stream is over.
+    fn next_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rx = self.rx.clone();
+        super::aio::awaitable(py, async move {
+            match rx.lock().await.recv().await {
+                Some(batch) => batch.map(|b| NextBatch(Some(b))),
+                None => Ok(NextBatch(None)),
+            }
+        })
+    }
+
+    /// Stops the fetch.
+    fn close(&self) {
+        self.task.abort();
+    }
 }

@@ -1,9 +1,13 @@
 //! Binding of the client: `surveillance._core.Client`. Extracts arguments, runs core futures
 //! through `wait`, returns JSON text for the Python layer to load. Rebuilt after `fork()`.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -13,7 +17,7 @@ use pyo3_arrow::{PyRecordBatchReader, PyTable};
 use super::convert::to_list;
 use super::events::EventStream;
 use super::wait::wait;
-use super::{errors, log};
+use super::{aio, errors, log};
 use crate::client::arrow::Layout;
 use crate::client::events::{self, Query};
 use crate::client::{self, Config, Limits, Secret, Settings};
@@ -29,7 +33,7 @@ pub struct PyClient {
 
 impl PyClient {
     /// The core client of this process (a forked child gets a fresh one: new pool, new token).
-    fn core(&self) -> PyResult<client::Client> {
+    pub(crate) fn core(&self) -> PyResult<client::Client> {
         let pid = std::process::id();
         let mut slot = self.core.lock().unwrap_or_else(|e| e.into_inner());
         if slot.0 != pid {
@@ -41,6 +45,84 @@ impl PyClient {
         }
         Ok(slot.1.clone())
     }
+
+    /// The core future of a list; an unknown `kind` is an error before anything is sent.
+    fn list_future(
+        &self,
+        kind: &str,
+        site_id: Option<String>,
+        device_id: Option<String>,
+    ) -> PyResult<impl Future<Output = client::Result<Vec<client::Record>>> + Send + 'static> {
+        let kind = ListKind::parse(kind)?;
+        let c = self.core()?;
+        Ok(async move {
+            match kind {
+                ListKind::Sites => c.sites().await,
+                ListKind::Devices => c.devices().await,
+                ListKind::Cameras => c.cameras(site_id.as_deref(), device_id.as_deref()).await,
+                ListKind::Reports => c.reports().await,
+            }
+        })
+    }
+
+    /// The core future of a list as one typed Arrow table.
+    fn list_table_future(
+        &self,
+        kind: &str,
+        site_id: Option<String>,
+        device_id: Option<String>,
+    ) -> PyResult<impl Future<Output = client::Result<PyTable>> + Send + 'static> {
+        let layout = match ListKind::parse(kind)? {
+            ListKind::Sites => Layout::sites(),
+            ListKind::Devices => Layout::devices(),
+            ListKind::Cameras => Layout::cameras(),
+            ListKind::Reports => Layout::reports(),
+        };
+        let fut = self.list_future(kind, site_id, device_id)?;
+        Ok(async move {
+            let records = fut.await?;
+            let batch = layout.batch(records.iter().map(|r| r.get()))?;
+            table(vec![batch], layout.schema())
+        })
+    }
+
+    /// The checked query of an events call.
+    fn query(start_ms: i64, end_ms: i64, report_id: Option<String>) -> PyResult<Query> {
+        let query = Query {
+            start_ms,
+            end_ms,
+            report_id,
+        };
+        events::check(&query).map_err(errors::to_py)?;
+        Ok(query)
+    }
+}
+
+/// The lists of the service.
+#[derive(Clone, Copy)]
+enum ListKind {
+    Sites,
+    Devices,
+    Cameras,
+    Reports,
+}
+
+impl ListKind {
+    fn parse(kind: &str) -> PyResult<ListKind> {
+        Ok(match kind {
+            "sites" => ListKind::Sites,
+            "devices" => ListKind::Devices,
+            "cameras" => ListKind::Cameras,
+            "reports" => ListKind::Reports,
+            other => return Err(PyValueError::new_err(format!("no list `{other}`"))),
+        })
+    }
+}
+
+/// A table of `batches`, as a core result (so it can end a core future).
+fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> client::Result<PyTable> {
+    super::arrow::table(batches, schema)
+        .map_err(|e| client::Error::Data(format!("cannot assemble the table: {e}")))
 }
 
 #[pymethods]
@@ -102,40 +184,30 @@ impl PyClient {
         })
     }
 
-    /// Every site, as a list of dicts.
-    fn sites<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let c = self.core()?;
-        let records = wait(py, async move { c.sites().await })?;
-        to_list(py, records.iter().map(|r| r.get()))
-    }
-
-    /// Every device, as a list of dicts.
-    fn devices<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let c = self.core()?;
-        let records = wait(py, async move { c.devices().await })?;
-        to_list(py, records.iter().map(|r| r.get()))
-    }
-
-    /// Every readable report, as a list of dicts.
-    fn reports<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let c = self.core()?;
-        let records = wait(py, async move { c.reports().await })?;
-        to_list(py, records.iter().map(|r| r.get()))
-    }
-
-    /// Every camera (of a site and/or device), as a JSON array text.
-    #[pyo3(signature = (site_id=None, device_id=None))]
-    fn cameras<'py>(
+    /// Every record of a list (`sites`, `devices`, `cameras`, `reports`), as a list of dicts.
+    #[pyo3(signature = (kind, site_id=None, device_id=None))]
+    fn list<'py>(
         &self,
         py: Python<'py>,
+        kind: String,
         site_id: Option<String>,
         device_id: Option<String>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let c = self.core()?;
-        let records = wait(py, async move {
-            c.cameras(site_id.as_deref(), device_id.as_deref()).await
-        })?;
+        let records = wait(py, self.list_future(&kind, site_id, device_id)?)?;
         to_list(py, records.iter().map(|r| r.get()))
+    }
+
+    /// As `list`, as an awaitable.
+    #[pyo3(signature = (kind, site_id=None, device_id=None))]
+    fn list_async<'py>(
+        &self,
+        py: Python<'py>,
+        kind: String,
+        site_id: Option<String>,
+        device_id: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let fut = self.list_future(&kind, site_id, device_id)?;
+        aio::awaitable(py, async move { fut.await.map(aio::Dicts) })
     }
 
     /// The same events, window after window; at most `buffer` completed windows wait for
@@ -149,12 +221,7 @@ impl PyClient {
         progress: Option<Py<PyAny>>,
         buffer: usize,
     ) -> PyResult<EventStream> {
-        let query = Query {
-            start_ms,
-            end_ms,
-            report_id,
-        };
-        events::check(&query).map_err(errors::to_py)?;
+        let query = Self::query(start_ms, end_ms, report_id)?;
         EventStream::start(self.core()?, query, progress, buffer)
     }
 
@@ -167,25 +234,19 @@ impl PyClient {
         site_id: Option<String>,
         device_id: Option<String>,
     ) -> PyResult<PyTable> {
-        let layout = match kind.as_str() {
-            "sites" => Layout::sites(),
-            "devices" => Layout::devices(),
-            "cameras" => Layout::cameras(),
-            "reports" => Layout::reports(),
-            other => return Err(PyValueError::new_err(format!("no list `{other}`"))),
-        };
-        let c = self.core()?;
-        let schema = layout.schema();
-        let batch = wait(py, async move {
-            let records = match kind.as_str() {
-                "sites" => c.sites().await?,
-                "devices" => c.devices().await?,
-                "cameras" => c.cameras(site_id.as_deref(), device_id.as_deref()).await?,
-                _ => c.reports().await?,
-            };
-            layout.batch(records.iter().map(|r| r.get()))
-        })?;
-        super::arrow::table(vec![batch], schema)
+        wait(py, self.list_table_future(&kind, site_id, device_id)?)
+    }
+
+    /// As `list_arrow`, as an awaitable.
+    #[pyo3(signature = (kind, site_id=None, device_id=None))]
+    fn list_arrow_async<'py>(
+        &self,
+        py: Python<'py>,
+        kind: String,
+        site_id: Option<String>,
+        device_id: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        aio::awaitable(py, self.list_table_future(&kind, site_id, device_id)?)
     }
 
     /// Every event of the range as an Arrow table (one batch per window).
@@ -198,12 +259,7 @@ impl PyClient {
         report_id: Option<String>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<PyTable> {
-        let query = Query {
-            start_ms,
-            end_ms,
-            report_id,
-        };
-        events::check(&query).map_err(errors::to_py)?;
+        let query = Self::query(start_ms, end_ms, report_id)?;
         let cell = super::events::ProgressCell::default();
         let sink = progress.as_ref().map(|_| cell.sink());
         let c = self.core()?;
@@ -214,6 +270,23 @@ impl PyClient {
         super::arrow::table(batches?, Layout::events().schema())
     }
 
+    /// As `events_arrow`, as an awaitable (no progress).
+    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
+    fn events_arrow_async<'py>(
+        &self,
+        py: Python<'py>,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let query = Self::query(start_ms, end_ms, report_id)?;
+        let c = self.core()?;
+        aio::awaitable(py, async move {
+            let batches = events::fetch_batches(c, query, None).await?;
+            table(batches, Layout::events().schema())
+        })
+    }
+
     /// The events of the range as a stream of Arrow record batches (bounded memory).
     #[pyo3(signature = (start_ms, end_ms, report_id=None))]
     fn event_batches(
@@ -222,13 +295,20 @@ impl PyClient {
         end_ms: i64,
         report_id: Option<String>,
     ) -> PyResult<PyRecordBatchReader> {
-        let query = Query {
-            start_ms,
-            end_ms,
-            report_id,
-        };
-        events::check(&query).map_err(errors::to_py)?;
+        let query = Self::query(start_ms, end_ms, report_id)?;
         super::arrow::event_batches(self.core()?, query)
+    }
+
+    /// The events of the range as record batches for `async for` (bounded memory).
+    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
+    fn event_batch_stream(
+        &self,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+    ) -> PyResult<super::arrow::BatchStream> {
+        let query = Self::query(start_ms, end_ms, report_id)?;
+        super::arrow::BatchStream::start(self.core()?, query)
     }
 
     /// A valid access token.
@@ -239,10 +319,24 @@ impl PyClient {
         })
     }
 
+    /// As `access_token`, as an awaitable.
+    fn access_token_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.core()?;
+        aio::awaitable(py, async move {
+            c.access_token().await.map(|t| t.expose().to_string())
+        })
+    }
+
     /// The effective settings and whether a token can be had, as text (no secrets).
     fn diagnose(&self, py: Python<'_>) -> PyResult<String> {
         let c = self.core()?;
         wait(py, async move { Ok(c.diagnose().await) })
+    }
+
+    /// As `diagnose`, as an awaitable.
+    fn diagnose_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.core()?;
+        aio::awaitable(py, async move { Ok(c.diagnose().await) })
     }
 
     /// The counters, as JSON text.

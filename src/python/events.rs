@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
 use super::convert::to_list;
 use super::{errors, log, runtime};
@@ -44,10 +44,16 @@ impl ProgressCell {
     }
 }
 
+/// The receiving end of a fetch, and what is left of the window being handed out in chunks.
+struct Receiving {
+    rx: mpsc::Receiver<Result<Vec<Event>>>,
+    rest: std::collections::VecDeque<Event>,
+}
+
 /// Completed windows of events, in time order, as lists of dicts (see `Client.iter_events`).
 #[pyclass(name = "EventStream", module = "surveillance._core", frozen)]
 pub struct EventStream {
-    rx: Mutex<mpsc::Receiver<Result<Vec<Event>>>>,
+    rx: Arc<AsyncMutex<Receiving>>,
     task: tokio::task::JoinHandle<()>,
     cell: ProgressCell,
     progress: Option<Py<PyAny>>,
@@ -67,7 +73,10 @@ impl EventStream {
         let sink = progress.as_ref().map(|_| cell.sink());
         let task = rt.spawn(events::stream(client, query, tx, sink));
         Ok(EventStream {
-            rx: Mutex::new(rx),
+            rx: Arc::new(AsyncMutex::new(Receiving {
+                rx,
+                rest: Default::default(),
+            })),
             task,
             cell,
             progress,
@@ -93,9 +102,12 @@ impl EventStream {
         log::refresh(py);
         loop {
             let step = py.detach(|| {
-                let mut rx = self.rx.lock().unwrap_or_else(|e| e.into_inner());
                 rt.block_on(async {
-                    tokio::time::timeout(Duration::from_millis(50), rx.recv()).await
+                    let mut r = self.rx.lock().await;
+                    if !r.rest.is_empty() {
+                        return Ok(Some(Ok(r.rest.drain(..).collect())));
+                    }
+                    tokio::time::timeout(Duration::from_millis(50), r.rx.recv()).await
                 })
             });
             log::flush(py);
@@ -114,6 +126,26 @@ impl EventStream {
                 }
             }
         }
+    }
+
+    /// An awaitable of the next events, at most `limit` of them (a window is handed out in
+    /// chunks, so that building the dicts never holds the event loop for long), or None at
+    /// the end.
+    #[pyo3(signature = (limit=1000))]
+    fn next_async<'py>(&self, py: Python<'py>, limit: usize) -> PyResult<Bound<'py, PyAny>> {
+        let rx = self.rx.clone();
+        let limit = limit.max(1);
+        super::aio::awaitable(py, async move {
+            let mut r = rx.lock().await;
+            if r.rest.is_empty() {
+                match r.rx.recv().await {
+                    Some(window) => r.rest = window?.into(),
+                    None => return Ok(super::aio::Window(None)),
+                }
+            }
+            let n = limit.min(r.rest.len());
+            Ok(super::aio::Window(Some(r.rest.drain(..n).collect())))
+        })
     }
 
     /// Stops the fetch.

@@ -1,6 +1,7 @@
 //! The thin PyO3 binding layer: `surveillance._core`. Converts arguments and results and maps
 //! errors; the logic lives in the pure Rust client and emulator.
 
+mod aio;
 mod arrow;
 mod client;
 mod convert;
@@ -20,5 +21,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::PyClient>()?;
     m.add_class::<emulator::PyEmulator>()?;
     m.add_class::<events::EventStream>()?;
+    m.add_class::<arrow::BatchStream>()?;
     Ok(())
 }

@@ -1,0 +1,233 @@
+"""The asyncio client: :class:`AsyncClient`, the same calls as :class:`~surveillance.Client` as
+coroutines, over the same Rust core and runtime. Nothing blocks the event loop: requests run on
+the core's own threads, and results are handed over in small chunks."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, AsyncIterator, Optional, Union
+
+from . import _output, _progress
+from ._progress import ProgressArg
+from ._time import TimeLike, to_ms
+from .client import Client, Limits
+
+__all__ = ["AsyncClient"]
+
+#: Events converted to dicts per step of the event loop (a few milliseconds of work).
+_CHUNK = 500
+
+
+class AsyncClient:
+    """The client for asyncio applications and notebooks: every call is a coroutine (or an
+    async iterator) that never blocks the event loop.
+
+    Same constructor, methods and outputs as :class:`~surveillance.Client`; it is a context
+    manager with ``async with``. Cancelling a call (``task.cancel()``, ``asyncio.wait_for``
+    timing out) stops its requests at once and closes their connections. It can be used from
+    several event loops in turn (``asyncio.run`` twice): the work runs on the core's own
+    threads, not on a loop.
+
+    Example:
+        >>> import asyncio, surveillance as sv
+        >>> async def main(emu):
+        ...     async with emu.async_client() as client:
+        ...         sites, events = await asyncio.gather(
+        ...             client.sites(), client.events(emu.start, emu.end))
+        ...         return len(sites), len(events)
+        >>> with sv.Emulator(sites=3, days=1, events_per_day=100) as emu:
+        ...     asyncio.run(main(emu))
+        (3, 100)
+    """
+
+    def __init__(
+        self,
+        api_key: Optional[str] = None,
+        client_id: Optional[str] = None,
+        client_secret: Optional[str] = None,
+        *,
+        region: Optional[str] = None,
+        base_url: Optional[str] = None,
+        eu_base_url: Optional[str] = None,
+        audience: Optional[str] = None,
+        timeout: float = 30.0,
+        max_retries: int = 5,
+        limits: Optional[Limits] = None,
+        ca_bundle: Optional[Union[str, os.PathLike]] = None,
+        trust_env: bool = True,
+        max_body_bytes: Optional[int] = None,
+    ) -> None:
+        self._sync = Client(
+            api_key,
+            client_id,
+            client_secret,
+            region=region,
+            base_url=base_url,
+            eu_base_url=eu_base_url,
+            audience=audience,
+            timeout=timeout,
+            max_retries=max_retries,
+            limits=limits,
+            ca_bundle=ca_bundle,
+            trust_env=trust_env,
+            max_body_bytes=max_body_bytes,
+        )
+        self._inner = self._sync._inner
+
+    @classmethod
+    def _of(cls, client: Client) -> AsyncClient:
+        """An AsyncClient over the same native client (configuration, token, limits)."""
+        self = cls.__new__(cls)
+        self._sync = client
+        self._inner = client._inner
+        return self
+
+    # --- lists --------------------------------------------------------------------------
+    async def _list(self, kind: str, output: str, *args: Optional[str]) -> Any:
+        _output.check(output)
+        if output == "dicts":
+            return await self._inner.list_async(kind, *args)
+        return _output.convert(await self._inner.list_arrow_async(kind, *args), output)
+
+    async def sites(self, output: str = "dicts") -> Any:
+        """Every site of the account (see :meth:`Client.sites`)."""
+        return await self._list("sites", output)
+
+    async def devices(self, output: str = "dicts") -> Any:
+        """Every recording device of the account (see :meth:`Client.devices`)."""
+        return await self._list("devices", output)
+
+    async def cameras(
+        self,
+        site_id: Optional[str] = None,
+        device_id: Optional[str] = None,
+        output: str = "dicts",
+    ) -> Any:
+        """Every camera, optionally of one site and/or device (see :meth:`Client.cameras`)."""
+        return await self._list("cameras", output, site_id, device_id)
+
+    async def reports(self, output: str = "dicts") -> Any:
+        """Every report the caller may read (see :meth:`Client.reports`)."""
+        return await self._list("reports", output)
+
+    # --- events -------------------------------------------------------------------------
+    async def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        output: str = "dicts",
+        progress: ProgressArg = "auto",
+    ) -> Any:
+        """Every event whose ``startTime`` is in ``[start, end)``, exactly once, sorted by
+        ``(startTime, id)`` (see :meth:`Client.events` for the arguments and outputs).
+
+        >>> import asyncio, surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=80) as emu:
+        ...     client = emu.async_client()
+        ...     len(asyncio.run(client.events(emu.start, emu.end, output="arrow")))
+        80
+        """
+        _output.check(output)
+        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        if output != "dicts":
+            table = await self._inner.events_arrow_async(lo, hi, report_id)
+            return _output.convert(table, output)
+        callback, close = _progress.make(progress, "events")
+        events: list = []
+        try:
+            async for chunk in self._chunks(lo, hi, report_id):
+                events.extend(chunk)
+                if callback is not None:
+                    callback(_update(events, lo, hi))
+            return events
+        finally:
+            close()
+
+    async def _chunks(self, lo: int, hi: int, report_id: Optional[str]) -> AsyncIterator[list]:
+        stream = self._inner.event_stream(lo, hi, report_id, None, 2)
+        try:
+            while True:
+                chunk = await stream.next_async(_CHUNK)
+                if chunk is None:
+                    return
+                yield chunk
+        finally:
+            stream.close()
+
+    async def iter_events(
+        self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None
+    ) -> AsyncIterator[dict]:
+        """The events of :meth:`events`, one dict at a time, in the same order, with bounded
+        memory (``async for event in client.iter_events(start, end)``).
+
+        >>> import asyncio, surveillance as sv
+        >>> async def count(client, emu):
+        ...     return sum([1 async for _ in client.iter_events(emu.start, emu.end)])
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
+        ...     asyncio.run(count(emu.async_client(), emu))
+        50
+        """
+        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        async for chunk in self._chunks(lo, hi, report_id):
+            for event in chunk:
+                yield event
+
+    async def event_batches(
+        self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None
+    ) -> AsyncIterator[Any]:
+        """The events of :meth:`events` as Arrow record batches (one per window, each an
+        object with ``__arrow_c_array__``, e.g. for ``pyarrow.record_batch``), produced as
+        windows complete, with bounded memory (``async for batch in ...``)."""
+        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        stream = self._inner.event_batch_stream(lo, hi, report_id)
+        try:
+            while True:
+                batch = await stream.next_async()
+                if batch is None:
+                    return
+                yield batch
+        finally:
+            stream.close()
+
+    # --- utilities ----------------------------------------------------------------------
+    async def access_token(self) -> str:
+        """A valid bearer token (fetched or reused), for debugging with curl."""
+        return await self._inner.access_token_async()
+
+    def stats(self) -> dict:
+        """Counters of this client (see :meth:`Client.stats`)."""
+        return self._sync.stats()
+
+    async def diagnose(self) -> None:
+        """Prints the effective settings and whether a token can be had, without secrets."""
+        print(await self._inner.diagnose_async(), end="")
+
+    async def aclose(self) -> None:
+        """Stops requests in flight; later calls raise :class:`~surveillance.TransportError`."""
+        self._inner.close()
+
+    def close(self) -> None:
+        """As :meth:`aclose`, from synchronous code."""
+        self._inner.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    def __reduce__(self) -> Any:
+        # Configuration only, as Client: the unpickled client fetches its own token.
+        return (AsyncClient._of, (self._sync,))
+
+    def __repr__(self) -> str:
+        return f"Async{self._sync!r}"
+
+
+def _update(events: list, lo: int, hi: int) -> dict:
+    """A progress update from the events received so far (they arrive in time order)."""
+    done = hi - lo
+    if events:
+        done = min(done, max(0, to_ms(events[-1]["startTime"], "startTime") - lo))
+    return {"events": len(events), "done_ms": done, "total_ms": hi - lo}
