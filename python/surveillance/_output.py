@@ -22,15 +22,32 @@ def _require(module: str, extra: str, output: str) -> Any:
         ) from None
 
 
+def to_pandas(table: Any) -> Any:
+    """A pandas DataFrame of ``table`` (anything with ``__arrow_c_stream__``): timestamps as
+    ``datetime64[ms, UTC]``, booleans as the nullable ``boolean`` dtype (a gap stays ``<NA>``),
+    and nested columns (lists, structs, maps) as ``pd.ArrowDtype``, kept in Arrow memory
+    rather than copied into millions of Python lists and dicts."""
+    pd = _require("pandas", "pandas", "pandas")
+    pa = _require("pyarrow", "pandas", "pandas")
+    nested = (pa.types.is_list, pa.types.is_struct, pa.types.is_map, pa.types.is_large_list)
+
+    def mapper(dtype: Any) -> Any:
+        if pa.types.is_boolean(dtype):
+            return pd.BooleanDtype()
+        if any(is_(dtype) for is_ in nested):
+            return pd.ArrowDtype(dtype)
+        return None
+
+    return pa.table(table).to_pandas(types_mapper=mapper)
+
+
 def convert(table: Any, output: str) -> Any:
     """``table`` (an object with ``__arrow_c_stream__``) as ``output``: the object itself for
-    ``"arrow"``, a pandas DataFrame (``datetime64[ms, UTC]`` timestamps) or a polars DataFrame.
+    ``"arrow"``, a pandas DataFrame (see :func:`to_pandas`) or a polars DataFrame.
     """
     if output == "arrow":
         return table
     if output == "pandas":
-        _require("pandas", "pandas", output)
-        pa = _require("pyarrow", "pandas", output)
-        return pa.table(table).to_pandas()
+        return to_pandas(table)
     polars = _require("polars", "polars", output)
     return polars.DataFrame(table)
