@@ -84,7 +84,8 @@ def scenario_frame(size: tuple, repeats: int) -> list:
         )
         assert [e["id"] for e in events] == truth, "baseline (b) is not exact"
         frame, norm_s = timed(lambda: normalized(events))
-        del events, frame
+        del frame
+        events.clear()
         base = fetch_s + norm_s
         print(
             f"  ours pandas {best_pd:.2f} s, ours arrow {best_pa:.2f} s, (b) fetch {fetch_s:.2f} s"
