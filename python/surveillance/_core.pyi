@@ -164,8 +164,15 @@ class Emulator:
         """Moves the emulator's clock."""
     def revoke_tokens(self) -> None:
         """Refuses every token issued so far."""
-    def add_events(self, at_ms: int, count: int = 1, site_id: Optional[str] = None) -> list[str]:
-        """Inserts ``count`` events starting at ``at_ms``; returns their ids."""
+    def add_events(
+        self,
+        at_ms: int,
+        count: int = 1,
+        site_id: Optional[str] = None,
+        created_ms: Optional[int] = None,
+    ) -> list[str]:
+        """Inserts ``count`` events starting at ``at_ms`` (created at ``created_ms`` when
+        given); returns their ids."""
     def published_json(self, region: Optional[str] = None) -> list[str]:
         """Stored webhook records as JSON texts (of one region, or all)."""
     def clear_published(self) -> None:

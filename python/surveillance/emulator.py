@@ -185,12 +185,37 @@ class Emulator:
         """Every token issued so far is refused (401) from now on."""
         self._inner.revoke_tokens()
 
-    def add_events(self, at: TimeLike, count: int = 1, *, site_id: Optional[str] = None) -> list:
+    def add_events(
+        self,
+        at: TimeLike,
+        count: int = 1,
+        *,
+        site_id: Optional[str] = None,
+        created_at: Optional[TimeLike] = None,
+    ) -> list:
         """Inserts ``count`` events whose startTime is exactly ``at``; returns their ids.
 
-        Use it for dense bursts (many events in one millisecond) and for events created late.
+        Use it for dense bursts (many events in one millisecond) and for events created late:
+        inserted after a sync has read ``at``'s range, they appear only to the reads that
+        follow, as events the service creates after they start do.
+
+        Args:
+            at: the startTime of the new events (a time as :meth:`truth` takes).
+            count: how many.
+            site_id: their site (default: one picked from the seed).
+            created_at: their ``createTime`` (default: a few seconds after they end); their
+                dwell time is shortened when needed so that they end by then. Must not be
+                before ``at``.
+
+        >>> import surveillance as sv, datetime as dt
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
+        ...     [new] = emu.add_events("2026-01-05T10:00:00Z", created_at="2026-01-05T10:40:00Z")
+        ...     [event] = [e for e in emu.client().events(emu.start, emu.end) if e["id"] == new]
+        >>> dt.datetime.fromisoformat(event["createTime"]).astimezone(dt.timezone.utc)
+        datetime.datetime(2026, 1, 5, 10, 40, tzinfo=datetime.timezone.utc)
         """
-        return self._inner.add_events(to_ms(at, "at"), count, site_id)
+        created = None if created_at is None else to_ms(created_at, "created_at")
+        return self._inner.add_events(to_ms(at, "at"), count, site_id, created)
 
     def client(self, **kwargs: Any) -> Client:
         """A :class:`~surveillance.Client` configured for this emulator.

@@ -558,6 +558,19 @@ impl Data {
     /// Inserts `count` events starting exactly at `at_ms` at site `site` (or a chosen one) and
     /// returns their ids. Used by tests for dense bursts and late-created events.
     pub fn add_events(&mut self, at_ms: i64, count: u32, site: Option<usize>) -> Vec<String> {
+        self.add_events_created(at_ms, count, site, None)
+    }
+
+    /// As `add_events`; with `created_ms`, every new event has exactly that `createTime` (an
+    /// event created late, e.g. inside an ETL job's settle period), its dwell time shortened
+    /// when needed so that it ends by then. A `created_ms` before `at_ms` is taken as `at_ms`.
+    pub fn add_events_created(
+        &mut self,
+        at_ms: i64,
+        count: u32,
+        site: Option<usize>,
+        created_ms: Option<i64>,
+    ) -> Vec<String> {
         if self.site_info.is_empty() {
             return Vec::new();
         }
@@ -568,6 +581,13 @@ impl Data {
         let before = self.events.len();
         for _ in 0..count {
             self.push_event(&mut rng, s, at_ms);
+        }
+        if let Some(created) = created_ms {
+            let span = u32::try_from(created.max(at_ms) - at_ms).unwrap_or(u32::MAX);
+            for e in &mut self.events[before..] {
+                e.dur_ms = e.dur_ms.min(span);
+                e.create_delay_ms = span - e.dur_ms;
+            }
         }
         let ids = self.events[before..]
             .iter()

@@ -769,3 +769,42 @@ async fn socket_drop_closes_the_connection_and_stop_is_idempotent() {
     let again = TcpStream::connect(handle.addr).await;
     assert!(again.is_err(), "the port still accepts connections");
 }
+
+// Events created late (`add_events_created`).
+#[tokio::test]
+async fn events_added_late_are_served_with_the_given_create_time() {
+    let e = emu().await;
+    let start = e.s.data().start_ms;
+    let (at, created) = (start + 5 * HOUR + 250, start + 5 * HOUR + 40 * 60_000);
+    let query = e.events(5 * HOUR, 5 * HOUR + 1000);
+    let before = ids(&e.pages(&query).await);
+    let new =
+        e.s.data_mut()
+            .add_events_created(at, 3, Some(0), Some(created));
+    let served = e.pages(&query).await;
+    assert_eq!(sorted(ids(&served)), sorted([before, new.clone()].concat()));
+    let time = |v: &Value, k: &str| {
+        let s = v[k].as_str().expect(k);
+        chrono::DateTime::parse_from_rfc3339(s)
+            .expect("rfc3339")
+            .timestamp_millis()
+    };
+    let added: Vec<&Value> = served
+        .iter()
+        .filter(|v| new.iter().any(|id| v["id"] == id.as_str()))
+        .collect();
+    assert_eq!(added.len(), 3);
+    for v in added {
+        assert_eq!(time(v, "createTime"), created);
+        assert!(time(v, "endTime") >= at && time(v, "endTime") <= created);
+        assert_eq!(ms_of(v), at);
+    }
+    // A creation time before the start is taken as the start: a zero-length event.
+    let odd =
+        e.s.data_mut()
+            .add_events_created(at + 1, 1, Some(0), Some(at - HOUR));
+    let served = e.pages(&e.events(5 * HOUR + 251, 5 * HOUR + 252)).await;
+    assert_eq!(ids(&served), odd);
+    assert_eq!(time(&served[0], "createTime"), at + 1);
+    assert_eq!(served[0]["details"]["duration_sec"], 0);
+}

@@ -219,15 +219,22 @@ impl PyEmulator {
         self.handle.state.revoke_tokens();
     }
 
-    /// Inserts `count` events starting at `at_ms`; returns their ids.
-    #[pyo3(signature = (at_ms, count=1, site_id=None))]
+    /// Inserts `count` events starting at `at_ms` (created at `created_ms` when given); returns
+    /// their ids.
+    #[pyo3(signature = (at_ms, count=1, site_id=None, created_ms=None))]
     fn add_events(
         &self,
         py: Python<'_>,
         at_ms: i64,
         count: u32,
         site_id: Option<String>,
+        created_ms: Option<i64>,
     ) -> PyResult<Vec<String>> {
+        if created_ms.is_some_and(|c| c < at_ms) {
+            return Err(PyValueError::new_err(
+                "`created_at` must not be before `at`: an event is created after it starts",
+            ));
+        }
         let state = self.handle.state.clone();
         py.detach(move || {
             let mut data = state.data_mut();
@@ -240,7 +247,7 @@ impl PyEmulator {
                         .ok_or_else(|| PyValueError::new_err(format!("no site `{id}`")))?,
                 ),
             };
-            Ok(data.add_events(at_ms, count, site))
+            Ok(data.add_events_created(at_ms, count, site, created_ms))
         })
     }
 
