@@ -1,17 +1,27 @@
-"""The ``surveillance`` command line: ``--version``, ``emulator`` and ``demo``."""
+"""The ``surveillance`` command line, run as a subprocess against an emulator over loopback:
+every subcommand, its outputs, progress on a terminal only, and one-line errors."""
 
 from __future__ import annotations
 
+import csv
+import fcntl
 import json
 import os
+import re
+import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import urllib.request
+from pathlib import Path
 
+import pytest
 import surveillance as sv
 
 CLI = [sys.executable, "-m", "surveillance.cli"]
+PROGRESS = re.compile(r"events: *\d+%")
 
 
 def test_version():
@@ -65,18 +75,290 @@ def test_emulator_command_prints_credentials_and_serves_until_ctrl_c():
             proc.stdout.close()
 
 
-def test_demo_prints_the_dwell_summary_and_writes_the_export(tmp_path):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def _script() -> list:
+    """The installed ``surveillance`` console script, else its entry point loaded from the
+    package metadata (the same ``surveillance.cli:main``)."""
+    script = Path(sys.executable).parent / "surveillance"
+    if script.exists():
+        return [str(script)]
+    code = (
+        "import sys; from importlib.metadata import entry_points; "
+        "sys.exit(entry_points(group='console_scripts', name='surveillance')"
+        "[0].load()())"
+    )
+    return [sys.executable, "-c", code]
+
+
+def _env(emu=None, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SURVEILLANCE_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    if emu is not None:
+        env.update(
+            SURVEILLANCE_BASE_URL=emu.url,
+            SURVEILLANCE_API_KEY=emu.api_key,
+            SURVEILLANCE_CLIENT_ID=emu.client_id,
+            SURVEILLANCE_CLIENT_SECRET=emu.client_secret,
+            SURVEILLANCE_AUDIENCE=emu.audience,
+        )
+    env.update(extra)
+    return env
+
+
+#: Client commands read as fast as the emulator answers (the default is the published limit,
+#: one request a second).
+FAST = ["--read-per-second", "0", "--read-concurrency", "0"]
+CLIENT_COMMANDS = {"events", "sites", "devices", "cameras", "reports"}
+
+
+def _fast(args) -> list:
+    return [*args, *FAST] if args[0] in CLIENT_COMMANDS and "--help" not in args else list(args)
+
+
+def _run(args, env, cwd=None):
+    args = _fast(args)
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=60, env=env, cwd=cwd
+    )
+
+
+def _run_in_pty(args, env, cwd) -> tuple:
+    """Runs the CLI with stdin, stdout and stderr on a pseudo-terminal; returns the exit
+    status and everything it wrote."""
+    args = _fast(args)
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    proc = subprocess.Popen(
+        [*CLI, *args], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd
+    )
+    os.close(slave)
+    chunks = []
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 60)
+            if not ready:
+                raise AssertionError("no output from the command for 60 s")
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the command closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        status = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    return status, b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.fixture(scope="module")
+def cli_emu():
+    e = sv.Emulator(seed=5, sites=4, days=2, events_per_day=300)
+    try:
+        yield e
+    finally:
+        e.stop()
+
+
+DAY = ["--start", "2026-01-05", "--end", "2026-01-07"]
+
+
+def test_demo_entry_point_prints_the_summary_and_writes_parquet_and_chart(tmp_path):
     out = subprocess.run(
-        [*CLI, "demo", "--sites", "5", "--events-per-day", "500"],
+        [*_script(), "demo", "--sites", "5", "--events-per-day", "500"],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=tmp_path,
-        env=env,
+        env=_env(),
     )
     assert out.returncode == 0, out.stderr
     assert "fetched 3,500 events" in out.stdout
-    assert "median s" in out.stdout and "busiest hour" in out.stdout
-    assert (tmp_path / "events.parquet").exists() or (tmp_path / "events.jsonl").exists()
-    assert out.stderr == ""  # no progress bar when stderr is not a terminal
+    header = next(line for line in out.stdout.splitlines() if "median s" in line)
+    assert header.split() == ["site", "events", "median", "s", "p90", "s", "busiest", "hour"]
+    rows = out.stdout.split(header, 1)[1].strip().splitlines()[:5]
+    assert sum(int(r.split()[-4].replace(",", "")) for r in rows) == 3500
+    assert all(re.search(r" \d+:00$", r) for r in rows)
+    pq = pytest.importorskip("pyarrow.parquet")
+    assert pq.read_metadata(tmp_path / "events.parquet").num_rows == 3500
+    assert not PROGRESS.search(out.stderr)  # stderr is not a terminal: no progress bar
+    pytest.importorskip("matplotlib")
+    assert "wrote dwell.png" in out.stdout
+    assert (tmp_path / "dwell.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("command", ["events", "sites", "devices", "cameras", "reports", "demo"])
+def test_help_of_each_command(command):
+    out = _run([command, "--help"], _env())
+    assert out.returncode == 0
+    assert out.stdout.startswith(f"usage: surveillance {command}")
+    if command != "demo":
+        assert "SURVEILLANCE_API_KEY" in out.stdout and "--base-url" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "present, missing",
+    [
+        ((), "SURVEILLANCE_BASE_URL"),
+        (("BASE_URL", "CLIENT_ID", "CLIENT_SECRET"), "SURVEILLANCE_API_KEY"),
+        (("BASE_URL", "API_KEY", "CLIENT_ID"), "SURVEILLANCE_CLIENT_SECRET"),
+    ],
+)
+def test_a_missing_credential_is_one_line_naming_the_variable_and_exit_2(
+    tmp_path, cli_emu, present, missing
+):
+    env = _env()
+    full = _env(cli_emu)
+    env.update({f"SURVEILLANCE_{k}": full[f"SURVEILLANCE_{k}"] for k in present})
+    out = _run(["events", *DAY, "-o", "e.parquet"], env, cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stdout == ""
+    assert len(out.stderr.splitlines()) == 1, out.stderr
+    assert out.stderr.startswith("surveillance: error: ")
+    assert missing in out.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_credentials_from_options(cli_emu):
+    env = _env()
+    out = _run(
+        [
+            "sites",
+            "--format",
+            "jsonl",
+            "--base-url",
+            cli_emu.url,
+            "--api-key",
+            cli_emu.api_key,
+            "--client-id",
+            cli_emu.client_id,
+            "--client-secret",
+            cli_emu.client_secret,
+            "--audience",
+            cli_emu.audience,
+        ],
+        env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.splitlines()) == 4
+
+
+@pytest.mark.parametrize(
+    "args, status, message",
+    [
+        (["--start", "2026-01-07", "--end", "2026-01-05"], 2, "after"),
+        (["--start", "yesterday", "--end", "2026-01-05"], 2, "ISO-8601"),
+        ([*DAY, "-o", "events.txt"], 2, ".parquet, .csv or .jsonl"),
+        ([*DAY, "--report", "not-a-uuid"], 2, "report"),
+    ],
+)
+def test_bad_arguments_are_one_line_without_traceback(tmp_path, cli_emu, args, status, message):
+    out = _run(["events", *args], _env(cli_emu), cwd=tmp_path)
+    assert out.returncode == status
+    assert "Traceback" not in out.stderr
+    assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith("surveillance: error: ")
+    assert message in out.stderr
+
+
+def test_a_refused_request_is_one_line_exit_1_and_leaves_no_file(tmp_path, cli_emu):
+    args = ["events", *DAY, "--report", cli_emu.restricted_report_id, "-o", "r.parquet"]
+    out = _run(args, _env(cli_emu), cwd=tmp_path)
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr
+    assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith("surveillance: error: ")
+    assert not list(tmp_path.iterdir())  # neither r.parquet nor a partial file
+
+
+def test_events_to_parquet_csv_and_jsonl_hold_every_event(tmp_path, cli_emu):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    truth = cli_emu.truth("2026-01-05", "2026-01-07")
+    env = _env(cli_emu)
+    for name in ("e.parquet", "e.csv", "e.jsonl"):
+        out = _run(["events", *DAY, "-o", name], env, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == f"wrote {len(truth):,} events to {name}\n"
+        assert out.stderr == ""  # piped: no progress bar
+    table = pq.read_table(tmp_path / "e.parquet")
+    assert table.column("id").to_pylist() == truth
+    schema = pa.RecordBatchReader.from_stream(
+        cli_emu.client().event_batches("2026-01-05", "2026-01-06")
+    ).schema
+    assert table.schema.equals(schema)
+    with open(tmp_path / "e.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["id"] for r in rows] == truth
+    assert list(rows[0])[:3] == ["id", "startTime", "endTime"]
+    assert "details.duration_sec" in rows[0] and json.loads(rows[0]["details"])
+    lines = (tmp_path / "e.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["id"] for line in lines] == truth
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.csv", "e.jsonl", "e.parquet"]
+
+
+def test_events_piped_without_a_file_are_json_lines(cli_emu):
+    out = _run(["events", *DAY], _env(cli_emu))
+    assert out.returncode == 0, out.stderr
+    ids = [json.loads(line)["id"] for line in out.stdout.splitlines()]
+    assert ids == cli_emu.truth("2026-01-05", "2026-01-07")
+    assert out.stderr == ""
+
+
+@pytest.mark.parametrize("name", ["e.parquet", "e.jsonl"])
+def test_events_on_a_terminal_show_a_progress_bar(tmp_path, cli_emu, name):
+    if name.endswith(".parquet"):
+        pytest.importorskip("pyarrow")
+    status, text = _run_in_pty(["events", *DAY, "-o", name], _env(cli_emu), tmp_path)
+    assert status == 0, text
+    assert PROGRESS.search(text), text
+    assert (tmp_path / name).exists()
+    status, text = _run_in_pty(
+        ["events", *DAY, "-o", name, "--no-progress"], _env(cli_emu), tmp_path
+    )
+    assert status == 0, text
+    assert not PROGRESS.search(text), text
+
+
+def test_events_on_a_terminal_are_a_table(tmp_path, cli_emu):
+    status, text = _run_in_pty(["events", *DAY], _env(cli_emu), tmp_path)
+    assert status == 0, text
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("startTime"))
+    assert lines[header].split() == ["startTime", "duration_sec", "title", "subtitle", "site"]
+    assert set(lines[header + 1]) <= {"-", " "}
+    assert len(lines) - header - 2 == len(cli_emu.truth("2026-01-05", "2026-01-07"))
+
+
+@pytest.mark.parametrize("kind", ["sites", "devices", "cameras", "reports"])
+def test_lists_in_every_format(tmp_path, cli_emu, kind):
+    pq = pytest.importorskip("pyarrow.parquet")
+    expected = [r["id"] for r in cli_emu.resources(kind)]
+    env = _env(cli_emu)
+    for name in (f"{kind}.parquet", f"{kind}.csv", f"{kind}.jsonl"):
+        out = _run([kind, "-o", name], env, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == f"wrote {len(expected):,} {kind} to {name}\n"
+    assert sorted(pq.read_table(tmp_path / f"{kind}.parquet").column("id").to_pylist()) == sorted(
+        expected
+    )
+    with open(tmp_path / f"{kind}.csv", newline="", encoding="utf-8") as f:
+        assert sorted(r["id"] for r in csv.DictReader(f)) == sorted(expected)
+    jsonl = (tmp_path / f"{kind}.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sorted(json.loads(line)["id"] for line in jsonl) == sorted(expected)
+    status, text = _run_in_pty([kind], env, tmp_path)
+    assert status == 0, text
+    assert text.splitlines()[0].split()[:2] == ["id", "name"]
+    assert all(any(i in line for line in text.splitlines()) for i in expected)
+
+
+def test_cameras_of_one_site_and_one_device(cli_emu):
+    cameras = cli_emu.resources("cameras")
+    site = next(c["siteId"] for c in cameras)
+    device = next(c["deviceId"] for c in cameras if c["siteId"] != site)
+    env = _env(cli_emu)
+    for option, value, key in (("--site", site, "siteId"), ("--device", device, "deviceId")):
+        out = _run(["cameras", option, value, "--format", "jsonl"], env)
+        assert out.returncode == 0, out.stderr
+        got = sorted(json.loads(line)["id"] for line in out.stdout.splitlines())
+        assert got == sorted(c["id"] for c in cameras if c[key] == value)

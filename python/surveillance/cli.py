@@ -10,9 +10,12 @@ setting (:class:`ConfigError`) exits 2, like a usage error.
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime as dt
 import json
+import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -21,7 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import __version__
-from .client import Client
+from ._progress import make as _progress_bar
+from ._time import to_ms
+from .client import Client, Limits
 from .emulator import Emulator
 from .errors import ConfigError, SurveillanceError
 
@@ -49,6 +54,20 @@ def _client_arguments(p: argparse.ArgumentParser) -> None:
         group.add_argument(option, dest=dest, metavar="VALUE", help=f"{text} [{variable}]")
     group.add_argument("--ca-bundle", metavar="PEM", help="extra trusted certificates")
     group.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+    group.add_argument(
+        "--read-per-second",
+        type=float,
+        default=1.0,
+        metavar="RATE",
+        help="read requests a second (default 1, the published limit; 0: no limit)",
+    )
+    group.add_argument(
+        "--read-concurrency",
+        type=int,
+        default=3,
+        metavar="N",
+        help="read requests in flight (default 3, the published limit; 0: no limit)",
+    )
 
 
 def _client(args: argparse.Namespace) -> Client:
@@ -60,7 +79,13 @@ def _client(args: argparse.Namespace) -> Client:
                 f"{dest.replace('_', ' ')} is missing: set {variable} or pass {option}"
             )
     settings = {dest: getattr(args, dest) for _, dest, _, _ in _SETTINGS}
-    return Client(ca_bundle=args.ca_bundle, timeout=args.timeout, **settings)
+    if args.read_per_second < 0 or args.read_concurrency < 0:
+        raise ValueError("--read-per-second and --read-concurrency must be 0 (no limit) or more")
+    limits = Limits(
+        read_per_second=args.read_per_second or None,
+        read_concurrency=args.read_concurrency or None,
+    )
+    return Client(ca_bundle=args.ca_bundle, timeout=args.timeout, limits=limits, **settings)
 
 
 def _progress(args: argparse.Namespace) -> Any:
@@ -104,73 +129,518 @@ def _emulator(args: argparse.Namespace) -> int:
     return 0
 
 
-def _percentile(values: list, q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+# --- output ---------------------------------------------------------------------------
+#: File formats by file-name suffix.
+_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl"}
+_SUFFIXES.update({".ndjson": "jsonl"})
+_FORMATS = ("table", "csv", "jsonl", "parquet")
 
 
-# --- demo -----------------------------------------------------------------------------
-def _demo_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sites", type=int, default=20)
-    p.add_argument("--events-per-day", type=int, default=5000)
-    p.add_argument("-o", "--output", help="file to write (default events.parquet)")
+def _output_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write to FILE, in the format of its suffix: .parquet, .csv or .jsonl "
+        "(default: a table on a terminal, JSON Lines when stdout is piped)",
+    )
+    p.add_argument("--format", choices=_FORMATS, help="the output format, whatever the suffix")
 
 
-def _demo(args: argparse.Namespace) -> int:
-    with Emulator(seed=0, sites=args.sites, days=7, events_per_day=args.events_per_day) as emu:
-        client = emu.client()
-        print(f"emulator at {emu.url}: {args.sites} sites, a week from {emu.start:%Y-%m-%d}")
-        started = time.perf_counter()
-        events = client.events(emu.start, emu.end)
-        elapsed = time.perf_counter() - started
-        requests = client.stats()["requests"].get("GET /v2/events", 0)
-        print(f"fetched {len(events):,} events in {elapsed:.2f} s with {requests:,} requests")
-        sites = {s["id"]: s for s in client.sites()}
-        path = _export(events, args.output)
-        print(f"wrote {path}")
-
-    durations: dict = defaultdict(list)
-    hours: dict = defaultdict(lambda: defaultdict(int))
-    for e in events:
-        durations[e["siteId"]].append(e["details"]["duration_sec"])
-        # startTime carries the site's own UTC offset: its hour is the local hour.
-        hours[e["siteId"]][int(e["startTime"][11:13])] += 1
-    print()
-    print(f"{'site':<34} {'events':>7} {'median s':>9} {'p90 s':>7} {'busiest hour':>13}")
-    for site_id, values in sorted(durations.items(), key=lambda kv: -len(kv[1])):
-        name = sites.get(site_id, {}).get("name", site_id)[:34]
-        busiest = max(hours[site_id].items(), key=lambda kv: kv[1])[0]
-        print(
-            f"{name:<34} {len(values):>7,} {statistics.median(values):>9.0f} "
-            f"{_percentile(values, 0.9):>7.0f} {busiest:>10}:00"
-        )
-    return 0
+def _format(args: argparse.Namespace) -> str:
+    """The output format: ``--format``, else the suffix of ``-o``, else ``table`` on a
+    terminal and ``jsonl`` when stdout is piped."""
+    if args.format:
+        if args.format == "table" and args.output:
+            raise ValueError("--format table writes to the terminal: leave out -o")
+        if args.format == "parquet" and not args.output:
+            raise ValueError("--format parquet needs a file: pass -o FILE.parquet")
+        return args.format
+    if args.output:
+        suffix = os.path.splitext(args.output)[1].lower()
+        if suffix not in _SUFFIXES:
+            raise ValueError(
+                f"cannot tell the format of {args.output!r}: name it .parquet, .csv or .jsonl, "
+                "or pass --format"
+            )
+        return _SUFFIXES[suffix]
+    return "table" if sys.stdout.isatty() else "jsonl"
 
 
-def _export(events: list, output: Optional[str]) -> str:
+class _Target:
+    """The file of ``-o`` written under a temporary name and renamed when complete (a run
+    that fails half-way leaves no truncated file), or stdout."""
+
+    def __init__(self, path: Optional[str], binary: bool = False) -> None:
+        self.path = path
+        self._partial = None if path is None else f"{path}.partial"
+        self._binary = binary
+
+    def open(self) -> Any:
+        if self._partial is None:
+            return sys.stdout.buffer if self._binary else sys.stdout
+        if self._binary:
+            return open(self._partial, "wb")
+        return open(self._partial, "w", encoding="utf-8", newline="")
+
+    @property
+    def name(self) -> str:
+        """Where a writer that takes a path writes."""
+        return self._partial or "-"
+
+    def commit(self) -> None:
+        if self._partial is not None and self.path is not None:
+            os.replace(self._partial, self.path)
+
+    def discard(self) -> None:
+        if self._partial is not None and os.path.exists(self._partial):
+            os.remove(self._partial)
+
+
+def _pyarrow() -> tuple:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        path = output or "events.jsonl"
-        with open(path, "w", encoding="utf-8") as f:
-            for e in events:
-                f.write(json.dumps(e) + "\n")
-        hint = "install pyarrow, or pip install 'surveillance[pandas]', for Parquet"
-        return f"{path} (JSON Lines; {hint})"
-    path = output or "events.parquet"
-    rows = [
-        {
-            **{k: v for k, v in e.items() if k not in ("details", "startTime", "endTime")},
-            "startTime": dt.datetime.fromisoformat(e["startTime"]),
-            "endTime": dt.datetime.fromisoformat(e["endTime"]),
-            "duration_sec": e["details"].get("duration_sec"),
-            "details": json.dumps(e["details"]),
-        }
-        for e in events
+        raise ImportError(
+            "writing Parquet needs pyarrow: pip install 'surveillance[pandas]'"
+        ) from None
+    return pa, pq
+
+
+def _cell(value: Any) -> Any:
+    """A value as a CSV cell: lists and objects as JSON, None as an empty cell."""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return "" if value is None else value
+
+
+#: Columns of events in CSV, as the Arrow schema names them.
+_EVENT_COLUMNS = [
+    "id",
+    "startTime",
+    "endTime",
+    "createTime",
+    "type",
+    "subtype",
+    "siteId",
+    "deviceId",
+    "title",
+    "subtitle",
+    "locationTags",
+    "cameras",
+]
+_DETAIL_KEYS = ["duration_sec", "confirmed", "origin", "localTime", "generatedByEventStandard"]
+_DETAIL_KEYS.append("marker")
+
+
+def _event_row(event: dict) -> list:
+    details = event.get("details") or {}
+    row = [_cell(event.get(c)) for c in _EVENT_COLUMNS]
+    row.extend(_cell(details.get(k)) for k in _DETAIL_KEYS)
+    row.append(_cell(details))
+    return row
+
+
+def _write_rows(target: _Target, fmt: str, records: Any, header: Optional[list] = None) -> int:
+    """Writes dicts as JSON Lines or CSV (``header``: the columns of events); returns the
+    count. A list of records without ``header`` gets the union of their keys as columns."""
+    count = 0
+    f = target.open()
+    try:
+        if fmt == "jsonl":
+            for record in records:
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+                count += 1
+        elif header is not None:
+            writer = csv.writer(f)
+            writer.writerow(header)
+            for record in records:
+                writer.writerow(_event_row(record))
+                count += 1
+        else:
+            records = list(records)
+            columns: dict = {}
+            for record in records:
+                columns.update(dict.fromkeys(record))
+            writer = csv.writer(f)
+            writer.writerow(list(columns))
+            for record in records:
+                writer.writerow([_cell(record.get(c)) for c in columns])
+            count = len(records)
+        f.flush()
+    finally:
+        if f not in (sys.stdout, getattr(sys.stdout, "buffer", None)):
+            f.close()
+    return count
+
+
+def _text(value: Any, width: int = 40) -> str:
+    if value is None:
+        text = ""
+    elif isinstance(value, dict):  # localized names: {"en-US": ..., "fr-FR": ...}
+        text = str(value.get("en-US", next(iter(value.values()), "")))
+    elif isinstance(value, (list, tuple)):
+        text = ", ".join(map(str, value))
+    elif isinstance(value, float):
+        text = f"{value:g}"
+    else:
+        text = str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _print_table(rows: list, columns: list) -> None:
+    """Prints ``rows`` (lists of values) under ``columns``, numbers aligned right."""
+    cells = [[_text(v) for v in row] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    numeric = [
+        bool(rows) and all(isinstance(r[i], (int, float)) or r[i] is None for r in rows)
+        for i in range(len(columns))
     ]
-    pq.write_table(pa.Table.from_pylist(rows), path)
-    return path
+
+    def line(values: list) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)]
+        return "  ".join(parts).rstrip()
+
+    out = [line(columns), line(["-" * w for w in widths])]
+    out.extend(line(r) for r in cells)
+    print("\n".join(out))
+
+
+# --- events ---------------------------------------------------------------------------
+def _events_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--start", required=True, help="ISO-8601 time or date, inclusive (UTC if naive)")
+    p.add_argument("--end", required=True, help="ISO-8601 time or date, exclusive")
+    p.add_argument("--report", metavar="ID", help="only the events of this report")
+    _output_arguments(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    _client_arguments(p)
+
+
+def _write_events_parquet(
+    client: Client, start: Any, end: Any, report: Optional[str], target: _Target, progress: Any
+) -> int:
+    """Streams the events to Parquet, one row group per window, with bounded memory."""
+    pa, pq = _pyarrow()
+    import pyarrow.compute as pc
+
+    lo, hi = to_ms(start, "start"), to_ms(end, "end")
+    stream = client.event_batches(start, end, report)
+    callback, close = _progress_bar(progress, "events")
+    count = 0
+    try:
+        reader = pa.RecordBatchReader.from_stream(stream)
+        with pq.ParquetWriter(target.name, reader.schema) as writer:
+            for batch in reader:
+                writer.write_batch(batch)
+                count += batch.num_rows
+                if callback is not None and batch.num_rows:
+                    last = pc.max(batch.column("startTime").cast(pa.int64())).as_py()
+                    requests = client.stats()["requests"].get("GET /v2/events", 0)
+                    done = max(0, min(hi, last) - lo)
+                    callback(
+                        {
+                            "events": count,
+                            "requests": requests,
+                            "done_ms": done,
+                            "total_ms": hi - lo,
+                        }
+                    )
+            if callback is not None:
+                callback({"events": count, "done_ms": hi - lo, "total_ms": hi - lo})
+    except pa.ArrowException as e:
+        # An error of the client (refused request, network ...) reaches here through the
+        # Arrow C stream, which keeps its message but not its type.
+        message = re.sub(r"^(internal|external) error: ", "", str(e), flags=re.I)
+        raise SurveillanceError(message) from None
+    finally:
+        close()
+    return count
+
+
+def _export_events(
+    client: Client,
+    start: Any,
+    end: Any,
+    report: Optional[str],
+    fmt: str,
+    path: Optional[str],
+    progress: Any,
+) -> int:
+    """Writes the events of ``[start, end)`` to ``path`` (or stdout) as ``fmt``."""
+    target = _Target(path, binary=fmt == "parquet")
+    try:
+        if fmt == "parquet":
+            count = _write_events_parquet(client, start, end, report, target, progress)
+        else:
+            header = None if fmt == "jsonl" else [*_EVENT_COLUMNS]
+            if header is not None:
+                header += [f"details.{k}" for k in _DETAIL_KEYS] + ["details"]
+            events = client.iter_events(start, end, report, progress=progress)
+            count = _write_rows(target, fmt, events, header)
+        target.commit()
+    except BaseException:
+        target.discard()
+        raise
+    return count
+
+
+def _events(args: argparse.Namespace) -> int:
+    fmt = _format(args)
+    client = _client(args)
+    progress = _progress(args)
+    if fmt == "table":
+        sites = {s["id"]: s.get("name") for s in client.sites()}
+        events = client.events(args.start, args.end, args.report, progress=progress)
+        rows = [
+            [
+                e.get("startTime"),
+                (e.get("details") or {}).get("duration_sec"),
+                e.get("title"),
+                e.get("subtitle"),
+                sites.get(e.get("siteId"), e.get("siteId")),
+            ]
+            for e in events
+        ]
+        _print_table(rows, ["startTime", "duration_sec", "title", "subtitle", "site"])
+        return 0
+    count = _export_events(client, args.start, args.end, args.report, fmt, args.output, progress)
+    if args.output:
+        print(f"wrote {count:,} events to {args.output}")
+    return 0
+
+
+# --- sites, devices, cameras, reports ---------------------------------------------------
+#: The columns of the terminal table of each list.
+_LIST_COLUMNS = {
+    "sites": ["id", "name", "timezone", "locationTags", "deviceCount", "cameraCount", "status"],
+    "devices": ["id", "name", "siteId", "status", "totalCameras"],
+    "cameras": ["id", "name", "siteId", "deviceId", "status", "manufacturer", "model"],
+    "reports": ["id", "name", "description"],
+}
+
+
+def _list_arguments(p: argparse.ArgumentParser) -> None:
+    _output_arguments(p)
+    _client_arguments(p)
+
+
+def _cameras_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--site", metavar="ID", help="only the cameras of this site")
+    p.add_argument("--device", metavar="ID", help="only the cameras of this device")
+    _list_arguments(p)
+
+
+def _list(kind: str, args: argparse.Namespace) -> int:
+    fmt = _format(args)
+    client = _client(args)
+    extra = (args.site, args.device) if kind == "cameras" else ()
+    fetch = getattr(client, kind)
+    if fmt == "parquet":
+        _, pq = _pyarrow()
+        import pyarrow as pa
+
+        table = pa.table(fetch(*extra, output="arrow"))
+        target = _Target(args.output, binary=True)
+        try:
+            pq.write_table(table, target.name)
+            target.commit()
+        except BaseException:
+            target.discard()
+            raise
+        count = table.num_rows
+    elif fmt == "table":
+        records = fetch(*extra)
+        columns = _LIST_COLUMNS[kind]
+        _print_table([[r.get(c) for c in columns] for r in records], columns)
+        return 0
+    else:
+        target = _Target(args.output)
+        try:
+            count = _write_rows(target, fmt, fetch(*extra))
+            target.commit()
+        except BaseException:
+            target.discard()
+            raise
+    if args.output:
+        print(f"wrote {count:,} {kind} to {args.output}")
+    return 0
+
+
+def _sites(args: argparse.Namespace) -> int:
+    return _list("sites", args)
+
+
+def _devices(args: argparse.Namespace) -> int:
+    return _list("devices", args)
+
+
+def _cameras(args: argparse.Namespace) -> int:
+    return _list("cameras", args)
+
+
+def _reports(args: argparse.Namespace) -> int:
+    return _list("reports", args)
+
+
+# --- demo -----------------------------------------------------------------------------
+def _demo_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sites", type=int, default=20, help="sites in the emulator (default 20)")
+    p.add_argument("--events-per-day", type=int, default=5000, help="events a day (default 5000)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="the export: .parquet (default events.parquet; events.jsonl without pyarrow), "
+        ".csv or .jsonl",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        default="dwell.png",
+        help="the chart, when matplotlib is installed (default dwell.png; '' for none)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+
+
+def _quantile(values: list, q: float) -> float:
+    """The ``q`` quantile with linear interpolation, as pandas' ``Series.quantile``."""
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def _local_hours(start_ms: list, site_ids: list, zones: dict) -> tuple:
+    """The local hour of day of each event, from its site's time zone; UTC when the time
+    zone database is missing (then the second value says so)."""
+    try:
+        from zoneinfo import ZoneInfo
+
+        tz = {site: ZoneInfo(zone) for site, zone in zones.items() if zone}
+    except Exception:  # no zoneinfo module, or no time zone data (Windows without tzdata)
+        tz = {}
+    utc = dt.timezone.utc
+    hours = [
+        dt.datetime.fromtimestamp(ms / 1000, tz.get(site, utc)).hour
+        for ms, site in zip(start_ms, site_ids)
+    ]
+    return hours, bool(tz) or not zones
+
+
+def _read_export(path: str, fmt: str) -> tuple:
+    """Site ids, durations and start times (epoch ms) of the exported events."""
+    if fmt == "parquet":
+        pa, pq = _pyarrow()
+        table = pq.read_table(path, columns=["siteId", "details.duration_sec", "startTime"])
+        return (
+            table.column("siteId").to_pylist(),
+            table.column("details.duration_sec").to_pylist(),
+            table.column("startTime").cast(pa.int64()).to_pylist(),
+        )
+    site_ids: list = []
+    durations: list = []
+    starts: list = []
+    with open(path, encoding="utf-8", newline="") as f:
+        rows: Any = csv.DictReader(f) if fmt == "csv" else map(json.loads, f)
+        for row in rows:
+            site_ids.append(row["siteId"])
+            if fmt == "csv":
+                duration = row["details.duration_sec"]
+                durations.append(int(duration) if duration else None)
+            else:
+                durations.append((row.get("details") or {}).get("duration_sec"))
+            starts.append(to_ms(row["startTime"], "startTime"))
+    return site_ids, durations, starts
+
+
+def _plot(path: str, brands: list, hours: list, durations: list) -> bool:
+    """Draws the median dwell time by local hour, one line per brand; False without
+    matplotlib."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return False
+    by: dict = defaultdict(lambda: defaultdict(list))
+    for brand, hour, seconds in zip(brands, hours, durations):
+        if seconds is not None:
+            by[brand][hour].append(seconds)
+    fig = Figure(figsize=(9, 5), layout="constrained")
+    ax = fig.subplots()
+    for brand in sorted(by):
+        # An hour without events is a gap in the line, not a straight segment across it.
+        ys = [statistics.median(by[brand][h]) if by[brand][h] else math.nan for h in range(24)]
+        ax.plot(range(24), ys, marker="o", label=brand)
+    ax.set_xlabel("local hour of day")
+    ax.set_ylabel("median dwell time (s)")
+    ax.set_xticks(range(0, 24, 2))
+    ax.set_title("Dwell time by local hour, per brand")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.savefig(path, dpi=100)
+    return True
+
+
+def _demo(args: argparse.Namespace) -> int:
+    if args.output:
+        fmt = _format(argparse.Namespace(output=args.output, format=None))
+    else:
+        try:
+            _pyarrow()
+            fmt = "parquet"
+        except ImportError:
+            fmt = "jsonl"
+    path = args.output or f"events.{fmt}"
+    with Emulator(seed=0, sites=args.sites, days=7, events_per_day=args.events_per_day) as emu:
+        client = emu.client()
+        print(f"emulator at {emu.url}: {args.sites} sites, a week from {emu.start:%Y-%m-%d}")
+        sites = {s["id"]: s for s in client.sites()}
+        started = time.perf_counter()
+        count = _export_events(client, emu.start, emu.end, None, fmt, path, _progress(args))
+        elapsed = time.perf_counter() - started
+        requests = client.stats()["requests"].get("GET /v2/events", 0)
+    print(f"fetched {count:,} events in {elapsed:.2f} s with {requests:,} requests")
+    if fmt == "jsonl" and not args.output:
+        print(f"wrote {path} (JSON Lines; pip install 'surveillance[pandas]' for Parquet)")
+    else:
+        print(f"wrote {path}")
+
+    site_ids, durations, starts = _read_export(path, fmt)
+    zones = {site: s.get("timezone") for site, s in sites.items()}
+    hours, local = _local_hours(starts, site_ids, zones)
+    per_site: dict = defaultdict(list)
+    per_hour: dict = defaultdict(lambda: [0] * 24)
+    for site, seconds, hour in zip(site_ids, durations, hours):
+        if seconds is not None:
+            per_site[site].append(seconds)
+        per_hour[site][hour] += 1
+    hour_label = "busiest hour" if local else "busiest UTC hour"
+    print()
+    print(f"{'site':<34} {'events':>7} {'median s':>9} {'p90 s':>7} {hour_label:>13}")
+    for site, values in sorted(per_site.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        name = str(sites.get(site, {}).get("name", site))[:34]
+        counts = per_hour[site]
+        busiest = counts.index(max(counts))
+        print(
+            f"{name:<34} {len(values):>7,} {statistics.median(values):>9.0f} "
+            f"{_quantile(values, 0.9):>7.0f} {busiest:>10}:00"
+        )
+    if args.plot:
+        brand_of = {
+            site: next(
+                (t.split(":", 1)[1] for t in s.get("locationTags") or [] if t.startswith("Brand:")),
+                "(no brand)",
+            )
+            for site, s in sites.items()
+        }
+        brands = [brand_of.get(site, "(no brand)") for site in site_ids]
+        print()
+        if _plot(args.plot, brands, hours, durations):
+            print(f"wrote {args.plot} (median dwell time by local hour, per brand)")
+        else:
+            print(f"pip install 'surveillance[plot]' to also draw {args.plot}")
+    return 0
 
 
 # --- registry -------------------------------------------------------------------------
@@ -188,10 +658,25 @@ class Command:
 #: Every subcommand, in the order ``surveillance --help`` lists them.
 COMMANDS = [
     Command(
-        "demo", "start an emulator, export a week of events, summarise", _demo_arguments, _demo
+        "events",
+        "events of a time range: a table, or .parquet/.csv/.jsonl",
+        _events_arguments,
+        _events,
     ),
+    Command("sites", "every site", _list_arguments, _sites),
+    Command("devices", "every recording device", _list_arguments, _devices),
+    Command(
+        "cameras", "every camera, or those of one site or device", _cameras_arguments, _cameras
+    ),
+    Command("reports", "every report (its id is --report of events)", _list_arguments, _reports),
     Command(
         "emulator", "run the emulator and print its credentials", _emulator_arguments, _emulator
+    ),
+    Command(
+        "demo",
+        "start an emulator, export a week of events, summarise dwell time",
+        _demo_arguments,
+        _demo,
     ),
 ]
 

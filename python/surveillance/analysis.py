@@ -1,0 +1,212 @@
+"""pandas helpers for dwell-time analysis: the steps every notebook would otherwise repeat.
+
+They take the DataFrames the client returns (``output="pandas"``, or ``pandas.json_normalize``
+of the dicts) and return new DataFrames; the inputs are never modified.
+
+- :func:`location_tags` expands ``Brand:X``/``City:Y`` location tags into columns.
+- :func:`with_local_time` adds each event's site-local wall-clock time, from its site's time
+  zone.
+- :func:`dwell_summary` gives the count, median and p90 of ``details.duration_sec`` per group,
+  and the busiest local hour.
+
+A typical session::
+
+    events = client.events(start, end, output="pandas")
+    sites = client.sites(output="pandas")
+    df = location_tags(with_local_time(events, sites))
+    dwell_summary(df, by="brand")
+
+pandas is needed (``pip install 'surveillance[pandas]'``); importing this module is not enough
+to need it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence, Union
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["location_tags", "with_local_time", "dwell_summary"]
+
+#: The column of the dwell time in seconds, as the client's typed tables and
+#: ``pandas.json_normalize`` name it.
+DURATION = "details.duration_sec"
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError(
+            "surveillance.analysis needs pandas: pip install 'surveillance[pandas]'"
+        ) from None
+    return pandas
+
+
+def _tags(value: Any) -> dict:
+    """``["Brand:Acme", "City:Lyon"]`` as ``{"brand": "Acme", "city": "Lyon"}`` (first wins)."""
+    out: dict = {}
+    if value is None or isinstance(value, (str, bytes, float)):  # missing (NaN) or not a list
+        return out
+    for tag in value:
+        if isinstance(tag, str) and ":" in tag:
+            key, _, text = tag.partition(":")
+            out.setdefault(key.strip().lower(), text.strip())
+    return out
+
+
+def location_tags(df: pd.DataFrame, column: str = "locationTags") -> pd.DataFrame:
+    """Expands ``Key:Value`` location tags into one column per key, named in lower case.
+
+    Sites and events both carry ``locationTags`` such as ``["Brand:Acme", "City:Lyon"]``;
+    this adds ``brand`` and ``city`` columns (``None`` where a row has no such tag; the first
+    one wins where a row has two). Tags without a colon are ignored. Existing columns of
+    the same name are replaced.
+
+    Args:
+        df: a DataFrame with a column of lists of tags (lists, arrays or ``None``).
+        column: the name of that column.
+
+    Returns:
+        A copy of ``df`` with a column per tag key, in order of first appearance.
+
+    >>> import pandas as pd
+    >>> from surveillance.analysis import location_tags
+    >>> sites = pd.DataFrame({
+    ...     "name": ["Acme Lyon", "Acme Oslo", "Bolt Oslo"],
+    ...     "locationTags": [["Brand:Acme", "City:Lyon"], ["Brand:Acme", "City:Oslo"],
+    ...                      ["City:Oslo", "Brand:Bolt"]],
+    ... })
+    >>> location_tags(sites)[["name", "brand", "city"]]
+            name brand  city
+    0  Acme Lyon  Acme  Lyon
+    1  Acme Oslo  Acme  Oslo
+    2  Bolt Oslo  Bolt  Oslo
+    """
+    pd = _pandas()
+    if column not in df.columns:
+        raise KeyError(f"no column {column!r}: pass column= the name of the location tags")
+    parsed = [_tags(v) for v in df[column]]
+    keys: list = []
+    for row in parsed:
+        keys.extend(k for k in row if k not in keys)
+    out = df.copy()
+    for key in keys:
+        out[key] = pd.Series([row.get(key) for row in parsed], index=df.index, dtype=object)
+    return out
+
+
+def with_local_time(
+    events_df: pd.DataFrame,
+    sites_df: pd.DataFrame,
+    *,
+    column: str = "startTime",
+    name: str = "localStartTime",
+) -> pd.DataFrame:
+    """Adds each event's site-local wall-clock time, from its site's IANA time zone.
+
+    A DataFrame column holds one time zone, and sites have many: the local time is therefore
+    a naive timestamp (the wall clock at the site), with the zone beside it in ``timezone``.
+    ``df[name].dt.hour`` is then the local hour of day, comparable across sites.
+
+    Args:
+        events_df: events with ``siteId`` and ``column``: UTC timestamps
+            (``output="pandas"``) or the service's ISO-8601 strings (dicts).
+        sites_df: sites with ``id`` and ``timezone`` (``client.sites(output="pandas")``).
+        column: the event time to convert.
+        name: the name of the new column.
+
+    Returns:
+        A copy of ``events_df`` with ``timezone`` and ``name`` added; both are missing
+        (``None``/``NaT``) for an event whose site is not in ``sites_df``.
+
+    >>> import pandas as pd
+    >>> from surveillance.analysis import with_local_time
+    >>> events = pd.DataFrame({
+    ...     "siteId": ["lyon", "phoenix"],
+    ...     "startTime": pd.to_datetime(["2026-01-05T12:00:00Z", "2026-01-05T12:00:00Z"]),
+    ... })
+    >>> sites = pd.DataFrame({"id": ["lyon", "phoenix"],
+    ...                       "timezone": ["Europe/Paris", "America/Phoenix"]})
+    >>> with_local_time(events, sites)[["siteId", "timezone", "localStartTime"]]
+        siteId         timezone      localStartTime
+    0     lyon     Europe/Paris 2026-01-05 13:00:00
+    1  phoenix  America/Phoenix 2026-01-05 05:00:00
+    """
+    pd = _pandas()
+    for frame, needed, label in (
+        (events_df, ("siteId", column), "events_df"),
+        (sites_df, ("id", "timezone"), "sites_df"),
+    ):
+        missing = [c for c in needed if c not in frame.columns]
+        if missing:
+            raise KeyError(f"{label} has no column {missing[0]!r}")
+    zones = dict(zip(sites_df["id"], sites_df["timezone"]))
+    tz = pd.Series(
+        [zones.get(s) for s in events_df["siteId"]], index=events_df.index, dtype=object
+    )
+    utc = pd.to_datetime(events_df[column], utc=True)
+    local = utc.dt.tz_localize(None).where(tz.notna())
+    for zone in sorted(z for z in set(tz) if isinstance(z, str)):
+        mask = tz == zone
+        local[mask] = utc[mask].dt.tz_convert(zone).dt.tz_localize(None)
+    out = events_df.copy()
+    out["timezone"] = tz
+    out[name] = local
+    return out
+
+
+def dwell_summary(
+    events_df: pd.DataFrame,
+    by: Union[str, Sequence[str]] = "siteId",
+    *,
+    duration: str = DURATION,
+    local_time: str = "localStartTime",
+) -> pd.DataFrame:
+    """Dwell time per group: how many events, the median and p90 of their duration, and
+    (when :func:`with_local_time` has added it) the busiest local hour.
+
+    Args:
+        events_df: events with a ``duration`` column (seconds).
+        by: the column(s) to group by: ``"siteId"``, ``"brand"`` or ``"city"`` (after
+            :func:`location_tags`), ``["brand", "city"]`` ...
+        duration: the dwell-time column (``details.duration_sec`` in the client's tables
+            and in ``pandas.json_normalize`` of the dicts).
+        local_time: the local-time column for ``busiest_local_hour`` (left out when absent).
+
+    Returns:
+        One row per group, indexed by ``by``, busiest groups first: ``events``,
+        ``median_sec``, ``p90_sec`` (linear interpolation, as ``Series.quantile``) and
+        ``busiest_local_hour`` (the hour of day with the most events; the earliest on a tie).
+
+    >>> import pandas as pd
+    >>> from surveillance.analysis import dwell_summary
+    >>> events = pd.DataFrame({
+    ...     "brand": ["Acme", "Acme", "Acme", "Bolt"],
+    ...     "details.duration_sec": [60, 120, 300, 45],
+    ...     "localStartTime": pd.to_datetime(["2026-01-05 09:10", "2026-01-05 12:30",
+    ...                                       "2026-01-06 12:05", "2026-01-05 18:00"]),
+    ... })
+    >>> dwell_summary(events, by="brand")  # doctest: +NORMALIZE_WHITESPACE
+           events  median_sec  p90_sec  busiest_local_hour
+    brand
+    Acme        3       120.0    264.0                  12
+    Bolt        1        45.0     45.0                  18
+    """
+    _pandas()
+    keys = [by] if isinstance(by, str) else list(by)
+    missing = [c for c in (*keys, duration) if c not in events_df.columns]
+    if missing:
+        raise KeyError(f"events_df has no column {missing[0]!r}")
+    seconds = events_df[duration].astype("float64")
+    groups = seconds.groupby([events_df[k] for k in keys], sort=True)
+    out = groups.size().to_frame("events")
+    out["median_sec"] = groups.median()
+    out["p90_sec"] = groups.quantile(0.9)
+    if local_time in events_df.columns:
+        hours = events_df[local_time].dt.hour
+        out["busiest_local_hour"] = hours.groupby([events_df[k] for k in keys]).agg(
+            lambda s: int(s.value_counts().sort_index().idxmax())
+        )
+    return out.sort_values("events", ascending=False, kind="stable")
