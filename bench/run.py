@@ -11,6 +11,7 @@ range. Request counts are the emulator's own (``GET /v2/events``, by status).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -439,9 +440,35 @@ NOTES = "\n".join(
 )
 
 
+#: Other benchmarks: modules of bench/ whose `run(quick) -> str` returns a markdown section.
+SECTIONS = ["arrow"]
+
+
+def write(output: Optional[Path], sections: dict) -> None:
+    """Prints the sections; writes them into `output`, each replacing its own `# ` section and
+    keeping the others (so one benchmark can be rerun alone)."""
+    old = output.read_text() if output is not None and output.exists() else ""
+    parts = {}
+    for chunk in ("\n" + old).split("\n# ")[1:]:
+        parts[chunk.split("\n", 1)[0]] = "# " + chunk.rstrip("\n")
+    for text in sections.values():
+        print()
+        print(text)
+        parts[text.split("\n", 1)[0][2:]] = text.rstrip("\n")
+    if output is not None:
+        output.write_text("\n\n".join(parts.values()) + "\n")
+        print(f"written to {output}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke test")
+    parser.add_argument(
+        "--only",
+        choices=["events", *SECTIONS],
+        action="append",
+        help="run only these benchmarks (default: all); RESULTS.md keeps the other sections",
+    )
     parser.add_argument(
         "--output",
         type=Path,
@@ -456,8 +483,16 @@ def main() -> None:
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     t0 = time.perf_counter()
 
-    # Memory first, while this process is small: on Linux a child's ru_maxrss starts from
-    # its parent's resident size at the fork, so a parent holding 100,000 events would show.
+    only = set(args.only or ["events", *SECTIONS])
+    sections = {}
+    # Subprocess measurements first, while this process is small: on Linux a child's
+    # ru_maxrss starts from its parent's resident size at the fork.
+    for name in SECTIONS:
+        if name in only:
+            sections[name] = importlib.import_module(name).run(args.quick)
+    if "events" not in only:
+        write(output, sections)
+        return
     scenario_memory(sizes["memory"])
     sites, days, per_day = sizes["bulk"]
     with sv.Emulator(seed=0, sites=sites, days=days, events_per_day=per_day) as emu:
@@ -487,11 +522,8 @@ def main() -> None:
             NOTES,
         ]
     )
-    print()
-    print(text)
-    if output is not None:
-        output.write_text(text)
-        print(f"written to {output}")
+    sections["events"] = text
+    write(output, sections)
     if exact:
         names = ", ".join(r.client for r in exact)
         sys.exit(f"an exact client lost or duplicated events: {names}")
