@@ -1,21 +1,89 @@
-"""Every ``python`` code block of README.md runs as written."""
+"""Every code block of README.md runs as written.
+
+- ```` ```python ```` blocks run as they are, each on its own, in a temporary directory, with no
+  ``SURVEILLANCE_*`` variable set (they start their own emulator).
+- In ```` ```sh ```` blocks, the lines that run a read command of the ``surveillance`` CLI run in
+  bash against an emulator whose credentials are in the ``SURVEILLANCE_*`` variables; they
+  must exit 0 and write nothing on stderr. Other shell lines (``pip install``, ``./run-tests``,
+  ``export``, cron lines, ``surveillance demo``/``emulator``, which have their own tests in
+  test_cli.py) are shown, not run.
+- ```` ```text ```` blocks are output or syntax, not code. A block must say which it is.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import surveillance as sv
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+FENCES = re.findall(r"^```([^\n`]*)\n(.*?)^```", README.read_text(encoding="utf-8"), re.S | re.M)
+PYTHON = [code for lang, code in FENCES if lang == "python"]
+KINDS = {"python", "sh", "text"}
+#: CLI subcommands whose README lines run (they only read, and end by themselves).
+RUN = {"events", "sites", "devices", "cameras", "reports", "--version", "--help"}
+CLI_LINES = [
+    line.strip()
+    for lang, code in FENCES
+    if lang == "sh"
+    for line in code.splitlines()
+    if line.strip().startswith("surveillance ") and line.split()[1] in RUN
+]
 
 
-def test_readme_has_python_blocks():
-    assert len(BLOCKS) >= 2
+def test_every_block_says_what_it_is():
+    assert FENCES
+    assert [lang for lang, _ in FENCES if lang not in KINDS] == []
+    assert len(PYTHON) >= 3 and len(CLI_LINES) >= 3
 
 
-@pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_readme_block_runs(code, tmp_path, monkeypatch):
+@pytest.mark.parametrize("code", PYTHON, ids=[f"python{i}" for i in range(len(PYTHON))])
+def test_python_block_runs(code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    for var in list(os.environ):
+        if var.startswith("SURVEILLANCE_"):
+            monkeypatch.delenv(var)
     exec(compile(code, str(README), "exec"), {"__name__": "__readme__"})
+
+
+@pytest.fixture(scope="module")
+def shell_env(tmp_path_factory):
+    """The environment of the shell lines: an emulator's credentials, and a `surveillance`
+    command on PATH that runs this interpreter's package."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    script = bin_dir / "surveillance"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m surveillance.cli "$@"\n')
+    script.chmod(0o755)
+    with sv.Emulator(seed=2, sites=3, days=2, events_per_day=100) as emu:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SURVEILLANCE_")}
+        env.update(
+            PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+            SURVEILLANCE_BASE_URL=emu.url,
+            SURVEILLANCE_API_KEY=emu.api_key,
+            SURVEILLANCE_CLIENT_ID=emu.client_id,
+            SURVEILLANCE_CLIENT_SECRET=emu.client_secret,
+            SURVEILLANCE_AUDIENCE=emu.audience,
+        )
+        yield env
+
+
+@pytest.mark.parametrize("line", CLI_LINES, ids=[f"sh{i}" for i in range(len(CLI_LINES))])
+def test_cli_line_runs(line, shell_env, tmp_path):
+    out = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", line],
+        cwd=tmp_path,
+        env=shell_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    assert out.stdout.strip()
+    files = re.findall(r"-o (\S+)", line)
+    assert all((tmp_path / f).stat().st_size > 0 for f in files)

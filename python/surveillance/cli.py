@@ -410,6 +410,32 @@ def _events(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- sync -----------------------------------------------------------------------------
+def _sync_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", metavar="DIR", help="the dataset directory (created if needed)")
+    p.add_argument(
+        "--start", required=True, help="first instant of the dataset: ISO-8601 time or date"
+    )
+    p.add_argument("--until", help="end of the range, exclusive (default: now)")
+    p.add_argument("--report", metavar="ID", help="only the events of this report")
+    p.add_argument(
+        "--settle",
+        default="1h",
+        help="how long after its start an event may still be created, fetched again on each "
+        "run: 1h, 30m, 2d or seconds (default 1h)",
+    )
+    _client_arguments(p)
+
+
+def _sync(args: argparse.Namespace) -> int:
+    client = _client(args)
+    result = client.sync_events(
+        args.dir, args.start, report_id=args.report, until=args.until, settle=args.settle
+    )
+    print(f"{args.dir}: {result}")
+    return 0
+
+
 # --- sites, devices, cameras, reports ---------------------------------------------------
 #: The columns of the terminal table of each list.
 _LIST_COLUMNS = {
@@ -663,6 +689,12 @@ COMMANDS = [
         _events_arguments,
         _events,
     ),
+    Command(
+        "sync",
+        "bring a Parquet dataset of events up to date, fetching only what it lacks",
+        _sync_arguments,
+        _sync,
+    ),
     Command("sites", "every site", _list_arguments, _sites),
     Command("devices", "every recording device", _list_arguments, _devices),
     Command(
@@ -704,7 +736,11 @@ def main(argv: Optional[list] = None) -> int:
     except ValueError as e:  # ConfigError, or a bad argument: a usage error
         print(f"surveillance: error: {e}", file=sys.stderr)
         return 2
-    except (SurveillanceError, OSError) as e:
+    except BrokenPipeError:  # `surveillance events ... | head`: the reader has had enough
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
+        return 0
+    except (SurveillanceError, OSError, ImportError) as e:
         print(f"surveillance: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
