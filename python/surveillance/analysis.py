@@ -143,9 +143,7 @@ def with_local_time(
         if missing:
             raise KeyError(f"{label} has no column {missing[0]!r}")
     zones = dict(zip(sites_df["id"], sites_df["timezone"]))
-    tz = pd.Series(
-        [zones.get(s) for s in events_df["siteId"]], index=events_df.index, dtype=object
-    )
+    tz = pd.Series([zones.get(s) for s in events_df["siteId"]], index=events_df.index, dtype=object)
     utc = pd.to_datetime(events_df[column], utc=True)
     local = utc.dt.tz_localize(None).where(tz.notna())
     for zone in sorted(z for z in set(tz) if isinstance(z, str)):
