@@ -1,10 +1,14 @@
 """The ``surveillance`` command line.
 
-Each subcommand is two functions, ``_x_arguments(parser)`` (its options) and ``_x(args)``
-(runs it, returns the exit status), registered in one place: :data:`COMMANDS`.
-Expected errors (:class:`SurveillanceError`, ``ValueError``, ``OSError``) print one line,
-``surveillance: error: ...``, and exit non-zero without a traceback; a missing or wrong
-setting (:class:`ConfigError`) exits 2, like a usage error.
+Each subcommand is two functions, ``_x_arguments(parser)`` (adds its options) and ``_x(args)``
+(runs it and returns the exit status), registered in one place: :data:`COMMANDS`. A command
+that talks to the service adds :func:`_client_arguments` to its options and gets its client
+from :func:`_client` (credentials from the options or the ``SURVEILLANCE_*`` variables).
+
+Expected errors print one line, ``surveillance: error: ...``, without a traceback: a usage or
+configuration error (:class:`ConfigError`, such as a missing credential, or another
+``ValueError`` from a bad argument) exits 2, like argparse's own; a failure of the service,
+the network or a file (:class:`SurveillanceError`, ``OSError``) exits 1; Ctrl-C exits 130.
 """
 
 from __future__ import annotations
