@@ -363,3 +363,30 @@ def test_cameras_of_one_site_and_one_device(cli_emu):
         assert out.returncode == 0, out.stderr
         got = sorted(json.loads(line)["id"] for line in out.stdout.splitlines())
         assert got == sorted(c["id"] for c in cameras if c[key] == value)
+
+
+def test_demo_without_pyarrow_or_matplotlib_writes_json_lines_and_says_what_to_install(tmp_path):
+    blocked = tmp_path / "blocked"  # shadows the installed packages: `pip install .` alone
+    for name in ("pyarrow", "matplotlib"):
+        (blocked / name).mkdir(parents=True)
+        (blocked / name / "__init__.py").write_text(f"raise ImportError('no {name}')\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    env = _env(PYTHONPATH=str(blocked))
+    out = subprocess.run(
+        [*CLI, "demo", "--sites", "3", "--events-per-day", "200"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=work,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "fetched 1,400 events" in out.stdout
+    assert "wrote events.jsonl (JSON Lines; pip install 'surveillance[pandas]' for Parquet)" in (
+        out.stdout
+    )
+    assert "busiest hour" in out.stdout
+    assert "pip install 'surveillance[plot]' to also draw dwell.png" in out.stdout
+    assert sorted(p.name for p in work.iterdir()) == ["events.jsonl"]
+    assert len((work / "events.jsonl").read_text(encoding="utf-8").splitlines()) == 1400
