@@ -1463,9 +1463,6 @@ def test_port_argument(make_emu):
     assert Http(e).get("/v2/sites").status == 200
 
 
-@pytest.mark.skip(
-    reason="Emulator(tls=True) is not built yet: HTTPS emulation is part of the TLS work"
-)
 def test_tls(make_emu):
     e = make_emu(tls=True)
     assert re.fullmatch(r"https://127\.0\.0\.1:\d+", e.url), e.url

@@ -109,10 +109,23 @@ class Emulator:
         latency_ms: int = 0,
         start: str = "2026-01-05",
         port: int = 0,
+        tls: bool = False,
     ) -> Emulator: ...
     @property
     def url(self) -> str:
         """Base URL of the service (no ``/v2``)."""
+    @property
+    def ca_pem(self) -> Optional[str]:
+        """With ``tls=True``: the PEM of the authority that signed the emulator's certificate."""
+    def set_hostile(
+        self,
+        mode: Optional[str] = None,
+        path: str = "/v2/events",
+        count: Optional[int] = None,
+        size: int = 52428800,
+        status: int = 500,
+    ) -> None:
+        """Hostile answers to the next ``count`` requests under ``path``; None lifts them."""
     @property
     def eu_url(self) -> str:
         """Base URL of the EU webhook."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
+import tempfile
 from typing import TYPE_CHECKING, Any, Optional
 
 from . import _core
@@ -46,6 +48,7 @@ class Emulator:
         *,
         start: TimeLike = "2026-01-05",
         port: int = 0,
+        tls: bool = False,
     ) -> None:
         day = start if isinstance(start, str) else _as_date(start)
         self._inner = _core.Emulator(
@@ -56,14 +59,67 @@ class Emulator:
             latency_ms=latency_ms,
             start=str(day)[:10],
             port=port,
+            tls=tls,
         )
         self._limits: tuple = (None, None, None, None, None)
+        self._ca_dir: Optional[tempfile.TemporaryDirectory] = None
 
     # --- connection details -------------------------------------------------------------
     @property
     def url(self) -> str:
         """Base URL of the service, without ``/v2`` (``http://127.0.0.1:PORT``)."""
         return self._inner.url
+
+    @property
+    def ca_bundle(self) -> Optional[str]:
+        """With ``tls=True``: the path of a PEM file that trusts the emulator's certificate
+        (made when it started, for ``127.0.0.1``, ``localhost`` and ``emulator.test``), for
+        ``Client(ca_bundle=...)`` or ``SSL_CERT_FILE``; None without TLS. Removed by
+        :meth:`stop`.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10, tls=True) as emu:
+        ...     emu.url.startswith("https://"), len(emu.client(ca_bundle=emu.ca_bundle).sites())
+        (True, 2)
+        """
+        pem = self._inner.ca_pem
+        if pem is None:
+            return None
+        if self._ca_dir is None:
+            self._ca_dir = tempfile.TemporaryDirectory(prefix="surveillance-emulator-")
+            with open(os.path.join(self._ca_dir.name, "ca.pem"), "w") as f:
+                f.write(pem)
+        return os.path.join(self._ca_dir.name, "ca.pem")
+
+    def set_hostile(
+        self,
+        mode: Optional[str] = None,
+        *,
+        path: str = "/v2/events",
+        count: Optional[int] = None,
+        size: int = 50 * 1024 * 1024,
+        status: int = 500,
+    ) -> None:
+        """Answers like a hostile server, or a broken proxy in front of one, to the next
+        ``count`` requests (all when None) whose path starts with ``path``; ``mode=None``
+        lifts it.
+
+        Modes: ``"truncated"`` (the JSON body cut in half), ``"not_array"`` (an object where
+        the list belongs), ``"html"`` (an HTML error page with status 200), ``"huge_string"``
+        (one record's ``title`` holds ``size`` bytes), ``"slow_body"`` (a body that trickles
+        forever), ``"no_answer"`` (the request is read, nothing is ever answered),
+        ``"status"`` (``status`` with a JSON error body: with ``path="/v2/oauth/token"``, a
+        token endpoint that fails). Wrong field types: ``set_faults(corrupt_rate=...)``.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     emu.set_hostile("html", path="/v2/sites")
+        ...     emu.client(max_retries=0).sites()
+        Traceback (most recent call last):
+        ...
+        surveillance.errors.ApiError: cannot decode the answer of `/v2/sites?offset=0`: ...
+        """
+        self._inner.set_hostile(mode, path, count, size, status)
 
     @property
     def eu_url(self) -> str:
@@ -291,6 +347,9 @@ class Emulator:
     def stop(self) -> None:
         """Stops the server and closes its connections; calling it again does nothing."""
         self._inner.stop()
+        if self._ca_dir is not None:
+            self._ca_dir.cleanup()
+            self._ca_dir = None
 
     def __enter__(self) -> Emulator:
         return self

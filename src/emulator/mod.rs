@@ -8,8 +8,8 @@ pub mod state;
 
 pub use data::DataConfig;
 pub use routes::router;
-pub use server::{spawn, Handle};
-pub use state::{Bounds, Faults, Limits, Order, State};
+pub use server::{spawn, spawn_with, Handle};
+pub use state::{Bounds, Faults, Hostile, HostileRule, Limits, Order, State};
 
 #[cfg(test)]
 mod tests;

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::data::Data;
 use super::server::ConnDrop;
-use super::state::{Class, Fault, Order, State, Verdict};
+use super::state::{Class, Fault, Hostile, Order, State, Verdict};
 use crate::client::validate;
 
 /// Records per page.
@@ -137,6 +137,14 @@ async fn gateway(AxState(state): AxState<Shared>, req: Request, next: Next) -> R
             return too_many(retry, message);
         }
     };
+    let hostile = state.take_hostile(&path);
+    if class == Class::Token {
+        if let Some(h) = hostile {
+            let r = misbehave(h, next, req).await;
+            state.count(&route, r.status().as_str());
+            return r;
+        }
+    }
     if class != Class::Token {
         match state.pick_fault() {
             Some(Fault::Drop) => {
@@ -174,9 +182,73 @@ async fn gateway(AxState(state): AxState<Shared>, req: Request, next: Next) -> R
             return ApiError(StatusCode::UNAUTHORIZED, "unauthorized", why.into()).into_response();
         }
     }
-    let response = next.run(req).await;
+    let response = match hostile {
+        Some(h) => misbehave(h, next, req).await,
+        None => next.run(req).await,
+    };
     state.count(&route, response.status().as_str());
     response
+}
+
+/// The answer of a hostile server (see [`Hostile`]) to `req`.
+async fn misbehave(h: Hostile, next: Next, req: Request) -> Response {
+    match h {
+        Hostile::NoAnswer => std::future::pending().await,
+        Hostile::Status(status) => {
+            let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            ApiError(code, "injected", format!("injected status {status}")).into_response()
+        }
+        Hostile::NotArray => json_response(
+            StatusCode::OK,
+            json!({"data": [], "message": "not the list you asked for"}).to_string(),
+        ),
+        Hostile::Html => {
+            let mut r = Response::new(Body::from(
+                "<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1>\
+                 <p>The proxy could not reach the service.</p></body></html>",
+            ));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            );
+            r
+        }
+        Hostile::SlowBody => {
+            // `[` at once, then a space a second, forever: a body that never ends.
+            let chunks = futures_util::stream::unfold(true, |first| async move {
+                if !first {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                let chunk = if first { "[" } else { " " };
+                Some((Ok::<_, std::io::Error>(bytes::Bytes::from(chunk)), false))
+            });
+            let mut r = Response::new(Body::from_stream(chunks));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            r
+        }
+        Hostile::Truncated | Hostile::HugeString(_) => {
+            let real = next.run(req).await;
+            let status = real.status();
+            let Ok(body) = to_bytes(real.into_body(), usize::MAX).await else {
+                return StatusCode::BAD_GATEWAY.into_response();
+            };
+            let body = match h {
+                Hostile::Truncated => body.slice(..body.len() / 2),
+                Hostile::HugeString(size) => {
+                    let text = String::from_utf8_lossy(&body);
+                    let long = format!("\"title\":\"{}", "x".repeat(size));
+                    bytes::Bytes::from(text.replacen("\"title\":\"", &long, 1))
+                }
+                _ => body,
+            };
+            let mut r = json_response(status, String::new());
+            *r.body_mut() = Body::from(body);
+            r
+        }
+    }
 }
 
 async fn token(AxState(state): AxState<Shared>, body: Body) -> Result<Response, ApiError> {

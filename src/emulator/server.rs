@@ -11,6 +11,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
+use tokio_rustls::rustls;
 use tower::ServiceExt;
 
 use super::state::State;
@@ -33,14 +34,54 @@ pub struct Handle {
     pub state: Arc<State>,
     /// The loopback address it listens on.
     pub addr: SocketAddr,
+    /// With HTTPS: the PEM of the certificate authority that signed its certificate.
+    pub ca_pem: Option<String>,
     shutdown: watch::Sender<bool>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
+/// Host names the HTTPS certificate is valid for (besides `127.0.0.1`); `emulator.test` lets a
+/// test reach the emulator through a proxy by a name that is not loopback.
+pub const TLS_NAMES: [&str; 2] = ["localhost", "emulator.test"];
+
+/// A server TLS configuration for a certificate made now, and the PEM of the authority that
+/// signed it (to give clients as their CA bundle).
+pub fn make_tls() -> std::io::Result<(Arc<rustls::ServerConfig>, String)> {
+    let err = |e: rcgen::Error| std::io::Error::other(format!("cannot make a certificate: {e}"));
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "surveillance emulator CA");
+    let ca_key = rcgen::KeyPair::generate().map_err(err)?;
+    let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
+    let mut names: Vec<String> = TLS_NAMES.iter().map(|n| n.to_string()).collect();
+    names.push("127.0.0.1".into());
+    let leaf = rcgen::CertificateParams::new(names).map_err(err)?;
+    let leaf_key = rcgen::KeyPair::generate().map_err(err)?;
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    let leaf_cert = leaf.signed_by(&leaf_key, &issuer).map_err(err)?;
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(std::io::Error::other)?
+    .with_no_client_auth()
+    .with_single_cert(vec![leaf_cert.der().clone()], key)
+    .map_err(std::io::Error::other)?;
+    Ok((Arc::new(config), ca_cert.pem()))
+}
+
 impl Handle {
-    /// Base URL of the service, e.g. `http://127.0.0.1:PORT` (paths start with `/v2`).
+    /// Base URL of the service, e.g. `http://127.0.0.1:PORT` (paths start with `/v2`), or
+    /// `https://` when it serves TLS.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.ca_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// Base URL of the EU webhook.
@@ -65,14 +106,26 @@ impl Handle {
 
 /// Binds `127.0.0.1:port` (0 = a free port) and serves `state` until stopped.
 pub async fn spawn(state: Arc<State>, port: u16) -> std::io::Result<Handle> {
+    spawn_with(state, port, false).await
+}
+
+/// As [`spawn`]; with `tls`, serves HTTPS with a certificate made now ([`make_tls`]).
+pub async fn spawn_with(state: Arc<State>, port: u16, tls: bool) -> std::io::Result<Handle> {
+    let (acceptor, ca_pem) = if tls {
+        let (config, pem) = make_tls()?;
+        (Some(tokio_rustls::TlsAcceptor::from(config)), Some(pem))
+    } else {
+        (None, None)
+    };
     let listener = TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = watch::channel(false);
     let app = super::routes::router(state.clone());
-    let task = tokio::spawn(accept_loop(listener, app, state.clone(), rx));
+    let task = tokio::spawn(accept_loop(listener, acceptor, app, state.clone(), rx));
     Ok(Handle {
         state,
         addr,
+        ca_pem,
         shutdown: tx,
         task: Mutex::new(Some(task)),
     })
@@ -80,6 +133,7 @@ pub async fn spawn(state: Arc<State>, port: u16) -> std::io::Result<Handle> {
 
 async fn accept_loop(
     listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     app: Router,
     state: Arc<State>,
     mut stop: watch::Receiver<bool>,
@@ -92,7 +146,24 @@ async fn accept_loop(
                 let _ = stream.set_nodelay(true);
                 state.connections_total.fetch_add(1, Ordering::SeqCst);
                 state.connections_open.fetch_add(1, Ordering::SeqCst);
-                conns.spawn(serve_connection(stream, app.clone(), state.clone(), stop.clone()));
+                let (app, state, stop) = (app.clone(), state.clone(), stop.clone());
+                match tls.clone() {
+                    None => conns.spawn(serve_connection(stream, app, state, stop)),
+                    Some(acceptor) => conns.spawn(async move {
+                        // A client that refuses the certificate ends the handshake: no answer.
+                        let handshake = tokio::time::timeout(
+                            std::time::Duration::from_secs(10),
+                            acceptor.accept(stream),
+                        );
+                        match handshake.await {
+                            Ok(Ok(tls_stream)) => serve_connection(tls_stream, app, state, stop).await,
+                            _ => {
+                                state.tls_failures.fetch_add(1, Ordering::SeqCst);
+                                state.connections_open.fetch_sub(1, Ordering::SeqCst);
+                            }
+                        }
+                    }),
+                };
             }
             _ = stop.changed() => break,
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
@@ -102,12 +173,14 @@ async fn accept_loop(
     conns.shutdown().await;
 }
 
-async fn serve_connection(
-    stream: tokio::net::TcpStream,
+async fn serve_connection<S>(
+    stream: S,
     app: Router,
     state: Arc<State>,
     mut stop: watch::Receiver<bool>,
-) {
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let kill = Arc::new(Notify::new());
     let conn_drop = ConnDrop(kill.clone());
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {

@@ -208,6 +208,7 @@ pub struct State {
     token_counter: AtomicU64,
     semantics: Mutex<(Order, Bounds)>,
     faults: Mutex<Faults>,
+    hostile: Mutex<Option<HostileRule>>,
     fault_counter: AtomicU64,
     limits: Mutex<Limits>,
     buckets: Mutex<(Bucket, Bucket)>,
@@ -219,6 +220,8 @@ pub struct State {
     pub connections_open: AtomicUsize,
     /// Connections accepted so far.
     pub connections_total: AtomicU64,
+    /// TLS handshakes that failed (a client refused the certificate, or spoke plain HTTP).
+    pub tls_failures: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -261,7 +264,75 @@ pub enum Fault {
     RateLimit(u64),
 }
 
+/// What a hostile server, or a broken proxy in front of one, does instead of answering well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hostile {
+    /// The JSON body is cut in the middle.
+    Truncated,
+    /// A JSON object where a list's array belongs.
+    NotArray,
+    /// An HTML error page with status 200, as some proxies send.
+    Html,
+    /// One record carries a string of this many bytes.
+    HugeString(usize),
+    /// Headers, then a body that trickles forever.
+    SlowBody,
+    /// The connection is accepted and the request read, but nothing is ever answered.
+    NoAnswer,
+    /// The answer is this status, with a JSON error body (e.g. the token endpoint's 500).
+    Status(u16),
+}
+
+impl Hostile {
+    /// The mode named `name` (`truncated`, `not_array`, `html`, `huge_string`, `slow_body`,
+    /// `no_answer`, `status`); `size` and `status` complete the modes that take them.
+    pub fn parse(name: &str, size: usize, status: u16) -> Option<Hostile> {
+        Some(match name {
+            "truncated" => Hostile::Truncated,
+            "not_array" => Hostile::NotArray,
+            "html" => Hostile::Html,
+            "huge_string" => Hostile::HugeString(size),
+            "slow_body" => Hostile::SlowBody,
+            "no_answer" => Hostile::NoAnswer,
+            "status" => Hostile::Status(status),
+            _ => return None,
+        })
+    }
+}
+
+/// Which requests get a [`Hostile`] answer: those whose path starts with `path`, the next
+/// `remaining` of them (all when None).
+#[derive(Debug, Clone)]
+pub struct HostileRule {
+    /// The misbehaviour.
+    pub mode: Hostile,
+    /// Path prefix, e.g. `/v2/events` or `/v2/oauth/token`.
+    pub path: String,
+    /// How many more requests get it.
+    pub remaining: Option<u64>,
+}
+
 impl State {
+    /// Sets (or, with None, lifts) the hostile answers.
+    pub fn set_hostile(&self, rule: Option<HostileRule>) {
+        *lock(&self.hostile) = rule;
+    }
+
+    /// The hostile answer this request to `path` gets, if any (counting it).
+    pub fn take_hostile(&self, path: &str) -> Option<Hostile> {
+        let mut slot = lock(&self.hostile);
+        let rule = slot.as_mut()?;
+        if !path.starts_with(rule.path.as_str()) {
+            return None;
+        }
+        match rule.remaining.as_mut() {
+            Some(0) => return None,
+            Some(n) => *n -= 1,
+            None => {}
+        }
+        Some(rule.mode)
+    }
+
     /// Generates the data and the credentials for `cfg`.
     pub fn new(cfg: &DataConfig) -> State {
         let data = Data::generate(cfg);
@@ -294,6 +365,7 @@ impl State {
                 },
             )),
             faults: Mutex::new(Faults::default()),
+            hostile: Mutex::new(None),
             fault_counter: AtomicU64::new(0),
             limits: Mutex::new(Limits::default()),
             buckets: Mutex::new((Bucket::new(), Bucket::new())),
@@ -307,6 +379,7 @@ impl State {
             published: Mutex::new(Published::default()),
             connections_open: AtomicUsize::new(0),
             connections_total: AtomicU64::new(0),
+            tls_failures: AtomicU64::new(0),
         }
     }
 
@@ -554,6 +627,7 @@ impl State {
             "rate_limited": stats.rate_limited,
             "connections_open": self.connections_open.load(Ordering::SeqCst),
             "connections_total": self.connections_total.load(Ordering::SeqCst),
+            "tls_failures": self.tls_failures.load(Ordering::SeqCst),
         })
     }
 

@@ -808,3 +808,44 @@ async fn events_added_late_are_served_with_the_given_create_time() {
     assert_eq!(time(&served[0], "createTime"), at + 1);
     assert_eq!(served[0]["details"]["duration_sec"], 0);
 }
+
+// Hostile answers (`set_hostile`) and HTTPS.
+#[tokio::test]
+async fn hostile_answers_count_down_and_keep_to_their_path() {
+    use super::{Hostile, HostileRule};
+    let e = emu().await;
+    e.s.set_hostile(Some(HostileRule {
+        mode: Hostile::NotArray,
+        path: "/v2/sites".into(),
+        remaining: Some(1),
+    }));
+    let other = e.send(Method::GET, "/v2/devices", &e.tok, Body::empty()).await;
+    assert!(other.json().is_array(), "another path is untouched");
+    let bad = e.send(Method::GET, "/v2/sites", &e.tok, Body::empty()).await;
+    assert_eq!(bad.status, StatusCode::OK);
+    assert!(bad.json().is_object());
+    let healed = e.send(Method::GET, "/v2/sites", &e.tok, Body::empty()).await;
+    assert!(healed.json().is_array(), "only `remaining` answers are hostile");
+    e.s.set_hostile(Some(HostileRule {
+        mode: Hostile::Truncated,
+        path: "/v2/sites".into(),
+        remaining: None,
+    }));
+    let cut = e.send(Method::GET, "/v2/sites", &e.tok, Body::empty()).await;
+    assert!(serde_json::from_slice::<Value>(&cut.body).is_err());
+    e.s.set_hostile(Some(HostileRule {
+        mode: Hostile::Status(500),
+        path: "/v2/oauth/token".into(),
+        remaining: Some(1),
+    }));
+    let refused = post_token(&e.s, token_body(&e.s)).await;
+    assert_eq!(refused.status.as_u16(), 500);
+    assert_eq!(post_token(&e.s, token_body(&e.s)).await.status.as_u16(), 200);
+}
+
+#[test]
+fn tls_certificate_is_made_for_loopback_names() {
+    let (config, pem) = super::server::make_tls().expect("tls");
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"));
+    assert!(config.alpn_protocols.is_empty());
+}

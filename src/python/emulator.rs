@@ -8,7 +8,9 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use super::runtime;
-use crate::emulator::{self, Bounds, DataConfig, Faults, Handle, Limits, Order, State};
+use crate::emulator::{
+    self, Bounds, DataConfig, Faults, Handle, Hostile, HostileRule, Limits, Order, State,
+};
 
 /// A running emulator of the service on a loopback port (see `surveillance.Emulator`).
 #[pyclass(name = "Emulator", module = "surveillance._core", frozen)]
@@ -25,7 +27,7 @@ impl Drop for PyEmulator {
 #[pymethods]
 impl PyEmulator {
     #[new]
-    #[pyo3(signature = (seed=0, sites=20, days=14, events_per_day=5000, latency_ms=0, start="2026-01-05", port=0))]
+    #[pyo3(signature = (seed=0, sites=20, days=14, events_per_day=5000, latency_ms=0, start="2026-01-05", port=0, tls=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -36,6 +38,7 @@ impl PyEmulator {
         latency_ms: u64,
         start: &str,
         port: u16,
+        tls: bool,
     ) -> PyResult<Self> {
         let start = NaiveDate::parse_from_str(start, "%Y-%m-%d").map_err(|_| {
             PyValueError::new_err(format!(
@@ -57,7 +60,7 @@ impl PyEmulator {
                 latency_ms,
                 ..Faults::default()
             });
-            rt.block_on(emulator::spawn(state, port))
+            rt.block_on(emulator::spawn_with(state, port, tls))
         });
         let handle = handle
             .map_err(|e| PyOSError::new_err(format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
@@ -68,6 +71,40 @@ impl PyEmulator {
     #[getter]
     fn url(&self) -> String {
         self.handle.url()
+    }
+
+    /// With `tls=True`: the PEM of the authority that signed the emulator's certificate.
+    #[getter]
+    fn ca_pem(&self) -> Option<String> {
+        self.handle.ca_pem.clone()
+    }
+
+    /// Makes the next `count` requests whose path starts with `path` (all, when None) get a
+    /// hostile answer; `mode` None lifts it.
+    #[pyo3(signature = (mode=None, path="/v2/events", count=None, size=52_428_800, status=500))]
+    fn set_hostile(
+        &self,
+        mode: Option<&str>,
+        path: &str,
+        count: Option<u64>,
+        size: usize,
+        status: u16,
+    ) -> PyResult<()> {
+        let rule = match mode {
+            None => None,
+            Some(name) => Some(HostileRule {
+                mode: Hostile::parse(name, size, status).ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "`mode` must be one of `truncated`, `not_array`, `html`, `huge_string`, \
+                         `slow_body`, `no_answer`, `status`, got `{name}`"
+                    ))
+                })?,
+                path: path.to_string(),
+                remaining: count,
+            }),
+        };
+        self.handle.state.set_hostile(rule);
+        Ok(())
     }
 
     /// Base URL of the EU webhook.
