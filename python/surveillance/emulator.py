@@ -114,10 +114,10 @@ class Emulator:
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
         ...     emu.set_hostile("html", path="/v2/sites")
-        ...     emu.client(max_retries=0).sites()
+        ...     emu.client(max_retries=0).sites()  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        surveillance.errors.ApiError: cannot decode the answer of `/v2/sites?offset=0`: ...
+        surveillance.errors.ApiError: cannot decode the answer of `/v2/sites`: ...
         """
         self._inner.set_hostile(mode, path, count, size, status)
 
