@@ -22,9 +22,11 @@ from .errors import (
     RateLimitError,
     ServerError,
     SurveillanceError,
+    SyncLockedError,
     TransportError,
     ValidationError,
 )
+from .sync import SyncResult
 
 __all__ = [
     "__version__",
@@ -43,4 +45,6 @@ __all__ = [
     "TransportError",
     "ValidationError",
     "DenseWindowError",
+    "SyncLockedError",
+    "SyncResult",
 ]

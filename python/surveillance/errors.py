@@ -12,7 +12,8 @@ Every error the package raises on purpose is a :class:`SurveillanceError`::
     │   └── ServerError      5xx after every retry
     ├── TransportError       connect, TLS or timeout: no usable answer
     ├── ValidationError      a record does not conform to its model (.problems)
-    └── DenseWindowError     more than 10,000 events share one millisecond
+    ├── DenseWindowError     more than 10,000 events share one millisecond
+    └── SyncLockedError      another sync_events run holds the dataset's lock (.path)
 
 Messages never contain a secret, an API key or a token.
 """
@@ -33,6 +34,7 @@ __all__ = [
     "TransportError",
     "ValidationError",
     "DenseWindowError",
+    "SyncLockedError",
 ]
 
 
@@ -120,3 +122,26 @@ class DenseWindowError(SurveillanceError):
 
     def __reduce__(self) -> Any:
         return (type(self), (str(self), self.timestamp))
+
+
+class SyncLockedError(SurveillanceError):
+    """Another :meth:`~surveillance.Client.sync_events` run holds the lock of the same dataset
+    directory: this run was refused at once, before reading or writing anything.
+
+    The lock is an ``flock`` that the operating system releases when the holding process ends
+    (even when killed), so retrying after that run finishes is always safe.
+
+    Attributes:
+        path: the dataset directory.
+
+    >>> import surveillance as sv
+    >>> issubclass(sv.SyncLockedError, sv.SurveillanceError)
+    True
+    """
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+    def __reduce__(self) -> Any:
+        return (type(self), (str(self), self.path))
