@@ -261,7 +261,7 @@ impl Layout {
 
     /// The general path: every value checked against its column's type, so that a value of
     /// the wrong type is reported with its record and field.
-    fn batch_checked<'a>(
+    pub(crate) fn batch_checked<'a>(
         &self,
         records: impl Iterator<Item = &'a str> + Clone,
     ) -> Result<RecordBatch> {
@@ -378,7 +378,7 @@ struct DetailsRow<'a> {
 
 /// Events whose values all have the expected types, built without a JSON tree; None when any
 /// value is off (the checked path then says which).
-fn events_fast<'a>(
+pub(crate) fn events_fast<'a>(
     schema: &SchemaRef,
     records: impl Iterator<Item = &'a str>,
 ) -> Option<RecordBatch> {

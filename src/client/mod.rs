@@ -12,6 +12,8 @@ pub mod stats;
 pub mod validate;
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod roundtrip;
 
 use std::sync::Arc;

@@ -1,0 +1,215 @@
+//! Property tests (proptest) of everything that reads untrusted JSON: pages, event windows,
+//! Arrow conversion and the webhook validator must never panic, whatever the service or the
+//! user sends; typed conversion either succeeds or names what is wrong. `PROPTEST_CASES` sets
+//! how long they run (`./run-tests` keeps the default; raise it to fuzz longer).
+
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
+
+use super::arrow::{events_fast, Layout};
+use super::events::{parse_events, parse_time};
+use super::lists::parse_page;
+use super::validate::{has_errors, validate, Severity};
+use super::Error;
+
+/// Any JSON value, nested a few levels.
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
+        ".{0,12}".prop_map(Value::String),
+        // Strings that look like timestamps, valid or not.
+        "20[0-9]{2}-[0-1][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,4})?(Z|[+-][0-9]{2}:?[0-9]{2})?"
+            .prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 24, 5, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::btree_map(".{0,8}", inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect::<Map<_, _>>())),
+        ]
+    })
+}
+
+const EVENT_KEYS: [&str; 13] = [
+    "id",
+    "startTime",
+    "endTime",
+    "createTime",
+    "type",
+    "subtype",
+    "siteId",
+    "deviceId",
+    "title",
+    "subtitle",
+    "locationTags",
+    "cameras",
+    "details",
+];
+
+/// An event-like object: the documented keys present or not, each with a value of the right
+/// type or of any other.
+fn event_like() -> impl Strategy<Value = Value> {
+    let good = json!({
+        "id": "e", "startTime": "2026-01-05T09:15:23.123-05:00",
+        "endTime": "2026-01-05T09:16:00.000Z", "createTime": "2026-01-05T09:16:01.000+01:00",
+        "type": "bookmark", "subtype": "ai-dwellTime", "siteId": "s", "deviceId": "d",
+        "title": "t", "subtitle": "u", "locationTags": ["Brand:X"],
+        "cameras": [{"id": "c", "name": "n"}],
+        "details": {"duration_sec": 3, "confirmed": true, "origin": "o", "localTime": 1,
+                    "generatedByEventStandard": false, "marker": "m"}
+    });
+    (
+        prop::collection::vec((any::<bool>(), any::<bool>(), any_json()), EVENT_KEYS.len()),
+        prop::collection::vec((any::<bool>(), any_json()), 6),
+    )
+        .prop_map(move |(choices, detail_choices)| {
+            let mut out = Map::new();
+            for (key, (keep, replace, other)) in EVENT_KEYS.iter().zip(choices) {
+                if !keep {
+                    continue;
+                }
+                let value = if replace { other } else { good[*key].clone() };
+                out.insert(key.to_string(), value);
+            }
+            if let Some(Value::Object(details)) = out.get_mut("details") {
+                let keys = [
+                    "duration_sec",
+                    "confirmed",
+                    "origin",
+                    "localTime",
+                    "generatedByEventStandard",
+                    "marker",
+                ];
+                for (k, (replace, other)) in keys.iter().zip(detail_choices) {
+                    if replace {
+                        details.insert(k.to_string(), other);
+                    }
+                }
+            }
+            Value::Object(out)
+        })
+}
+
+/// A webhook record: a valid retail record with fields dropped, replaced or added at random.
+fn record_like() -> impl Strategy<Value = Value> {
+    let base = json!({
+        "dataType": "retail", "schemaVersion": "1", "startTime": 1_767_600_000_000i64,
+        "endTime": "2026-01-05T09:16:00.000-0500", "locationId": "L1", "dataSourceId": "R1",
+        "transactionId": "T1", "status": "sale",
+        "items": [{"time": 1_767_600_000_000i64, "quantity": 1, "description": "x",
+                   "unitPrice": 2.5, "type": "SALE"}]
+    });
+    (
+        prop::collection::vec((0u8..4, any_json()), 10),
+        prop::collection::btree_map(".{0,10}", any_json(), 0..3),
+        prop_oneof![
+            Just("retail".to_string()),
+            Just("restaurant".to_string()),
+            Just("other".to_string()),
+            ".{0,6}",
+        ],
+    )
+        .prop_map(move |(edits, extra, data_type)| {
+            let mut rec = base.as_object().cloned().unwrap_or_default();
+            let keys: Vec<String> = rec.keys().cloned().collect();
+            for (key, (op, value)) in keys.iter().zip(edits) {
+                match op {
+                    0 => {
+                        rec.remove(key);
+                    }
+                    1 => {
+                        rec.insert(key.clone(), value);
+                    }
+                    _ => {}
+                }
+            }
+            rec.extend(extra);
+            rec.insert("dataType".into(), Value::String(data_type));
+            Value::Object(rec)
+        })
+}
+
+fn url() -> url::Url {
+    url::Url::parse("http://127.0.0.1/v2/events").expect("static url")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(400)
+    ))]
+
+    #[test]
+    fn pages_of_any_bytes_never_panic(body in prop::collection::vec(any::<u8>(), 0..256)) {
+        let _ = parse_page(&url(), &body);
+        let _ = parse_events(&url(), &body);
+    }
+
+    #[test]
+    fn pages_of_any_json_never_panic(value in any_json()) {
+        let body = value.to_string();
+        let page = parse_page(&url(), body.as_bytes());
+        prop_assert_eq!(page.is_ok(), value.is_array());
+        let _ = parse_events(&url(), body.as_bytes());
+    }
+
+    #[test]
+    fn timestamps_never_panic(text in ".{0,40}") {
+        let _ = parse_time(&text);
+    }
+
+    #[test]
+    fn events_to_arrow_build_or_name_the_field(events in prop::collection::vec(event_like(), 0..6)) {
+        let texts: Vec<String> = events.iter().map(Value::to_string).collect();
+        let layout = Layout::events();
+        match layout.batch(texts.iter().map(String::as_str)) {
+            Ok(batch) => prop_assert_eq!(batch.num_rows(), events.len()),
+            Err(Error::Data(message)) => prop_assert!(message.contains("field") || message.contains("JSON"), "{}", message),
+            Err(other) => prop_assert!(false, "unexpected error kind: {other}"),
+        }
+        // Where the fast path applies it agrees with the checked one.
+        if let Some(fast) = events_fast(&layout.schema(), texts.iter().map(String::as_str)) {
+            let checked = layout.batch_checked(texts.iter().map(String::as_str));
+            prop_assert_eq!(Some(fast), checked.ok());
+        }
+    }
+
+    #[test]
+    fn any_records_to_arrow_never_panic(values in prop::collection::vec(any_json(), 0..5)) {
+        let texts: Vec<String> = values.iter().map(Value::to_string).collect();
+        for layout in [Layout::events(), Layout::sites(), Layout::devices(), Layout::cameras(), Layout::reports()] {
+            let _ = layout.batch(texts.iter().map(String::as_str));
+        }
+    }
+
+    #[test]
+    fn validate_never_panics_and_says_where(record in record_like()) {
+        let problems = validate(&record);
+        for p in &problems {
+            prop_assert!(!p.message.is_empty());
+        }
+        prop_assert_eq!(has_errors(&problems), problems.iter().any(|p| p.severity == Severity::Error));
+    }
+
+    #[test]
+    fn validate_any_json_never_panics(value in any_json()) {
+        let problems = validate(&value);
+        prop_assert_eq!(value.is_object() && !has_errors(&problems), value.is_object() && problems.iter().all(|p| p.severity == Severity::Warning));
+    }
+}
+
+#[test]
+fn a_valid_record_has_no_error() {
+    let record = json!({
+        "dataType": "retail", "schemaVersion": "1", "startTime": 1_767_600_000_000i64,
+        "endTime": "2026-01-05T09:16:00.000-0500", "locationId": "L1", "dataSourceId": "R1",
+        "transactionId": "T1", "status": "sale",
+        "items": [{"time": 1_767_600_000_000i64, "quantity": 1, "description": "x",
+                   "unitPrice": 2.5, "type": "SALE"}]
+    });
+    assert!(!has_errors(&validate(&record)), "{:?}", validate(&record));
+}
