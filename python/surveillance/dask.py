@@ -1,0 +1,371 @@
+"""Scale out on Dask: the events of a long range as a dask DataFrame, one partition per time
+slice fetched on the workers, and publishing a Dask collection's partitions in parallel.
+
+Needs ``pip install 'surveillance[dask]'`` (dask[dataframe], distributed, pandas, pyarrow).
+
+The :class:`~surveillance.Client` travels to the workers as its configuration (never a token;
+see :meth:`Client.__reduce__ <surveillance.Client.__reduce__>`), and each worker process keeps
+one client per configuration: every task of that process shares its connections, its limits
+and its token, renewed only when it expires.
+
+Limits (:class:`~surveillance.Limits`) apply per client, hence per worker process: with ``n``
+worker processes, up to ``n`` times the client's read or publish rate reaches the service.
+Against the provider's published limits, give the client ``Limits`` divided by ``n`` (the
+client also slows down by itself on 429).
+
+Example:
+    >>> import surveillance as sv, surveillance.dask as svd
+    >>> with sv.Emulator(sites=3, days=2, events_per_day=500) as emu:
+    ...     ddf = svd.events(emu.client(), emu.start, emu.end)  # one partition per UTC day
+    ...     ddf.npartitions, len(ddf), ddf.index.name
+    (2, 1000, 'startTime')
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import pickle
+import threading
+import time
+from typing import Any, Optional, Union
+
+from ._time import TimeLike, from_ms, to_ms
+
+__all__ = ["events", "publish", "events_meta"]
+
+PartitionLike = Union[str, _dt.timedelta, Any]
+
+#: Time slices one call may make (a guard against ``partition="1ms"`` over a year).
+MAX_PARTITIONS = 100_000
+
+_MS_PER_DAY = 86_400_000
+
+
+# --- the client on the workers -------------------------------------------------------------------
+_CLIENTS: dict = {}
+_CLIENTS_LOCK = threading.Lock()
+_CLIENTS_PID = os.getpid()
+
+
+def _cached_client(key: str, payload: bytes) -> Any:
+    """This process's client for the pickled configuration ``payload`` (created once)."""
+    global _CLIENTS_PID
+    with _CLIENTS_LOCK:
+        if _CLIENTS_PID != os.getpid():  # a forked child: its own clients
+            _CLIENTS.clear()
+            _CLIENTS_PID = os.getpid()
+        client = _CLIENTS.get(key)
+        if client is None:
+            client = pickle.loads(payload)
+            _CLIENTS[key] = client
+        return client
+
+
+class _ClientRef:
+    """What a task carries of a :class:`~surveillance.Client`: its pickled configuration (the
+    client's own ``__reduce__``: no token), and the live client while in the process that
+    made it. Elsewhere :meth:`get` returns the process's cached client for that configuration,
+    so every task of a worker process shares one client, one connection pool and one token."""
+
+    def __init__(self, client: Any) -> None:
+        from .client import Client
+
+        if not isinstance(client, Client):
+            raise TypeError(f"`client` must be a surveillance.Client, got {type(client).__name__}")
+        self.payload = pickle.dumps(client)
+        self.key = hashlib.sha256(self.payload).hexdigest()
+        self._local: Any = client
+
+    def get(self) -> Any:
+        if self._local is not None:
+            return self._local
+        return _cached_client(self.key, self.payload)
+
+    def __getstate__(self) -> dict:
+        return {"payload": self.payload, "key": self.key}
+
+    def __setstate__(self, state: dict) -> None:
+        self.payload, self.key, self._local = state["payload"], state["key"], None
+
+    def __dask_tokenize__(self) -> Any:
+        return ("surveillance.Client", self.key)
+
+    def __repr__(self) -> str:
+        return f"<client ref {self.key[:12]}>"
+
+
+# --- time slices -------------------------------------------------------------------------------
+def _slices(lo: int, hi: int, partition: PartitionLike) -> list:
+    """Boundaries ``[lo, b1, ..., hi]`` (epoch ms) of the slices of ``[lo, hi)``: fixed
+    lengths (``"1D"``, ``"6h"``, a ``timedelta``) are aligned on multiples of the length since
+    the epoch (``"1D"``: UTC midnights), calendar offsets (``"MS"``, ``"W"``) on their anchors
+    at UTC midnight."""
+    import pandas as pd
+
+    offset: Any = None
+    if isinstance(partition, (_dt.timedelta, pd.Timedelta)):
+        step = pd.Timedelta(partition)
+    else:
+        try:
+            offset = pd.tseries.frequencies.to_offset(partition)
+        except (TypeError, ValueError):
+            raise ValueError(
+                "`partition` must be a pandas frequency such as '1D', '6h' or 'MS', or a "
+                f"timedelta, got {partition!r}"
+            ) from None
+        try:
+            step = pd.Timedelta(offset)
+        except (TypeError, ValueError):
+            step = None
+    if step is not None:
+        step_ms = int(step / pd.Timedelta(milliseconds=1))
+        if step_ms <= 0 or step != pd.Timedelta(milliseconds=step_ms):
+            raise ValueError(
+                f"`partition` must be a whole number of milliseconds above zero, got {partition!r}"
+            )
+        first = -(-lo // step_ms) * step_ms
+        if first == lo:
+            first += step_ms
+        if (hi - first) // step_ms + 2 > MAX_PARTITIONS:
+            raise ValueError(
+                f"`partition` {partition!r} cuts the range into more than {MAX_PARTITIONS:,} "
+                "slices: choose a longer one"
+            )
+        inner = list(range(first, hi, step_ms))
+    else:
+        lo_ts = pd.Timestamp(lo, unit="ms", tz="UTC")
+        hi_ts = pd.Timestamp(hi, unit="ms", tz="UTC")
+        anchors = pd.date_range(lo_ts.normalize(), hi_ts, freq=offset)
+        if len(anchors) > MAX_PARTITIONS:
+            raise ValueError(
+                f"`partition` {partition!r} cuts the range into more than {MAX_PARTITIONS:,} "
+                "slices: choose a longer one"
+            )
+        ms = (anchors - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1)
+        inner = [int(t) for t in ms if lo < t < hi]
+    return [lo, *inner, hi]
+
+
+# --- events --------------------------------------------------------------------------------------
+def _events_schema() -> Any:
+    """The Arrow schema of ``client.events(..., output="arrow")`` (tests check it is equal)."""
+    import pyarrow as pa
+
+    ts = pa.timestamp("ms", tz="UTC")
+    camera = pa.struct([("id", pa.string()), ("name", pa.string())])
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("startTime", ts),
+            ("endTime", ts),
+            ("createTime", ts),
+            ("type", pa.string()),
+            ("subtype", pa.string()),
+            ("siteId", pa.string()),
+            ("deviceId", pa.string()),
+            ("title", pa.string()),
+            ("subtitle", pa.string()),
+            ("locationTags", pa.list_(pa.string())),
+            ("cameras", pa.list_(camera)),
+            ("details.duration_sec", pa.int64()),
+            ("details.confirmed", pa.bool_()),
+            ("details.origin", pa.string()),
+            ("details.localTime", pa.int64()),
+            ("details.generatedByEventStandard", pa.bool_()),
+            ("details.marker", pa.string()),
+            ("details", pa.string()),
+        ]
+    )
+
+
+def _indexed(frame: Any) -> Any:
+    return frame.set_index("startTime")
+
+
+def events_meta() -> Any:
+    """The empty pandas DataFrame that :func:`events` partitions look like: the typing of
+    ``client.events(..., output="pandas")``, indexed by ``startTime``; built without any
+    request.
+
+    >>> import surveillance.dask as svd
+    >>> meta = svd.events_meta()
+    >>> str(meta.index.dtype), str(meta["details.duration_sec"].dtype)
+    ('datetime64[ms, UTC]', 'int64')
+    """
+    from . import _output
+
+    return _indexed(_output.to_pandas(_events_schema().empty_table()))
+
+
+def _fetch_slice(bounds: tuple, ref: _ClientRef, report_id: Optional[str]) -> Any:
+    """One partition: the events of ``[lo, hi)`` by the client's windowed algorithm."""
+    lo, hi = bounds
+    frame = ref.get().events(from_ms(lo), from_ms(hi), report_id, output="pandas", progress=False)
+    return _indexed(frame)
+
+
+def events(
+    client: Any,
+    start: TimeLike,
+    end: TimeLike,
+    report_id: Optional[str] = None,
+    partition: PartitionLike = "1D",
+) -> Any:
+    """Every event whose ``startTime`` is in ``[start, end)`` as a dask DataFrame, one
+    partition per time slice, each fetched on a worker.
+
+    Each partition holds exactly the events of its half-open slice ``[t_i, t_i+1)``, fetched
+    by the client's windowed algorithm (dense windows, the offset ceiling, any order or bound
+    inclusivity of the service: see :meth:`Client.events <surveillance.Client.events>`), so
+    no event is in two partitions and none is lost: computed, the frame equals
+    ``client.events(start, end, output="pandas").set_index("startTime")``, row for row.
+
+    Partitions are indexed by ``startTime`` (``datetime64[ms, UTC]``, sorted, not unique:
+    events can share a millisecond), and ``divisions`` are the slice boundaries, so
+    ``ddf.loc["2026-01-05":"2026-01-06"]`` reads only the partitions it needs;
+    ``ddf.reset_index()`` gives back the column. Columns and dtypes are those of
+    ``client.events(..., output="pandas")`` (nested columns as ``pd.ArrowDtype``, nullable
+    booleans), except that Dask stores text in its own string dtype unless its
+    ``dataframe.convert-string`` setting is off. Nothing is requested until the frame is
+    computed; ``meta`` comes from the events' Arrow schema, without a request.
+
+    Args:
+        client: a :class:`~surveillance.Client`; it is shipped to the workers as its
+            configuration, and each worker process reuses one client (and one token) for it.
+        start: aware or naive (UTC) ``datetime``, ``date``, pandas ``Timestamp`` or
+            ISO-8601 string.
+        end: as ``start``, exclusive; must be after it.
+        report_id: only the events of this report.
+        partition: the slice length: a pandas frequency (``"1D"``, ``"6h"``; boundaries on
+            multiples of it since the epoch, so ``"1D"`` cuts at UTC midnights) or a calendar
+            one (``"W"``, ``"MS"``: its anchors at UTC midnight), or a ``timedelta``. The first
+            and last slices are cut at ``start`` and ``end``.
+
+    Returns:
+        A ``dask.dataframe.DataFrame`` (built with ``dask.dataframe.from_map``).
+
+    Raises:
+        ValueError: ``end`` is not after ``start``, or ``partition`` is not a positive
+            length.
+        TypeError: ``client`` is not a :class:`~surveillance.Client`.
+
+    Example:
+        >>> import surveillance as sv, surveillance.dask as svd
+        >>> with sv.Emulator(sites=3, days=2, events_per_day=500) as emu:
+        ...     client = emu.client()
+        ...     ddf = svd.events(client, emu.start, emu.end, partition="6h")
+        ...     frame = ddf.compute()
+        ...     direct = client.events(emu.start, emu.end, output="pandas")
+        >>> ddf.npartitions, str(ddf.divisions[1])
+        (8, '2026-01-05 06:00:00+00:00')
+        >>> frame["id"].tolist() == direct["id"].tolist()
+        True
+    """
+    import dask.dataframe as dd
+    import pandas as pd
+
+    lo, hi = to_ms(start, "start"), to_ms(end, "end")
+    if hi <= lo:
+        raise ValueError(f"`end` must be after `start`, got [{start}, {end})")
+    ref = _ClientRef(client)
+    bounds = _slices(lo, hi, partition)
+    pairs = list(zip(bounds[:-1], bounds[1:]))
+    divisions = tuple(pd.Timestamp(b, unit="ms", tz="UTC").as_unit("ms") for b in bounds)
+    return dd.from_map(
+        _fetch_slice,
+        pairs,
+        args=(ref, report_id),
+        meta=events_meta(),
+        divisions=divisions,
+        label="surveillance-events",
+        enforce_metadata=True,
+    )
+
+
+# --- publishing ------------------------------------------------------------------------------
+def _publish_part(part: Any, ref: _ClientRef, kwargs: dict) -> tuple:
+    """Publishes one partition; returns ``(report, size, error)``: an error that stopped the
+    publish (e.g. refused credentials) comes back with its report rather than losing the
+    other partitions' reports."""
+    records = part
+    if not isinstance(part, (list, tuple)) and not hasattr(part, "iloc"):
+        records = list(part)  # a bag partition may be any iterable: its size is needed
+    size = len(records)
+    try:
+        report = ref.get().publish(records, **kwargs)
+    except Exception as exc:
+        report = getattr(exc, "report", None)
+        if report is None:
+            raise
+        return report, size, exc
+    return report, size, None
+
+
+def publish(client: Any, data: Any, **publish_kwargs: Any) -> Any:
+    """Publishes the records of a dask Bag (of dicts) or DataFrame (one record per row),
+    partitions in parallel on the workers, and returns one combined
+    :class:`~surveillance.PublishReport`.
+
+    Each partition is published by :meth:`Client.publish <surveillance.Client.publish>` on a
+    worker, with the worker process's client for ``client``'s configuration (one token per
+    process). The combined report accounts for every record: counts are added up, the
+    failures' ``index`` is the record's position in the whole collection (partition after
+    partition), ``elapsed`` is the wall time of the whole publish, and
+    ``write_failures(path)`` writes every record not accepted.
+
+    Args:
+        client: a :class:`~surveillance.Client`.
+        data: a ``dask.bag.Bag`` of dicts or a ``dask.dataframe.DataFrame`` (missing values
+            left out of a row's record, as for a pandas DataFrame).
+        **publish_kwargs: passed to :meth:`Client.publish <surveillance.Client.publish>`
+            (``region``, ``batch_size``, ``validate``); ``progress`` defaults to False (use
+            Dask's own progress bars).
+
+    Returns:
+        :class:`~surveillance.PublishReport`.
+
+    Raises:
+        AuthError: the service refused the credentials (``.report`` is the combined report).
+        TypeError: ``data`` is not a dask Bag or DataFrame.
+
+    Example:
+        >>> import dask.bag as db, surveillance as sv, surveillance.dask as svd
+        >>> rows = [{"dataType": "other", "schemaVersion": "1", "startTime": 1794891600000,
+        ...          "locationId": "store-1", "dataSourceId": "door-1",
+        ...          "eventUniqueId": f"e-{i}", "eventType": "door open"} for i in range(20)]
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     report = svd.publish(emu.client(), db.from_sequence(rows, npartitions=4))
+        ...     print(report.accepted, len(report.rejected), len(emu.published()))
+        20 0 20
+    """
+    import dask
+
+    from .publish import PublishReport
+
+    if not (hasattr(data, "to_delayed") and hasattr(data, "npartitions")):
+        raise TypeError(
+            f"`data` must be a dask Bag or DataFrame, got {type(data).__name__}: for a list, "
+            "a pandas DataFrame or a file, use client.publish"
+        )
+    ref = _ClientRef(client)
+    kwargs = dict(publish_kwargs)
+    kwargs.setdefault("progress", False)
+    task = dask.delayed(_publish_part, pure=False)
+    parts = [task(part, ref, kwargs) for part in data.to_delayed()]
+    t0 = time.perf_counter()
+    results = dask.compute(*parts)
+    elapsed = time.perf_counter() - t0
+    report = PublishReport.combine(
+        [r for r, _, _ in results], sizes=[n for _, n, _ in results], elapsed=elapsed
+    )
+    errors = [e for _, _, e in results if e is not None]
+    if errors:
+        error = errors[0]
+        try:
+            error.report = report
+        except AttributeError:
+            pass
+        raise error
+    return report

@@ -1,0 +1,247 @@
+"""surveillance.dask on a real cluster: two worker processes (dask.distributed.LocalCluster)
+that reach an emulator running in this process over loopback."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import runpy
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+db = pytest.importorskip("dask.bag")
+distributed = pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+pa = pytest.importorskip("pyarrow")
+
+import dask  # noqa: E402
+import surveillance as sv  # noqa: E402
+import surveillance.dask as svd  # noqa: E402
+from surveillance._time import from_ms, to_ms  # noqa: E402
+
+UTC = dt.timezone.utc
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "dask_parquet.py"
+
+#: 30,000 events a day: every one-day partition is three windows over the offset ceiling.
+START, DAYS, PER_DAY = "2026-01-05", 3, 30_000
+#: Bursts of 150 events in one millisecond: on a partition boundary, just before one, inside.
+BURSTS = ["2026-01-06T00:00:00Z", "2026-01-06T23:59:59.999Z", "2026-01-05T13:07:00.123Z"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two single-threaded worker processes; no dashboard on a fixed port; closed at the end."""
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            dashboard_address="127.0.0.1:0",
+            host="127.0.0.1",
+        ) as lc,
+        distributed.Client(lc) as dask_client,
+    ):
+        yield dask_client
+
+
+@pytest.fixture(scope="module")
+def big():
+    """An emulator with dense days and bursts at and near a partition boundary."""
+    with sv.Emulator(seed=3, sites=12, days=DAYS, events_per_day=PER_DAY, start=START) as emu:
+        for at in BURSTS:
+            emu.add_events(at, 150)
+        yield emu
+
+
+@pytest.fixture(autouse=True)
+def _reset(request):
+    if "big" in request.fixturenames:
+        emu = request.getfixturevalue("big")
+        emu.set_semantics()
+        emu.set_faults()
+        emu.reset_stats()
+    yield
+
+
+def worker_clients(dask_client) -> dict:
+    """How many cached clients each worker process holds."""
+    return dask_client.run(lambda: len(__import__("surveillance.dask").dask._CLIENTS))
+
+
+def same_strings(frame, like):
+    """`frame` with its text columns in the string dtype of `like`'s (and nothing else)."""
+    text = {
+        c: like[c].dtype
+        for c in frame.columns
+        if isinstance(frame[c].dtype, pd.StringDtype) and isinstance(like[c].dtype, pd.StringDtype)
+    }
+    return frame.astype(text)
+
+
+@pytest.mark.parametrize("order, bounds", [("asc", "[)"), ("desc", "[]"), ("shuffled", "()")])
+def test_events_equal_client_events_across_dense_partitions(cluster, big, order, bounds):
+    big.set_semantics(order=order, bounds=bounds)
+    client = big.client()
+    start, end = "2026-01-05T06:00:00Z", big.end
+    ddf = svd.events(client, start, end)
+    assert ddf.npartitions == 3 and ddf.known_divisions
+    assert [str(d) for d in ddf.divisions] == [
+        "2026-01-05 06:00:00+00:00",
+        "2026-01-06 00:00:00+00:00",
+        "2026-01-07 00:00:00+00:00",
+        "2026-01-08 00:00:00+00:00",
+    ]
+    parts = dask.compute(*ddf.to_delayed())
+    direct = client.events(start, end, output="pandas", progress=False)
+    truth = big.truth(start, end)
+    # the boundary burst is in the partition that starts there, and only there
+    boundary = pd.Timestamp(BURSTS[0])
+    assert [int((p.index == boundary).sum()) for p in parts] == [0, 150, 0]
+    for part, lo, hi in zip(parts, ddf.divisions[:-1], ddf.divisions[1:]):
+        assert len(part) > 10_000  # over the offset ceiling: several windows per partition
+        assert part.index.min() >= lo and part.index.max() < hi
+    frame = pd.concat(parts)
+    assert frame["id"].tolist() == truth
+    # Dask stores text as its own string dtype (its `dataframe.convert-string` setting): the
+    # same values; every other column has client.events' dtype
+    expected = same_strings(direct.set_index("startTime"), frame)
+    assert frame.dtypes.equals(expected.dtypes) and frame.index.equals(expected.index)
+    assert frame.equals(expected)  # values, index and dtypes (assert_frame_equal is slower)
+    # meta (built without a request) is what the partitions are
+    pd.testing.assert_series_equal(frame.dtypes, ddf.dtypes)
+    assert frame.index.dtype == ddf.index.dtype
+
+
+def test_compute_and_reset_index_give_client_events(cluster, big):
+    client = big.client()
+    start, end = "2026-01-05T23:00:00Z", "2026-01-06T01:00:00Z"
+    with dask.config.set({"dataframe.convert-string": False}):  # client.events' dtypes, all
+        ddf = svd.events(client, start, end, partition="15min")
+    assert ddf.npartitions == 8
+    frame = ddf.compute().reset_index()
+    direct = client.events(start, end, output="pandas", progress=False)
+    pd.testing.assert_frame_equal(frame[direct.columns], direct)
+    assert list(frame.columns) == ["startTime", *(c for c in direct.columns if c != "startTime")]
+    # index-based selection reads only the partitions it needs
+    sub = ddf.loc["2026-01-06T00:00:00Z":"2026-01-06T00:14:59.999Z"]
+    assert sub.npartitions == 1
+    assert len(sub.compute()) == len(big.truth("2026-01-06T00:00:00Z", "2026-01-06T00:15:00Z"))
+
+
+def test_each_worker_process_reuses_one_client_and_token(cluster, big):
+    # a configuration no other test uses: the workers have no client for it yet
+    client = big.client(timeout=29.0)
+    before = worker_clients(cluster)
+    for _ in range(2):  # a new graph, and a new Client object with the same configuration
+        ddf = svd.events(big.client(timeout=29.0), "2026-01-05", "2026-01-06", partition="1h")
+        assert len(ddf.compute()) == len(big.truth("2026-01-05", "2026-01-06"))
+    issued = big.stats()["tokens_issued"]
+    assert 1 <= issued <= 2  # 48 partitions on two processes: at most one token each
+    after = worker_clients(cluster)
+    assert all(after[w] - before[w] <= 1 for w in after)
+    # revoked tokens: each worker's client renews once and goes on
+    big.revoke_tokens()
+    ddf = svd.events(client, "2026-01-05", "2026-01-06", partition="2h")
+    assert ddf.compute()["id"].tolist() == big.truth("2026-01-05", "2026-01-06")
+    assert big.stats()["tokens_issued"] - issued <= 2
+
+
+def test_events_meta_is_the_client_schema(big):
+    table = pa.table(big.client().events("2026-01-05", "2026-01-05T01:00:00Z", output="arrow"))
+    assert table.schema.equals(svd._events_schema())
+    assert table.num_rows > 0
+
+
+def test_slices_and_arguments():
+    day = 86_400_000
+    lo = to_ms("2026-01-05T06:00:00Z")
+    hi = to_ms("2026-03-03T00:00:00Z")
+    month = svd._slices(lo, hi, "MS")
+    assert [from_ms(t).isoformat()[:10] for t in month] == [
+        "2026-01-05",
+        "2026-02-01",
+        "2026-03-01",
+        "2026-03-03",
+    ]
+    assert svd._slices(0, day, dt.timedelta(hours=12)) == [0, day // 2, day]
+    assert svd._slices(0, day, "1D") == [0, day]
+    assert svd._slices(5, 7, "1D") == [5, 7]
+    with pytest.raises(ValueError, match="partition"):
+        svd._slices(0, day, "0h")
+    with pytest.raises(ValueError, match="partition"):
+        svd._slices(0, day, "nonsense")
+    with pytest.raises(ValueError, match="more than"):
+        svd._slices(0, 365 * day, "1ms")
+    with pytest.raises(ValueError, match="after"):
+        svd.events(None, "2026-01-06", "2026-01-05")
+    with pytest.raises(TypeError, match="surveillance.Client"):
+        svd.events(object(), "2026-01-05", "2026-01-06")
+    with pytest.raises(TypeError, match="dask Bag or DataFrame"):
+        svd.publish(sv.Client(api_key="k", client_id="i", client_secret="s",
+                              base_url="http://127.0.0.1:9"), [{"a": 1}])  # fmt: skip
+
+
+def record(i: int) -> dict:
+    return {
+        "dataType": "other",
+        "schemaVersion": "1",
+        "startTime": 1794891600000 + i,
+        "locationId": f"store-{i % 7}",
+        "dataSourceId": "door-1",
+        "eventUniqueId": f"e-{i:06d}",
+        "eventType": "door open",
+    }
+
+
+def test_publish_100k_records_through_dask_each_once(cluster, big):
+    n = 100_000
+    big.clear_published()
+    ddf = dd.from_pandas(pd.DataFrame([record(i) for i in range(n)]), npartitions=8)
+    report = svd.publish(big.client(), ddf)
+    assert report.ok, report
+    assert (report.total, report.accepted, report.sent) == (n, n, n)
+    published = big.published()
+    ids = Counter(r["eventUniqueId"] for r in published)
+    assert len(published) == n and set(ids) == {f"e-{i:06d}" for i in range(n)}
+    stats = big.stats()
+    assert stats["published_upserts"] == 0  # each record arrived once
+    # one body per record, each accepted once (a 401 after another test revoked the tokens
+    # is answered before anything is stored)
+    assert stats["requests"]["POST /v2/webhook"]["200"] == n
+    assert stats["tokens_issued"] <= 2
+
+
+def test_publish_bag_combines_failures_in_collection_order(cluster, big, tmp_path):
+    big.clear_published()
+    rows = [record(i) for i in range(40)]
+    bad = {7, 18, 33}  # in partitions 0, 1 and 3 of four
+    for i in bad:
+        del rows[i]["locationId"]
+    report = svd.publish(big.client(), db.from_sequence(rows, npartitions=4), batch_size=5)
+    assert (report.total, report.accepted, len(report.rejected)) == (40, 37, 3)
+    assert [f.index for f in report.rejected] == sorted(bad)
+    failed = [f.record["eventUniqueId"] for f in report.rejected]
+    assert failed == [f"e-{i:06d}" for i in sorted(bad)]
+    assert all(f.kind == "invalid" for f in report.rejected)
+    assert report.batch_size == 5 and not report.ok
+    assert len(big.published()) == 37
+    path = tmp_path / "failed.jsonl"
+    assert report.write_failures(path) == 3
+    assert [json.loads(line)["eventUniqueId"] for line in path.read_text().splitlines()] == [
+        f"e-{i:06d}" for i in sorted(bad)
+    ]
+
+
+def test_example_writes_a_parquet_dataset_partitioned_by_date(cluster, big, tmp_path):
+    example = runpy.run_path(str(EXAMPLE), run_name="example")
+    path = tmp_path / "events"
+    example["write_dataset"](big.client(), "2026-01-05T12:00:00Z", "2026-01-07", path)
+    dates = sorted(p.name for p in path.iterdir() if p.is_dir())
+    assert dates == ["date=2026-01-05", "date=2026-01-06"]
+    back = example["read_dataset"](path)
+    assert len(back) == len(big.truth("2026-01-05T12:00:00Z", "2026-01-07"))
+    assert sorted(back["id"]) == sorted(big.truth("2026-01-05T12:00:00Z", "2026-01-07"))
+    assert back["date"].astype(str).tolist() == back["startTime"].dt.strftime("%Y-%m-%d").tolist()
