@@ -180,11 +180,10 @@ def test_malformed_event_is_a_clear_error(emu, client):
 
 def test_malformed_event_in_event_batches_is_a_clear_error(emu, client):
     emu.set_faults(corrupt_rate=1.0)
-    reader = pa.RecordBatchReader.from_stream(
+    # In the first window: a typed error from the call itself. (Later in the stream, the
+    # error can only cross the Arrow C stream interface as text: pyarrow's ArrowInvalid.)
+    with pytest.raises(sv.ApiError, match="details.duration_sec"):
         client.event_batches(emu.start, emu.start + dt.timedelta(hours=3))
-    )
-    with pytest.raises(Exception, match="details.duration_sec"):
-        reader.read_all()
 
 
 def test_event_batches_stream_equals_events(emu, client):
@@ -312,3 +311,15 @@ def test_arrow_output_needs_no_pyarrow():
     assert result.returncode == 0, result.stderr
     assert "IMPORT-ERROR:" in result.stdout
     assert "pip install 'surveillance[pandas]'" in result.stdout
+
+
+def test_event_batches_raises_typed_errors_from_the_call(emu, client):
+    """What fails at once (an unknown report, refused credentials) raises its own exception
+    from ``event_batches`` itself, before any reader is handed out."""
+    with pytest.raises(sv.NotFoundError):
+        client.event_batches(emu.start, emu.end, report_id="00000000-0000-4000-8000-000000000000")
+    bad = sv.Client(
+        emu.api_key, emu.client_id, "wrong-secret", base_url=emu.url, max_retries=0
+    )
+    with pytest.raises(sv.AuthError):
+        bad.event_batches(emu.start, emu.end)

@@ -32,14 +32,14 @@ class Client:
         trust_env: Optional[bool] = None,
         max_body_bytes: Optional[int] = None,
     ) -> Client: ...
-    def list(
+    def records(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
     ) -> list[dict]:
         """Every record of a list (``sites``, ``devices``, ``cameras``, ``reports``), as dicts."""
-    def list_async(
+    def records_async(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
     ) -> Awaitable[list[dict]]:
-        """As ``list``, as an awaitable."""
+        """As ``records``, as an awaitable."""
     def list_arrow(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
     ) -> Any:

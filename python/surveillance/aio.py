@@ -8,6 +8,7 @@ import os
 from typing import Any, AsyncIterator, Optional, Union
 
 from . import _output, _progress
+from ._gcpause import paused
 from ._progress import ProgressArg
 from ._time import TimeLike, to_ms
 from .client import Client, Limits
@@ -86,7 +87,7 @@ class AsyncClient:
     async def _list(self, kind: str, output: str, *args: Optional[str]) -> Any:
         _output.check(output)
         if output == "dicts":
-            return await self._inner.list_async(kind, *args)
+            return await self._inner.records_async(kind, *args)
         return _output.convert(await self._inner.list_arrow_async(kind, *args), output)
 
     async def sites(self, output: str = "dicts") -> Any:
@@ -136,10 +137,13 @@ class AsyncClient:
         callback, close = _progress.make(progress, "events")
         events: list = []
         try:
-            async for chunk in self._chunks(lo, hi, report_id):
-                events.extend(chunk)
-                if callback is not None:
-                    callback(_update(events, lo, hi))
+            # The collector is paused while the list grows (see _gcpause): its full passes over
+            # the events already held would stall the event loop.
+            with paused():
+                async for chunk in self._chunks(lo, hi, report_id):
+                    events.extend(chunk)
+                    if callback is not None:
+                        callback(_update(events, lo, hi))
             return events
         finally:
             close()

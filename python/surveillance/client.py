@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 from dataclasses import dataclass
@@ -10,6 +9,7 @@ from typing import Any, Iterator, Optional, Union
 
 from . import _core, _output, _progress
 from . import sync as _sync
+from ._gcpause import paused
 from ._progress import ProgressArg
 from ._time import TimeLike, to_ms
 from .sync import SettleLike, SyncResult
@@ -132,14 +132,14 @@ class Client:
         """
         _output.check(output)
         if output == "dicts":
-            return self._inner.list("sites")
+            return self._inner.records("sites")
         return _output.convert(self._inner.list_arrow("sites"), output)
 
     def devices(self, output: str = "dicts") -> Any:
         """Every recording device of the account (all pages)."""
         _output.check(output)
         if output == "dicts":
-            return self._inner.list("devices")
+            return self._inner.records("devices")
         return _output.convert(self._inner.list_arrow("devices"), output)
 
     def cameras(
@@ -153,14 +153,14 @@ class Client:
         then per device, so it is never cut short."""
         _output.check(output)
         if output == "dicts":
-            return self._inner.list("cameras", site_id, device_id)
+            return self._inner.records("cameras", site_id, device_id)
         return _output.convert(self._inner.list_arrow("cameras", site_id, device_id), output)
 
     def reports(self, output: str = "dicts") -> Any:
         """Every report the caller may read (its ``id`` is a ``report_id`` for events)."""
         _output.check(output)
         if output == "dicts":
-            return self._inner.list("reports")
+            return self._inner.records("reports")
         return _output.convert(self._inner.list_arrow("reports"), output)
 
     # --- events -------------------------------------------------------------------------
@@ -210,15 +210,12 @@ class Client:
         # while a million containers are created would traverse them again and again.
         stream = self._inner.event_stream(lo, hi, report_id, callback, _EVENTS_BUFFER)
         events: list = []
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
         try:
-            for window in stream:
-                events.extend(window)
+            with paused():
+                for window in stream:
+                    events.extend(window)
             return events
         finally:
-            if gc_was_enabled:
-                gc.enable()
             stream.close()
             close()
 

@@ -153,6 +153,9 @@ enum Kind {
 
 #[derive(Debug)]
 enum Mode {
+    /// Waiting for page 0 alone: a query's first window, whose size nothing suggests yet. A
+    /// short page 0 ends it in one request; a full one sends the ceiling probe next.
+    Opening,
     /// Waiting for the ceiling page.
     Probing,
     /// Size known: pages up to `end` (exclusive offset).
@@ -220,6 +223,20 @@ fn dense(ms: i64) -> Error {
 impl Planner {
     fn window_mut(&mut self, id: u64) -> Option<&mut Window> {
         self.windows.values_mut().find(|w| w.id == id)
+    }
+
+    /// The first window of the query: page 0 alone first. Many queries (an hourly sync, a
+    /// day of one site) fit in one page, and a request is the scarcest thing there is; a
+    /// large range pays one round trip of latency for it, not a request.
+    fn add_first_window(&mut self, ws: i64, we: i64) {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.progress.windows += 1;
+        let mut w = Window::new(id, ws, we);
+        w.mode = Mode::Opening;
+        w.launched.insert(0);
+        self.windows.insert(ws, w);
+        self.queue.push_front((id, Kind::Page(0)));
     }
 
     fn add_window(&mut self, ws: i64, we: i64) {
@@ -299,6 +316,12 @@ impl Planner {
         w.launched.insert(offset);
         w.pages.insert(offset, events);
         match (&w.mode, kind) {
+            (Mode::Opening, Kind::Page(0)) if len < PAGE => w.mode = Mode::Known { end: PAGE },
+            (Mode::Opening, Kind::Page(0)) => {
+                w.mode = Mode::Probing;
+                w.launched.insert(CEILING_PAGE);
+                self.queue.push_front((id, Kind::Probe));
+            }
             (Mode::Probing, Kind::Probe) => self.on_probe(id, len)?,
             (Mode::Paging { .. }, Kind::Page(o)) if len < PAGE => {
                 // The end is known: every page before it is needed, launched or not yet.
@@ -450,7 +473,7 @@ impl Planner {
         };
         let complete = |end: usize| (0..end).step_by(PAGE).all(|o| w.pages.contains_key(&o));
         let ready = match w.mode {
-            Mode::Probing => false,
+            Mode::Opening | Mode::Probing => false,
             Mode::Known { end } => complete(end),
             Mode::Paging { end: Some(end) } => complete(end),
             Mode::Paging { end: None } => false,
@@ -594,7 +617,7 @@ pub async fn stream(
         sink,
         density: None,
     };
-    p.add_window(query.start_ms, query.end_ms);
+    p.add_first_window(query.start_ms, query.end_ms);
     loop {
         p.launch_pending();
         let Some(joined) = p.tasks.join_next().await else {

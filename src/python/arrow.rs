@@ -20,6 +20,7 @@ pub fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> PyResult<PyTable> 
 
 /// Record batches of events, pulled from the fetch as windows complete.
 struct BatchReader {
+    first: Option<RecordBatch>,
     rx: mpsc::Receiver<Result<RecordBatch>>,
     schema: SchemaRef,
     task: tokio::task::JoinHandle<()>,
@@ -29,6 +30,9 @@ impl Iterator for BatchReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(batch) = self.first.take() {
+            return Some(Ok(batch));
+        }
         // Called by the consumer (pyarrow, polars, duckdb) on its own thread, never on the runtime.
         match self.rx.blocking_recv()? {
             Ok(batch) => Some(Ok(batch)),
@@ -50,11 +54,31 @@ impl Drop for BatchReader {
 }
 
 /// A stream of the events of `query` as record batches, at most two waiting for the consumer.
-pub fn event_batches(client: Client, query: Query) -> PyResult<PyRecordBatchReader> {
+///
+/// The first window is awaited here, so that what goes wrong at once (credentials, an unknown
+/// report, a service that is down) raises its own typed exception from this call: an error
+/// later in the stream can only cross the Arrow C stream interface as text.
+pub fn event_batches(
+    py: Python<'_>,
+    client: Client,
+    query: Query,
+) -> PyResult<PyRecordBatchReader> {
     let rt = runtime::get().map_err(errors::internal)?;
-    let (tx, rx) = mpsc::channel(2);
+    let (tx, mut rx) = mpsc::channel(2);
     let task = rt.spawn(events::stream_batches(client, query, tx, None));
+    let waited = super::wait::wait(py, async move {
+        let first = rx.recv().await.transpose()?;
+        Ok((rx, first))
+    });
+    let (rx, first) = match waited {
+        Ok(v) => v,
+        Err(e) => {
+            task.abort();
+            return Err(e);
+        }
+    };
     let reader = BatchReader {
+        first,
         rx,
         schema: Layout::events().schema(),
         task,

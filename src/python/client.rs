@@ -186,7 +186,7 @@ impl PyClient {
 
     /// Every record of a list (`sites`, `devices`, `cameras`, `reports`), as a list of dicts.
     #[pyo3(signature = (kind, site_id=None, device_id=None))]
-    fn list<'py>(
+    fn records<'py>(
         &self,
         py: Python<'py>,
         kind: String,
@@ -197,9 +197,9 @@ impl PyClient {
         to_list(py, records.iter().map(|r| r.get()))
     }
 
-    /// As `list`, as an awaitable.
+    /// As `records`, as an awaitable.
     #[pyo3(signature = (kind, site_id=None, device_id=None))]
-    fn list_async<'py>(
+    fn records_async<'py>(
         &self,
         py: Python<'py>,
         kind: String,
@@ -291,12 +291,13 @@ impl PyClient {
     #[pyo3(signature = (start_ms, end_ms, report_id=None))]
     fn event_batches(
         &self,
+        py: Python<'_>,
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
     ) -> PyResult<PyRecordBatchReader> {
         let query = Self::query(start_ms, end_ms, report_id)?;
-        super::arrow::event_batches(self.core()?, query)
+        super::arrow::event_batches(py, self.core()?, query)
     }
 
     /// The events of the range as record batches for `async for` (bounded memory).
