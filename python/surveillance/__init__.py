@@ -19,6 +19,8 @@ from .errors import (
     ConfigError,
     DenseWindowError,
     NotFoundError,
+    PublishError,
+    PublishInterrupted,
     RateLimitError,
     ServerError,
     SurveillanceError,
@@ -26,6 +28,7 @@ from .errors import (
     TransportError,
     ValidationError,
 )
+from .publish import PublishReport, validate
 from .sync import SyncResult
 
 __all__ = [
@@ -47,4 +50,8 @@ __all__ = [
     "DenseWindowError",
     "SyncLockedError",
     "SyncResult",
+    "validate",
+    "PublishReport",
+    "PublishError",
+    "PublishInterrupted",
 ]

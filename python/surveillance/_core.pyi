@@ -6,7 +6,16 @@ The public, documented classes are :class:`surveillance.Client` and
 
 from typing import Any, Awaitable, Callable, Optional, final
 
-__all__ = ["BatchStream", "Client", "Emulator", "EventStream", "__version__"]
+__all__ = [
+    "BatchStream",
+    "Client",
+    "Emulator",
+    "EventStream",
+    "__version__",
+    "publish",
+    "to_json",
+    "validate",
+]
 __version__: str
 
 _LimitsTuple = tuple[Optional[float], Optional[int], Optional[float], Optional[int]]
@@ -220,3 +229,22 @@ class BatchStream:
         """The next record batch (``__arrow_c_array__``), or None at the end."""
     def close(self) -> None:
         """Stops the fetch."""
+
+def publish(
+    client: Client,
+    source: Optional[Any] = None,
+    path: Optional[str] = None,
+    *,
+    region: Optional[str] = None,
+    batch_size: int = 1,
+    validate: bool = True,
+    progress: Optional[Callable[[dict], Any]] = None,
+) -> tuple[dict, Optional[BaseException]]:
+    """Publishes the records of ``source`` (an iterable) or of the JSON Lines file ``path``;
+    returns the report as a dict and the exception to raise with it, or None."""
+
+def validate(record: Any) -> list[dict]:
+    """The problems of a record under its standard model (``path``, ``message``, ``severity``)."""
+
+def to_json(record: Any) -> str:
+    """The JSON text of a record, as ``publish`` writes it."""

@@ -440,6 +440,102 @@ def _sync(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- validate, publish ----------------------------------------------------------------
+#: Problems (or failures) listed on the terminal before "... and N more".
+_SHOWN = 50
+
+
+def _validate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="a JSON Lines file, one record per line")
+    p.add_argument("--strict", action="store_true", help="warnings fail too (exit status 1)")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from .publish import validate
+
+    records = errors = warnings = bad = 0
+    shown = 0
+    with open(args.file, encoding="utf-8-sig") as f:
+        for number, line in enumerate(f, 1):
+            text = line.strip()
+            if not text:
+                continue
+            records += 1
+            try:
+                problems = [(p.severity, p.path, p.message) for p in validate(json.loads(text))]
+            except ValueError as e:
+                problems = [("error", "", f"not valid JSON: {e}")]
+            found_error = False
+            for severity, path, message in problems:
+                if severity == "error":
+                    errors += 1
+                    found_error = True
+                else:
+                    warnings += 1
+                if shown < _SHOWN:
+                    where = f"{path}: " if path else ""
+                    print(f"{args.file}: line {number}: {severity}: {where}{message}")
+                shown += 1
+            if found_error or (args.strict and problems):
+                bad += 1
+    if shown > _SHOWN:
+        print(f"... and {shown - _SHOWN:,} more problems")
+    print(
+        f"{records:,} records: {records - bad:,} valid, {bad:,} not "
+        f"({errors:,} errors, {warnings:,} warnings)"
+    )
+    return 1 if bad else 0
+
+
+def _publish_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="a JSON Lines file, one record per line")
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=1,
+        metavar="N",
+        help="records per request: 1 (default) posts one object per body, 2 to 100 arrays",
+    )
+    p.add_argument(
+        "--failures",
+        metavar="PATH",
+        help="write the records not accepted here (JSON Lines), ready to publish again",
+    )
+    p.add_argument(
+        "--no-validate", action="store_true", help="send records without checking them first"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    _client_arguments(p)
+
+
+def _publish(args: argparse.Namespace) -> int:
+    from .errors import PublishInterrupted
+
+    client = _client(args)
+    status = 0
+    try:
+        report = client.publish(
+            args.file,
+            batch_size=args.batch_size,
+            validate=not args.no_validate,
+            progress=_progress(args),
+        )
+    except PublishInterrupted as e:
+        report, status = e.report, 130
+    for failure in report.rejected[:_SHOWN]:
+        print(f"{args.file}: {failure}")
+    if len(report.rejected) > _SHOWN:
+        print(f"... and {len(report.rejected) - _SHOWN:,} more")
+    print(report.summary())
+    if args.failures and (report.rejected or report.interrupted):
+        n = report.write_failures(args.failures)
+        print(f"wrote {n:,} records not accepted to {args.failures}")
+    if status:
+        print("surveillance: interrupted", file=sys.stderr)
+        return status
+    return 0 if report.ok else 1
+
+
 # --- sites, devices, cameras, reports ---------------------------------------------------
 #: The columns of the terminal table of each list.
 _LIST_COLUMNS = {
@@ -698,6 +794,18 @@ COMMANDS = [
         "bring a Parquet dataset of events up to date, fetching only what it lacks",
         _sync_arguments,
         _sync,
+    ),
+    Command(
+        "validate",
+        "check a JSON Lines file of webhook records against their standard models",
+        _validate_arguments,
+        _validate,
+    ),
+    Command(
+        "publish",
+        "post a JSON Lines file of records to the webhook, fast, reporting every failure",
+        _publish_arguments,
+        _publish,
     ),
     Command("sites", "every site", _list_arguments, _sites),
     Command("devices", "every recording device", _list_arguments, _devices),

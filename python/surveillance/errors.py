@@ -13,7 +13,11 @@ Every error the package raises on purpose is a :class:`SurveillanceError`::
     ├── TransportError       connect, TLS or timeout: no usable answer
     ├── ValidationError      a record does not conform to its model (.problems)
     ├── DenseWindowError     more than 10,000 events share one millisecond
-    └── SyncLockedError      another sync_events run holds the dataset's lock (.path)
+    ├── SyncLockedError      another sync_events run holds the dataset's lock (.path)
+    └── PublishError         PublishReport.raise_on_failure(): records not accepted (.report)
+
+    KeyboardInterrupt
+    └── PublishInterrupted   Ctrl-C during Client.publish (.report: the partial PublishReport)
 
 Messages never contain a secret, an API key or a token.
 """
@@ -35,6 +39,8 @@ __all__ = [
     "ValidationError",
     "DenseWindowError",
     "SyncLockedError",
+    "PublishError",
+    "PublishInterrupted",
 ]
 
 
@@ -145,3 +151,50 @@ class SyncLockedError(SurveillanceError):
 
     def __reduce__(self) -> Any:
         return (type(self), (str(self), self.path))
+
+
+class PublishError(SurveillanceError):
+    """Raised by :meth:`PublishReport.raise_on_failure
+    <surveillance.PublishReport.raise_on_failure>` when records were not accepted.
+
+    Attributes:
+        report: the :class:`~surveillance.PublishReport`; ``report.rejected`` lists the
+            records and why, ``report.write_failures(path)`` writes them to publish again.
+    """
+
+    def __init__(self, message: str, report: Any = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+    def __reduce__(self) -> Any:
+        return (type(self), (str(self), None))
+
+
+class PublishInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or another ``KeyboardInterrupt``) stopped :meth:`Client.publish
+    <surveillance.Client.publish>`. A ``KeyboardInterrupt``, so code that stops on Ctrl-C
+    still stops; it carries what was done.
+
+    Attributes:
+        report: the partial :class:`~surveillance.PublishReport`: every record taken from the
+            source is accepted or in ``report.rejected`` (those not yet accepted with
+            ``status`` None), and ``report.write_failures(path)`` writes every record not yet
+            accepted (with the unread rest of a list, DataFrame or file source), ready to
+            publish again.
+
+    >>> import surveillance as sv
+    >>> issubclass(sv.PublishInterrupted, KeyboardInterrupt)
+    True
+    """
+
+    def __init__(self, report: Any = None) -> None:
+        accepted = getattr(report, "accepted", 0)
+        total = getattr(report, "total", 0)
+        super().__init__(
+            f"publishing interrupted: {accepted:,} of {total:,} records read were accepted; "
+            "`.report.write_failures(path)` writes the rest, ready to publish again"
+        )
+        self.report = report
+
+    def __reduce__(self) -> Any:
+        return (type(self), (None,))

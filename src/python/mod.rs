@@ -9,6 +9,7 @@ mod emulator;
 mod errors;
 mod events;
 mod log;
+mod publish;
 mod runtime;
 mod wait;
 
@@ -22,5 +23,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<emulator::PyEmulator>()?;
     m.add_class::<events::EventStream>()?;
     m.add_class::<arrow::BatchStream>()?;
+    m.add_function(wrap_pyfunction!(publish::publish_records, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::validate_record, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::record_json, m)?)?;
     Ok(())
 }

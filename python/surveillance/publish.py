@@ -1,0 +1,570 @@
+"""Publishing to the webhook: :func:`validate`, :class:`PublishReport`, and the sources that
+:meth:`Client.publish <surveillance.Client.publish>` accepts (dicts, iterables, pandas
+DataFrames, JSON Lines files). The work is done in Rust (``surveillance._core.publish``)."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Union
+
+from . import _core
+from ._progress import ProgressArg, _wanted
+
+__all__ = ["Problem", "Failure", "PublishReport", "validate"]
+
+#: DataFrame rows converted to dicts at a time.
+_FRAME_CHUNK = 1000
+
+PathLike = Union[str, os.PathLike]
+
+
+class Problem(NamedTuple):
+    """One finding about a record: where, what, and how serious.
+
+    Attributes:
+        path: location in the record, e.g. ``"locationId"`` or ``"items[3].unitPrice"``;
+            empty for the record as a whole.
+        message: what is wrong, lowercase, naming the offending value.
+        severity: ``"error"`` (the service would refuse the record) or ``"warning"`` (it
+            conforms, but something looks wrong or relies on unstated behaviour).
+    """
+
+    path: str
+    message: str
+    severity: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+def validate(record: Any) -> list:
+    """The problems of ``record`` under its webhook standard model (``retail``,
+    ``restaurant`` or ``other``, from its ``dataType``); an empty list when it conforms.
+
+    Errors: unknown fields (with "did you mean" for near misses and the current name of
+    legacy ones such as ``storeId``), missing required fields, wrong types, times that are
+    neither epoch milliseconds nor ISO-8601. Warnings: a ``status`` or item ``type`` outside
+    the published values, epoch values that look like seconds. Implemented in Rust; the same
+    rules decide what :meth:`Client.publish <surveillance.Client.publish>` keeps back.
+
+    Args:
+        record: a dict as it would be posted (datetimes count as epoch milliseconds).
+
+    Returns:
+        A list of :class:`Problem` (``path``, ``message``, ``severity``).
+
+    Example:
+        >>> import surveillance as sv
+        >>> record = {"dataType": "other", "schemaVersion": "1", "startTime": 1794891600000,
+        ...           "storeId": "s-1", "dataSourceId": "pos-1", "eventUniqueId": "e-1",
+        ...           "eventType": "door", "eventDetails": 3}
+        >>> for p in sv.validate(record):  # doctest: +ELLIPSIS
+        ...     print(p.severity, p)
+        error locationId: missing required field `locationId`
+        error eventDetails: expected a string, found number `3`
+        error storeId: unknown field `storeId`: it is the legacy name of `locationId`; use ...
+    """
+    return [Problem(**p) for p in _core.validate(record)]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A record that was not accepted.
+
+    Attributes:
+        index: its position in the source (0-based; for a file, counting records, not
+            blank lines).
+        transaction_id: its ``transactionId``, when it has one.
+        status: the HTTP status of the service's refusal; None when it was not sent
+            (validation, interruption) or got no answer in the end (network).
+        problems: the validation problems that kept it back (list of :class:`Problem`).
+        message: what happened; for a refusal, the service's own message.
+        line: its line number in a JSON Lines file (1-based), for a file source.
+        record_json: the record as JSON text, as :meth:`PublishReport.write_failures` writes
+            it.
+    """
+
+    index: int
+    transaction_id: Optional[str]
+    status: Optional[int]
+    problems: list
+    message: str
+    line: Optional[int] = None
+    record_json: Optional[str] = field(default=None, repr=False)
+
+    @property
+    def record(self) -> Any:
+        """The record as a dict (parsed from :attr:`record_json`), or None."""
+        return None if self.record_json is None else json.loads(self.record_json)
+
+    @property
+    def kind(self) -> str:
+        """``"invalid"`` (kept back by validation), ``"refused"`` (the service answered
+        4xx), ``"failed"`` (no success after every retry) or ``"not sent"``."""
+        if self.problems:
+            return "invalid"
+        if self.status is not None and 400 <= self.status < 500 and self.status != 429:
+            return "refused"
+        if self.message.startswith("not "):
+            return "not sent"
+        return "failed"
+
+    def __str__(self) -> str:
+        where = f"record {self.index}" + (f" (line {self.line})" if self.line else "")
+        tx = f" [{self.transaction_id}]" if self.transaction_id else ""
+        status = f" {self.status}" if self.status is not None else ""
+        return f"{where}{tx}{status}: {self.message}"
+
+
+class PublishReport:
+    """What :meth:`Client.publish <surveillance.Client.publish>` did. Every record taken
+    from the source is accounted for: ``total == accepted + len(rejected)``.
+
+    Attributes:
+        total: records taken from the source.
+        sent: records posted to the service at least once.
+        accepted: records the service accepted.
+        rejected: the records not accepted, in source order (list of :class:`Failure`).
+        requests: bodies posted (first attempts).
+        retries: requests sent again by the client during the publish.
+        rate_limited: 429 answers received during the publish.
+        elapsed: wall time in seconds.
+        interrupted: stopped by Ctrl-C; records taken but not yet accepted are in
+            ``rejected``.
+        error: the message of an error that stopped publishing (e.g. refused credentials),
+            or None.
+        unread: records of the source not read when publishing stopped early (None when
+            unknown, e.g. for a generator, which resumes at the next record).
+    """
+
+    def __init__(
+        self,
+        data: dict,
+        *,
+        region: Optional[str] = None,
+        batch_size: int = 1,
+        unread: Optional[int] = None,
+        rest: Optional[Callable[[], Iterator[str]]] = None,
+    ) -> None:
+        self.total: int = data["total"]
+        self.sent: int = data["sent"]
+        self.accepted: int = data["accepted"]
+        self.requests: int = data["requests"]
+        self.retries: int = data["retries"]
+        self.rate_limited: int = data["rate_limited"]
+        self.elapsed: float = data["elapsed"]
+        self.interrupted: bool = data["interrupted"]
+        self.error: Optional[str] = data["error"]
+        self.region = region
+        self.batch_size = batch_size
+        self.unread = unread
+        self._rest = rest
+        self.rejected: list = [
+            Failure(
+                index=f["index"],
+                transaction_id=f["transactionId"],
+                status=f["status"],
+                problems=[Problem(**p) for p in f["problems"]],
+                message=f["message"],
+                line=f["line"],
+                record_json=f["record"],
+            )
+            for f in data["failures"]
+        ]
+
+    @classmethod
+    def _empty(cls, **counts: Any) -> PublishReport:
+        data = {
+            "total": 0,
+            "sent": 0,
+            "accepted": 0,
+            "requests": 0,
+            "retries": 0,
+            "rate_limited": 0,
+            "elapsed": 0.0,
+            "interrupted": False,
+            "error": None,
+            "failures": [],
+        }
+        data.update(counts)
+        return cls(data)
+
+    def __getstate__(self) -> dict:
+        # The unread rest of a source stays with the process that read it.
+        state = dict(self.__dict__)
+        state["_rest"] = None
+        return state
+
+    @property
+    def ok(self) -> bool:
+        """True when every record of the source was accepted."""
+        return not self.rejected and not self.interrupted and not self.unread
+
+    @property
+    def rate(self) -> float:
+        """Records accepted per second."""
+        return self.accepted / self.elapsed if self.elapsed > 0 else 0.0
+
+    @classmethod
+    def combine(
+        cls,
+        reports: Iterable[PublishReport],
+        *,
+        sizes: Optional[Iterable[int]] = None,
+        elapsed: Optional[float] = None,
+    ) -> PublishReport:
+        """One report for the publishes of consecutive parts of one source (e.g. the
+        partitions of a Dask collection, published in parallel by
+        :func:`surveillance.dask.publish`): counts added up, failures in part order with their
+        ``index`` shifted by the sizes of the parts before theirs (so that it is the record's
+        position in the whole source), ``write_failures`` covering every part.
+
+        Args:
+            reports: the parts' reports, in source order.
+            sizes: the number of records of each part (default: each report's ``total``
+                plus its ``unread``).
+            elapsed: the wall time of the whole (default: the longest part's).
+
+        >>> empty = {"total": 0, "sent": 0, "accepted": 0, "requests": 0, "retries": 0,
+        ...          "rate_limited": 0, "elapsed": 0.0, "interrupted": False, "error": None,
+        ...          "failures": []}
+        >>> one = PublishReport(dict(empty, total=2, accepted=2, elapsed=1.0))
+        >>> both = PublishReport.combine([one, one], elapsed=1.5)
+        >>> both.total, both.accepted, both.elapsed, both.ok
+        (4, 4, 1.5, True)
+        """
+        import dataclasses
+        import itertools
+
+        parts = list(reports)
+        counts = [p.total + (p.unread or 0) for p in parts] if sizes is None else list(sizes)
+        if len(counts) != len(parts):
+            raise ValueError(f"{len(parts)} reports but {len(counts)} sizes")
+        first = parts[0] if parts else None
+        data = {
+            key: sum(getattr(p, key) for p in parts)
+            for key in ("total", "sent", "accepted", "requests", "retries", "rate_limited")
+        }
+        data.update(
+            elapsed=max((p.elapsed for p in parts), default=0.0) if elapsed is None else elapsed,
+            interrupted=any(p.interrupted for p in parts),
+            error=next((p.error for p in parts if p.error is not None), None),
+            failures=[],
+        )
+        unread = [p.unread for p in parts if p.unread is not None]
+        rests = [p._rest for p in parts if p._rest is not None]
+        out = cls(
+            data,
+            region=None if first is None else first.region,
+            batch_size=1 if first is None else first.batch_size,
+            unread=sum(unread) if unread else None,
+            rest=(lambda: itertools.chain.from_iterable(r() for r in rests)) if rests else None,
+        )
+        offset = 0
+        for part, count in zip(parts, counts):
+            out.rejected.extend(
+                dataclasses.replace(f, index=f.index + offset) for f in part.rejected
+            )
+            offset += count
+        return out
+
+    def counts(self) -> dict:
+        """Rejected records by kind (see :attr:`Failure.kind`)."""
+        out: dict = {}
+        for f in self.rejected:
+            out[f.kind] = out.get(f.kind, 0) + 1
+        return out
+
+    def raise_on_failure(self) -> PublishReport:
+        """Raises :class:`~surveillance.PublishError` (with this report as ``.report``) when
+        any record was not accepted; returns the report otherwise, so it chains:
+        ``client.publish(rows).raise_on_failure()``."""
+        if self.ok:
+            return self
+        from .errors import PublishError
+
+        first = "; ".join(str(f) for f in self.rejected[:3])
+        more = f"; and {len(self.rejected) - 3} more" if len(self.rejected) > 3 else ""
+        unread = f"; {self.unread:,} records not read" if self.unread else ""
+        reason = " (interrupted)" if self.interrupted else ""
+        raise PublishError(
+            f"{len(self.rejected):,} of {self.total:,} records not accepted{reason}{unread}: "
+            f"{first}{more}; see `report.rejected`, or `report.write_failures(path)` to "
+            f"publish them again",
+            report=self,
+        )
+
+    def write_failures(self, path: PathLike) -> int:
+        """Writes the records not accepted to ``path`` as JSON Lines, ready to publish again
+        (``client.publish(path)``); returns how many lines were written.
+
+        After an interruption it also writes the records of a list, DataFrame or file source
+        that were not read yet, so that publishing the file completes the job.
+        """
+        n = 0
+        with open(path, "w", encoding="utf-8") as out:
+            for f in self.rejected:
+                text = f.record_json if f.record_json is not None else json.dumps(None)
+                out.write(text)
+                out.write("\n")
+                n += 1
+            if self._rest is not None:
+                for text in self._rest():
+                    out.write(text)
+                    out.write("\n")
+                    n += 1
+        return n
+
+    def summary(self) -> str:
+        """One line: records, accepted, rejected by kind, requests, retries, time."""
+        kinds = ", ".join(f"{v:,} {k}" for k, v in sorted(self.counts().items()))
+        rejected = f"{len(self.rejected):,} rejected" + (f" ({kinds})" if kinds else "")
+        parts = [
+            f"{self.total:,} records",
+            f"{self.accepted:,} accepted",
+            rejected,
+            f"{self.requests:,} requests",
+            f"{self.retries:,} retries",
+            f"{self.elapsed:.2f} s",
+        ]
+        if self.interrupted:
+            parts.append("interrupted")
+        if self.unread:
+            parts.append(f"{self.unread:,} not read")
+        if self.error:
+            parts.append(f"stopped: {self.error}")
+        return ", ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"<PublishReport: {self.summary()}>"
+
+    def __str__(self) -> str:
+        lines = [f"PublishReport: {self.summary()}"]
+        for f in self.rejected[:10]:
+            lines.append(f"  {f}")
+        if len(self.rejected) > 10:
+            lines.append(f"  ... and {len(self.rejected) - 10:,} more")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        state = "interrupted" if self.interrupted else ("ok" if self.ok else "with failures")
+        rows = [
+            ("records", f"{self.total:,}"),
+            ("accepted", f"{self.accepted:,}"),
+            ("rejected", f"{len(self.rejected):,}"),
+            (
+                "requests / retries / 429s",
+                f"{self.requests:,} / {self.retries:,} / {self.rate_limited:,}",
+            ),
+            ("elapsed", f"{self.elapsed:.2f} s ({self.rate:,.0f} records/s)"),
+        ]
+        if self.unread:
+            rows.append(("not read", f"{self.unread:,}"))
+        if self.error:
+            rows.append(("stopped", self.error))
+        head = "".join(
+            f"<tr><th style='text-align:left'>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows
+        )
+        out = [f"<b>PublishReport</b> ({esc(state)})<table>{head}</table>"]
+        if self.rejected:
+            body = "".join(
+                "<tr>"
+                + "".join(
+                    f"<td>{esc(str(c))}</td>"
+                    for c in (
+                        f.index,
+                        f.transaction_id or "",
+                        "" if f.status is None else f.status,
+                        f.kind,
+                        f.message,
+                    )
+                )
+                + "</tr>"
+                for f in self.rejected[:20]
+            )
+            more = (
+                f"<p>... and {len(self.rejected) - 20:,} more</p>"
+                if len(self.rejected) > 20
+                else ""
+            )
+            out.append(
+                "<table><tr><th>index</th><th>transactionId</th><th>status</th>"
+                f"<th>kind</th><th>message</th></tr>{body}</table>{more}"
+            )
+        return "".join(out)
+
+
+# --- sources ----------------------------------------------------------------------------------
+def _missing(value: Any) -> bool:
+    """Absent in a DataFrame row: None, NaN, NaT, pandas.NA."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    kind = type(value).__name__
+    return kind in ("NaTType", "NAType")
+
+
+def _frame_rows(frame: Any) -> Iterator[dict]:
+    """The rows of a DataFrame as records: missing values left out (a column that does not
+    apply to a row), numpy scalars as Python ones, Timestamps kept (sent as epoch ms)."""
+    columns = list(frame.columns)
+    bad = [c for c in columns if not isinstance(c, str)]
+    if bad:
+        raise TypeError(f"DataFrame column names must be strings, found {bad[:3]!r}")
+    for start in range(0, len(frame), _FRAME_CHUNK):
+        chunk = frame.iloc[start : start + _FRAME_CHUNK]
+        for row in chunk.to_dict("records"):
+            yield {k: v for k, v in row.items() if not _missing(v)}
+
+
+def _is_frame(obj: Any) -> bool:
+    return type(obj).__module__.startswith("pandas") and hasattr(obj, "iloc")
+
+
+def _json_lines(records: Iterable) -> Iterator[str]:
+    for r in records:
+        try:
+            yield _core.to_json(r)
+        except ValueError:
+            yield json.dumps(r, default=str)
+
+
+def _file_rest(path: PathLike, skip: int) -> Iterator[str]:
+    """The records of a JSON Lines file after the first ``skip`` (blank lines not counted)."""
+    seen = 0
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
+        for line in f:
+            text = line.strip()
+            if not text:
+                continue
+            if seen >= skip:
+                yield text
+            seen += 1
+
+
+class _Bar:
+    """Records read and accepted, on tqdm when installed, else a plain stderr line."""
+
+    def __init__(self, total: Optional[int]) -> None:
+        self._tqdm: Any = None
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            tqdm = None
+        if tqdm is not None:
+            self._tqdm = tqdm(total=total, desc="publish", unit=" records", leave=False)
+        self._total = total
+        self._last = -1
+
+    def __call__(self, update: dict) -> None:
+        done = int(update.get("accepted", 0)) + int(update.get("rejected", 0))
+        if self._tqdm is not None:
+            self._tqdm.n = done
+            self._tqdm.set_postfix(
+                rejected=update.get("rejected", 0), requests=update.get("requests", 0)
+            )
+            self._tqdm.refresh()
+        elif done != self._last:
+            total = f"/{self._total:,}" if self._total else ""
+            sys.stderr.write(
+                f"\rpublish: {done:,}{total} records ({update.get('rejected', 0):,} rejected)"
+            )
+            sys.stderr.flush()
+        self._last = done
+
+    def close(self) -> None:
+        if self._tqdm is not None:
+            self._tqdm.close()
+        else:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _progress(progress: ProgressArg, total: Optional[int]) -> tuple:
+    if callable(progress) and not isinstance(progress, bool):
+        return progress, lambda: None
+    if not _wanted(progress):
+        return None, lambda: None
+    bar = _Bar(total)
+    return bar, bar.close
+
+
+def publish(
+    inner: Any,
+    records: Any,
+    *,
+    region: Optional[str],
+    batch_size: int,
+    validate: bool,
+    progress: ProgressArg,
+) -> PublishReport:
+    """The body of :meth:`Client.publish <surveillance.Client.publish>`."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        raise TypeError(f"`batch_size` must be an int, got {type(batch_size).__name__}")
+    path: Optional[PathLike] = None
+    source: Any = None
+    size: Optional[int] = None
+    rest: Optional[Callable[[int], Iterator[str]]] = None
+    if isinstance(records, (str, os.PathLike)):
+        path = records
+        with open(path, "rb"):  # a missing or unreadable file fails here, as OSError
+            pass
+        rest = lambda n: _file_rest(path, n)  # noqa: E731
+    elif isinstance(records, Mapping):
+        source, size = iter([records]), 1
+    elif _is_frame(records):
+        frame = records
+        source, size = _frame_rows(frame), len(frame)
+        rest = lambda n: _json_lines(_frame_rows(frame.iloc[n:]))  # noqa: E731
+    elif isinstance(records, (list, tuple)):
+        seq = records
+        source, size = iter(seq), len(seq)
+        rest = lambda n: _json_lines(seq[n:])  # noqa: E731
+    elif isinstance(records, (bytes, bytearray)) or not hasattr(records, "__iter__"):
+        raise TypeError(
+            "`records` must be a dict, an iterable of dicts, a pandas DataFrame or the path "
+            f"of a JSON Lines file, got {type(records).__name__}"
+        )
+    else:
+        source = iter(records)
+    callback, close = _progress(progress, size)
+    try:
+        data, error = _core.publish(
+            inner,
+            source,
+            None if path is None else os.fspath(path),
+            region=region,
+            batch_size=batch_size,
+            validate=validate,
+            progress=callback,
+        )
+    finally:
+        close()
+    stopped = data["interrupted"] or data["error"] is not None or error is not None
+    unread: Optional[int] = None
+    rest_of: Optional[Callable[[], Iterator[str]]] = None
+    if stopped and rest is not None:
+        taken = data["total"]
+        if size is not None:
+            unread = max(size - taken, 0)
+        rest_of = (lambda: rest(taken)) if unread != 0 else None  # type: ignore[misc]
+    report = PublishReport(data, region=region, batch_size=batch_size, unread=unread, rest=rest_of)
+    if error is None:
+        return report
+    from .errors import PublishInterrupted
+
+    if isinstance(error, KeyboardInterrupt) and not isinstance(error, PublishInterrupted):
+        raise PublishInterrupted(report) from None
+    try:
+        error.report = report  # type: ignore[attr-defined]
+    except AttributeError:
+        pass
+    raise error

@@ -1,0 +1,405 @@
+"""``sv.validate`` and ``client.publish`` against the emulator over real HTTP: every record
+accounted for under faults, validation and server refusals, batches split to isolate a bad
+record, the EU route, bounded memory on a million-record generator, Ctrl-C with a partial
+report, every kind of source, and the ``validate``/``publish`` commands."""
+
+from __future__ import annotations
+
+import _thread
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+import surveillance as sv
+
+T0 = 1_794_891_600_000
+
+
+def retail(i: int, **extra) -> dict:
+    r = {
+        "dataType": "retail",
+        "schemaVersion": "1",
+        "startTime": T0 + i,
+        "endTime": T0 + i + 60_000,
+        "locationId": "store-1",
+        "dataSourceId": "pos-1",
+        "transactionId": f"t-{i}",
+        "status": "sale",
+        "items": [
+            {"time": T0 + i, "quantity": 1, "description": "tea", "unitPrice": 2.5, "type": "SALE"}
+        ],
+    }
+    r.update(extra)
+    return r
+
+
+def tx_ids(records) -> list:
+    return sorted(r["transactionId"] for r in records)
+
+
+@pytest.fixture
+def client(emu):
+    emu.clear_published()
+    c = emu.client(max_retries=8)
+    yield c
+    c.close()
+    emu.clear_published()
+
+
+# --- validate ---------------------------------------------------------------------------------
+def test_validate_conforming_record_has_no_problem():
+    assert sv.validate(retail(1)) == []
+
+
+def test_validate_names_path_message_and_severity():
+    record = retail(1, storeID="s-1", registerId="r-1", status="completed")
+    record["items"].extend([{}, {}, {}])
+    record["items"][3] = {**record["items"][0], "unitPrice": "2.50"}
+    problems = sv.validate(record)
+    by_path = {p.path: p for p in problems}
+    assert by_path["storeID"].severity == "error"
+    assert by_path["storeID"].message == "unknown field `storeID`; did you mean `locationId`?"
+    assert "legacy name of `dataSourceId`" in by_path["registerId"].message
+    assert by_path["items[3].unitPrice"].message == "expected a number, found string `2.50`"
+    assert by_path["items[1].time"].message == "missing required field `time`"
+    assert by_path["status"].severity == "warning"
+    assert all(p.severity in ("error", "warning") for p in problems)
+    assert str(by_path["items[3].unitPrice"]).startswith("items[3].unitPrice: ")
+
+
+def test_validate_times_and_values_without_a_json_form():
+    bad = sv.validate(retail(1, startTime="yesterday"))
+    assert [(p.path, p.severity) for p in bad] == [("startTime", "error")]
+    assert "epoch milliseconds or an ISO-8601" in bad[0].message
+    ok = retail(1, startTime="2026-11-17T00:00:00.000-0500", endTime=dt.datetime(2026, 11, 18))
+    assert sv.validate(ok) == []
+    odd = sv.validate(retail(1, employeeId={1, 2}))
+    assert [(p.path, p.severity) for p in odd] == [("employeeId", "error")]
+    assert "`set` has no JSON form" in odd[0].message
+    nan = sv.validate(retail(1, items=[{**retail(1)["items"][0], "quantity": float("nan")}]))
+    assert nan[0].path == "items[0].quantity" and "NaN" in nan[0].message
+    assert sv.validate([1])[0].message == "expected a JSON object, found array"
+
+
+# --- publish: acceptance ----------------------------------------------------------------------
+@pytest.mark.slow
+def test_50000_records_under_faults_arrive_exactly_once(emu, client):
+    emu.set_faults(error_rate=0.1, rate_limit_rate=0.1, drop_rate=0.05)
+    records = [retail(i) for i in range(50_000)]
+    # Batches of 10 keep the test short; every request still meets the faults.
+    report = client.publish(records, batch_size=10, progress=False)
+    assert report.accepted == 50_000 and report.total == 50_000
+    assert report.rejected == [] and report.ok
+    assert report.retries > 1_000
+    stored = emu.published()
+    assert len(stored) == 50_000
+    assert tx_ids(stored) == tx_ids(records)
+    assert emu.stats()["published_upserts"] == 0
+
+
+def test_valid_records_arrive_invalid_ones_are_reported_and_written(emu, client, tmp_path):
+    records = [retail(i) for i in range(200)]
+    bad = {
+        3: retail(3, storeId="s"),
+        50: retail(50, items=[{"time": T0, "quantity": 1, "description": "x", "type": "SALE"}]),
+        51: {**retail(51), "startTime": "17/11/2026"},
+        199: {"dataType": "retial"},
+    }
+    for i, r in bad.items():
+        records[i] = r
+    report = client.publish(records, progress=False)
+    assert report.accepted == 196 and report.sent == 196
+    stored = emu.published()
+    assert tx_ids(stored) == tx_ids(r for i, r in enumerate(records) if i not in bad)
+    assert [f.index for f in report.rejected] == sorted(bad)
+    f3, f50, f51, f199 = report.rejected
+    assert f3.status is None and f3.transaction_id == "t-3"
+    assert f3.problems[0].path == "storeId" and "locationId" in f3.problems[0].message
+    assert f50.problems[0].path == "items[0].unitPrice"
+    assert f51.problems[0].path == "startTime"
+    assert "did you mean `retail`" in f199.message
+    assert all(f.kind == "invalid" for f in report.rejected)
+    path = tmp_path / "failed.jsonl"
+    assert report.write_failures(path) == 4
+    written = [json.loads(line) for line in path.read_text().splitlines()]
+    assert written == [bad[i] for i in sorted(bad)]
+    with pytest.raises(sv.PublishError) as e:
+        report.raise_on_failure()
+    assert e.value.report is report and "4 of 200 records not accepted" in str(e.value)
+
+
+def test_a_record_the_service_refuses_is_reported_with_its_message_and_not_retried(emu, client):
+    emu.reset_stats()
+    records = [retail(0), retail(1, registerId="r-1"), retail(2)]
+    report = client.publish(records, validate=False, progress=False)
+    assert report.accepted == 2
+    (f,) = report.rejected
+    assert (f.index, f.status, f.transaction_id, f.kind) == (1, 400, "t-1", "refused")
+    assert "registerId" in f.message and "legacy name of `dataSourceId`" in f.message
+    assert f.message.startswith("the service refused the record (400): ")
+    assert emu.stats()["requests"]["POST /v2/webhook"] == {"200": 2, "400": 1}
+    assert report.retries == 0
+
+
+def test_batch_of_100_with_one_bad_record_stores_the_other_99(emu, client):
+    records = [retail(i) for i in range(100)]
+    records[37] = retail(37, tableNumber=12)
+    report = client.publish(records, batch_size=100, validate=False, progress=False)
+    assert report.accepted == 99
+    (f,) = report.rejected
+    assert (f.index, f.status) == (37, 400) and "tableNumber" in f.message
+    assert tx_ids(emu.published()) == tx_ids(r for r in records if r is not records[37])
+    assert report.requests <= 1 + 2 * 7  # one batch, then two halves per level
+
+
+def test_eu_region_posts_to_the_eu_route(emu, client):
+    records = [retail(i) for i in range(30)]
+    report = client.publish(records, region="eu", batch_size=7, progress=False)
+    assert report.accepted == 30
+    assert tx_ids(emu.published(region="eu")) == tx_ids(records)
+    assert emu.published(region="us") == []
+
+
+MEMORY_CHILD = textwrap.dedent(
+    """
+    import resource, surveillance as sv
+    N, T0 = 1_000_000, 1_794_891_600_000
+    with sv.Emulator(sites=1, days=1, events_per_day=10) as emu:
+        def records():
+            for i in range(N):
+                if i % 100_000 == 0:
+                    emu.clear_published()  # the in-process emulator's store is not under test
+                yield {"dataType": "other", "schemaVersion": "1", "startTime": T0 + i,
+                       "locationId": "store-1", "dataSourceId": "door-1",
+                       "eventUniqueId": f"e-{i}", "eventType": "door open"}
+        report = emu.client().publish(records(), batch_size=100, progress=False)
+        stored = emu.stats()["published_stored"]
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(report.total, report.accepted, len(report.rejected), stored, round(peak_mb))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_generator_of_a_million_records_keeps_memory_bounded():
+    done = subprocess.run(
+        [sys.executable, "-c", MEMORY_CHILD], capture_output=True, text=True, timeout=110
+    )
+    assert done.returncode == 0, done.stderr
+    total, accepted, rejected, stored, peak_mb = map(int, done.stdout.split())
+    assert (total, accepted, rejected, stored) == (1_000_000, 1_000_000, 0, 1_000_000)
+    assert peak_mb < 300, f"peak RSS {peak_mb} MB"
+
+
+# --- publish: interruption and errors ---------------------------------------------------------
+def test_ctrl_c_raises_publish_interrupted_with_a_partial_report(emu, client, tmp_path):
+    emu.set_faults(latency_ms=100)
+    records = [retail(i) for i in range(20_000)]
+    timer = threading.Timer(0.8, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(sv.PublishInterrupted) as e:
+            client.publish(records, progress=False)
+    finally:
+        timer.cancel()
+    assert isinstance(e.value, KeyboardInterrupt)
+    report = e.value.report
+    assert report.interrupted and not report.ok
+    assert 0 < report.accepted < 20_000
+    assert report.accepted + len(report.rejected) == report.total
+    assert report.unread == 20_000 - report.total
+    assert all(f.status is None and "interrupted" in f.message for f in report.rejected)
+    # Everything not yet accepted is written, the unread rest of the list included.
+    path = tmp_path / "rest.jsonl"
+    assert report.write_failures(path) == 20_000 - report.accepted
+    emu.set_faults()
+    again = client.publish(str(path), batch_size=100, progress=False)
+    assert again.accepted == 20_000 - report.accepted and again.ok
+    assert tx_ids(emu.published()) == tx_ids(records)
+    # The client is still usable.
+    assert client.publish(retail(0), progress=False).accepted == 1
+
+
+def test_refused_credentials_raise_auth_error_with_the_report(emu):
+    c = emu.client(api_key="wrong-key", max_retries=0)
+    with pytest.raises(sv.AuthError) as e:
+        c.publish((retail(i) for i in range(100_000)), progress=False)
+    report = e.value.report
+    assert report.accepted == 0 and report.total == len(report.rejected)
+    assert report.total < 100_000  # stopped reading the generator
+    assert "wrong-key" not in str(e.value) and "wrong-key" not in repr(report)
+
+
+def test_an_exception_in_the_generator_is_raised_after_publishing_what_it_gave(emu, client):
+    def records():
+        for i in range(500):
+            yield retail(i)
+        raise RuntimeError("source broke")
+
+    with pytest.raises(RuntimeError, match="source broke") as e:
+        client.publish(records(), batch_size=10, progress=False)
+    assert e.value.report.accepted == 500
+    assert len(emu.published()) == 500
+
+
+def test_arguments_are_checked_before_anything_is_read(emu, client):
+    with pytest.raises(ValueError, match="batch_size"):
+        client.publish([retail(0)], batch_size=101)
+    with pytest.raises(ValueError, match="batch_size"):
+        client.publish([retail(0)], batch_size=0)
+    with pytest.raises(TypeError, match="JSON Lines"):
+        client.publish(42)
+    with pytest.raises(sv.ConfigError, match="region"):
+        client.publish([retail(0)], region="mars")
+    with pytest.raises(OSError):
+        client.publish("/nonexistent/records.jsonl")
+    no_eu = sv.Client(
+        emu.api_key,
+        emu.client_id,
+        emu.client_secret,
+        base_url=emu.url,
+        audience=emu.audience,
+    )
+    with pytest.raises(sv.ConfigError, match="eu_base_url"):
+        no_eu.publish([retail(0)], region="eu")
+    assert emu.published() == []
+
+
+# --- publish: ordering, sources, report ---------------------------------------------------------
+def test_the_latest_record_of_a_transaction_wins(emu, client):
+    emu.set_faults(error_rate=0.2, drop_rate=0.05)
+    records = [retail(i % 20, employeeId=f"v{i}") for i in range(400)]
+    report = client.publish(records, batch_size=3, progress=False)
+    assert report.accepted == 400
+    stored = {r["transactionId"]: r["employeeId"] for r in emu.published()}
+    assert stored == {f"t-{k}": f"v{380 + k}" for k in range(20)}
+
+
+def test_sources_one_dict_tuple_and_jsonl_file(emu, client, tmp_path):
+    assert client.publish(retail(0), progress=False).accepted == 1
+    assert client.publish((retail(1), retail(2)), progress=False).accepted == 2
+    path = tmp_path / "in.jsonl"
+    lines = [json.dumps(retail(3)), "", "{not json", json.dumps(retail(4, storeId="x"))]
+    path.write_text("\n".join(lines) + "\n" + json.dumps(retail(5)) + "\n")
+    report = client.publish(path, progress=False)
+    assert (report.total, report.accepted) == (4, 2)
+    assert [(f.index, f.line) for f in report.rejected] == [(1, 3), (2, 4)]
+    assert report.rejected[0].message.startswith("not valid JSON")
+    out = tmp_path / "failed.jsonl"
+    report.write_failures(out)
+    assert out.read_text().splitlines() == [lines[2], lines[3]]
+    assert tx_ids(emu.published()) == ["t-0", "t-1", "t-2", "t-3", "t-5"]
+
+
+def test_dataframe_rows_are_records(emu, client):
+    pd = pytest.importorskip("pandas")
+    np = pytest.importorskip("numpy")
+    frame = pd.DataFrame(
+        {
+            "dataType": ["retail", "restaurant"],
+            "schemaVersion": ["1", "1"],
+            "startTime": pd.to_datetime(["2026-11-17T05:00:00Z", "2026-11-17T06:00:00Z"]),
+            "endTime": [T0 + 60_000, T0 + 3_660_000],
+            "locationId": ["s-1", "s-2"],
+            "dataSourceId": ["p-1", "p-2"],
+            "transactionId": ["df-1", "df-2"],
+            "status": ["sale", "refund"],
+            "items": [
+                [],
+                [
+                    {
+                        "time": T0,
+                        "quantity": np.int64(2),
+                        "description": "soup",
+                        "unitPrice": np.float32(4.5),
+                        "type": "SALE",
+                    }
+                ],
+            ],
+            "tableNumber": [None, "12"],
+            "guestCount": [np.nan, 3],
+            "employeeName": [pd.NA, "Ann"],
+        }
+    )
+    report = client.publish(frame, progress=False)
+    assert report.accepted == 2, report.rejected
+    stored = {r["transactionId"]: r for r in emu.published()}
+    assert stored["df-1"]["startTime"] == T0
+    assert "tableNumber" not in stored["df-1"] and "guestCount" not in stored["df-1"]
+    assert "employeeName" not in stored["df-1"]
+    assert stored["df-2"]["guestCount"] == 3 and stored["df-2"]["employeeName"] == "Ann"
+    assert stored["df-2"]["items"][0]["quantity"] == 2
+    assert stored["df-2"]["items"][0]["unitPrice"] == 4.5
+
+
+def test_report_repr_html_and_progress(emu, client):
+    updates = []
+    records = [retail(i) for i in range(300)] + [{"dataType": "other"}]
+    report = client.publish(records, batch_size=10, progress=updates.append)
+    assert updates and updates[-1]["accepted"] == 300 and updates[-1]["rejected"] == 1
+    assert set(updates[-1]) == {"read", "accepted", "rejected", "requests"}
+    text = repr(report)
+    assert text.startswith("<PublishReport: 301 records, 300 accepted, 1 rejected (1 invalid)")
+    assert "record 300" in str(report)
+    html = report._repr_html_()
+    assert "<table>" in html and "missing required field" in html
+    assert report.elapsed > 0 and report.rate > 0
+
+
+# --- command line -------------------------------------------------------------------------------
+def _cli(args: list, emu, **kw) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SURVEILLANCE_")}
+    env.update(
+        SURVEILLANCE_BASE_URL=emu.url,
+        SURVEILLANCE_EU_BASE_URL=emu.eu_url,
+        SURVEILLANCE_API_KEY=emu.api_key,
+        SURVEILLANCE_CLIENT_ID=emu.client_id,
+        SURVEILLANCE_CLIENT_SECRET=emu.client_secret,
+        SURVEILLANCE_AUDIENCE=emu.audience,
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "surveillance.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        **kw,
+    )
+
+
+def test_cli_validate_exit_codes_and_problem_list(emu, tmp_path):
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    good.write_text("".join(json.dumps(retail(i)) + "\n" for i in range(5)))
+    bad.write_text(json.dumps(retail(0)) + "\n" + json.dumps(retail(1, storeID="s")) + "\n{x\n")
+    ok = _cli(["validate", str(good)], emu)
+    assert ok.returncode == 0, ok.stderr
+    assert "5 records" in ok.stdout
+    failed = _cli(["validate", str(bad)], emu)
+    assert failed.returncode == 1
+    assert "line 2" in failed.stdout and "storeID" in failed.stdout
+    assert "line 3" in failed.stdout and "not valid JSON" in failed.stdout
+
+
+def test_cli_publish_with_region_batch_size_and_failures_file(emu, tmp_path):
+    emu.clear_published()
+    src, failed = tmp_path / "in.jsonl", tmp_path / "failed.jsonl"
+    rows = [retail(i) for i in range(40)] + [retail(40, registerId="r")]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = _cli(
+        ["publish", str(src), "--region", "eu", "--batch-size", "10", "--failures", str(failed)],
+        emu,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "40 accepted" in done.stdout
+    assert tx_ids(emu.published(region="eu")) == tx_ids(rows[:40])
+    assert [json.loads(x) for x in failed.read_text().splitlines()] == [rows[40]]
+    emu.clear_published()
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows[:5]))
+    assert _cli(["publish", str(src)], emu).returncode == 0
+    assert len(emu.published(region="us")) == 5
+    emu.clear_published()
