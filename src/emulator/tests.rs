@@ -660,6 +660,31 @@ async fn read_concurrency_limit_refuses_the_second_request_in_flight() {
 }
 
 #[tokio::test]
+async fn publish_limits_give_429_on_both_webhook_routes_apart_from_reads() {
+    let e = emu().await;
+    e.s.set_limits(with(|l: &mut Limits| l.publish_per_second = Some(3.0)));
+    for i in 0..3 {
+        let r = e.post("/v2/webhook", retail(&format!("t-{i}"))).await;
+        assert_eq!(r.status, 200);
+    }
+    let r = e.post("/eu/v2/webhook", retail("t-3")).await;
+    r.error(429);
+    assert!(r.retry_after() >= 1);
+    assert_eq!(e.get("/v2/sites").await.status, 200, "reads have their own limits");
+    assert_eq!(e.s.published_len(), 3);
+    e.s.set_limits(with(|l: &mut Limits| l.publish_concurrency = Some(1)));
+    e.s.set_faults(with(|f: &mut Faults| f.latency_ms = 300));
+    let (a, b) = tokio::join!(
+        e.post("/v2/webhook", retail("c-1")),
+        e.post("/eu/v2/webhook", retail("c-2"))
+    );
+    let mut statuses = [a.status.as_u16(), b.status.as_u16()];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 429]);
+    assert_eq!(e.s.published_len(), 4);
+}
+
+#[tokio::test]
 async fn latency_is_added_to_every_answer() {
     let e = emu().await;
     e.s.set_faults(with(|f: &mut Faults| f.latency_ms = 150));
