@@ -441,7 +441,7 @@ NOTES = "\n".join(
 
 
 #: Other benchmarks: modules of bench/ whose `run(quick) -> str` returns a markdown section.
-SECTIONS = ["arrow"]
+SECTIONS = ["arrow", "publish"]
 
 
 def write(output: Optional[Path], sections: dict) -> None:
