@@ -441,7 +441,7 @@ NOTES = "\n".join(
 
 
 #: Other benchmarks: modules of bench/ whose `run(quick) -> str` returns a markdown section.
-SECTIONS = ["arrow", "publish"]
+SECTIONS = ["arrow", "publish", "dask_bench"]
 
 
 def write(output: Optional[Path], sections: dict) -> None:
