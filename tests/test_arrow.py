@@ -323,3 +323,30 @@ def test_event_batches_raises_typed_errors_from_the_call(emu, client):
     )
     with pytest.raises(sv.AuthError):
         bad.event_batches(emu.start, emu.end)
+
+
+def test_write_parquet_in_rust_from_any_arrow_data(emu, client, tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    pl = pytest.importorskip("polars")
+    truth = emu.truth(emu.start, emu.end)
+    stream_path = tmp_path / "stream.parquet"
+    assert sv.write_parquet(client.event_batches(emu.start, emu.end), stream_path) == len(truth)
+    back = pq.read_table(stream_path)
+    assert back.schema.equals(EVENTS_SCHEMA) and back.column("id").to_pylist() == truth
+    # Our table, a pyarrow table and a polars frame are all Arrow data.
+    table = client.events(emu.start, emu.end, output="arrow", progress=False)
+    for i, data in enumerate([table, back, pl.DataFrame(table)]):
+        assert sv.write_parquet(data, tmp_path / f"{i}.parquet") == len(truth)
+        assert pq.read_table(tmp_path / f"{i}.parquet").column("id").to_pylist() == truth
+
+
+def test_write_parquet_failure_leaves_nothing(emu, client, tmp_path):
+    target = tmp_path / "events.parquet"
+    target.write_bytes(b"an older file")
+    table = pa.table({"x": [1, 2]})
+    with pytest.raises(OSError, match="cannot create"):
+        sv.write_parquet(table, tmp_path / "missing-dir" / "x.parquet")
+    with pytest.raises(TypeError, match="must be Arrow data"):
+        sv.write_parquet([1, 2], target)
+    assert target.read_bytes() == b"an older file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["events.parquet"]

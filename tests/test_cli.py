@@ -365,9 +365,10 @@ def test_cameras_of_one_site_and_one_device(cli_emu):
         assert got == sorted(c["id"] for c in cameras if c[key] == value)
 
 
-def test_demo_without_pyarrow_or_matplotlib_writes_json_lines_and_says_what_to_install(tmp_path):
+def test_demo_without_pyarrow_or_matplotlib_still_writes_parquet(tmp_path):
+    """`pip install .` alone (no extras): the Parquet export is written in Rust."""
     blocked = tmp_path / "blocked"  # shadows the installed packages: `pip install .` alone
-    for name in ("pyarrow", "matplotlib"):
+    for name in ("pyarrow", "matplotlib", "pandas"):
         (blocked / name).mkdir(parents=True)
         (blocked / name / "__init__.py").write_text(f"raise ImportError('no {name}')\n")
     work = tmp_path / "work"
@@ -383,10 +384,22 @@ def test_demo_without_pyarrow_or_matplotlib_writes_json_lines_and_says_what_to_i
     )
     assert out.returncode == 0, out.stderr
     assert "fetched 1,400 events" in out.stdout
-    assert "wrote events.jsonl (JSON Lines; pip install 'surveillance[pandas]' for Parquet)" in (
-        out.stdout
-    )
+    assert "wrote events.parquet" in out.stdout
     assert "busiest hour" in out.stdout
     assert "pip install 'surveillance[plot]' to also draw dwell.png" in out.stdout
-    assert sorted(p.name for p in work.iterdir()) == ["events.jsonl"]
-    assert len((work / "events.jsonl").read_text(encoding="utf-8").splitlines()) == 1400
+    assert sorted(p.name for p in work.iterdir()) == ["events.parquet"]
+    pq = pytest.importorskip("pyarrow.parquet")  # read back here, where pyarrow is installed
+    table = pq.read_table(work / "events.parquet")
+    assert table.num_rows == 1400
+    assert str(table.schema.field("startTime").type) == "timestamp[ms, tz=UTC]"
+
+
+def test_events_to_parquet_without_pyarrow(tmp_path, cli_emu):
+    blocked = tmp_path / "blocked"
+    (blocked / "pyarrow").mkdir(parents=True)
+    (blocked / "pyarrow" / "__init__.py").write_text("raise ImportError('no pyarrow')\n")
+    env = _env(cli_emu, PYTHONPATH=str(blocked))
+    out = _run(["events", *DAY, "-o", str(tmp_path / "e.parquet")], env)
+    assert out.returncode == 0, out.stderr
+    pq = pytest.importorskip("pyarrow.parquet")
+    assert pq.read_table(tmp_path / "e.parquet").num_rows > 0

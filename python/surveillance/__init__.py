@@ -9,6 +9,7 @@ True
 """
 
 from ._core import __version__
+from ._output import write_parquet
 from .aio import AsyncClient
 from .client import Client, Limits
 from .emulator import Emulator
@@ -37,6 +38,7 @@ __all__ = [
     "AsyncClient",
     "Limits",
     "Emulator",
+    "write_parquet",
     "SurveillanceError",
     "ConfigError",
     "AuthError",

@@ -10,11 +10,13 @@ __all__ = [
     "BatchStream",
     "Client",
     "Emulator",
+    "events_table",
     "EventStream",
-    "__version__",
     "publish",
     "to_json",
     "validate",
+    "write_parquet",
+    "__version__",
 ]
 __version__: str
 
@@ -248,3 +250,9 @@ def validate(record: Any) -> list[dict]:
 
 def to_json(record: Any) -> str:
     """The JSON text of a record, as ``publish`` writes it."""
+
+def write_parquet(data: Any, path: str) -> int:
+    """Writes Arrow data (``__arrow_c_stream__``/``__arrow_c_array__``) to a Parquet file."""
+
+def events_table(texts: list[str]) -> Any:
+    """The typed events table of events given as JSON texts."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import Any, Union
+
+from . import _core
 
 OUTPUTS = ("dicts", "arrow", "pandas", "polars")
 
@@ -51,3 +54,31 @@ def convert(table: Any, output: str) -> Any:
         return to_pandas(table)
     polars = _require("polars", "polars", output)
     return polars.DataFrame(table)
+
+
+def write_parquet(data: Any, path: Union[str, os.PathLike]) -> int:
+    """Writes Arrow data to the Parquet file ``path`` (snappy-compressed), in Rust: no pyarrow
+    needed. Returns the rows written.
+
+    ``data`` is anything with ``__arrow_c_stream__`` or ``__arrow_c_array__``: a table from
+    ``output="arrow"``, a stream from :meth:`Client.event_batches` (written window by window,
+    with bounded memory), a pyarrow Table or RecordBatchReader, a polars DataFrame. The file
+    is written under a temporary name and renamed when complete: a failure leaves nothing
+    (and an older file at ``path`` as it was). The events schema is kept exactly, UTC
+    timestamps included, so pandas, polars, duckdb and Spark read it typed.
+
+    >>> import os, tempfile, surveillance as sv
+    >>> with sv.Emulator(sites=2, days=1, events_per_day=300) as emu, \\
+    ...         tempfile.TemporaryDirectory() as d:
+    ...     client = emu.client()
+    ...     path = os.path.join(d, "events.parquet")
+    ...     sv.write_parquet(client.event_batches(emu.start, emu.end), path)
+    300
+    """
+    if not (hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__")):
+        raise TypeError(
+            "`data` must be Arrow data (an object with `__arrow_c_stream__`, such as "
+            f"`client.events(..., output='arrow')` or `client.event_batches(...)`), got "
+            f"{type(data).__name__}"
+        )
+    return _core.write_parquet(data, os.fspath(path))

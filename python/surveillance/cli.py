@@ -27,7 +27,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from . import __version__
+from . import __version__, _core
+from ._output import write_parquet
 from ._progress import make as _progress_bar
 from ._time import to_ms
 from .client import Client, Limits
@@ -324,8 +325,12 @@ def _events_arguments(p: argparse.ArgumentParser) -> None:
 def _write_events_parquet(
     client: Client, start: Any, end: Any, report: Optional[str], target: _Target, progress: Any
 ) -> int:
-    """Streams the events to Parquet, one row group per window, with bounded memory."""
-    pa, pq = _pyarrow()
+    """Streams the events to Parquet, one row group per window, with bounded memory (with a
+    progress bar through pyarrow when it is installed; in Rust, without one, otherwise)."""
+    try:
+        pa, pq = _pyarrow()
+    except ImportError:
+        return write_parquet(client.event_batches(start, end, report), target.name)
     import pyarrow.compute as pc
 
     lo, hi = to_ms(start, "start"), to_ms(end, "end")
@@ -709,30 +714,36 @@ def _plot(path: str, brands: list, hours: list, durations: list) -> bool:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    if args.output:
-        fmt = _format(argparse.Namespace(output=args.output, format=None))
-    else:
-        try:
-            _pyarrow()
-            fmt = "parquet"
-        except ImportError:
-            fmt = "jsonl"
-    path = args.output or f"events.{fmt}"
+    fmt = _format(argparse.Namespace(output=args.output, format=None)) if args.output else "parquet"
+    path = args.output or "events.parquet"
     with Emulator(seed=0, sites=args.sites, days=7, events_per_day=args.events_per_day) as emu:
         client = emu.client()
         print(f"emulator at {emu.url}: {args.sites} sites, a week from {emu.start:%Y-%m-%d}")
         sites = {s["id"]: s for s in client.sites()}
         started = time.perf_counter()
-        count = _export_events(client, emu.start, emu.end, None, fmt, path, _progress(args))
+        events = client.events(emu.start, emu.end, progress=_progress(args))
         elapsed = time.perf_counter() - started
         requests = client.stats()["requests"].get("GET /v2/events", 0)
-    print(f"fetched {count:,} events in {elapsed:.2f} s with {requests:,} requests")
-    if fmt == "jsonl" and not args.output:
-        print(f"wrote {path} (JSON Lines; pip install 'surveillance[pandas]' for Parquet)")
+    print(f"fetched {len(events):,} events in {elapsed:.2f} s with {requests:,} requests")
+    if fmt == "parquet":
+        # The typed table of the same events, written in Rust: no pyarrow needed.
+        write_parquet(_core.events_table([json.dumps(e) for e in events]), path)
     else:
-        print(f"wrote {path}")
+        target = _Target(path)
+        try:
+            header = None if fmt == "jsonl" else [*_EVENT_COLUMNS]
+            if header is not None:
+                header += [f"details.{k}" for k in _DETAIL_KEYS] + ["details"]
+            _write_rows(target, fmt, iter(events), header)
+            target.commit()
+        except BaseException:
+            target.discard()
+            raise
+    print(f"wrote {path}")
 
-    site_ids, durations, starts = _read_export(path, fmt)
+    site_ids = [e["siteId"] for e in events]
+    durations = [(e.get("details") or {}).get("duration_sec") for e in events]
+    starts = [to_ms(e["startTime"], "startTime") for e in events]
     zones = {site: s.get("timezone") for site, s in sites.items()}
     hours, local = _local_hours(starts, site_ids, zones)
     per_site: dict = defaultdict(list)

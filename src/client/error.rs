@@ -44,6 +44,9 @@ pub enum Error {
         /// What is wrong with it.
         detail: String,
     },
+    /// A local file could not be read or written.
+    #[error("{0}")]
+    Io(String),
     /// A record does not fit its typed schema (a value of the wrong type).
     #[error("unexpected data from the service: {0}")]
     Data(String),

@@ -8,6 +8,7 @@ pub mod events;
 pub mod http;
 pub mod limits;
 pub mod lists;
+pub mod parquet;
 pub mod publish;
 pub mod stats;
 pub mod validate;

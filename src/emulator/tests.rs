@@ -845,19 +845,30 @@ async fn hostile_answers_count_down_and_keep_to_their_path() {
         path: "/v2/sites".into(),
         remaining: Some(1),
     }));
-    let other = e.send(Method::GET, "/v2/devices", &e.tok, Body::empty()).await;
+    let other = e
+        .send(Method::GET, "/v2/devices", &e.tok, Body::empty())
+        .await;
     assert!(other.json().is_array(), "another path is untouched");
-    let bad = e.send(Method::GET, "/v2/sites", &e.tok, Body::empty()).await;
+    let bad = e
+        .send(Method::GET, "/v2/sites", &e.tok, Body::empty())
+        .await;
     assert_eq!(bad.status, StatusCode::OK);
     assert!(bad.json().is_object());
-    let healed = e.send(Method::GET, "/v2/sites", &e.tok, Body::empty()).await;
-    assert!(healed.json().is_array(), "only `remaining` answers are hostile");
+    let healed = e
+        .send(Method::GET, "/v2/sites", &e.tok, Body::empty())
+        .await;
+    assert!(
+        healed.json().is_array(),
+        "only `remaining` answers are hostile"
+    );
     e.s.set_hostile(Some(HostileRule {
         mode: Hostile::Truncated,
         path: "/v2/sites".into(),
         remaining: None,
     }));
-    let cut = e.send(Method::GET, "/v2/sites", &e.tok, Body::empty()).await;
+    let cut = e
+        .send(Method::GET, "/v2/sites", &e.tok, Body::empty())
+        .await;
     assert!(serde_json::from_slice::<Value>(&cut.body).is_err());
     e.s.set_hostile(Some(HostileRule {
         mode: Hostile::Status(500),
@@ -866,7 +877,10 @@ async fn hostile_answers_count_down_and_keep_to_their_path() {
     }));
     let refused = post_token(&e.s, token_body(&e.s)).await;
     assert_eq!(refused.status.as_u16(), 500);
-    assert_eq!(post_token(&e.s, token_body(&e.s)).await.status.as_u16(), 200);
+    assert_eq!(
+        post_token(&e.s, token_body(&e.s)).await.status.as_u16(),
+        200
+    );
 }
 
 #[test]

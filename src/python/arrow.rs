@@ -148,3 +148,33 @@ impl BatchStream {
         self.task.abort();
     }
 }
+
+/// Writes any Arrow data (`__arrow_c_stream__` or `__arrow_c_array__`: our tables and
+/// streams, pyarrow, polars) to the Parquet file `path`, with the GIL released; returns the
+/// rows written. Nothing is left at `path` when it fails.
+#[pyfunction]
+pub fn write_parquet(
+    py: Python<'_>,
+    data: pyo3_arrow::input::AnyRecordBatch,
+    path: std::path::PathBuf,
+) -> PyResult<u64> {
+    let reader = data.into_reader()?;
+    let schema = reader.schema();
+    py.detach(move || {
+        let batches = reader.map(|b| {
+            b.map_err(|e| crate::client::Error::Data(format!("cannot read the data: {e}")))
+        });
+        crate::client::parquet::write(&path, schema, batches)
+    })
+    .map_err(errors::to_py)
+}
+
+/// The typed events table of events given as JSON texts (as the service sends them).
+#[pyfunction]
+pub fn events_table(texts: Vec<String>) -> PyResult<PyTable> {
+    let layout = Layout::events();
+    let batch = layout
+        .batch(texts.iter().map(String::as_str))
+        .map_err(errors::to_py)?;
+    table(vec![batch], layout.schema())
+}

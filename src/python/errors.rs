@@ -1,7 +1,7 @@
 //! The one mapping from the core's errors to the Python exception hierarchy, which is written in
 //! `surveillance/errors.py` (so the classes carry attributes and docstrings, and pickle).
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::PyErr;
 
 use crate::client::Error;
@@ -39,6 +39,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Transport(_) | Error::Timeout(_) => TransportError::new_err(message),
         Error::Decode { url, .. } => ApiError::new_err((message, 200u16, String::new(), url)),
         Error::Data(_) => ApiError::new_err((message, 200u16, String::new(), String::new())),
+        Error::Io(_) => PyOSError::new_err(message),
         Error::Ceiling { .. } => SurveillanceError::new_err(message),
         Error::DenseWindow { timestamp } => DenseWindowError::new_err((message, timestamp)),
     }
