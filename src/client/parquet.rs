@@ -77,11 +77,7 @@ mod tests {
         let bytes = std::fs::read(&path).expect("read");
         assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"));
         // A failing source leaves the finished file as it was, and no partial file.
-        let failed = write(
-            &path,
-            layout.schema(),
-            [Err(Error::Data("boom".into()))],
-        );
+        let failed = write(&path, layout.schema(), [Err(Error::Data("boom".into()))]);
         assert!(failed.is_err());
         assert_eq!(std::fs::read(&path).expect("still there"), bytes);
         assert!(!partial(&path).exists());
