@@ -235,6 +235,17 @@ def test_publish_bag_combines_failures_in_collection_order(cluster, big, tmp_pat
     ]
 
 
+def test_publish_refused_credentials_raise_with_the_combined_report(cluster, big, tmp_path):
+    rows = [record(i) for i in range(40)]
+    client = big.client(client_secret="not-the-secret")
+    with pytest.raises(sv.AuthError) as caught:
+        svd.publish(client, db.from_sequence(rows, npartitions=4))
+    report = caught.value.report
+    assert (report.total, report.accepted, len(report.rejected)) == (40, 0, 40)
+    assert [f.index for f in report.rejected] == list(range(40)) and report.error
+    assert report.write_failures(tmp_path / "failed.jsonl") == 40
+
+
 def test_example_writes_a_parquet_dataset_partitioned_by_date(cluster, big, tmp_path):
     example = runpy.run_path(str(EXAMPLE), run_name="example")
     path = tmp_path / "events"

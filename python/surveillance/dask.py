@@ -40,8 +40,6 @@ PartitionLike = Union[str, _dt.timedelta, Any]
 #: Time slices one call may make (a guard against ``partition="1ms"`` over a year).
 MAX_PARTITIONS = 100_000
 
-_MS_PER_DAY = 86_400_000
-
 
 # --- the client on the workers -------------------------------------------------------------------
 _CLIENTS: dict = {}
@@ -272,12 +270,15 @@ def events(
     ref = _ClientRef(client)
     bounds = _slices(lo, hi, partition)
     pairs = list(zip(bounds[:-1], bounds[1:]))
-    divisions = tuple(pd.Timestamp(b, unit="ms", tz="UTC").as_unit("ms") for b in bounds)
+    meta = events_meta()
+    unit = getattr(meta.index.dtype, "unit", "ns")  # "ms" (pandas 2+; 1.5 has only "ns")
+    stamps = [pd.Timestamp(b, unit="ms", tz="UTC") for b in bounds]
+    divisions = tuple(t.as_unit(unit) if hasattr(t, "as_unit") else t for t in stamps)
     return dd.from_map(
         _fetch_slice,
         pairs,
         args=(ref, report_id),
-        meta=events_meta(),
+        meta=meta,
         divisions=divisions,
         label="surveillance-events",
         enforce_metadata=True,
