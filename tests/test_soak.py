@@ -157,7 +157,7 @@ def test_soak_fetch_and_publish_under_every_fault():
         assert end["rss_mb"] <= start["rss_mb"] + MAX_RSS_GROWTH_MB, figures
         # Closing the client closes its pool: every socket it opened is gone.
         client.close()
-        del client
+        client = None  # the last reference: the pool goes with it
         gc.collect()
         deadline = time.monotonic() + 5
         while open_fds() > start["fds"] and time.monotonic() < deadline:
