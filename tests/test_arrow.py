@@ -318,9 +318,7 @@ def test_event_batches_raises_typed_errors_from_the_call(emu, client):
     from ``event_batches`` itself, before any reader is handed out."""
     with pytest.raises(sv.NotFoundError):
         client.event_batches(emu.start, emu.end, report_id="00000000-0000-4000-8000-000000000000")
-    bad = sv.Client(
-        emu.api_key, emu.client_id, "wrong-secret", base_url=emu.url, max_retries=0
-    )
+    bad = sv.Client(emu.api_key, emu.client_id, "wrong-secret", base_url=emu.url, max_retries=0)
     with pytest.raises(sv.AuthError):
         bad.event_batches(emu.start, emu.end)
 
