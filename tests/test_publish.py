@@ -225,6 +225,30 @@ def test_ctrl_c_raises_publish_interrupted_with_a_partial_report(emu, client, tm
     assert client.publish(retail(0), progress=False).accepted == 1
 
 
+class _Interrupting:
+    """A numpy-like value whose conversion is interrupted by Ctrl-C."""
+
+    dtype = "object"
+
+    def tolist(self):
+        raise KeyboardInterrupt
+
+    def __str__(self) -> str:
+        return "interrupting"
+
+
+def test_ctrl_c_inside_a_value_conversion_is_an_interruption_not_a_bad_record(client, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        sv.validate(retail(0, employeeId=_Interrupting()))
+    records = [retail(i) for i in range(20)]
+    records[10]["employeeId"] = _Interrupting()
+    with pytest.raises(sv.PublishInterrupted) as e:
+        client.publish(records, progress=False)
+    report = e.value.report
+    assert (report.total, report.accepted, report.unread) == (11, 0, 9)
+    assert report.write_failures(tmp_path / "rest.jsonl") == 20
+
+
 def test_refused_credentials_raise_auth_error_with_the_report(emu):
     c = emu.client(api_key="wrong-key", max_retries=0)
     with pytest.raises(sv.AuthError) as e:

@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyIterator, PyList, PyString, PyTuple};
 use tokio::sync::{mpsc, watch};
@@ -41,6 +41,9 @@ struct ConvError {
     /// Innermost first.
     path: Vec<Seg>,
     message: String,
+    /// A KeyboardInterrupt (or another exception that is not an `Exception`) raised by Python
+    /// code the conversion called: it stops everything, it is not the record's fault.
+    interrupt: Option<PyErr>,
 }
 
 impl ConvError {
@@ -48,6 +51,17 @@ impl ConvError {
         ConvError {
             path: Vec::new(),
             message,
+            interrupt: None,
+        }
+    }
+
+    /// The error of Python code called for a value: an interrupt, or the value's problem.
+    fn python(py: Python<'_>, e: PyErr, message: String) -> Self {
+        let interrupt = (!e.is_instance_of::<PyException>(py)).then_some(e);
+        ConvError {
+            path: Vec::new(),
+            message,
+            interrupt,
         }
     }
 
@@ -209,10 +223,11 @@ impl<'py> Converter<'py> {
             return self.seq(t.iter(), out, depth);
         }
         let failed = |e: PyErr, what: &str| {
-            ConvError::new(format!(
+            let message = format!(
                 "cannot convert {what} of type `{}` to JSON: {e}",
                 type_name(obj)
-            ))
+            );
+            ConvError::python(obj.py(), e, message)
         };
         if obj.is_instance(&self.date).unwrap_or(false) {
             let ms = self.to_ms.call1((obj,)).map_err(|e| failed(e, "a date"))?;
@@ -428,6 +443,9 @@ pub fn validate_record<'py>(
                 severity: Severity::Error,
             }],
         },
+        Err(ConvError {
+            interrupt: Some(e), ..
+        }) => return Err(e),
         Err(e) => vec![e.problem()],
     };
     let out = PyList::empty(py);
@@ -444,6 +462,9 @@ pub fn validate_record<'py>(
 pub fn record_json(py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<String> {
     let mut conv = Converter::new(py)?;
     conv.text(record).map_err(|e| {
+        if let Some(interrupt) = e.interrupt {
+            return interrupt;
+        }
         let path = e.path();
         if path.is_empty() {
             PyValueError::new_err(e.message)
@@ -509,12 +530,22 @@ fn pull<'py>(
                 line: None,
                 text,
             },
-            Err(e) => Input::Invalid {
-                index: *index,
-                line: None,
-                problem: e.problem(),
-                text: lossy_json(py, &obj),
-            },
+            Err(mut e) => {
+                let interrupt = e.interrupt.take();
+                let input = Input::Invalid {
+                    index: *index,
+                    line: None,
+                    problem: e.problem(),
+                    text: lossy_json(py, &obj),
+                };
+                if let Some(interrupt) = interrupt {
+                    // Taken from the source, so reported (as not accepted) with the rest.
+                    *index += 1;
+                    chunk.push(input);
+                    return (chunk, true, Some(interrupt));
+                }
+                input
+            }
         };
         *index += 1;
         chunk.push(input);
@@ -674,7 +705,7 @@ pub fn publish_records<'py>(
                 pending = Some(chunk);
             }
             if let Some(e) = err {
-                if e.is_instance_of::<PyKeyboardInterrupt>(py) {
+                if !e.is_instance_of::<PyException>(py) {
                     interrupted = true;
                 }
                 raised = Some(e);
