@@ -527,10 +527,12 @@ def _publish(args: argparse.Namespace) -> int:
         )
     except PublishInterrupted as e:
         report, status = e.report, 130
-    for failure in report.rejected[:_SHOWN]:
+    # After Ctrl-C, the records merely not reached yet are counted, not listed.
+    listed = [f for f in report.rejected if f.kind != "interrupted"]
+    for failure in listed[:_SHOWN]:
         print(f"{args.file}: {failure}")
-    if len(report.rejected) > _SHOWN:
-        print(f"... and {len(report.rejected) - _SHOWN:,} more")
+    if len(listed) > _SHOWN:
+        print(f"... and {len(listed) - _SHOWN:,} more")
     print(report.summary())
     if args.failures and (report.rejected or report.interrupted):
         n = report.write_failures(args.failures)

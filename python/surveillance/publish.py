@@ -106,11 +106,14 @@ class Failure:
     @property
     def kind(self) -> str:
         """``"invalid"`` (kept back by validation), ``"refused"`` (the service answered
-        4xx), ``"failed"`` (no success after every retry) or ``"not sent"``."""
+        4xx), ``"failed"`` (no success after every retry), ``"interrupted"`` (Ctrl-C came
+        before the service accepted it) or ``"not sent"`` (publishing stopped on an error)."""
         if self.problems:
             return "invalid"
         if self.status is not None and 400 <= self.status < 500 and self.status != 429:
             return "refused"
+        if self.message.startswith("not accepted: publishing was interrupted"):
+            return "interrupted"
         if self.message.startswith("not "):
             return "not sent"
         return "failed"
