@@ -255,3 +255,69 @@ def test_pickle_and_repr_hold_no_secret(emu):
     again = pickle.loads(pickle.dumps(client))
     assert isinstance(again, sv.AsyncClient)
     assert len(run(again.sites())) == len(emu.client().sites())
+
+
+def _records(n: int, prefix: str) -> list:
+    return [
+        {
+            "dataType": "other",
+            "schemaVersion": "1",
+            "startTime": 1794891600000 + i,
+            "locationId": "store-1",
+            "dataSourceId": "door-1",
+            "eventUniqueId": f"{prefix}-{i}",
+            "eventType": "door open",
+        }
+        for i in range(n)
+    ]
+
+
+def test_publish_equals_the_sync_client(emu):
+    emu.clear_published()
+    records = _records(3000, "async") + [{"dataType": "other"}]  # one invalid
+
+    async def main():
+        async with emu.async_client() as client:
+            return await client.publish(iter(records), batch_size=50, progress=False)
+
+    report = run(main())
+    assert report.accepted == 3000 and len(report.rejected) == 1
+    assert sorted(r["eventUniqueId"] for r in emu.published()) == sorted(
+        r["eventUniqueId"] for r in records[:-1]
+    )
+    sync = emu.client().publish(records, batch_size=50, progress=False)
+    assert (sync.accepted, len(sync.rejected)) == (report.accepted, len(report.rejected))
+
+
+def test_publish_keeps_the_loop_free_and_stops_when_cancelled(emu):
+    emu.clear_published()
+    emu.set_faults(latency_ms=5000)
+
+    async def main():
+        client = emu.async_client()
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        tick = asyncio.ensure_future(ticker())
+        started = time.perf_counter()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(client.publish(_records(500, "slow"), progress=False), 0.3)
+        elapsed = time.perf_counter() - started
+        during = emu.stats()["connections_open"]
+        tick.cancel()
+        return elapsed, ticks, during
+
+    elapsed, ticks, during = run(main())
+    assert elapsed < 0.6
+    assert ticks >= 15  # the loop kept running while the worker thread posted
+    assert during >= 1
+    deadline = time.perf_counter() + 2.0
+    while emu.stats()["connections_open"] >= during and time.perf_counter() < deadline:
+        time.sleep(0.02)
+    assert emu.stats()["connections_open"] < during  # the requests in flight were aborted
+    assert emu.published() == []

@@ -241,6 +241,7 @@ def publish(
     batch_size: int = 1,
     validate: bool = True,
     progress: Optional[Callable[[dict], Any]] = None,
+    cancelled: Optional[Callable[[], bool]] = None,
 ) -> tuple[dict, Optional[BaseException]]:
     """Publishes the records of ``source`` (an iterable) or of the JSON Lines file ``path``;
     returns the report as a dict and the exception to raise with it, or None."""

@@ -4,14 +4,19 @@ the core's own threads, and results are handed over in small chunks."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
+import threading
 from typing import Any, AsyncIterator, Optional, Union
 
 from . import _output, _progress
+from . import publish as _publish
 from ._gcpause import paused
 from ._progress import ProgressArg
 from ._time import TimeLike, to_ms
 from .client import Client, Limits
+from .publish import PublishReport
 
 __all__ = ["AsyncClient"]
 
@@ -193,6 +198,55 @@ class AsyncClient:
                 yield batch
         finally:
             stream.close()
+
+    # --- publishing ---------------------------------------------------------------------
+    async def publish(
+        self,
+        records: Any,
+        *,
+        region: Optional[str] = None,
+        batch_size: int = 1,
+        validate: bool = True,
+        progress: ProgressArg = "auto",
+    ) -> PublishReport:
+        """Posts records to the webhook (see :meth:`Client.publish`): the same sources,
+        options and :class:`~surveillance.PublishReport`.
+
+        The records are read and posted by a worker thread, so a generator of millions never
+        blocks the event loop; cancelling the call stops publishing within 50 ms and aborts
+        the requests in flight (the service upserts on ``transactionId``: publishing the same
+        records again is safe).
+
+        >>> import asyncio, surveillance as sv
+        >>> rows = [{"dataType": "other", "schemaVersion": "1", "startTime": 1794891600000,
+        ...          "locationId": "store-1", "dataSourceId": "door-1",
+        ...          "eventUniqueId": f"e-{i}", "eventType": "door open"} for i in range(5)]
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     report = asyncio.run(emu.async_client().publish(rows, progress=False))
+        ...     report.accepted, len(emu.published())
+        (5, 5)
+        """
+        stop = threading.Event()
+        work = asyncio.get_running_loop().run_in_executor(
+            None,
+            functools.partial(
+                _publish.publish,
+                self._inner,
+                records,
+                region=region,
+                batch_size=batch_size,
+                validate=validate,
+                progress=progress,
+                cancelled=stop.is_set,
+            ),
+        )
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            stop.set()
+            # Nobody awaits the worker now: its outcome is read so that none is reported lost.
+            work.add_done_callback(lambda f: f.cancelled() or f.exception())
+            raise
 
     # --- utilities ----------------------------------------------------------------------
     async def access_token(self) -> str:

@@ -508,8 +508,11 @@ def publish(
     batch_size: int,
     validate: bool,
     progress: ProgressArg,
+    cancelled: Optional[Callable[[], bool]] = None,
 ) -> PublishReport:
-    """The body of :meth:`Client.publish <surveillance.Client.publish>`."""
+    """The body of :meth:`Client.publish <surveillance.Client.publish>` (and, in a worker
+    thread, of :meth:`AsyncClient.publish <surveillance.AsyncClient.publish>`: ``cancelled``
+    is asked between waits whether the caller gave up)."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int):
         raise TypeError(f"`batch_size` must be an int, got {type(batch_size).__name__}")
     path: Optional[PathLike] = None
@@ -548,6 +551,7 @@ def publish(
             batch_size=batch_size,
             validate=validate,
             progress=callback,
+            cancelled=cancelled,
         )
     finally:
         close()

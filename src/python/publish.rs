@@ -633,9 +633,10 @@ fn unsent(chunk: Vec<Input>, message: &str, report: &mut Report) {
 ///
 /// Returns `(report, exception)`: the report as a dict, and the exception to raise with it
 /// (KeyboardInterrupt or another signal's, the iterator's own, or the core's error that stopped
-/// publishing), or None. Invalid arguments raise at once.
+/// publishing), or None. Invalid arguments raise at once. `cancelled`, when given, is called
+/// between waits: a true answer stops publishing as an interruption.
 #[pyfunction]
-#[pyo3(name = "publish", signature = (client, source=None, path=None, *, region=None, batch_size=1, validate=true, progress=None))]
+#[pyo3(name = "publish", signature = (client, source=None, path=None, *, region=None, batch_size=1, validate=true, progress=None, cancelled=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn publish_records<'py>(
     py: Python<'py>,
@@ -646,6 +647,7 @@ pub fn publish_records<'py>(
     batch_size: usize,
     validate: bool,
     progress: Option<Py<PyAny>>,
+    cancelled: Option<Py<PyAny>>,
 ) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
     let core = client.get().core()?;
     let region = region
@@ -770,6 +772,13 @@ pub fn publish_records<'py>(
                 interrupted = true;
                 raised = Some(e);
                 break None;
+            }
+            // The caller gave up (an asyncio task cancelled): stop as on Ctrl-C.
+            if let Some(c) = &cancelled {
+                if c.call0(py)?.is_truthy(py)? {
+                    interrupted = true;
+                    break None;
+                }
             }
             if let Some(done) = step {
                 break Some(done);
