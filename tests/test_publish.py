@@ -179,7 +179,11 @@ MEMORY_CHILD = textwrap.dedent(
                        "eventUniqueId": f"e-{i}", "eventType": "door open"}
         report = emu.client().publish(records(), batch_size=100, progress=False)
         stored = emu.stats()["published_stored"]
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM is this process's own peak; ru_maxrss would start from the parent's size at the
+    # fork (the pytest process, large by then).
+    with open("/proc/self/status") as f:
+        hwm = [int(line.split()[1]) for line in f if line.startswith("VmHWM:")]
+    peak_mb = (hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024
     print(report.total, report.accepted, len(report.rejected), stored, round(peak_mb))
     """
 )
