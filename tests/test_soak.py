@@ -2,7 +2,7 @@
 with every fault on. At the end nothing is lost or duplicated, and the process holds no more
 threads, sockets or memory than a stated bound above where it started.
 
-``SURVEILLANCE_SOAK_SECONDS`` sets the duration (default 90 s; CI runs the default)."""
+``SURVEILLANCE_SOAK_SECONDS`` sets the duration (default 60 s; CI runs the default)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import time
 import pytest
 import surveillance as sv
 
-SECONDS = float(os.environ.get("SURVEILLANCE_SOAK_SECONDS", "90"))
+SECONDS = float(os.environ.get("SURVEILLANCE_SOAK_SECONDS", "60"))
 READS, PUBLISHES = 8, 64  # requests in flight
 #: Growth allowed between the warmed-up start and the end. Sockets: the client's pool may keep
 #: one idle connection per request that was in flight at once, and the emulator (in this
