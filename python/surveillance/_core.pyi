@@ -11,6 +11,7 @@ __all__ = [
     "Client",
     "Emulator",
     "events_table",
+    "loads",
     "EventStream",
     "publish",
     "to_json",
@@ -257,3 +258,6 @@ def write_parquet(data: Any, path: str) -> int:
 
 def events_table(texts: list[str]) -> Any:
     """The typed events table of events given as JSON texts."""
+
+def loads(text: str) -> Any:
+    """One JSON text as Python objects, by the converter of the service's answers."""

@@ -213,3 +213,16 @@ fn a_valid_record_has_no_error() {
     });
     assert!(!has_errors(&validate(&record)), "{:?}", validate(&record));
 }
+
+#[test]
+fn floats_are_read_exactly() {
+    // Found by the Python-side property test: without serde_json's `float_roundtrip`, this
+    // was read one unit in the last place off (as 7225682116495306.0).
+    let v: f64 = serde_json::from_str("7225682116495305.0").expect("a float");
+    assert_eq!(v, 7_225_682_116_495_305.0);
+    let camera = r#"{"id":"c","streams":[{"fps":7225682116495305.0}]}"#;
+    let batch = Layout::cameras()
+        .batch([camera].into_iter())
+        .expect("camera batch");
+    assert_eq!(batch.num_rows(), 1);
+}

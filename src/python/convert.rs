@@ -115,8 +115,8 @@ impl<'de, 'py> Visitor<'de> for Seed<'_, 'py> {
     }
 }
 
-/// Builds the Python objects of each JSON text and appends them to one list (each text is one
-/// JSON value; an array's elements are appended one by one).
+/// Builds the Python objects of each JSON text (one JSON value each) and appends them to one
+/// list. Integers beyond 64 bits become floats, as serde_json reads them.
 pub fn to_list<'py, 'a>(
     py: Python<'py>,
     texts: impl Iterator<Item = &'a str>,
@@ -136,6 +136,7 @@ pub fn to_list<'py, 'a>(
                 strings: &mut strings,
             }
             .deserialize(&mut de)
+            .and_then(|v| de.end().map(|()| v))
             .map_err(|e| {
                 pyo3::exceptions::PyValueError::new_err(format!(
                     "invalid JSON from the service: {e}"
@@ -149,4 +150,11 @@ pub fn to_list<'py, 'a>(
         gc.call_method0("enable")?;
     }
     result
+}
+
+/// One JSON text as Python objects, built by the converter of the service's answers (for the
+/// property tests that compare it with `json.loads`).
+#[pyfunction]
+pub fn loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    to_list(py, std::iter::once(text))?.get_item(0)
 }
