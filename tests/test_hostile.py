@@ -323,3 +323,59 @@ def test_secrets_stay_out_of_tls_errors(tls_emu):
     for secret in (tls_emu.client_secret, tls_emu.api_key):
         assert secret not in text
     assert os.path.basename(tls_emu.ca_bundle) == "ca.pem"
+
+
+def hosts_loopback_name():
+    """A name the hosts file gives to a loopback address, other than localhost (which the
+    client itself takes for loopback): it resolves with no DNS query."""
+    try:
+        with open("/etc/hosts") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        words = line.split("#")[0].split()
+        if len(words) >= 2 and (words[0].startswith("127.") or words[0] == "::1"):
+            for name in words[1:]:
+                if name != "localhost" and all(c.isalnum() or c in "-." for c in name):
+                    return name
+    return None
+
+
+def test_no_proxy_is_honoured(tls_emu, monkeypatch):
+    """With HTTPS_PROXY set, a host listed in NO_PROXY is reached directly, others through the
+    proxy. The host is a name /etc/hosts gives to loopback (the emulator's certificate covers
+    those names), so nothing is looked up in DNS."""
+    name = hosts_loopback_name()
+    if name is None:
+        pytest.skip("no loopback name besides localhost in /etc/hosts")
+    proxy = ConnectProxy()
+    try:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.delenv("no_proxy", raising=False)
+        port = tls_emu.url.rsplit(":", 1)[1]
+
+        def client(**kwargs):
+            return sv.Client(
+                tls_emu.api_key,
+                tls_emu.client_id,
+                tls_emu.client_secret,
+                base_url=f"https://{name}:{port}",
+                audience=tls_emu.audience,
+                ca_bundle=tls_emu.ca_bundle,
+                max_retries=0,
+                timeout=5,
+                **kwargs,
+            )
+
+        monkeypatch.setenv("NO_PROXY", f"other.example,{name}")
+        assert len(client().sites()) == 3
+        assert proxy.hosts == []  # straight to the service
+        monkeypatch.setenv("NO_PROXY", "other.example")
+        assert len(client().sites()) == 3
+        assert proxy.hosts == [name]  # through the proxy
+        proxy.hosts.clear()
+        assert len(client(trust_env=False).sites()) == 3
+        assert proxy.hosts == []  # trust_env=False ignores HTTPS_PROXY
+    finally:
+        proxy.close()

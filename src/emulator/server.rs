@@ -56,6 +56,11 @@ pub fn make_tls() -> std::io::Result<(Arc<rustls::ServerConfig>, String)> {
     let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
     let mut names: Vec<String> = TLS_NAMES.iter().map(|n| n.to_string()).collect();
     names.push("127.0.0.1".into());
+    names.extend(loopback_names(
+        &std::fs::read_to_string("/etc/hosts").unwrap_or_default(),
+    ));
+    names.sort();
+    names.dedup();
     let leaf = rcgen::CertificateParams::new(names).map_err(err)?;
     let leaf_key = rcgen::KeyPair::generate().map_err(err)?;
     let issuer = rcgen::Issuer::new(ca, ca_key);
@@ -70,6 +75,28 @@ pub fn make_tls() -> std::io::Result<(Arc<rustls::ServerConfig>, String)> {
     .with_single_cert(vec![leaf_cert.der().clone()], key)
     .map_err(std::io::Error::other)?;
     Ok((Arc::new(config), ca_cert.pem()))
+}
+
+/// The host names a hosts file gives to loopback addresses (`127.0.0.0/8`, `::1`): the
+/// certificate is valid for them too, so a client can reach the emulator by a name that it
+/// does not itself take for loopback (to test proxies and `NO_PROXY` without any DNS).
+pub fn loopback_names(hosts: &str) -> Vec<String> {
+    hosts
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default())
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let addr: std::net::IpAddr = words.next()?.parse().ok()?;
+            addr.is_loopback()
+                .then(|| words.map(str::to_string).collect::<Vec<_>>())
+        })
+        .flatten()
+        .filter(|n| {
+            !n.is_empty()
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+        })
+        .collect()
 }
 
 impl Handle {

@@ -889,3 +889,12 @@ fn tls_certificate_is_made_for_loopback_names() {
     assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"));
     assert!(config.alpn_protocols.is_empty());
 }
+
+#[test]
+fn loopback_names_of_a_hosts_file() {
+    let hosts = "127.0.0.1 localhost\n127.0.1.1 box box.lan # comment\n::1 ip6-localhost\n10.0.0.2 far\n# 127.0.0.1 hidden\n";
+    assert_eq!(
+        super::server::loopback_names(hosts),
+        ["localhost", "box", "box.lan", "ip6-localhost"]
+    );
+}
