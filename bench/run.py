@@ -386,11 +386,9 @@ def scenario_memory(size: tuple[int, int, int]) -> None:
             f"extra {r.extra}{order}",
             flush=True,
         )
-        add(
-            s,
-            r,
-            f"**peak RSS {m['peak_mb']:,.0f} MB** (before fetch {m['before_mb']:,.0f} MB){order}",
-        )
+        # VmHWM is the child's own peak; ru_maxrss starts from the parent's size at the fork.
+        peak = m["hwm_mb"] or m["peak_mb"]
+        add(s, r, f"**peak RSS {peak:,.0f} MB** (before fetch {m['before_mb']:,.0f} MB){order}")
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -432,9 +430,10 @@ NOTES = "\n".join(
         f"Allowed rate = (requests / time) / {LIMITED_RATE}; the emulator's bucket starts full "
         f"({LIMITED_RATE} requests of burst), so a short run can exceed 1.00.",
         f"- **4**: each row is a fresh process (`subprocess`) that starts its own emulator, "
-        f"fetches with {CONCURRENCY} in flight and prints `ru_maxrss` (the peak). The emulator "
-        "runs in that process: its data (about 70 MB per million events) is included, in the "
-        "peak and in the resident size before the fetch. iter_events writes each id to a "
+        f"fetches with {CONCURRENCY} in flight and prints its peak resident size (`VmHWM`). "
+        "The emulator runs in that process: its data (about 70 MB per million events) is "
+        "included, in the peak and in the resident size before the fetch. iter_events writes "
+        "each id to a "
         "temporary file (for the correctness check); events() holds the whole list.",
     ]
 )
