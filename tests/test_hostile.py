@@ -281,6 +281,22 @@ class ConnectProxy:
         self.sock.close()
 
 
+def client_by_name(emu, host: str, **kwargs) -> sv.Client:
+    """A client of the HTTPS emulator ``emu`` that reaches it as ``host`` (trusting its CA)."""
+    port = emu.url.rsplit(":", 1)[1]
+    return sv.Client(
+        emu.api_key,
+        emu.client_id,
+        emu.client_secret,
+        base_url=f"https://{host}:{port}",
+        audience=emu.audience,
+        ca_bundle=emu.ca_bundle,
+        max_retries=0,
+        timeout=5,
+        **kwargs,
+    )
+
+
 def test_https_proxy_is_honoured(tls_emu, monkeypatch):
     """The service reached by a name that is not loopback (``emulator.test``, which only the
     proxy knows how to reach) goes through ``HTTPS_PROXY``; nothing resolves that name here."""
@@ -289,17 +305,7 @@ def test_https_proxy_is_honoured(tls_emu, monkeypatch):
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
-        port = tls_emu.url.rsplit(":", 1)[1]
-        client = sv.Client(
-            tls_emu.api_key,
-            tls_emu.client_id,
-            tls_emu.client_secret,
-            base_url=f"https://emulator.test:{port}",
-            audience=tls_emu.audience,
-            ca_bundle=tls_emu.ca_bundle,
-            max_retries=0,
-            timeout=5,
-        )
+        client = client_by_name(tls_emu, "emulator.test")
         assert len(client.sites()) == 3
         assert proxy.hosts and set(proxy.hosts) == {"emulator.test"}
     finally:
@@ -353,20 +359,9 @@ def test_no_proxy_is_honoured(tls_emu, monkeypatch):
     try:
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
         monkeypatch.delenv("no_proxy", raising=False)
-        port = tls_emu.url.rsplit(":", 1)[1]
 
         def client(**kwargs):
-            return sv.Client(
-                tls_emu.api_key,
-                tls_emu.client_id,
-                tls_emu.client_secret,
-                base_url=f"https://{name}:{port}",
-                audience=tls_emu.audience,
-                ca_bundle=tls_emu.ca_bundle,
-                max_retries=0,
-                timeout=5,
-                **kwargs,
-            )
+            return client_by_name(tls_emu, name, **kwargs)
 
         monkeypatch.setenv("NO_PROXY", f"other.example,{name}")
         assert len(client().sites()) == 3

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Union
 
-from . import _core
+from . import _core, _progress
 from ._progress import ProgressArg, _wanted
 
 __all__ = ["Problem", "Failure", "PublishReport", "validate"]
@@ -453,8 +453,9 @@ def _file_rest(path: PathLike, skip: int) -> Iterator[str]:
             seen += 1
 
 
-class _Bar:
-    """Records read and accepted, on tqdm when installed, else a plain stderr line."""
+class _Bar(_progress._Bar):
+    """Records read and accepted, on tqdm when installed, else a plain stderr line (closed as
+    the events bar is)."""
 
     def __init__(self, total: Optional[int]) -> None:
         self._tqdm: Any = None
@@ -482,13 +483,6 @@ class _Bar:
             )
             sys.stderr.flush()
         self._last = done
-
-    def close(self) -> None:
-        if self._tqdm is not None:
-            self._tqdm.close()
-        else:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
 
 
 def _progress(progress: ProgressArg, total: Optional[int]) -> tuple:
