@@ -169,6 +169,11 @@ fn body_message(body: &[u8]) -> Option<String> {
 impl Http {
     /// Builds the transport for `config`.
     pub fn new(config: Config, log: Option<LogSink>) -> Result<Http> {
+        // reqwest is built without a crypto provider of its own: ring, unless this process
+        // installed another one first (then that one is used; the race's loser is harmless).
+        if tokio_rustls::rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+        }
         let mut builder = reqwest::Client::builder()
             .timeout(config.timeout)
             .connect_timeout(config.timeout.min(Duration::from_secs(10)))

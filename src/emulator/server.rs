@@ -67,7 +67,7 @@ pub fn make_tls() -> std::io::Result<(Arc<rustls::ServerConfig>, String)> {
     let leaf_cert = leaf.signed_by(&leaf_key, &issuer).map_err(err)?;
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::aws_lc_rs::default_provider(),
+        rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .map_err(std::io::Error::other)?
