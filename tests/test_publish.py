@@ -146,6 +146,35 @@ def test_a_record_the_service_refuses_is_reported_with_its_message_and_not_retri
     assert report.retries == 0
 
 
+def test_report_counts_only_its_own_retries_while_other_calls_retry(emu):
+    # Another thread's sites() calls fail and retry on the same client during the publish:
+    # the client's totals grow, the report's retries and 429s stay those of the publish.
+    emu.clear_published()
+    client = emu.client(max_retries=2)
+    emu.set_hostile("status", path="/v2/sites", status=503)
+    stop = threading.Event()
+
+    def failing_reads():
+        while not stop.is_set():
+            with pytest.raises(sv.ServerError):
+                client.sites()
+
+    reader = threading.Thread(target=failing_reads)
+    reader.start()
+    try:
+        before = client.stats()
+        report = client.publish([retail(i) for i in range(300)], progress=False)
+        during = client.stats()["retries"] - before["retries"]
+    finally:
+        stop.set()
+        reader.join()
+        emu.set_hostile(None)
+        client.close()
+        emu.clear_published()
+    assert during > 0, "the reads did not retry while publishing: nothing was tested"
+    assert (report.accepted, report.retries, report.rate_limited) == (300, 0, 0)
+
+
 def test_batch_of_100_with_one_bad_record_stores_the_other_99(emu, client):
     records = [retail(i) for i in range(100)]
     records[37] = retail(37, tableNumber=12)

@@ -135,8 +135,8 @@ class PublishReport:
         accepted: records the service accepted.
         rejected: the records not accepted, in source order (list of :class:`Failure`).
         requests: bodies posted (first attempts).
-        retries: requests sent again by the client during the publish.
-        rate_limited: 429 answers received during the publish.
+        retries: this publish's requests sent again (not those of other calls on the client).
+        rate_limited: 429 answers to this publish's requests.
         elapsed: wall time in seconds.
         interrupted: stopped by Ctrl-C; records taken but not yet accepted are in
             ``rejected``.

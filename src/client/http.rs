@@ -15,7 +15,7 @@ use url::Url;
 use super::config::{is_loopback, Config, Secret};
 use super::error::{Error, Result};
 use super::limits::Gate;
-use super::stats::Stats;
+use super::stats::{Stats, Tally};
 
 /// Severity of a log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +51,9 @@ pub struct Call {
     pub body: Option<Bytes>,
     /// Limits it counts against.
     pub class: Class,
+    /// Counts this call's retries and 429s, besides the client's totals (`stats`): the
+    /// figures of one operation while others run on the same client.
+    pub tally: Option<Arc<Tally>>,
 }
 
 impl Call {
@@ -62,6 +65,7 @@ impl Call {
             route,
             body: None,
             class: Class::Read,
+            tally: None,
         }
     }
 }
@@ -514,6 +518,9 @@ impl Http {
                     };
                     if code == 429 {
                         self.stats.rate_limited();
+                        if let Some(t) = &call.tally {
+                            t.rate_limited.fetch_add(1, Ordering::Relaxed);
+                        }
                         let ra = parse_retry_after(&headers);
                         gate.on_rate_limited(ra);
                         (err, ra)
@@ -541,6 +548,9 @@ impl Http {
             }
             attempt += 1;
             self.stats.retry();
+            if let Some(t) = &call.tally {
+                t.retries.fetch_add(1, Ordering::Relaxed);
+            }
             let wait = backoff(attempt, retry_after);
             self.log(Level::Debug, || {
                 format!(

@@ -42,6 +42,7 @@ use url::Url;
 use super::config::Region;
 use super::error::{Error, Result};
 use super::http::{Call, Class};
+use super::stats::Tally;
 use super::validate::{self, Problem, Severity};
 use super::Client;
 
@@ -269,6 +270,7 @@ struct Shared {
     url: Url,
     route: &'static str,
     requests: AtomicU64,
+    tally: Arc<Tally>,
 }
 
 #[derive(Deserialize)]
@@ -479,6 +481,7 @@ fn post_range<'a>(
             route: shared.route,
             body: Some(body_of(&batch.recs[range.clone()], as_array)),
             class: Class::Publish,
+            tally: Some(shared.tally.clone()),
         };
         shared.requests.fetch_add(1, Ordering::Relaxed);
         match shared.client.http().send(&call).await {
@@ -842,7 +845,6 @@ impl Client {
             Region::Eu => "POST /v2/webhook (eu)",
         };
         let started = Instant::now();
-        let before = self.stats();
         let in_flight_max = self
             .config()
             .limits
@@ -855,6 +857,7 @@ impl Client {
                 url,
                 route,
                 requests: AtomicU64::new(0),
+                tally: Arc::default(),
             }),
             options,
             in_flight_max,
@@ -925,12 +928,11 @@ impl Client {
                 .await;
         }
         d.progress(true);
-        let after = self.stats();
         let mut report = d.report;
         report.failures.sort_by_key(|f| f.index);
         report.requests = d.shared.requests.load(Ordering::Relaxed);
-        report.retries = after.retries.saturating_sub(before.retries);
-        report.rate_limited = after.rate_limited.saturating_sub(before.rate_limited);
+        report.retries = d.shared.tally.retries.load(Ordering::Relaxed);
+        report.rate_limited = d.shared.tally.rate_limited.load(Ordering::Relaxed);
         report.elapsed = started.elapsed();
         Ok(report)
     }

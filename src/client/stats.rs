@@ -14,6 +14,15 @@ pub struct Stats {
     bytes_received: AtomicU64,
 }
 
+/// Retries and 429s of one operation (a publish), counted by the calls it makes.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Requests sent again after a failure.
+    pub retries: AtomicU64,
+    /// 429 answers received.
+    pub rate_limited: AtomicU64,
+}
+
 /// A copy of the counters at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Snapshot {
