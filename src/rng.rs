@@ -53,16 +53,29 @@ impl Rng {
 
 /// Formats two 64-bit halves as a lowercase version-4 UUID.
 pub fn uuid_from(hi: u64, lo: u64) -> String {
+    let mut out = String::with_capacity(36);
+    push_uuid(&mut out, hi, lo);
+    out
+}
+
+/// Appends the UUID of `uuid_from(hi, lo)` to `out` (the emulator renders one per event).
+pub fn push_uuid(out: &mut String, hi: u64, lo: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let hi = (hi & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
     let lo = (lo & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        hi >> 32,
-        (hi >> 16) & 0xFFFF,
-        hi & 0xFFFF,
-        lo >> 48,
-        lo & 0xFFFF_FFFF_FFFF
-    )
+    let mut buf = [b'-'; 36];
+    let mut put = |from: usize, to: usize, bits: u64| {
+        for (k, slot) in buf[from..to].iter_mut().rev().enumerate() {
+            *slot = HEX[((bits >> (4 * k)) & 0xF) as usize];
+        }
+    };
+    put(0, 8, hi >> 32);
+    put(9, 13, (hi >> 16) & 0xFFFF);
+    put(14, 18, hi & 0xFFFF);
+    put(19, 23, lo >> 48);
+    put(24, 36, lo & 0xFFFF_FFFF_FFFF);
+    // Hex digits and dashes only: always ASCII.
+    out.extend(buf.iter().map(|&b| b as char));
 }
 
 /// A keyed bijection of `[0, n)`, used to serve "shuffled" pages that stay consistent across
@@ -128,5 +141,24 @@ mod tests {
         assert_eq!(u.len(), 36);
         assert_eq!(&u[14..15], "4");
         assert_eq!(u.matches('-').count(), 4);
+    }
+
+    #[test]
+    fn uuid_digits_are_the_bits() {
+        let mut rng = Rng::new(5, 6);
+        for _ in 0..1000 {
+            let (hi, lo) = (rng.next_u64(), rng.next_u64());
+            let h = (hi & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
+            let l = (lo & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
+            let expected = format!(
+                "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+                h >> 32,
+                (h >> 16) & 0xFFFF,
+                h & 0xFFFF,
+                l >> 48,
+                l & 0xFFFF_FFFF_FFFF
+            );
+            assert_eq!(uuid_from(hi, lo), expected);
+        }
     }
 }

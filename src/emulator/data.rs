@@ -1,13 +1,11 @@
 //! The emulator's data set: sites, devices, cameras and reports as JSON values, and events in a
 //! compact sorted store (32 bytes each) rendered to JSON only when a page is served.
 
-use std::fmt::Write as _;
-
-use chrono::{DateTime, Datelike, NaiveDate, Offset, TimeZone, Timelike};
+use chrono::{DateTime, NaiveDate, Offset, TimeZone};
 use chrono_tz::Tz;
 use serde_json::{json, Value};
 
-use crate::rng::{mix, uuid_from, Rng};
+use crate::rng::{mix, push_uuid, Rng};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -116,6 +114,8 @@ pub struct CamInfo {
     pub json: String,
     /// Camera name.
     pub name: String,
+    /// Camera name as JSON string contents (escaped, without the quotes).
+    pub name_json: String,
     /// Where it looks.
     pub zone: Zone,
 }
@@ -307,6 +307,10 @@ impl Data {
                         site: s as u32,
                         device_id: device_id.clone(),
                         json: json!({"id": cam_id, "name": name}).to_string(),
+                        name_json: Value::from(name.as_str())
+                            .to_string()
+                            .trim_matches('"')
+                            .to_string(),
                         name,
                         zone,
                     });
@@ -600,8 +604,14 @@ impl Data {
 
     /// The id of an event.
     pub fn event_id(&self, e: &Ev) -> String {
+        let mut out = String::with_capacity(36);
+        self.push_event_id(e, &mut out);
+        out
+    }
+
+    fn push_event_id(&self, e: &Ev, out: &mut String) {
         let h = mix(self.seed ^ 0xE7E7_0000_0000 ^ e.seq as u64);
-        uuid_from(h, mix(h ^ e.seq as u64))
+        push_uuid(out, h, mix(h ^ e.seq as u64));
     }
 
     /// Index of a report by id.
@@ -662,7 +672,8 @@ impl Data {
         out.into_iter().map(|(_, id)| id).collect()
     }
 
-    /// Appends the JSON of one event to `out`.
+    /// Appends the JSON of one event to `out` (by pieces, without `format!`: every page served
+    /// renders a hundred of them).
     pub fn render_event(&self, e: &Ev, out: &mut String) {
         let cam = &self.cams[e.cam as usize];
         let site = &self.site_info[cam.site as usize];
@@ -670,8 +681,9 @@ impl Data {
         let created = end + e.create_delay_ms as i64;
         let dur_sec = e.dur_ms / 1000;
         let marker = MARKERS[((e.flags >> 2) & 3) as usize];
+        let mut num = itoa::Buffer::new();
         out.push_str("{\"id\":\"");
-        out.push_str(&self.event_id(e));
+        self.push_event_id(e, out);
         out.push_str("\",\"startTime\":\"");
         push_time(out, e.start_ms, e.offset_min);
         out.push_str("\",\"endTime\":\"");
@@ -680,52 +692,87 @@ impl Data {
         out.push_str(&site.id);
         out.push_str("\",\"deviceId\":\"");
         out.push_str(&cam.device_id);
-        let _ = write!(
-            out,
-            "\",\"title\":\"Dwell time: {}\",\"subtitle\":{},",
-            cam.zone.label(),
-            Value::from(format!("{} · {} s", cam.name, dur_sec))
-        );
+        out.push_str("\",\"title\":\"Dwell time: ");
+        out.push_str(cam.zone.label());
+        out.push_str("\",\"subtitle\":\"");
+        out.push_str(&cam.name_json);
+        out.push_str(" · ");
+        out.push_str(num.format(dur_sec));
+        out.push_str(" s\",");
         out.push_str(&site.tags_json);
         out.push_str(",\"createTime\":\"");
         push_time(out, created, e.offset_min);
-        let _ = write!(out, "\",\"details\":{{\"duration_sec\":{dur_sec},");
+        out.push_str("\",\"details\":{\"duration_sec\":");
+        out.push_str(num.format(dur_sec));
+        out.push(',');
         if e.flags & 1 != 0 {
-            let _ = write!(out, "\"confirmed\":{},", e.flags & 2 != 0);
+            out.push_str(if e.flags & 2 != 0 {
+                "\"confirmed\":true,"
+            } else {
+                "\"confirmed\":false,"
+            });
         }
-        let _ = write!(
-            out,
-            "\"origin\":\"ai-dwell-time\",\"localTime\":{},\"generatedByEventStandard\":true,\"marker\":\"{marker}\",\"zone\":\"{}\",\"visitors\":{}}},\"cameras\":[",
-            e.start_ms + e.offset_min as i64 * 60_000,
-            cam.zone.label(),
-            1 + (e.seq % 3),
-        );
+        out.push_str("\"origin\":\"ai-dwell-time\",\"localTime\":");
+        out.push_str(num.format(e.start_ms + e.offset_min as i64 * 60_000));
+        out.push_str(",\"generatedByEventStandard\":true,\"marker\":\"");
+        out.push_str(marker);
+        out.push_str("\",\"zone\":\"");
+        out.push_str(cam.zone.label());
+        out.push_str("\",\"visitors\":");
+        out.push_str(num.format(1 + (e.seq % 3)));
+        out.push_str("},\"cameras\":[");
         out.push_str(&cam.json);
         out.push_str("]}");
     }
 }
 
-/// Appends `ms` as `2026-01-05T09:15:23.123-05:00` in the given UTC offset.
+/// Appends `ms` as `2026-01-05T09:15:23.123-05:00` in the given UTC offset (by hand: three per
+/// event, on every page served).
 pub fn push_time(out: &mut String, ms: i64, offset_min: i16) {
     let local = ms + offset_min as i64 * 60_000;
-    let Some(dt) = DateTime::from_timestamp_millis(local) else {
+    let (days, in_day) = (local.div_euclid(DAY_MS), local.rem_euclid(DAY_MS));
+    let (year, month, day) = civil_from_days(days);
+    if !(0..=9999).contains(&year) {
         out.push_str("1970-01-01T00:00:00.000Z");
         return;
+    }
+    let abs = offset_min.unsigned_abs() as i64;
+    let mut buf = *b"0000-00-00T00:00:00.000+00:00";
+    let mut put = |at: usize, width: usize, mut v: i64| {
+        for slot in buf[at..at + width].iter_mut().rev() {
+            *slot = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
     };
-    let _ = write!(
-        out,
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}",
-        dt.year(),
-        dt.month(),
-        dt.day(),
-        dt.hour(),
-        dt.minute(),
-        dt.second(),
-        local.rem_euclid(1000)
-    );
-    let sign = if offset_min < 0 { '-' } else { '+' };
-    let abs = offset_min.unsigned_abs();
-    let _ = write!(out, "{sign}{:02}:{:02}", abs / 60, abs % 60);
+    put(0, 4, year);
+    put(5, 2, month);
+    put(8, 2, day);
+    put(11, 2, in_day / 3_600_000);
+    put(14, 2, in_day / 60_000 % 60);
+    put(17, 2, in_day / 1000 % 60);
+    put(20, 3, in_day % 1000);
+    put(24, 2, abs / 60);
+    put(27, 2, abs % 60);
+    if offset_min < 0 {
+        buf[23] = b'-';
+    }
+    // Digits and separators only: always ASCII.
+    out.extend(buf.iter().map(|&b| b as char));
+}
+
+/// (year, month, day) of a count of days since 1970-01-01 (proleptic Gregorian; H. Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
 }
 
 #[cfg(test)]
@@ -815,6 +862,22 @@ mod tests {
             50
         );
         assert!(d.events.windows(2).all(|w| w[0].start_ms <= w[1].start_ms));
+    }
+
+    #[test]
+    fn time_formatting_agrees_with_chrono() {
+        let mut s = String::new();
+        let mut ms = -62_135_596_800_000i64; // 0001-01-01
+        while ms < 253_402_300_799_000 {
+            for offset in [-720i16, -210, 0, 345, 840] {
+                s.clear();
+                push_time(&mut s, ms, offset);
+                let parsed = DateTime::parse_from_rfc3339(&s).expect("rfc3339");
+                assert_eq!(parsed.timestamp_millis(), ms, "{s}");
+                assert_eq!(parsed.offset().local_minus_utc(), offset as i32 * 60, "{s}");
+            }
+            ms += 7_777_777_777;
+        }
     }
 
     #[test]
