@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
@@ -22,7 +23,7 @@ use tokio::task::JoinSet;
 
 use super::error::{Error, Result};
 use super::http::Call;
-use super::lists::{parse_page, OFFSET_CEILING, PAGE};
+use super::lists::{page_error, OFFSET_CEILING, PAGE};
 use super::Client;
 
 /// The last offset the service accepts, rounded to a page.
@@ -39,8 +40,17 @@ pub struct Event {
     pub start_ms: i64,
     /// Event id.
     pub id: String,
-    /// The event as the service sent it.
-    pub raw: Box<RawValue>,
+    /// The event's JSON text as the service sent it: a view into its page's body (shared, not
+    /// copied), always valid UTF-8.
+    raw: Bytes,
+}
+
+impl Event {
+    /// The event's JSON text, as the service sent it.
+    pub fn text(&self) -> &str {
+        // `raw` was cut from a `&str` at character boundaries, so this never fails.
+        std::str::from_utf8(&self.raw).unwrap_or_default()
+    }
 }
 
 /// What to fetch.
@@ -186,12 +196,15 @@ fn parse_time_fast(b: &[u8]) -> Option<i64> {
     Some((local - offset_min * 60) * 1000 + ms)
 }
 
-/// Splits a page of events into keyed events.
-pub fn parse_events(url: &url::Url, body: &[u8]) -> Result<Vec<Event>> {
-    let raws = parse_page(url, body)?;
+/// Splits a page of events into keyed events, each a view into `body`.
+pub fn parse_events(url: &url::Url, body: &Bytes) -> Result<Vec<Event>> {
+    let raws: Vec<&RawValue> =
+        serde_json::from_slice(body).map_err(|e| page_error(url, body, e))?;
+    let base = body.as_ptr() as usize;
     let mut out = Vec::with_capacity(raws.len());
     for raw in raws {
-        let key: Key = serde_json::from_str(raw.get()).map_err(|e| Error::Decode {
+        let text = raw.get();
+        let key: Key = serde_json::from_str(text).map_err(|e| Error::Decode {
             url: url.path().to_string(),
             detail: format!("an event has no string `id` and `startTime` ({e})"),
         })?;
@@ -203,7 +216,13 @@ pub fn parse_events(url: &url::Url, body: &[u8]) -> Result<Vec<Event>> {
             ),
         })?;
         let id = key.id.into_owned();
-        out.push(Event { start_ms, id, raw });
+        // A borrowed RawValue is a slice of `body`: its place there is its address's distance.
+        let at = (text.as_ptr() as usize).saturating_sub(base);
+        out.push(Event {
+            start_ms,
+            id,
+            raw: body.slice(at..at + text.len()),
+        });
     }
     Ok(out)
 }
@@ -615,14 +634,19 @@ impl Planner {
                 break;
             };
             let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
-            let mut seen = HashSet::new();
             let mut events: Vec<Event> = w
                 .pages
                 .into_values()
                 .flatten()
                 .filter(|e| e.start_ms >= lo && e.start_ms < hi)
-                .filter(|e| seen.insert(e.id.clone()))
                 .collect();
+            // An event seen on two pages (the service's order shifted between them) is kept
+            // once, as first seen.
+            let mut seen = HashSet::with_capacity(events.len());
+            let first: Vec<bool> = events.iter().map(|e| seen.insert(e.id.as_str())).collect();
+            drop(seen);
+            let mut first = first.into_iter();
+            events.retain(|_| first.next().unwrap_or(true));
             events.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
             self.frontier = w.we;
             self.progress.events += events.len() as u64;
@@ -811,7 +835,7 @@ pub async fn stream_batches(
     let _producer = AbortOnDrop(tokio::spawn(stream(client, query, etx, sink)));
     let layout = super::arrow::Layout::events();
     while let Some(window) = erx.recv().await {
-        let batch = window.and_then(|events| layout.batch(events.iter().map(|e| e.raw.get())));
+        let batch = window.and_then(|events| layout.batch(events.iter().map(Event::text)));
         let failed = batch.is_err();
         if tx.send(batch).await.is_err() || failed {
             break;
@@ -855,6 +879,27 @@ mod tests {
             Some(1_767_622_523_123)
         );
         assert_eq!(parse_time("garbage"), None);
+    }
+
+    #[test]
+    fn events_are_views_of_their_page() {
+        let url = url::Url::parse("http://127.0.0.1/v2/events").expect("url");
+        let body = Bytes::from(
+            " [ {\"id\":\"a\\\"b\",\"startTime\":\"2026-01-05T09:15:23.123-05:00\",\"t\":\"é · ✓\"} ,\n{\"startTime\":\"1970-01-01T00:00:00Z\",\"id\":\"c\"}]",
+        );
+        let events = parse_events(&url, &body).expect("a page");
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].id, "a\"b");
+        assert_eq!(events[0].start_ms, 1_767_622_523_123);
+        assert_eq!(
+            events[0].text(),
+            "{\"id\":\"a\\\"b\",\"startTime\":\"2026-01-05T09:15:23.123-05:00\",\"t\":\"é · ✓\"}"
+        );
+        assert_eq!(
+            events[1].text(),
+            "{\"startTime\":\"1970-01-01T00:00:00Z\",\"id\":\"c\"}"
+        );
+        assert!(parse_events(&url, &Bytes::from_static(b"{}")).is_err());
     }
 
     #[test]

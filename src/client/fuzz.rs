@@ -146,7 +146,7 @@ proptest! {
     #[test]
     fn pages_of_any_bytes_never_panic(body in prop::collection::vec(any::<u8>(), 0..256)) {
         let _ = parse_page(&url(), &body);
-        let _ = parse_events(&url(), &body);
+        let _ = parse_events(&url(), &bytes::Bytes::from(body));
     }
 
     #[test]
@@ -154,7 +154,14 @@ proptest! {
         let body = value.to_string();
         let page = parse_page(&url(), body.as_bytes());
         prop_assert_eq!(page.is_ok(), value.is_array());
-        let _ = parse_events(&url(), body.as_bytes());
+        if let Ok(events) = parse_events(&url(), &bytes::Bytes::from(body.clone())) {
+            // Each event's text is exactly its record in the page.
+            let records = page.unwrap_or_default();
+            prop_assert_eq!(events.len(), records.len());
+            for (e, r) in events.iter().zip(&records) {
+                prop_assert_eq!(e.text(), r.get());
+            }
+        }
     }
 
     #[test]

@@ -17,18 +17,19 @@ pub type Record = Box<RawValue>;
 
 /// Parses a page: a JSON array of records.
 pub fn parse_page(url: &Url, body: &[u8]) -> Result<Vec<Record>> {
-    serde_json::from_slice::<Vec<Record>>(body).map_err(|e| {
-        let start: String = String::from_utf8_lossy(&body[..body.len().min(80)])
-            .chars()
-            .filter(|c| !c.is_control())
-            .collect();
-        Error::Decode {
-            url: url.path().to_string(),
-            detail: format!(
-                "expected a JSON array of records ({e}); the answer starts with `{start}`"
-            ),
-        }
-    })
+    serde_json::from_slice::<Vec<Record>>(body).map_err(|e| page_error(url, body, e))
+}
+
+/// The error for a page that is not a JSON array of records, quoting its start.
+pub fn page_error(url: &Url, body: &[u8], e: serde_json::Error) -> Error {
+    let start: String = String::from_utf8_lossy(&body[..body.len().min(80)])
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    Error::Decode {
+        url: url.path().to_string(),
+        detail: format!("expected a JSON array of records ({e}); the answer starts with `{start}`"),
+    }
 }
 
 /// Every record of `path` with `params`, page after page.

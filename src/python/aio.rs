@@ -124,7 +124,7 @@ impl<'py> IntoPyObject<'py> for Window {
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match self.0 {
-            Some(events) => Ok(to_list(py, events.iter().map(|e| e.raw.get()))?.into_any()),
+            Some(events) => Ok(to_list(py, events.iter().map(Event::text))?.into_any()),
             None => Ok(py.None().into_bound(py)),
         }
     }

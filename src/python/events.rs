@@ -113,9 +113,7 @@ impl EventStream {
             log::flush(py);
             self.cell.report(py, self.progress.as_ref())?;
             match step {
-                Ok(Some(Ok(batch))) => {
-                    return to_list(py, batch.iter().map(|e| e.raw.get())).map(Some)
-                }
+                Ok(Some(Ok(batch))) => return to_list(py, batch.iter().map(Event::text)).map(Some),
                 Ok(Some(Err(e))) => return Err(errors::to_py(e)),
                 Ok(None) => return Ok(None),
                 Err(_) => {
