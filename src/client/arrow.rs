@@ -376,6 +376,25 @@ struct DetailsRow<'a> {
     marker: Option<std::borrow::Cow<'a, str>>,
 }
 
+/// A page of events (the body of `GET /v2/events`) in one pass: its record batch and each
+/// event's (startTime in epoch ms, id). None when any value is off or a key is missing (the
+/// careful path then says which).
+pub(crate) fn event_page(body: &[u8]) -> Option<(RecordBatch, Vec<(i64, String)>)> {
+    static SCHEMA: std::sync::OnceLock<SchemaRef> = std::sync::OnceLock::new();
+    let schema = SCHEMA.get_or_init(|| Layout::events().schema());
+    let rows: Vec<EventRow> = serde_json::from_slice(body).ok()?;
+    let keys = rows
+        .iter()
+        .map(|r| {
+            Some((
+                parse_time(r.startTime.as_deref()?)?,
+                r.id.as_deref()?.to_string(),
+            ))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((rows_batch(schema, &rows)?, keys))
+}
+
 /// Events whose values all have the expected types, built without a JSON tree; None when any
 /// value is off (the checked path then says which).
 pub(crate) fn events_fast<'a>(
@@ -385,6 +404,11 @@ pub(crate) fn events_fast<'a>(
     let rows: Vec<EventRow> = records
         .map(|t| serde_json::from_str(t).ok())
         .collect::<Option<_>>()?;
+    rows_batch(schema, &rows)
+}
+
+/// The record batch of typed rows, in order.
+fn rows_batch<'a>(schema: &SchemaRef, rows: &[EventRow<'a>]) -> Option<RecordBatch> {
     let details: Vec<Option<DetailsRow>> = rows
         .iter()
         .map(|r| match r.details {
@@ -394,15 +418,16 @@ pub(crate) fn events_fast<'a>(
         .collect::<Option<_>>()?;
     let n = rows.len();
     let text = |f: &dyn for<'r> Fn(&'r EventRow<'a>) -> Option<&'r str>| -> ArrayRef {
-        let mut b = StringBuilder::with_capacity(n, n * 24);
-        for r in &rows {
+        let bytes = rows.iter().map(|r| f(r).map_or(0, str::len)).sum();
+        let mut b = StringBuilder::with_capacity(n, bytes);
+        for r in rows {
             b.append_option(f(r));
         }
         Arc::new(b.finish())
     };
     let time = |f: &dyn for<'r> Fn(&'r EventRow<'a>) -> Option<&'r str>| -> Option<ArrayRef> {
         let mut v = Vec::with_capacity(n);
-        for r in &rows {
+        for r in rows {
             v.push(match f(r) {
                 None => None,
                 Some(s) => Some(parse_time(s)?),
@@ -419,7 +444,7 @@ pub(crate) fn events_fast<'a>(
     let (mut cam_ids, mut cam_names) = (StringBuilder::new(), StringBuilder::new());
     let mut cam_item_valid = Vec::new();
     let mut cam_valid = Vec::with_capacity(n);
-    for r in &rows {
+    for r in rows {
         tag_valid.push(r.locationTags.is_some());
         for t in r.locationTags.iter().flatten() {
             tags.append_option(t.as_deref());

@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
 
+use arrow_array::RecordBatch;
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -41,8 +42,54 @@ pub struct Event {
     /// Event id.
     pub id: String,
     /// The event's JSON text as the service sent it: a view into its page's body (shared, not
-    /// copied), always valid UTF-8.
+    /// copied), always valid UTF-8. Empty when the fetch keeps Arrow rows instead.
     raw: Bytes,
+    /// Where its Arrow row is: index of its page's batch in the window, and row in it.
+    page: u32,
+    row: u32,
+}
+
+/// What a fetch keeps of each event besides its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Its JSON text (for dicts).
+    Text,
+    /// A row of its page's Arrow record batch, built from the body in one pass.
+    Arrow,
+}
+
+/// The events of one page, and their Arrow rows when the fetch keeps them.
+#[derive(Debug)]
+pub struct Page {
+    events: Vec<Event>,
+    batch: Option<RecordBatch>,
+}
+
+/// A completed window: its events sorted by (startTime, id), and the record batches of its
+/// pages their Arrow rows are in (none when the fetch keeps text).
+#[derive(Debug, Default)]
+pub struct Completed {
+    /// The window's events, in order.
+    pub events: Vec<Event>,
+    batches: Vec<RecordBatch>,
+}
+
+impl Completed {
+    /// The window's events as one record batch, in order (a fetch that keeps Arrow rows).
+    pub fn record_batch(&self) -> Result<RecordBatch> {
+        let schema = super::arrow::Layout::events().schema();
+        if self.events.is_empty() {
+            return Ok(RecordBatch::new_empty(schema));
+        }
+        let batches: Vec<&RecordBatch> = self.batches.iter().collect();
+        let rows: Vec<(usize, usize)> = self
+            .events
+            .iter()
+            .map(|e| (e.page as usize, e.row as usize))
+            .collect();
+        arrow_select::interleave::interleave_record_batch(&batches, &rows)
+            .map_err(|e| Error::Data(format!("cannot assemble a window of events: {e}")))
+    }
 }
 
 impl Event {
@@ -222,6 +269,8 @@ pub fn parse_events(url: &url::Url, body: &Bytes) -> Result<Vec<Event>> {
             start_ms,
             id,
             raw: body.slice(at..at + text.len()),
+            page: 0,
+            row: u32::try_from(out.len()).unwrap_or(u32::MAX),
         });
     }
     Ok(out)
@@ -286,7 +335,7 @@ struct Window {
     qs: i64,
     qe: i64,
     mode: Mode,
-    pages: BTreeMap<usize, Vec<Event>>,
+    pages: BTreeMap<usize, Page>,
     launched: HashSet<usize>,
     in_flight: usize,
     done: bool,
@@ -314,7 +363,8 @@ struct Planner {
     query: Query,
     windows: BTreeMap<i64, Window>,
     queue: VecDeque<(u64, Kind)>,
-    tasks: JoinSet<(u64, Kind, Result<Vec<Event>>)>,
+    tasks: JoinSet<(u64, Kind, Result<Page>)>,
+    keep: Keep,
     in_flight_max: usize,
     next_id: u64,
     frontier: i64,
@@ -377,8 +427,10 @@ impl Planner {
             };
             let client = self.client.clone();
             let report = self.query.report_id.clone();
+            let keep = self.keep;
             self.tasks.spawn(async move {
-                let result = fetch_page(&client, qs - 1, qe + 1, report.as_deref(), offset).await;
+                let result =
+                    fetch_page(&client, qs - 1, qe + 1, report.as_deref(), offset, keep).await;
                 (id, kind, result)
             });
         }
@@ -412,7 +464,7 @@ impl Planner {
         }
     }
 
-    fn on_result(&mut self, id: u64, kind: Kind, events: Vec<Event>) -> Result<()> {
+    fn on_result(&mut self, id: u64, kind: Kind, page: Page) -> Result<()> {
         self.progress.requests += 1;
         let Some(w) = self.window_mut(id) else {
             return Ok(());
@@ -422,9 +474,9 @@ impl Planner {
             Kind::Probe => CEILING_PAGE,
             Kind::Page(o) => o,
         };
-        let len = events.len();
+        let len = page.events.len();
         w.launched.insert(offset);
-        w.pages.insert(offset, events);
+        w.pages.insert(offset, page);
         match (&w.mode, kind) {
             (Mode::Opening, Kind::Page(0)) if len < PAGE => w.mode = Mode::Known { end: PAGE },
             (Mode::Opening, Kind::Page(0)) => {
@@ -475,7 +527,7 @@ impl Planner {
             let end = w
                 .pages
                 .iter()
-                .find(|(o, p)| **o < CEILING_PAGE && p.len() < PAGE)
+                .find(|(o, p)| **o < CEILING_PAGE && p.events.len() < PAGE)
                 .map(|(o, _)| o + PAGE);
             w.mode = Mode::Paging { end };
             self.enqueue_pages(id, (1..=pages).map(|p| p * PAGE));
@@ -494,7 +546,7 @@ impl Planner {
         let times: Vec<i64> = w
             .pages
             .get(&CEILING_PAGE)
-            .map(|p| p.iter().map(|e| e.start_ms).collect())
+            .map(|p| p.events.iter().map(|e| e.start_ms).collect())
             .unwrap_or_default();
         let order = order_of(times.iter().copied());
         match order {
@@ -593,11 +645,15 @@ impl Planner {
             return Ok(());
         }
         if let Mode::Full { order } = w.mode {
-            let seen = order_of(w.pages.values().flat_map(|p| p.iter().map(|e| e.start_ms)));
+            let seen = order_of(
+                w.pages
+                    .values()
+                    .flat_map(|p| p.events.iter().map(|e| e.start_ms)),
+            );
             let times: Vec<i64> = w
                 .pages
                 .values()
-                .flat_map(|p| p.iter().map(|e| e.start_ms))
+                .flat_map(|p| p.events.iter().map(|e| e.start_ms))
                 .collect();
             match (order, seen) {
                 (Order::Asc, Order::Asc) | (Order::Desc, Order::Desc) => {}
@@ -624,7 +680,7 @@ impl Planner {
     }
 
     /// Emits the completed windows at the frontier, in time order.
-    fn drain_ready(&mut self) -> Vec<Vec<Event>> {
+    fn drain_ready(&mut self) -> Vec<Completed> {
         let mut out = Vec::new();
         while let Some(w) = self.windows.get(&self.frontier) {
             if !w.done {
@@ -634,12 +690,18 @@ impl Planner {
                 break;
             };
             let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
-            let mut events: Vec<Event> = w
-                .pages
-                .into_values()
-                .flatten()
-                .filter(|e| e.start_ms >= lo && e.start_ms < hi)
-                .collect();
+            let mut events: Vec<Event> = Vec::new();
+            let mut batches = Vec::new();
+            for page in w.pages.into_values() {
+                let at = u32::try_from(batches.len()).unwrap_or(u32::MAX);
+                batches.extend(page.batch);
+                events.extend(
+                    page.events
+                        .into_iter()
+                        .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+                        .map(|e| Event { page: at, ..e }),
+                );
+            }
             // An event seen on two pages (the service's order shifted between them) is kept
             // once, as first seen.
             let mut seen = HashSet::with_capacity(events.len());
@@ -651,7 +713,7 @@ impl Planner {
             self.frontier = w.we;
             self.progress.events += events.len() as u64;
             self.progress.done_ms = self.frontier - self.query.start_ms;
-            out.push(events);
+            out.push(Completed { events, batches });
         }
         out
     }
@@ -663,7 +725,8 @@ async fn fetch_page(
     qe: i64,
     report: Option<&str>,
     offset: usize,
-) -> Result<Vec<Event>> {
+    keep: Keep,
+) -> Result<Page> {
     let mut url = client.config().url("/v2/events");
     {
         let mut q = url.query_pairs_mut();
@@ -680,7 +743,37 @@ async fn fetch_page(
         .http()
         .send(&Call::get(url.clone(), "GET /v2/events"))
         .await?;
-    parse_events(&url, &body)
+    if keep == Keep::Arrow {
+        // One pass over the body into typed rows; a page it cannot take (a value of the wrong
+        // type, a missing key) goes the careful way, which says what is wrong.
+        if let Some((batch, keys)) = super::arrow::event_page(&body) {
+            let events = keys
+                .into_iter()
+                .enumerate()
+                .map(|(row, (start_ms, id))| Event {
+                    start_ms,
+                    id,
+                    raw: Bytes::new(),
+                    page: 0,
+                    row: u32::try_from(row).unwrap_or(u32::MAX),
+                })
+                .collect();
+            return Ok(Page {
+                events,
+                batch: Some(batch),
+            });
+        }
+        let events = parse_events(&url, &body)?;
+        let batch = super::arrow::Layout::events().batch(events.iter().map(Event::text))?;
+        return Ok(Page {
+            events,
+            batch: Some(batch),
+        });
+    }
+    Ok(Page {
+        events: parse_events(&url, &body)?,
+        batch: None,
+    })
 }
 
 /// Checks a query before anything is sent.
@@ -703,7 +796,8 @@ pub fn check(query: &Query) -> Result<()> {
 pub async fn stream(
     client: Client,
     query: Query,
-    tx: mpsc::Sender<Result<Vec<Event>>>,
+    keep: Keep,
+    tx: mpsc::Sender<Result<Completed>>,
     sink: Option<ProgressSink>,
 ) {
     if let Err(e) = check(&query) {
@@ -729,6 +823,7 @@ pub async fn stream(
         tasks: JoinSet::new(),
         in_flight_max,
         next_id: 0,
+        keep,
         sink,
         density: None,
     };
@@ -779,8 +874,8 @@ pub async fn stream(
         }
         let ready = p.drain_ready();
         let emitted = !ready.is_empty();
-        for events in ready {
-            if tx.send(Ok(events)).await.is_err() {
+        for window in ready {
+            if tx.send(Ok(window)).await.is_err() {
                 return;
             }
         }
@@ -815,16 +910,16 @@ pub async fn fetch_all(
     sink: Option<ProgressSink>,
 ) -> Result<Vec<Event>> {
     let (tx, mut rx) = mpsc::channel(64);
-    let _producer = AbortOnDrop(tokio::spawn(stream(client, query, tx, sink)));
+    let _producer = AbortOnDrop(tokio::spawn(stream(client, query, Keep::Text, tx, sink)));
     let mut all = Vec::new();
-    while let Some(batch) = rx.recv().await {
-        all.extend(batch?);
+    while let Some(window) = rx.recv().await {
+        all.extend(window?.events);
     }
     Ok(all)
 }
 
-/// As `stream`, but each completed window is converted to an Arrow record batch (on the
-/// runtime, while the next windows are fetched).
+/// As `stream`, but each completed window is sent as one Arrow record batch: each page is
+/// parsed into rows as it arrives, and a window's rows are put in order when it completes.
 pub async fn stream_batches(
     client: Client,
     query: Query,
@@ -832,10 +927,9 @@ pub async fn stream_batches(
     sink: Option<ProgressSink>,
 ) {
     let (etx, mut erx) = mpsc::channel(2);
-    let _producer = AbortOnDrop(tokio::spawn(stream(client, query, etx, sink)));
-    let layout = super::arrow::Layout::events();
+    let _producer = AbortOnDrop(tokio::spawn(stream(client, query, Keep::Arrow, etx, sink)));
     while let Some(window) = erx.recv().await {
-        let batch = window.and_then(|events| layout.batch(events.iter().map(Event::text)));
+        let batch = window.and_then(|w| w.record_batch());
         let failed = batch.is_err();
         if tx.send(batch).await.is_err() || failed {
             break;

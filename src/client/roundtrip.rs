@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use super::events::{fetch_all, Query};
+use arrow_select::concat::concat_batches;
+
+use super::arrow::Layout;
+use super::events::{fetch_all, fetch_batches, Event, Query};
 use super::{Client, Config, Limits, Secret, Settings};
 use crate::emulator::{spawn, Bounds, DataConfig, Faults, Handle, Order, State};
 
@@ -59,12 +62,20 @@ async fn check_exact(h: &Handle, q: Query) -> usize {
     let want = h.state.data().truth(q.start_ms, q.end_ms, None);
     assert_eq!(ids.len(), want.len(), "count");
     assert_eq!(ids, want, "ids in (startTime, id) order");
-    client
+    let requests = client
         .stats()
         .requests
         .get("GET /v2/events")
         .copied()
-        .unwrap_or(0) as usize
+        .unwrap_or(0) as usize;
+    // The Arrow fetch (each page parsed into rows as it arrives, windows put in order) holds
+    // exactly the table built from the texts of the same events.
+    let batches = fetch_batches(client, q, None).await.expect("arrow fetch");
+    let layout = Layout::events();
+    let table = concat_batches(&layout.schema(), &batches).expect("concat");
+    let expected = layout.batch(got.iter().map(Event::text)).expect("table of texts");
+    assert_eq!(table, expected, "Arrow fetch");
+    requests
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,7 @@ use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
 use super::convert::to_list;
 use super::{errors, log, runtime};
-use crate::client::events::{self, Event, Progress, ProgressSink, Query};
+use crate::client::events::{self, Event, Keep, Progress, ProgressSink, Query};
 use crate::client::Result;
 use pyo3::types::PyList;
 
@@ -46,7 +46,7 @@ impl ProgressCell {
 
 /// The receiving end of a fetch, and what is left of the window being handed out in chunks.
 struct Receiving {
-    rx: mpsc::Receiver<Result<Vec<Event>>>,
+    rx: mpsc::Receiver<Result<events::Completed>>,
     rest: std::collections::VecDeque<Event>,
 }
 
@@ -71,7 +71,7 @@ impl EventStream {
         let (tx, rx) = mpsc::channel(buffer.max(1));
         let cell = ProgressCell::default();
         let sink = progress.as_ref().map(|_| cell.sink());
-        let task = rt.spawn(events::stream(client, query, tx, sink));
+        let task = rt.spawn(events::stream(client, query, Keep::Text, tx, sink));
         Ok(EventStream {
             rx: Arc::new(AsyncMutex::new(Receiving {
                 rx,
@@ -107,7 +107,9 @@ impl EventStream {
                     if !r.rest.is_empty() {
                         return Ok(Some(Ok(r.rest.drain(..).collect())));
                     }
-                    tokio::time::timeout(Duration::from_millis(50), r.rx.recv()).await
+                    tokio::time::timeout(Duration::from_millis(50), r.rx.recv())
+                        .await
+                        .map(|got| got.map(|window| window.map(|w| w.events)))
                 })
             });
             log::flush(py);
@@ -137,7 +139,7 @@ impl EventStream {
             let mut r = rx.lock().await;
             if r.rest.is_empty() {
                 match r.rx.recv().await {
-                    Some(window) => r.rest = window?.into(),
+                    Some(window) => r.rest = window?.events.into(),
                     None => return Ok(super::aio::Window(None)),
                 }
             }
