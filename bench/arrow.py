@@ -77,15 +77,20 @@ def scenario_frame(size: tuple, repeats: int) -> list:
             best_pa = min(best_pa, s)
             del table
         token = client.access_token()
-        events, fetch_s = timed(
-            lambda: baselines.fetch_events_aiohttp(
-                emu.url, emu.api_key, token, emu.start, emu.end, concurrency=CONCURRENCY
+        fetch_s = norm_s = float("inf")
+        for _ in range(repeats):  # (b) gets the best of as many repeats as ours
+            events, s = timed(
+                lambda: baselines.fetch_events_aiohttp(
+                    emu.url, emu.api_key, token, emu.start, emu.end, concurrency=CONCURRENCY
+                )
             )
-        )
-        assert [e["id"] for e in events] == truth, "baseline (b) is not exact"
-        frame, norm_s = timed(lambda: normalized(events))
-        del frame
-        events.clear()
+            assert [e["id"] for e in events] == truth, "baseline (b) is not exact"
+            fetch_s = min(fetch_s, s)
+            t0 = time.perf_counter()
+            frame = normalized(events)
+            norm_s = min(norm_s, time.perf_counter() - t0)
+            del frame
+            events.clear()
         base = fetch_s + norm_s
         print(
             f"  ours pandas {best_pd:.2f} s, ours arrow {best_pa:.2f} s, (b) fetch {fetch_s:.2f} s"
@@ -158,9 +163,10 @@ def scenario_parquet(size: tuple) -> list:
 
 
 NOTES = (
-    "- **frame**: latency 0, unlimited, 16 requests in flight for ours and (b); ours is the best "
-    "of the repeats, tokens fetched before timing. (b) is `bench/baselines.py`'s exact "
-    "aiohttp + orjson fetch (lists of dicts), then `pandas.json_normalize` and "
+    "- **frame**: latency 0, unlimited, 16 requests in flight for ours and (b); each is the best "
+    "of two repeats (fetch and normalize separately for (b)), tokens fetched before timing. "
+    "(b) is `bench/baselines.py`'s exact aiohttp + orjson fetch (lists of dicts), then "
+    "`pandas.json_normalize` and "
     "`pd.to_datetime(..., utc=True, format='ISO8601').astype('datetime64[ms, UTC]')` of the three "
     "time columns, the typing ours has. Every output is checked against `emu.truth`.\n"
     "- **parquet**: a fresh process (`subprocess`) runs its own emulator (its data, about 70 MB "
