@@ -73,7 +73,9 @@ async fn check_exact(h: &Handle, q: Query) -> usize {
     let batches = fetch_batches(client, q, None).await.expect("arrow fetch");
     let layout = Layout::events();
     let table = concat_batches(&layout.schema(), &batches).expect("concat");
-    let expected = layout.batch(got.iter().map(Event::text)).expect("table of texts");
+    let expected = layout
+        .batch(got.iter().map(Event::text))
+        .expect("table of texts");
     assert_eq!(table, expected, "Arrow fetch");
     requests
 }
