@@ -615,7 +615,7 @@ fn check_time(value: &Value, prefix: Prefix, name: &str, out: &mut Vec<Problem>)
     }
 }
 
-enum IsoError {
+pub(crate) enum IsoError {
     /// A well-formed date and time with no zone: ambiguous, so rejected with a hint.
     MissingZone,
     Invalid,
@@ -623,7 +623,7 @@ enum IsoError {
 
 /// Parses `YYYY-MM-DDTHH:MM:SS[.fff...](Z|±HH:MM|±HHMM)` into epoch milliseconds, by hand
 /// because it runs on every record and must accept the colon-less offsets senders use.
-fn parse_iso(b: &[u8]) -> Result<i64, IsoError> {
+pub(crate) fn parse_iso(b: &[u8]) -> Result<i64, IsoError> {
     use IsoError::{Invalid, MissingZone};
     let digits = |from: usize, len: usize| -> Result<i64, IsoError> {
         let part = b.get(from..from + len).ok_or(Invalid)?;
