@@ -116,15 +116,17 @@ def _emulator(args: argparse.Namespace) -> int:
         events_per_day=args.events_per_day,
         port=args.port,
     )
-    print(f"surveillance emulator {__version__}: serving until Ctrl-C")
-    print(f"SURVEILLANCE_BASE_URL={emu.url}")
-    print(f"SURVEILLANCE_EU_BASE_URL={emu.eu_url}")
-    print(f"SURVEILLANCE_API_KEY={emu.api_key}")
-    print(f"SURVEILLANCE_CLIENT_ID={emu.client_id}")
-    print(f"SURVEILLANCE_CLIENT_SECRET={emu.client_secret}")
-    print(f"SURVEILLANCE_AUDIENCE={emu.audience}")
-    print(f"events from {emu.start.isoformat()} to {emu.end.isoformat()}", flush=True)
+    # Ctrl-C at any point from here on (even while the variables are printed) stops the
+    # emulator cleanly: it is how this command is meant to end.
     try:
+        print(f"surveillance emulator {__version__}: serving until Ctrl-C")
+        print(f"SURVEILLANCE_BASE_URL={emu.url}")
+        print(f"SURVEILLANCE_EU_BASE_URL={emu.eu_url}")
+        print(f"SURVEILLANCE_API_KEY={emu.api_key}")
+        print(f"SURVEILLANCE_CLIENT_ID={emu.client_id}")
+        print(f"SURVEILLANCE_CLIENT_SECRET={emu.client_secret}")
+        print(f"SURVEILLANCE_AUDIENCE={emu.audience}")
+        print(f"events from {emu.start.isoformat()} to {emu.end.isoformat()}", flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
