@@ -317,7 +317,7 @@ impl Http {
                         });
                     }
                     if status == StatusCode::TOO_MANY_REQUESTS {
-                        self.stats.rate_limited();
+                        self.stats.rate_limited(None);
                     }
                     (
                         Error::Auth {
@@ -339,7 +339,7 @@ impl Http {
                 return Err(err.0);
             }
             attempt += 1;
-            self.stats.retry();
+            self.stats.retry(None);
             let wait = backoff(attempt, err.1);
             self.log(Level::Debug, || {
                 format!(
@@ -517,10 +517,7 @@ impl Http {
                         ),
                     };
                     if code == 429 {
-                        self.stats.rate_limited();
-                        if let Some(t) = &call.tally {
-                            t.rate_limited.fetch_add(1, Ordering::Relaxed);
-                        }
+                        self.stats.rate_limited(call.tally.as_deref());
                         let ra = parse_retry_after(&headers);
                         gate.on_rate_limited(ra);
                         (err, ra)
@@ -547,10 +544,7 @@ impl Http {
                 return Err(err);
             }
             attempt += 1;
-            self.stats.retry();
-            if let Some(t) = &call.tally {
-                t.retries.fetch_add(1, Ordering::Relaxed);
-            }
+            self.stats.retry(call.tally.as_deref());
             let wait = backoff(attempt, retry_after);
             self.log(Level::Debug, || {
                 format!(

@@ -50,14 +50,20 @@ impl Stats {
         }
     }
 
-    /// Counts a retry.
-    pub fn retry(&self) {
+    /// Counts a retry, in the totals and in the tally of the operation it belongs to.
+    pub fn retry(&self, tally: Option<&Tally>) {
         self.retries.fetch_add(1, Ordering::Relaxed);
+        if let Some(t) = tally {
+            t.retries.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
-    /// Counts a 429.
-    pub fn rate_limited(&self) {
+    /// Counts a 429, in the totals and in the tally of the operation it belongs to.
+    pub fn rate_limited(&self, tally: Option<&Tally>) {
         self.rate_limited.fetch_add(1, Ordering::Relaxed);
+        if let Some(t) = tally {
+            t.rate_limited.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Counts a token fetched.
