@@ -380,8 +380,6 @@ struct DetailsRow<'a> {
 /// event's (startTime in epoch ms, id). None when any value is off or a key is missing (the
 /// careful path then says which).
 pub(crate) fn event_page(body: &[u8]) -> Option<(RecordBatch, Vec<(i64, String)>)> {
-    static SCHEMA: std::sync::OnceLock<SchemaRef> = std::sync::OnceLock::new();
-    let schema = SCHEMA.get_or_init(|| Layout::events().schema());
     let rows: Vec<EventRow> = serde_json::from_slice(body).ok()?;
     let keys = rows
         .iter()
@@ -392,7 +390,13 @@ pub(crate) fn event_page(body: &[u8]) -> Option<(RecordBatch, Vec<(i64, String)>
             ))
         })
         .collect::<Option<Vec<_>>>()?;
-    Some((rows_batch(schema, &rows)?, keys))
+    Some((rows_batch(&events_schema(), &rows)?, keys))
+}
+
+/// The events schema (`Layout::events().schema()`), built once: it is needed for every page.
+pub(crate) fn events_schema() -> SchemaRef {
+    static SCHEMA: std::sync::OnceLock<SchemaRef> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(|| Layout::events().schema()).clone()
 }
 
 /// Events whose values all have the expected types, built without a JSON tree; None when any

@@ -77,9 +77,8 @@ pub struct Completed {
 impl Completed {
     /// The window's events as one record batch, in order (a fetch that keeps Arrow rows).
     pub fn record_batch(&self) -> Result<RecordBatch> {
-        let schema = super::arrow::Layout::events().schema();
         if self.events.is_empty() {
-            return Ok(RecordBatch::new_empty(schema));
+            return Ok(RecordBatch::new_empty(super::arrow::events_schema()));
         }
         let batches: Vec<&RecordBatch> = self.batches.iter().collect();
         let rows: Vec<(usize, usize)> = self
@@ -656,10 +655,16 @@ async fn fetch_page(
         .http()
         .send(&Call::get(url.clone(), "GET /v2/events"))
         .await?;
-    if keep == Keep::Arrow {
-        // One pass over the body into typed rows; a page it cannot take (a value of the wrong
-        // type, a missing key) goes the careful way, which says what is wrong.
-        if let Some((batch, keys)) = super::arrow::event_page(&body) {
+    if keep == Keep::Text {
+        return Ok(Page {
+            events: parse_events(&url, &body)?,
+            batch: None,
+        });
+    }
+    // One pass over the body into typed rows; a page it cannot take (a value of the wrong type,
+    // a missing key) goes the careful way, which says what is wrong.
+    let (events, batch) = match super::arrow::event_page(&body) {
+        Some((batch, keys)) => {
             let events = keys
                 .into_iter()
                 .enumerate()
@@ -671,21 +676,18 @@ async fn fetch_page(
                     row: u32::try_from(row).unwrap_or(u32::MAX),
                 })
                 .collect();
-            return Ok(Page {
-                events,
-                batch: Some(batch),
-            });
+            (events, batch)
         }
-        let events = parse_events(&url, &body)?;
-        let batch = super::arrow::Layout::events().batch(events.iter().map(Event::text))?;
-        return Ok(Page {
-            events,
-            batch: Some(batch),
-        });
-    }
+        None => {
+            let events = parse_events(&url, &body)?;
+            let batch =
+                super::arrow::Layout::events().batch_checked(events.iter().map(Event::text))?;
+            (events, batch)
+        }
+    };
     Ok(Page {
-        events: parse_events(&url, &body)?,
-        batch: None,
+        events,
+        batch: Some(batch),
     })
 }
 
