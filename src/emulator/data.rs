@@ -307,10 +307,7 @@ impl Data {
                         site: s as u32,
                         device_id: device_id.clone(),
                         json: json!({"id": cam_id, "name": name}).to_string(),
-                        name_json: Value::from(name.as_str())
-                            .to_string()
-                            .trim_matches('"')
-                            .to_string(),
+                        name_json: json_contents(&name),
                         name,
                         zone,
                     });
@@ -726,6 +723,13 @@ impl Data {
     }
 }
 
+/// `text` as the contents of a JSON string: escaped, without the enclosing quotes (which are
+/// the first and last characters; a quote inside is escaped, so it stays).
+fn json_contents(text: &str) -> String {
+    let quoted = Value::from(text).to_string();
+    quoted[1..quoted.len() - 1].to_string()
+}
+
 /// Appends `ms` as `2026-01-05T09:15:23.123-05:00` in the given UTC offset (by hand: three per
 /// event, on every page served).
 pub fn push_time(out: &mut String, ms: i64, offset_min: i16) {
@@ -862,6 +866,12 @@ mod tests {
             50
         );
         assert!(d.events.windows(2).all(|w| w[0].start_ms <= w[1].start_ms));
+    }
+
+    #[test]
+    fn json_contents_keep_escaped_quotes() {
+        assert_eq!(json_contents("Till \"2\""), "Till \\\"2\\\"");
+        assert_eq!(json_contents("a\\b · c"), "a\\\\b · c");
     }
 
     #[test]
