@@ -64,14 +64,29 @@ def test_garbled_list_pages_are_api_errors(emu, mode):
         quick_client(emu).cameras()
 
 
-def test_a_garbled_page_that_heals_is_not_an_error_for_lists(emu):
-    """A proxy's HTML page with status 200 is not retried: it is a clear error at once, and
-    the next call (the proxy healed) works."""
-    emu.set_hostile("html", path="/v2/sites", count=1)
-    client = quick_client(emu)
-    with pytest.raises(sv.ApiError):
+@pytest.mark.parametrize("mode", ["truncated", "not_array", "html"])
+@pytest.mark.parametrize("path", ["/v2/sites", "/v2/events", "/v2/oauth/token"])
+def test_a_garbled_200_that_heals_is_retried(emu, mode, path):
+    """A proxy's HTML page, a cut body or an object where the list belongs, with status 200,
+    is not the service's answer: it is retried like a 5xx, within ``max_retries``."""
+    emu.set_hostile(mode, path=path, count=2)
+    client = quick_client(emu, max_retries=2)
+    if path == "/v2/events":
+        got = events(client, emu)
+        assert [e["id"] for e in got] == emu.truth(emu.start, emu.start + dt.timedelta(hours=6))
+    else:
+        assert len(client.sites()) == 4
+    assert client.stats()["retries"] >= 2
+
+
+def test_a_garbled_200_that_stays_is_an_api_error_after_the_retries(emu):
+    emu.set_hostile("html", path="/v2/sites")
+    client = quick_client(emu, max_retries=2)
+    with pytest.raises(sv.ApiError, match="the answer starts with `<html>"):
         client.sites()
-    assert len(client.sites()) == 4
+    assert client.stats()["retries"] == 2
+    emu.set_hostile()
+    assert len(client.sites()) == 4  # the client is still usable
 
 
 def test_wrong_field_types_in_typed_output_name_the_field(emu):

@@ -68,6 +68,45 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// The same error with every secret this process knows removed from its texts (servers
+    /// and proxies echo requests, headers included, in their error bodies).
+    #[must_use]
+    pub fn scrubbed(self) -> Error {
+        let s = |t: String| match super::redact::scrub(&t) {
+            std::borrow::Cow::Borrowed(_) => t,
+            std::borrow::Cow::Owned(o) => o,
+        };
+        match self {
+            Error::Config(m) => Error::Config(s(m)),
+            Error::Argument(m) => Error::Argument(s(m)),
+            Error::Auth { message, status } => Error::Auth {
+                message: s(message),
+                status,
+            },
+            Error::Status {
+                status,
+                body,
+                url,
+                message,
+            } => Error::Status {
+                status,
+                body: s(body),
+                url: s(url),
+                message: s(message),
+            },
+            Error::Transport(m) => Error::Transport(s(m)),
+            Error::Timeout(m) => Error::Timeout(s(m)),
+            Error::Decode { url, detail } => Error::Decode {
+                url: s(url),
+                detail: s(detail),
+            },
+            Error::Io(m) => Error::Io(s(m)),
+            Error::Data(m) => Error::Data(s(m)),
+            Error::Ceiling { path } => Error::Ceiling { path: s(path) },
+            Error::DenseWindow { timestamp } => Error::DenseWindow { timestamp },
+        }
+    }
+
     /// True for errors worth another attempt (the request may succeed if sent again).
     pub fn is_retryable(&self) -> bool {
         match self {

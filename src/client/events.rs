@@ -163,16 +163,21 @@ pub fn parse_events(url: &url::Url, body: &Bytes) -> Result<Vec<Event>> {
     let mut out = Vec::with_capacity(raws.len());
     for raw in raws {
         let text = raw.get();
-        let key: Key = serde_json::from_str(text).map_err(|e| Error::Decode {
-            url: url.path().to_string(),
-            detail: format!("an event has no string `id` and `startTime` ({e})"),
+        // A well-formed page with a bad event is the service's data, not a garbled answer:
+        // `Data` is not retried (a `Decode` error of the page is).
+        let key: Key = serde_json::from_str(text).map_err(|e| {
+            Error::Data(format!(
+                "an event of `{}` has no string `id` and `startTime` ({e})",
+                url.path()
+            ))
         })?;
-        let start_ms = parse_time(&key.start_time).ok_or_else(|| Error::Decode {
-            url: url.path().to_string(),
-            detail: format!(
-                "event `{}` has a `startTime` that is not ISO 8601: `{}`",
-                key.id, key.start_time
-            ),
+        let start_ms = parse_time(&key.start_time).ok_or_else(|| {
+            Error::Data(format!(
+                "event `{}` of `{}` has a `startTime` that is not ISO 8601: `{}`",
+                key.id,
+                url.path(),
+                key.start_time
+            ))
         })?;
         let id = key.id.into_owned();
         // A borrowed RawValue is a slice of `body`: its place there is its address's distance.
@@ -651,13 +656,21 @@ async fn fetch_page(
             q.append_pair("offset", &offset.to_string());
         }
     }
-    let body = client
+    // The page is parsed as it is received, so that an answer that is not a page of events (a
+    // proxy's HTML, a cut body) is retried like a failed request.
+    client
         .http()
-        .send(&Call::get(url.clone(), "GET /v2/events"))
-        .await?;
+        .send_checked(&Call::get(url.clone(), "GET /v2/events"), |body| {
+            parse_page(&url, body, keep)
+        })
+        .await
+}
+
+/// A page's events, and its typed rows unless only the texts are kept.
+fn parse_page(url: &url::Url, body: Bytes, keep: Keep) -> Result<Page> {
     if keep == Keep::Text {
         return Ok(Page {
-            events: parse_events(&url, &body)?,
+            events: parse_events(url, &body)?,
             batch: None,
         });
     }
@@ -679,7 +692,7 @@ async fn fetch_page(
             (events, batch)
         }
         None => {
-            let events = parse_events(&url, &body)?;
+            let events = parse_events(url, &body)?;
             let batch =
                 super::arrow::Layout::events().batch_checked(events.iter().map(Event::text))?;
             (events, batch)

@@ -15,6 +15,7 @@ use url::Url;
 use super::config::{is_loopback, Config, Secret};
 use super::error::{Error, Result};
 use super::limits::Gate;
+use super::redact;
 use super::stats::{Stats, Tally};
 
 /// Severity of a log line.
@@ -158,8 +159,25 @@ fn shown(url: &Url) -> String {
 }
 
 fn truncate(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(2048)]);
-    text.into_owned()
+    // Scrubbed whole before it is cut, so that a cut cannot leave part of a secret behind.
+    let text = String::from_utf8_lossy(body);
+    let text = redact::scrub(&text);
+    let mut end = text.len().min(2048);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+/// The first characters of an answer, for a message that says what came instead of the
+/// expected one (control characters left out, secrets scrubbed).
+pub fn body_start(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(4096)]);
+    redact::scrub(&text)
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(80)
+        .collect()
 }
 
 /// The message of an error body: `message`, `error_description` or `error` of a JSON object.
@@ -210,6 +228,8 @@ impl Http {
         let client = builder.build().map_err(|e| {
             Error::Config(format!("cannot build the HTTP client: {}", describe(&e)))
         })?;
+        redact::register(config.api_key.expose());
+        redact::register(config.client_secret.expose());
         let l = config.limits;
         Ok(Http {
             reads: Gate::new(l.read_per_second, l.read_concurrency),
@@ -226,7 +246,12 @@ impl Http {
 
     fn log(&self, level: Level, msg: impl FnOnce() -> String) {
         if let Some(sink) = &self.log {
-            sink(level, msg());
+            let line = msg();
+            let line = match redact::scrub(&line) {
+                std::borrow::Cow::Borrowed(_) => line,
+                std::borrow::Cow::Owned(scrubbed) => scrubbed,
+            };
+            sink(level, line);
         }
     }
 
@@ -267,6 +292,10 @@ impl Http {
 
     /// A valid token and its generation; fetched once for all concurrent callers when needed.
     pub async fn token(&self) -> Result<(Secret, u64)> {
+        self.token_inner().await.map_err(Error::scrubbed)
+    }
+
+    async fn token_inner(&self) -> Result<(Secret, u64)> {
         self.check_open()?;
         let mut slot = self.token.lock().await;
         if let Some(t) = slot.as_ref() {
@@ -305,24 +334,32 @@ impl Http {
                 .unless_closed(self.exchange(&Method::POST, &url, None, Some(body.clone())))
                 .await;
             let err = match outcome {
+                // A 200 that is not a token (a proxy's page, a cut answer) is retried.
                 Ok((status, _, bytes)) if status.is_success() => {
-                    return self.parse_token(&url, &bytes, sent_at)
+                    match self.parse_token(&url, &bytes, sent_at) {
+                        Ok(token) => return Ok(token),
+                        Err(e) => (e, None),
+                    }
                 }
                 Ok((status, headers, bytes)) => {
                     let detail = body_message(&bytes).unwrap_or_else(|| truncate(&bytes));
-                    if !matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504) {
+                    let code = status.as_u16();
+                    if !matches!(code, 429 | 500 | 502 | 503 | 504) {
                         return Err(Error::Auth {
                             message: format!("the service refused the token request ({status}): {detail}; check `client_id`, `client_secret`, `api_key` and `audience`"),
-                            status: Some(status.as_u16()),
+                            status: Some(code),
                         });
                     }
                     if status == StatusCode::TOO_MANY_REQUESTS {
                         self.stats.rate_limited(None);
                     }
+                    // Not a verdict on the credentials: the service failed or is busy.
                     (
-                        Error::Auth {
-                            message: format!("token request failed ({status}): {detail}"),
-                            status: Some(status.as_u16()),
+                        Error::Status {
+                            status: code,
+                            body: truncate(&bytes),
+                            url: shown(&url),
+                            message: format!("the token request failed ({status}): {detail}"),
                         },
                         parse_retry_after(&headers),
                     )
@@ -355,7 +392,10 @@ impl Http {
     fn parse_token(&self, url: &Url, bytes: &[u8], sent_at: Instant) -> Result<Token> {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| Error::Decode {
             url: shown(url),
-            detail: format!("the token answer is not JSON ({e})"),
+            detail: format!(
+                "the token answer is not JSON ({e}); it starts with `{}`",
+                body_start(bytes)
+            ),
         })?;
         let value = v
             .get("access_token")
@@ -376,6 +416,7 @@ impl Http {
             3600.0
         };
         let lifetime = Duration::from_secs_f64(lifetime.min(366.0 * 86_400.0));
+        redact::register_token(value);
         self.stats.token();
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         self.log(Level::Debug, || {
@@ -449,6 +490,24 @@ impl Http {
 
     /// Sends `call` with a token, within the limits, retrying what deserves it; the body.
     pub async fn send(&self, call: &Call) -> Result<Bytes> {
+        self.send_checked(call, Ok).await
+    }
+
+    /// As [`send`](Self::send), with `check` turning a success's body into the caller's value.
+    ///
+    /// A body that `check` refuses with [`Error::Decode`] is not the service's answer (a
+    /// proxy's HTML page with status 200, a cut body, an object where a list belongs): it is
+    /// retried like a 5xx, within `max_retries`, and only then returned. Its other errors are
+    /// returned at once. Every error returned is scrubbed of the process's secrets.
+    pub async fn send_checked<T>(
+        &self,
+        call: &Call,
+        check: impl Fn(Bytes) -> Result<T>,
+    ) -> Result<T> {
+        self.send_inner(call, check).await.map_err(Error::scrubbed)
+    }
+
+    async fn send_inner<T>(&self, call: &Call, check: impl Fn(Bytes) -> Result<T>) -> Result<T> {
         let gate = self.gate(call.class);
         let mut attempt = 0u32;
         let mut renewed = false;
@@ -468,18 +527,25 @@ impl Http {
             drop(slot);
             let (err, retry_after) = match outcome {
                 Ok((status, _, body)) if status.is_success() => {
-                    gate.on_success();
-                    self.log(Level::Debug, || {
-                        format!(
-                            "{} {} -> {} ({} ms, {} bytes)",
-                            call.method,
-                            shown(&call.url),
-                            status.as_u16(),
-                            started.elapsed().as_millis(),
-                            body.len()
-                        )
-                    });
-                    return Ok(body);
+                    let size = body.len();
+                    match check(body) {
+                        Ok(value) => {
+                            gate.on_success();
+                            self.log(Level::Debug, || {
+                                format!(
+                                    "{} {} -> {} ({} ms, {} bytes)",
+                                    call.method,
+                                    shown(&call.url),
+                                    status.as_u16(),
+                                    started.elapsed().as_millis(),
+                                    size
+                                )
+                            });
+                            return Ok(value);
+                        }
+                        Err(e @ Error::Decode { .. }) => (e, None),
+                        Err(e) => return Err(e),
+                    }
                 }
                 Ok((StatusCode::UNAUTHORIZED, _, _)) if !renewed => {
                     renewed = true;

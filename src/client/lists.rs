@@ -22,10 +22,7 @@ pub fn parse_page(url: &Url, body: &[u8]) -> Result<Vec<Record>> {
 
 /// The error for a page that is not a JSON array of records, quoting its start.
 pub fn page_error(url: &Url, body: &[u8], e: serde_json::Error) -> Error {
-    let start: String = String::from_utf8_lossy(&body[..body.len().min(80)])
-        .chars()
-        .filter(|c| !c.is_control())
-        .collect();
+    let start = super::http::body_start(body);
     Error::Decode {
         url: url.path().to_string(),
         detail: format!("expected a JSON array of records ({e}); the answer starts with `{start}`"),
@@ -55,8 +52,11 @@ pub async fn list_all(
         if url.query() == Some("") {
             url.set_query(None);
         }
-        let body = http.send(&Call::get(url.clone(), route)).await?;
-        let page = parse_page(&url, &body)?;
+        let page = http
+            .send_checked(&Call::get(url.clone(), route), |body| {
+                parse_page(&url, &body)
+            })
+            .await?;
         let n = page.len();
         out.extend(page);
         if n < PAGE {

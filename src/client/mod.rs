@@ -10,6 +10,7 @@ pub mod limits;
 pub mod lists;
 pub mod parquet;
 pub mod publish;
+pub mod redact;
 pub mod stats;
 pub mod validate;
 

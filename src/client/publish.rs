@@ -262,6 +262,8 @@ struct TaskEnd {
     retryable: bool,
     /// An error that concerns every record: publishing stops.
     fatal: Option<Error>,
+    /// The last error that ended records of the batch after every retry.
+    last: Option<Error>,
 }
 
 /// Shared by the dispatcher and its batch tasks.
@@ -456,6 +458,38 @@ fn refusal_message(status: u16, body: &str, fallback: &str) -> String {
     format!("the service refused the record ({status}): {detail}")
 }
 
+/// Checks that `body` is the service's acceptance of the `n` records posted: a JSON object
+/// whose `accepted` is `n`. Anything else that comes with a 2xx status (a proxy's HTML page, a
+/// cut body, an object without the count) is no proof that the records were stored: it is an
+/// [`Error::Decode`], which the HTTP layer retries like a 5xx.
+fn acceptance(url: &Url, body: &[u8], n: usize) -> Result<()> {
+    #[derive(Deserialize)]
+    struct Answer {
+        accepted: u64,
+    }
+    match serde_json::from_slice::<Answer>(body) {
+        Ok(a) if a.accepted == n as u64 => Ok(()),
+        outcome => {
+            let what = match outcome {
+                Ok(a) => format!("it counts {} accepted", a.accepted),
+                Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
+                    "it has no `accepted` count".to_owned()
+                }
+                Err(_) => "it is not JSON".to_owned(),
+            };
+            Err(Error::Decode {
+                url: url.path().to_owned(),
+                detail: format!(
+                    "the answer is not the service's acceptance of {n} record{} \
+                     (`{{\"accepted\": {n}}}`): {what}; it starts with `{}`",
+                    if n == 1 { "" } else { "s" },
+                    super::http::body_start(body)
+                ),
+            })
+        }
+    }
+}
+
 /// Errors after which no other record can succeed either.
 fn is_fatal(e: &Error) -> bool {
     match e {
@@ -484,7 +518,9 @@ fn post_range<'a>(
             tally: Some(shared.tally.clone()),
         };
         shared.requests.fetch_add(1, Ordering::Relaxed);
-        match shared.client.http().send(&call).await {
+        let n = range.len();
+        let accepted = |body: Bytes| acceptance(&shared.url, &body, n);
+        match shared.client.http().send_checked(&call, accepted).await {
             Ok(_) => {
                 batch.set(range, &Outcome::Accepted);
                 TaskEnd::default()
@@ -500,6 +536,7 @@ fn post_range<'a>(
                 TaskEnd {
                     retryable: a.retryable || b.retryable,
                     fatal: a.fatal.or(b.fatal),
+                    last: b.last.or(a.last),
                 }
             }
             Err(Error::Status {
@@ -530,11 +567,13 @@ fn post_range<'a>(
                     TaskEnd {
                         retryable: false,
                         fatal: Some(e),
+                        last: None,
                     }
                 } else {
                     TaskEnd {
                         retryable: e.is_retryable(),
                         fatal: None,
+                        last: Some(e),
                     }
                 }
             }
@@ -562,6 +601,8 @@ struct Dispatcher {
     next_batch: u64,
     report: Report,
     failed_in_a_row: u32,
+    /// The last error that ended records after every retry.
+    last_error: Option<Error>,
     progress: Option<ProgressSink>,
     last_progress: Instant,
 }
@@ -671,6 +712,9 @@ impl Dispatcher {
         if let Some(e) = end.fatal {
             self.report.error.get_or_insert(e);
         }
+        if let Some(e) = end.last {
+            self.last_error = Some(e);
+        }
         let outcomes = batch.take_outcomes();
         let accepted = outcomes
             .iter()
@@ -723,9 +767,26 @@ impl Dispatcher {
             self.again.push_back(Batch::new(again, round + 1));
         }
         if self.failed_in_a_row >= GIVE_UP_AFTER && self.report.error.is_none() {
-            self.report.error = Some(Error::Transport(format!(
+            // Of the kind of the last failure (a 429 stays a rate limit, a 5xx a server error).
+            let why = format!(
                 "publishing stopped after {GIVE_UP_AFTER} batches in a row failed after every retry"
-            )));
+            );
+            self.report.error = Some(match self.last_error.take() {
+                Some(Error::Status {
+                    status,
+                    body,
+                    url,
+                    message,
+                }) => Error::Status {
+                    status,
+                    body,
+                    url,
+                    message: format!("{why}: {message}"),
+                },
+                Some(Error::Timeout(m)) => Error::Timeout(format!("{why}: {m}")),
+                Some(e) => Error::Transport(format!("{why}: {e}")),
+                None => Error::Transport(why),
+            });
         }
     }
 
@@ -871,6 +932,7 @@ impl Client {
             next_batch: 0,
             report: Report::default(),
             failed_in_a_row: 0,
+            last_error: None,
             progress,
             last_progress: Instant::now(),
         };
@@ -1032,7 +1094,7 @@ pub fn jsonl_source(
 mod tests {
     use super::*;
     use crate::client::{Config, Limits, Secret, Settings};
-    use crate::emulator::{spawn, DataConfig, Faults, Handle, State};
+    use crate::emulator::{spawn, DataConfig, Faults, Handle, Hostile, HostileRule, State};
     use serde_json::json;
 
     async fn emulator() -> Handle {
@@ -1299,6 +1361,105 @@ mod tests {
         assert_eq!(report.accepted, 0);
         assert_eq!(report.failures.len() as u64, report.total);
         assert!(report.total < 20_000, "stopped reading: {}", report.total);
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_is_not_an_acceptance_is_retried_and_never_counted() {
+        let h = emulator().await;
+        let client = client_for(&h, Limits::unlimited(), 4);
+        let records: Vec<Value> = (0..30).map(|i| retail(&format!("h-{i}"), 1.0)).collect();
+        for mode in [Hostile::Html, Hostile::NotArray, Hostile::Truncated] {
+            for batch_size in [1, 10] {
+                h.state.clear_published();
+                // A few answers are a proxy's, then the service's own come through.
+                h.state.set_hostile(Some(HostileRule {
+                    mode,
+                    path: "/v2/webhook".into(),
+                    remaining: Some(3),
+                }));
+                let options = Options {
+                    batch_size,
+                    ..Options::default()
+                };
+                let report = run(&client, records.clone(), options).await;
+                assert_eq!(
+                    report.accepted,
+                    30,
+                    "{mode:?}: {:?}",
+                    report.failures.first()
+                );
+                assert_eq!(stored(&h, "us").len(), 30, "{mode:?}");
+                assert!(report.retries >= 3, "{mode:?}: {}", report.retries);
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_proxy_that_never_lets_through_fails_every_record_with_its_answer() {
+        let h = emulator().await;
+        let client = client_for(&h, Limits::unlimited(), 1);
+        h.state.set_hostile(Some(HostileRule {
+            mode: Hostile::Html,
+            path: "/v2/webhook".into(),
+            remaining: None,
+        }));
+        let records: Vec<Value> = (0..5).map(|i| retail(&format!("p-{i}"), 1.0)).collect();
+        let report = run(&client, records, Options::default()).await;
+        assert_eq!(report.accepted, 0);
+        assert_eq!(report.failures.len(), 5);
+        assert_eq!(h.state.published_len(), 0);
+        for f in &report.failures {
+            assert!(
+                f.message.contains("not the service's acceptance"),
+                "{}",
+                f.message
+            );
+            assert!(f.message.contains("<html>"), "{}", f.message);
+            assert!(f.record.is_some());
+        }
+    }
+
+    #[test]
+    fn acceptance_is_the_count_of_the_records_posted() {
+        let url = Url::parse("http://127.0.0.1/v2/webhook").expect("url");
+        assert!(acceptance(&url, br#"{"accepted": 3}"#, 3).is_ok());
+        for (body, n) in [
+            (&br#"{"accepted": 2}"#[..], 3),
+            (br#"{"accepted": "3"}"#, 3),
+            (br#"{"accepted": {"n": 3}}"#, 3),
+            (br#"{"data": [], "message": "not the list"}"#, 1),
+            (br#"{"accep"#, 1),
+            (b"<html><body>Bad Gateway</body></html>", 1),
+            (b"", 1),
+            (b"[]", 1),
+        ] {
+            let e = acceptance(&url, body, n).expect_err("not an acceptance");
+            assert!(matches!(e, Error::Decode { .. }), "{e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_webhook_that_stays_rate_limited_stops_with_a_rate_limit_error() {
+        let h = emulator().await;
+        h.state.set_hostile(Some(HostileRule {
+            mode: Hostile::Status(429),
+            path: "/v2/webhook".into(),
+            remaining: None,
+        }));
+        let client = client_for(&h, Limits::unlimited(), 0);
+        let records: Vec<Value> = (0..400).map(|i| retail(&format!("r-{i}"), 1.0)).collect();
+        let report = run(&client, records, Options::default()).await;
+        assert_eq!(report.accepted, 0);
+        match &report.error {
+            Some(Error::Status {
+                status: 429,
+                message,
+                ..
+            }) => {
+                assert!(message.contains("publishing stopped"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -17,8 +17,10 @@ pyo3::import_exception!(surveillance.errors, ServerError);
 pyo3::import_exception!(surveillance.errors, TransportError);
 pyo3::import_exception!(surveillance.errors, DenseWindowError);
 
-/// Converts a core error into its Python exception.
+/// Converts a core error into its Python exception, scrubbed of every secret the process
+/// knows (whatever part of the core made it, and whatever server text it quotes).
 pub fn to_py(e: Error) -> PyErr {
+    let e = e.scrubbed();
     let message = e.to_string();
     match e {
         Error::Config(_) => ConfigError::new_err(message),

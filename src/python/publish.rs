@@ -20,6 +20,7 @@ use super::{errors, log, runtime};
 use crate::client::publish::{
     self as core, Failure, Input, Options, Progress, ProgressSink, Report,
 };
+use crate::client::redact;
 use crate::client::validate::{self as rules, Problem, Severity};
 use crate::client::Region;
 
@@ -563,7 +564,10 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
     d.set_item("rate_limited", r.rate_limited)?;
     d.set_item("elapsed", r.elapsed.as_secs_f64())?;
     d.set_item("interrupted", r.interrupted)?;
-    d.set_item("error", r.error.as_ref().map(|e| e.to_string()))?;
+    d.set_item(
+        "error",
+        r.error.as_ref().map(|e| e.clone().scrubbed().to_string()),
+    )?;
     let failures = PyList::empty(py);
     for f in &r.failures {
         let fd = PyDict::new(py);
@@ -576,7 +580,7 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
             problems.append(problem_dict(py, p)?)?;
         }
         fd.set_item("problems", problems)?;
-        fd.set_item("message", &f.message)?;
+        fd.set_item("message", redact::scrub(&f.message))?;
         fd.set_item("record", &f.record)?;
         failures.append(fd)?;
     }
