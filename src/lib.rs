@@ -4,6 +4,8 @@
 pub mod client;
 pub mod emulator;
 pub mod rng;
+pub mod time;
+pub mod webhook;
 
 #[cfg(feature = "python")]
 mod python;

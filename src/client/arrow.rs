@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::error::{Error, Result};
-use super::events::parse_time;
+use crate::time::parse_time;
 
 /// Where a column's values come from in a record.
 #[derive(Debug, Clone, Copy)]

@@ -26,6 +26,7 @@ use super::error::{Error, Result};
 use super::http::Call;
 use super::lists::{page_error, OFFSET_CEILING, PAGE};
 use super::Client;
+use crate::time::{format_ms, parse_time};
 
 /// The last offset the service accepts, rounded to a page.
 const CEILING_PAGE: usize = OFFSET_CEILING - PAGE;
@@ -134,25 +135,6 @@ struct Key<'a> {
     id: Cow<'a, str>,
     #[serde(rename = "startTime", borrow)]
     start_time: Cow<'a, str>,
-}
-
-/// Formats epoch ms as the service wants it: `2026-01-05T00:00:00.000Z`.
-pub fn format_ms(ms: i64) -> String {
-    match chrono::DateTime::from_timestamp_millis(ms) {
-        Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
-        None => format!("{ms}"),
-    }
-}
-
-/// Parses an ISO-8601 timestamp with an offset into epoch ms: the service's usual form
-/// (`2026-01-05T09:15:23.123-05:00`, or `Z`, any fraction, or an offset without its colon) by
-/// hand, as every event has three; anything else as chrono reads RFC 3339.
-pub fn parse_time(s: &str) -> Option<i64> {
-    super::validate::parse_iso(s.as_bytes()).ok().or_else(|| {
-        chrono::DateTime::parse_from_rfc3339(s)
-            .ok()
-            .map(|t| t.timestamp_millis())
-    })
 }
 
 /// Splits a page of events into keyed events, each a view into `body`.

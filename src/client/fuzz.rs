@@ -7,10 +7,11 @@ use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
 use super::arrow::{events_fast, Layout};
-use super::events::{parse_events, parse_time};
+use super::events::parse_events;
 use super::lists::parse_page;
-use super::validate::{has_errors, validate, Severity};
 use super::Error;
+use crate::time::parse_time;
+use crate::webhook::{has_errors, validate, Severity};
 
 /// Any JSON value, nested a few levels.
 fn any_json() -> impl Strategy<Value = Value> {

@@ -12,7 +12,6 @@ pub mod parquet;
 pub mod publish;
 pub mod redact;
 pub mod stats;
-pub mod validate;
 
 #[cfg(test)]
 mod fuzz;

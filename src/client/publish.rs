@@ -43,8 +43,8 @@ use super::config::Region;
 use super::error::{Error, Result};
 use super::http::{Call, Class};
 use super::stats::Tally;
-use super::validate::{self, Problem, Severity};
 use super::Client;
+use crate::webhook::{self as validate, Problem, Severity};
 
 /// Most records in one webhook array (the provider's limit).
 pub const MAX_BATCH: usize = 100;

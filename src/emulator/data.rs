@@ -6,6 +6,7 @@ use chrono_tz::Tz;
 use serde_json::{json, Value};
 
 use crate::rng::{mix, push_uuid, Rng};
+use crate::time::push_time;
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -730,55 +731,6 @@ fn json_contents(text: &str) -> String {
     quoted[1..quoted.len() - 1].to_string()
 }
 
-/// Appends `ms` as `2026-01-05T09:15:23.123-05:00` in the given UTC offset (by hand: three per
-/// event, on every page served).
-pub fn push_time(out: &mut String, ms: i64, offset_min: i16) {
-    let local = ms + offset_min as i64 * 60_000;
-    let (days, in_day) = (local.div_euclid(DAY_MS), local.rem_euclid(DAY_MS));
-    let (year, month, day) = civil_from_days(days);
-    if !(0..=9999).contains(&year) {
-        out.push_str("1970-01-01T00:00:00.000Z");
-        return;
-    }
-    let abs = offset_min.unsigned_abs() as i64;
-    let mut buf = *b"0000-00-00T00:00:00.000+00:00";
-    let mut put = |at: usize, width: usize, mut v: i64| {
-        for slot in buf[at..at + width].iter_mut().rev() {
-            *slot = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-    };
-    put(0, 4, year);
-    put(5, 2, month);
-    put(8, 2, day);
-    put(11, 2, in_day / 3_600_000);
-    put(14, 2, in_day / 60_000 % 60);
-    put(17, 2, in_day / 1000 % 60);
-    put(20, 3, in_day % 1000);
-    put(24, 2, abs / 60);
-    put(27, 2, abs % 60);
-    if offset_min < 0 {
-        buf[23] = b'-';
-    }
-    // Digits and separators only: always ASCII.
-    out.extend(buf.iter().map(|&b| b as char));
-}
-
-/// (year, month, day) of a count of days since 1970-01-01 (proleptic Gregorian; H. Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -872,31 +824,5 @@ mod tests {
     fn json_contents_keep_escaped_quotes() {
         assert_eq!(json_contents("Till \"2\""), "Till \\\"2\\\"");
         assert_eq!(json_contents("a\\b · c"), "a\\\\b · c");
-    }
-
-    #[test]
-    fn time_formatting_agrees_with_chrono() {
-        let mut s = String::new();
-        let mut ms = -62_135_596_800_000i64; // 0001-01-01
-        while ms < 253_402_300_799_000 {
-            for offset in [-720i16, -210, 0, 345, 840] {
-                s.clear();
-                push_time(&mut s, ms, offset);
-                let parsed = DateTime::parse_from_rfc3339(&s).expect("rfc3339");
-                assert_eq!(parsed.timestamp_millis(), ms, "{s}");
-                assert_eq!(parsed.offset().local_minus_utc(), offset as i32 * 60, "{s}");
-            }
-            ms += 7_777_777_777;
-        }
-    }
-
-    #[test]
-    fn time_formatting_handles_odd_offsets() {
-        let mut s = String::new();
-        push_time(&mut s, 0, 345);
-        assert_eq!(s, "1970-01-01T05:45:00.000+05:45");
-        s.clear();
-        push_time(&mut s, 1234, -210);
-        assert_eq!(s, "1969-12-31T20:30:01.234-03:30");
     }
 }

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use super::data::Data;
 use super::server::ConnDrop;
 use super::state::{Class, Fault, Hostile, Order, State, Verdict};
-use crate::client::validate;
+use crate::webhook as validate;
 
 /// Records per page.
 pub const PAGE: usize = 100;

@@ -36,7 +36,8 @@ impl Iterator for BatchReader {
         // Called by the consumer (pyarrow, polars, duckdb) on its own thread, never on the runtime.
         match self.rx.blocking_recv()? {
             Ok(batch) => Some(Ok(batch)),
-            Err(e) => Some(Err(ArrowError::ExternalError(Box::new(e)))),
+            // Crosses the C stream interface as text: scrubbed like every exception.
+            Err(e) => Some(Err(ArrowError::ExternalError(Box::new(e.scrubbed())))),
         }
     }
 }

@@ -21,8 +21,8 @@ use crate::client::publish::{
     self as core, Failure, Input, Options, Progress, ProgressSink, Report,
 };
 use crate::client::redact;
-use crate::client::validate::{self as rules, Problem, Severity};
 use crate::client::Region;
+use crate::webhook::{self as rules, Problem, Severity};
 
 /// Containers nested deeper than this are refused (a record that contains itself).
 const MAX_DEPTH: u32 = 64;

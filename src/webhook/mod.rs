@@ -1,0 +1,14 @@
+//! The webhook's standard object models and their checks, read by the client's publishing
+//! paths and by the emulator alike (neither imports the other):
+//! - `models`: the tables (fields, types, required sets, legacy names, published values);
+//! - `problems`: the detailed validator (paths, messages, severities);
+//! - `suggest`: did-you-mean for unknown names; `messages`: how values show in a message.
+
+mod messages;
+pub mod models;
+mod problems;
+mod suggest;
+#[cfg(test)]
+mod tests;
+
+pub use problems::{has_errors, upsert_key, validate, Problem, Severity};

@@ -1,0 +1,235 @@
+//! The webhook's standard object models (WEBHOOK-MODELS.md): fields, types, required sets,
+//! legacy names and published value sets, as static tables that every checker reads: the
+//! detailed validator, the fast checks of the publishing paths, and the emulator.
+
+/// What a field holds, and how it is checked.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// The discriminator; checked by `select_model` before the field walk.
+    DataType,
+    /// Always the string `"1"`.
+    SchemaVersion,
+    /// Epoch milliseconds or an ISO-8601 timestamp with a zone.
+    Time,
+    /// A string that identifies something, so it must not be empty.
+    Id,
+    /// Any string.
+    Text,
+    /// Any JSON number.
+    Number,
+    /// retail/restaurant `status`: a string, warned about outside the published values.
+    Status,
+    /// retail/restaurant item `type`: a string, warned about outside the published (open) list.
+    ItemType,
+    /// A string that senders often send as a number.
+    TableNumber,
+    /// An array of objects following the given item fields.
+    Items(&'static [Field]),
+}
+
+/// One field of a model.
+#[derive(Debug)]
+pub struct Field {
+    /// The field's name.
+    pub name: &'static str,
+    /// Whether the model requires it.
+    pub required: bool,
+    /// What it holds.
+    pub kind: Kind,
+}
+
+const fn req(name: &'static str, kind: Kind) -> Field {
+    Field {
+        name,
+        required: true,
+        kind,
+    }
+}
+
+const fn opt(name: &'static str, kind: Kind) -> Field {
+    Field {
+        name,
+        required: false,
+        kind,
+    }
+}
+
+/// One standard model: the fields of a `dataType`.
+#[derive(Debug)]
+pub struct Model {
+    /// The `dataType` it is for; `None` for the shared fields, checked when a record's dataType
+    /// is unusable.
+    pub data_type: Option<&'static str>,
+    /// Its fields, in the order the models page lists them.
+    pub fields: &'static [Field],
+    /// Names accepted besides `fields` (used when the model is unknown).
+    pub also_known: &'static [&'static str],
+}
+
+/// The `dataType` values with a model.
+pub const DATA_TYPES: &[&str] = &["retail", "restaurant", "other"];
+
+/// The published retail/restaurant `status` values.
+pub const STATUSES: &[&str] = &[
+    "sale",
+    "void",
+    "refund",
+    "return",
+    "discount",
+    "exchange",
+    "cancel",
+    "no sale",
+    "post void",
+    "other",
+    "rebate",
+];
+
+/// The published retail/restaurant item `type` values (the list is open).
+pub const ITEM_TYPES: &[&str] = &[
+    "SALE",
+    "MODIFIER",
+    "SALE_OVERRIDE",
+    "OVERRIDE_MODIFIER",
+    "DISCOUNT",
+];
+
+/// Older revisions' names and the current name each one became.
+pub const LEGACY: &[(&str, &str)] = &[("storeId", "locationId"), ("registerId", "dataSourceId")];
+
+/// Items of retail and restaurant records.
+pub const RETAIL_ITEM: &[Field] = &[
+    req("time", Kind::Time),
+    req("quantity", Kind::Number),
+    req("description", Kind::Text),
+    req("unitPrice", Kind::Number),
+    req("type", Kind::ItemType),
+];
+
+/// Items of `other` records.
+pub const OTHER_ITEM: &[Field] = &[
+    opt("type", Kind::Text),
+    opt("description", Kind::Text),
+    opt("quantity", Kind::Number),
+    opt("time", Kind::Time),
+];
+
+/// Items checked when the dataType is unusable: every field any model allows, none required.
+pub const ANY_ITEM: &[Field] = &[
+    opt("time", Kind::Time),
+    opt("quantity", Kind::Number),
+    opt("description", Kind::Text),
+    opt("unitPrice", Kind::Number),
+    opt("type", Kind::Text),
+];
+
+/// The `retail` model.
+pub const RETAIL: &[Field] = &[
+    req("dataType", Kind::DataType),
+    req("schemaVersion", Kind::SchemaVersion),
+    req("startTime", Kind::Time),
+    req("endTime", Kind::Time),
+    req("locationId", Kind::Id),
+    req("dataSourceId", Kind::Id),
+    req("transactionId", Kind::Id),
+    req("status", Kind::Status),
+    req("items", Kind::Items(RETAIL_ITEM)),
+    opt("employeeId", Kind::Text),
+    opt("employeeName", Kind::Text),
+    opt("customerId", Kind::Text),
+    opt("salesAssociateId", Kind::Text),
+];
+
+/// Retail's fields followed by the two restaurant ones, as the models page lists them.
+pub const RESTAURANT: &[Field] = &[
+    req("dataType", Kind::DataType),
+    req("schemaVersion", Kind::SchemaVersion),
+    req("startTime", Kind::Time),
+    req("endTime", Kind::Time),
+    req("locationId", Kind::Id),
+    req("dataSourceId", Kind::Id),
+    req("transactionId", Kind::Id),
+    req("status", Kind::Status),
+    req("items", Kind::Items(RETAIL_ITEM)),
+    opt("employeeId", Kind::Text),
+    opt("employeeName", Kind::Text),
+    opt("customerId", Kind::Text),
+    opt("salesAssociateId", Kind::Text),
+    req("tableNumber", Kind::TableNumber),
+    req("guestCount", Kind::Number),
+];
+
+/// The `other` model.
+pub const OTHER: &[Field] = &[
+    req("dataType", Kind::DataType),
+    req("schemaVersion", Kind::SchemaVersion),
+    req("startTime", Kind::Time),
+    req("locationId", Kind::Id),
+    req("dataSourceId", Kind::Id),
+    req("eventUniqueId", Kind::Id),
+    req("eventType", Kind::Text),
+    opt("endTime", Kind::Time),
+    opt("eventDetails", Kind::Text),
+    opt("employeeId", Kind::Text),
+    opt("employeeName", Kind::Text),
+    opt("status", Kind::Text),
+    opt("items", Kind::Items(OTHER_ITEM)),
+];
+
+/// Fields every model shares, with the requirements they have in all of them.
+pub const COMMON: &[Field] = &[
+    req("dataType", Kind::DataType),
+    req("schemaVersion", Kind::SchemaVersion),
+    req("startTime", Kind::Time),
+    opt("endTime", Kind::Time),
+    req("locationId", Kind::Id),
+    req("dataSourceId", Kind::Id),
+    opt("employeeId", Kind::Text),
+    opt("employeeName", Kind::Text),
+    opt("status", Kind::Text),
+    opt("items", Kind::Items(ANY_ITEM)),
+];
+
+/// Model-specific names, so that an unusable dataType only flags names no model knows.
+pub const COMMON_ALSO_KNOWN: &[&str] = &[
+    "transactionId",
+    "customerId",
+    "salesAssociateId",
+    "tableNumber",
+    "guestCount",
+    "eventUniqueId",
+    "eventType",
+    "eventDetails",
+];
+
+/// The `retail` model.
+pub static RETAIL_MODEL: Model = Model {
+    data_type: Some("retail"),
+    fields: RETAIL,
+    also_known: &[],
+};
+/// The `restaurant` model.
+pub static RESTAURANT_MODEL: Model = Model {
+    data_type: Some("restaurant"),
+    fields: RESTAURANT,
+    also_known: &[],
+};
+/// The `other` model.
+pub static OTHER_MODEL: Model = Model {
+    data_type: Some("other"),
+    fields: OTHER,
+    also_known: &[],
+};
+/// What a record with an unusable `dataType` is checked against: the shared fields.
+pub static COMMON_MODEL: Model = Model {
+    data_type: None,
+    fields: COMMON,
+    also_known: COMMON_ALSO_KNOWN,
+};
+
+/// The models of the `dataType`s.
+pub static MODELS: &[&Model] = &[&RETAIL_MODEL, &RESTAURANT_MODEL, &OTHER_MODEL];
+
+/// The model of a `dataType`.
+pub fn model_named(name: &str) -> Option<&'static Model> {
+    MODELS.iter().copied().find(|m| m.data_type == Some(name))
+}
