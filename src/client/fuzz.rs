@@ -11,7 +11,9 @@ use super::events::parse_events;
 use super::lists::parse_page;
 use super::Error;
 use crate::time::parse_time;
-use crate::webhook::{has_errors, validate, Severity};
+use crate::webhook::fast::key_hash;
+use crate::webhook::scan::scan;
+use crate::webhook::{has_errors, upsert_key, validate, Severity};
 
 /// Any JSON value, nested a few levels.
 fn any_json() -> impl Strategy<Value = Value> {
@@ -93,6 +95,113 @@ fn event_like() -> impl Strategy<Value = Value> {
                 }
             }
             Value::Object(out)
+        })
+}
+
+/// A scalar as webhook records hold them, right or wrong for the field.
+fn record_scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<u64>().prop_map(|n| json!(n)),
+        (0u64..4_000_000_000_000).prop_map(|n| json!(n)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
+        (0u64..4_000_000_000_000).prop_map(|n| json!(n as f64)),
+        Just(json!("")),
+        Just(json!("1")),
+        Just(json!(1)),
+        Just(json!("sale")),
+        Just(json!("SALE")),
+        ".{0,12}".prop_map(Value::String),
+        "20[0-9]{2}-[0-1][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,4})?(Z|[+-][0-9]{2}:?[0-9]{2})?"
+            .prop_map(Value::String),
+        Just(json!([])),
+        Just(json!({"a": [1, null]})),
+    ]
+}
+
+/// A webhook record of any model, conforming or with a few of the mistakes senders make: a field
+/// dropped, a value of the wrong type or empty, an unknown or legacy name, a bad item.
+fn webhook_record() -> impl Strategy<Value = Value> {
+    let retail = json!({
+        "dataType": "retail", "schemaVersion": "1", "startTime": 1_767_600_000_000i64,
+        "endTime": "2026-01-05T09:16:00.000-0500", "locationId": "L1", "dataSourceId": "R1",
+        "transactionId": "T1", "status": "sale", "employeeId": "e",
+        "items": [{"time": 1_767_600_000_000i64, "quantity": 1, "description": "x",
+                   "unitPrice": 2.5, "type": "SALE"},
+                  {"time": "2026-01-05T09:15:00Z", "quantity": 2.5, "description": "y",
+                   "unitPrice": -1, "type": "DISCOUNT"}]
+    });
+    let mut restaurant = retail.clone();
+    restaurant["dataType"] = json!("restaurant");
+    restaurant["tableNumber"] = json!("12");
+    restaurant["guestCount"] = json!(3);
+    let other = json!({
+        "dataType": "other", "schemaVersion": "1", "startTime": "2026-01-05T09:15:00.5+01:00",
+        "locationId": "L1", "dataSourceId": "D1", "eventUniqueId": "E1", "eventType": "door",
+        "eventDetails": "open", "items": [{"type": "t", "quantity": 1}]
+    });
+    let names = prop_oneof![
+        Just("dataType"),
+        Just("schemaVersion"),
+        Just("startTime"),
+        Just("endTime"),
+        Just("locationId"),
+        Just("dataSourceId"),
+        Just("transactionId"),
+        Just("status"),
+        Just("items"),
+        Just("tableNumber"),
+        Just("guestCount"),
+        Just("eventUniqueId"),
+        Just("eventType"),
+        Just("storeId"),
+        Just("registerId"),
+        Just("employeeName"),
+        Just("time"),
+        Just("quantity"),
+        Just("unitPrice"),
+        Just("type"),
+        Just("description"),
+        Just("locationid"),
+        Just("x"),
+    ];
+    (
+        prop_oneof![Just(retail), Just(restaurant), Just(other)],
+        prop::collection::vec((0u8..5, names, record_scalar(), 0usize..3), 0..4),
+    )
+        .prop_map(|(base, edits)| {
+            let mut rec = base;
+            for (op, name, value, item) in edits {
+                match op {
+                    0 => {
+                        if let Some(o) = rec.as_object_mut() {
+                            o.remove(name);
+                        }
+                    }
+                    1 | 2 => rec[name] = value,
+                    3 => {
+                        if let Some(it) = rec.get_mut("items").and_then(|i| i.get_mut(item)) {
+                            if let Some(o) = it.as_object_mut() {
+                                o.insert(name.to_owned(), value);
+                            } else {
+                                *it = value;
+                            }
+                        }
+                    }
+                    _ => {
+                        if let Some(it) = rec.get_mut("items").and_then(|i| i.get_mut(item)) {
+                            if let Some(o) = it.as_object_mut() {
+                                o.remove(name);
+                            }
+                        }
+                    }
+                }
+            }
+            rec
         })
 }
 
@@ -201,6 +310,47 @@ proptest! {
             prop_assert!(!p.message.is_empty());
         }
         prop_assert_eq!(has_errors(&problems), problems.iter().any(|p| p.severity == Severity::Error));
+    }
+
+    #[test]
+    fn the_scan_agrees_with_the_careful_path(record in webhook_record(), pretty in any::<bool>()) {
+        let text = if pretty {
+            serde_json::to_string_pretty(&record)
+        } else {
+            serde_json::to_string(&record)
+        }
+        .expect("json");
+        let careful = !has_errors(&validate(&record));
+        let key = upsert_key(&record)
+            .map_or(0, |k| key_hash(record["dataType"].as_str().unwrap_or(""), &k));
+        // The scanner may leave a record to the careful path, but never for a plain record.
+        let s = scan(&text, true);
+        prop_assert!(s.is_some(), "not scanned: {}", text);
+        let s = s.expect("scanned");
+        prop_assert_eq!(s.conforms, careful, "{} {:?}", text, validate(&record));
+        prop_assert_eq!(s.key, key, "{}", text);
+        let unchecked = scan(&text, false).expect("scanned");
+        prop_assert_eq!((unchecked.conforms, unchecked.key), (false, key));
+    }
+
+    #[test]
+    fn the_scan_never_takes_what_is_not_json_for_json(
+        record in webhook_record(),
+        cuts in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+    ) {
+        let mut bytes = serde_json::to_vec(&record).expect("json");
+        for (at, byte) in cuts {
+            let i = at.index(bytes.len());
+            bytes[i] = byte;
+        }
+        if let Ok(text) = std::str::from_utf8(&bytes) {
+            if let Some(s) = scan(text, true) {
+                let parsed = serde_json::from_str::<Value>(text);
+                prop_assert!(parsed.is_ok(), "scanned as JSON: {:?}", text);
+                let v = parsed.expect("json");
+                prop_assert_eq!(s.conforms, !has_errors(&validate(&v)), "{:?}", text);
+            }
+        }
     }
 
     #[test]
