@@ -1377,6 +1377,36 @@ def test_constructor_latency(make_emu):
     assert time.monotonic() - t >= 0.3
 
 
+def sporadic_429s(e: Any) -> list[int]:
+    """Statuses of 40 calls over reads and both webhooks under ``rate_limit_rate=0.3``."""
+    h = Http(e)
+    h.token()
+    e.set_faults(rate_limit_rate=0.3, retry_after=3)
+    statuses = []
+    for i in range(40):
+        name = FAULT_ENDPOINTS[i % 4]
+        r = call(h, e, name)
+        if r.status == 429:
+            assert_error(r, 429, "rate limit")
+            assert retry_after(r) == 3
+        statuses.append(r.status)
+        assert h.token_request().status == 200, "the token endpoint is exempt"
+    return statuses
+
+
+def test_sporadic_429s_reproducible_under_seed(make_emu):
+    e = make_emu(seed=21)
+    a = sporadic_429s(e)
+    assert a == sporadic_429s(make_emu(seed=21)), "same seed, same 429s"
+    assert a != sporadic_429s(make_emu(seed=22)), "another seed, other 429s"
+    assert 200 in a and 429 in a and set(a) == {200, 429}, a
+    st = e.stats()
+    assert st["rate_limited"] == 0, "fault 429s are not limit 429s"
+    assert sum(v.get("429", 0) for v in st["requests"].values()) == a.count(429)
+    assert nz(st["requests"]["POST /v2/oauth/token"]) == {"200": 41}
+    assert st["published_stored"] == sum(s == 200 for s in a[2::4] + a[3::4])
+
+
 # ------------------------------------------------------------------------------------------------
 # stats
 

@@ -171,18 +171,33 @@ class Emulator:
         retry_after: int = 0,
         corrupt_rate: float = 0.0,
     ) -> None:
-        """Injects faults into data and webhook calls (calling it again replaces them).
+        """Injects faults into the data and webhook calls (calling it again replaces them).
 
         Args:
             error_rate: probability of a 500 or 503 answer.
-            rate_limit_rate: probability of a 429 answer with ``Retry-After: retry_after``.
+            rate_limit_rate: probability of a 429 whatever the load: the fault for sporadic
+                429s, as per-node limits or a neighbour's burst give. The answer is status 429,
+                ``Retry-After: retry_after`` and ``{"error": "rate_limited", "message": "too
+                many requests (injected rate limit); retry after N s"}``. These 429s are not
+                counted in ``stats()["rate_limited"]`` (the 429s of :meth:`set_limits`), only
+                by route and status in ``stats()["requests"]``.
             drop_rate: probability that the connection is closed without any answer.
-            latency_ms: added before every answer.
+            latency_ms: added before every answer (the token endpoint's included).
             retry_after: seconds sent in ``Retry-After`` by the injected 429s.
             corrupt_rate: probability that an events page holds one event whose
                 ``details.duration_sec`` is a string (the JSON stays valid).
 
-        The sequence of faults is reproducible under the emulator's seed.
+        Errors, 429s and drops apply to the reads (``GET /v2/...``) and the webhook (both
+        regions), never to the token endpoint ``POST /v2/oauth/token``, whose failures
+        :meth:`set_hostile` scripts. Which request gets which fault is drawn from the
+        emulator's seed and the request's rank since the emulator started: the same seed and
+        the same sequence of requests give the same faults.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(seed=3, sites=2, days=1, events_per_day=10) as emu:
+        ...     emu.set_faults(rate_limit_rate=0.2, retry_after=0)
+        ...     len(emu.client(max_retries=10).sites())  # the client retries the 429s
+        2
         """
         self._inner.set_faults(
             error_rate, rate_limit_rate, drop_rate, latency_ms, retry_after, corrupt_rate

@@ -165,7 +165,10 @@ async fn gateway(AxState(state): AxState<Shared>, req: Request, next: Next) -> R
             }
             Some(Fault::RateLimit(retry)) => {
                 state.count(&route, "429");
-                return too_many(retry, "injected rate limit".into());
+                return too_many(
+                    retry,
+                    format!("too many requests (injected rate limit); retry after {retry} s"),
+                );
             }
             None => {}
         }

@@ -75,7 +75,8 @@ impl Order {
 pub struct Faults {
     /// Probability of a 500 or 503 answer.
     pub error_rate: f64,
-    /// Probability of a 429 answer.
+    /// Probability of a 429 answer (sporadic 429s whatever the load, as per-node limits or a
+    /// neighbour's burst give); never on the token endpoint.
     pub rate_limit_rate: f64,
     /// Probability that the connection is closed without an answer.
     pub drop_rate: f64,

@@ -898,3 +898,41 @@ fn loopback_names_of_a_hosts_file() {
         ["localhost", "box", "box.lan", "ip6-localhost"]
     );
 }
+
+// Sporadic 429s (`Faults::rate_limit_rate`).
+#[tokio::test]
+async fn sporadic_429s_are_reproducible_and_spare_the_token_endpoint() {
+    let statuses = |seed: u64| async move {
+        let e = emu_of(state_with(seed, 3, 1, 100)).await;
+        e.s.set_faults(with(|f: &mut Faults| {
+            f.rate_limit_rate = 0.3;
+            f.retry_after = 2;
+        }));
+        let mut out = Vec::new();
+        for i in 0..40 {
+            let r = if i % 4 == 3 {
+                e.post("/eu/v2/webhook", retail(&format!("t-{i}"))).await
+            } else {
+                e.get("/v2/reports").await
+            };
+            if r.status == 429 {
+                let message = r.error(429);
+                assert!(message.contains("rate limit"), "{message}");
+                assert_eq!(r.retry_after(), 2);
+            }
+            out.push(r.status.as_u16());
+            // Never on the token endpoint.
+            assert_eq!(e.new_token().await.status, 200);
+        }
+        let stored = e.s.published_len();
+        let posted_ok = (0..40).filter(|i| i % 4 == 3 && out[*i] == 200).count();
+        assert_eq!(stored, posted_ok, "a refused record is not stored");
+        assert_eq!(e.s.stats_json()["rate_limited"], 0);
+        out
+    };
+    let a = statuses(5).await;
+    assert_eq!(a, statuses(5).await, "same seed, same 429s");
+    assert!(a.contains(&200) && a.contains(&429), "{a:?}");
+    assert!(a.iter().all(|s| [200, 429].contains(s)), "{a:?}");
+    assert_ne!(a, statuses(6).await, "another seed, other 429s");
+}
