@@ -3,6 +3,7 @@ plain HTTP with the standard library. Each test fails if the rule it names were 
 
 from __future__ import annotations
 
+import email.utils
 import json
 import os
 import re
@@ -1446,6 +1447,70 @@ def test_reset_stats(http, emu):
     st = emu.stats()
     assert total(st, "200") == 0 and st["tokens_issued"] == 0
     assert st["published_upserts"] == 0 and st["rate_limited"] == 0
+
+
+# ------------------------------------------------------------------------------------------------
+# the Date header
+
+
+def emu_now(r: Any) -> datetime:
+    """The emulator's clock as the one ``Date`` header of its answer `r` gives it."""
+    dates = r.headers.get_all("Date") or []
+    assert len(dates) == 1, f"Date headers: {dates}"
+    imf_fixdate = r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT"
+    assert re.fullmatch(imf_fixdate, dates[0]), dates[0]
+    return email.utils.parsedate_to_datetime(dates[0])
+
+
+def test_every_answer_carries_one_date_from_the_emulators_clock(make_emu):
+    e = make_emu()
+    e.advance_clock(-400 * 86_400)  # far from real time: a Date from real time would show
+    h = Http(e)
+    h.token()
+    answers = {
+        "200": h.get("/v2/sites"),
+        "401": h.get("/v2/sites", headers={"authorization": "Bearer nope"}),
+        "403": h.get("/v2/sites", headers={"x-api-key": "wrong"}),
+        "400": h.get("/v2/sites", {"offset": "x"}),
+        "404": h.get("/v2/nowhere"),
+        "webhook 400": h.post("/v2/webhook", json={"dataType": "retail"}),
+        "token 401": h.token_request({"audience": "a", "client_id": "b", "client_secret": "c"}),
+    }
+    for name, faults in [("fault 429", {"rate_limit_rate": 1.0}), ("5xx", {"error_rate": 1.0})]:
+        e.set_faults(**faults)
+        answers[name] = h.get("/v2/sites")
+        e.set_faults()
+    for mode in ("status", "html", "truncated"):
+        e.set_hostile(mode, path="/v2/sites", status=503, count=1)
+        answers[mode] = h.get("/v2/sites")
+    e.set_limits(daily_requests=0)
+    answers["quota 429"] = h.get("/v2/sites")
+    e.set_limits()
+    expected = datetime.now(UTC) - timedelta(days=400)
+    for name, r in answers.items():
+        assert abs((emu_now(r) - expected).total_seconds()) < 60, (name, r)
+    e.advance_clock(10 * 86_400)
+    r = h.get("/v2/sites")  # a 401: the token expired
+    assert abs((emu_now(r) - expected - timedelta(days=10)).total_seconds()) < 60, r
+
+
+def test_date_on_a_body_that_never_ends(make_emu):
+    e = make_emu()
+    e.advance_clock(-400 * 86_400)
+    token = Http(e).token()
+    e.set_hostile("slow_body", path="/v2/sites")
+    port = urllib.parse.urlsplit(e.url).port
+    conn = HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request(
+            "GET", "/v2/sites", headers={"x-api-key": e.api_key, "authorization": f"Bearer {token}"}
+        )
+        r = conn.getresponse()  # the head only: the body never ends
+        expected = datetime.now(UTC) - timedelta(days=400)
+        assert abs((emu_now(r) - expected).total_seconds()) < 60
+    finally:
+        conn.close()
+        e.set_hostile()
 
 
 # ------------------------------------------------------------------------------------------------

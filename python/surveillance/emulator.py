@@ -27,7 +27,8 @@ class Emulator:
     hours in local time, with dense bursts of events that share one millisecond. It serves the
     seven endpoints of the service with its rules (tokens, 100 records a page, offset ceiling,
     webhook validation), and misbehaves on request (:meth:`set_faults`, :meth:`set_limits`,
-    :meth:`set_semantics`).
+    :meth:`set_semantics`, :meth:`set_hostile`). Every answer carries a
+    ``Date`` header from the emulator's own clock, which :meth:`advance_clock` moves.
 
     Example:
         >>> import surveillance as sv
@@ -249,7 +250,13 @@ class Emulator:
         self._inner.set_token_lifetime(seconds)
 
     def advance_clock(self, seconds: float) -> None:
-        """Moves the emulator's clock forward: tokens expire as after that much real time."""
+        """Moves the emulator's clock forward (or back, with a negative ``seconds``): tokens
+        expire as after that much real time, and the ``Date`` of its answers moves.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     emu.advance_clock(4 * 3600)  # the tokens issued before have expired
+        """
         self._inner.advance_clock(seconds)
 
     def revoke_tokens(self) -> None:

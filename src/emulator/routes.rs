@@ -1,5 +1,6 @@
-//! The emulator's HTTP surface: `router(state)` with the seven endpoints of API.md, and the
-//! gateway every request passes first (api key, limits, faults, latency, bearer token).
+//! The emulator's HTTP surface: `router(state)` with the seven endpoints of API.md, the
+//! gateway every request passes first (api key, limits, faults, latency, bearer token), and the
+//! `Date` every answer carries from the emulator's clock.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -67,7 +68,17 @@ fn too_many(retry_after: u64, message: String) -> Response {
     r
 }
 
+/// `ms` (Unix epoch milliseconds) as an HTTP date in the IMF-fixdate form,
+/// `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110, section 5.6.7).
+pub fn http_date(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string()
+}
+
 /// The emulator's router over `state`, usable without a socket (`tower::ServiceExt::oneshot`).
+/// Every answer it gives carries one `Date` header, from the emulator's clock.
 pub fn router(state: Shared) -> Router {
     Router::new()
         .route("/v2/oauth/token", post(token))
@@ -80,6 +91,7 @@ pub fn router(state: Shared) -> Router {
         .route("/eu/v2/webhook", post(webhook_eu))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), gateway))
+        .layer(middleware::from_fn_with_state(state.clone(), dated))
         .with_state(state)
 }
 
@@ -89,6 +101,17 @@ async fn not_found(req: Request) -> ApiError {
         "not_found",
         format!("no route for `{} {}`", req.method(), req.uri().path()),
     )
+}
+
+/// Stamps every answer with the emulator's clock (`advance_clock` moves it), as the service
+/// stamps its own: a client reads the service's UTC day from it. It replaces any `Date` set
+/// before; the server adds none of its own (see `server::serve_connection`).
+async fn dated(AxState(state): AxState<Shared>, req: Request, next: Next) -> Response {
+    let mut response = next.run(req).await;
+    if let Ok(value) = HeaderValue::from_str(&http_date(state.now_ms())) {
+        response.headers_mut().insert(header::DATE, value);
+    }
+    response
 }
 
 /// Every request passes here: statistics, api key, quota and limits, faults, latency, token.

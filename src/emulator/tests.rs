@@ -936,3 +936,108 @@ async fn sporadic_429s_are_reproducible_and_spare_the_token_endpoint() {
     assert!(a.iter().all(|s| [200, 429].contains(s)), "{a:?}");
     assert_ne!(a, statuses(6).await, "another seed, other 429s");
 }
+
+// The `Date` header, from the emulator's clock.
+#[test]
+fn http_date_is_imf_fixdate() {
+    use super::routes::http_date;
+    assert_eq!(http_date(784_111_777_000), "Sun, 06 Nov 1994 08:49:37 GMT");
+    assert_eq!(http_date(784_111_777_999), "Sun, 06 Nov 1994 08:49:37 GMT");
+    assert_eq!(
+        http_date(1_795_305_600_000),
+        "Sun, 22 Nov 2026 00:00:00 GMT"
+    );
+}
+
+/// The instant of the one `Date` header of `headers`, epoch milliseconds.
+fn date_of(headers: &HeaderMap) -> i64 {
+    let dates: Vec<_> = headers.get_all("date").iter().collect();
+    assert_eq!(dates.len(), 1, "Date headers: {dates:?}");
+    let text = dates[0].to_str().expect("ascii");
+    assert!(
+        text.ends_with(" GMT") && text.len() == 29,
+        "not IMF-fixdate: {text}"
+    );
+    let t = chrono::DateTime::parse_from_rfc2822(text).expect("an HTTP date");
+    t.timestamp_millis()
+}
+
+#[tokio::test]
+async fn every_answer_carries_one_date_from_the_emulators_clock() {
+    use super::{Hostile, HostileRule};
+    let e = emu().await;
+    e.s.advance_clock(10.0 * 86_400.0 + 0.5);
+    let tok = token(&e.s).await;
+    let near = |r: &Resp| {
+        let (date, now) = (date_of(&r.headers), e.s.now_ms());
+        assert!((now - date).abs() < 5_000, "{}: {date} vs {now}", r.status);
+    };
+    near(&e.get_with("/v2/sites", &tok).await);
+    near(&e.get_with("/v2/sites", "unknown").await);
+    near(&e.get_with("/v2/nowhere", &tok).await);
+    near(&call(&e.s, Method::GET, "/v2/sites", &[], Body::empty()).await);
+    near(&post_token(&e.s, "{}").await);
+    near(&e.post("/v2/webhook", json!({"dataType": "retail"})).await);
+    e.s.set_faults(with(|f: &mut Faults| f.error_rate = 1.0));
+    near(&e.get_with("/v2/sites", &tok).await);
+    e.s.set_faults(with(|f: &mut Faults| f.rate_limit_rate = 1.0));
+    near(&e.get_with("/v2/sites", &tok).await);
+    e.s.set_faults(Faults::default());
+    for mode in [Hostile::Status(503), Hostile::Html, Hostile::Truncated] {
+        let path = "/v2/sites".to_string();
+        let remaining = Some(1);
+        e.s.set_hostile(Some(HostileRule {
+            mode,
+            path,
+            remaining,
+        }));
+        near(&e.get_with("/v2/sites", &tok).await);
+    }
+    e.s.set_limits(with(|l: &mut Limits| l.daily_requests = Some(0)));
+    let r = e.get_with("/v2/sites", &tok).await;
+    r.error(429);
+    near(&r);
+}
+
+/// One answer read from a raw socket: its head (status line and headers) and body.
+async fn raw_exchange(addr: std::net::SocketAddr, request: String) -> (String, String) {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buf));
+    read.await.expect("answered in time").expect("read");
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head");
+    (head.to_string(), body.to_string())
+}
+
+#[tokio::test]
+async fn over_a_socket_the_only_date_is_the_emulators() {
+    let s = small();
+    let handle = super::spawn(s.clone(), 0).await.expect("spawn");
+    s.advance_clock(-400.0 * 86_400.0);
+    let tok = token(&s).await;
+    let key = s.creds.api_key.clone();
+    for (path, bearer) in [("/v2/sites", tok.as_str()), ("/v2/sites", "unknown")] {
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nhost: {}\r\nx-api-key: {key}\r\n\
+             authorization: Bearer {bearer}\r\nconnection: close\r\n\r\n",
+            handle.addr
+        );
+        let (head, _) = raw_exchange(handle.addr, request).await;
+        let dates: Vec<&str> = head
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .filter(|(name, _)| name.eq_ignore_ascii_case("date"))
+            .map(|(_, v)| v.trim())
+            .collect();
+        assert_eq!(dates.len(), 1, "{head}");
+        let date = chrono::DateTime::parse_from_rfc2822(dates[0]).expect("an HTTP date");
+        let off = (s.now_ms() - date.timestamp_millis()).abs();
+        assert!(
+            off < 5_000,
+            "Date is {off} ms off the emulator's clock: {head}"
+        );
+    }
+    handle.stop().await;
+}
