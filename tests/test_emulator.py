@@ -1271,6 +1271,81 @@ def test_limits_reset(http, emu):
     assert [http.get("/v2/reports").status for _ in range(10)] == [200] * 10
 
 
+def to_noon(e: Any) -> None:
+    """Moves the emulator's clock to its next UTC noon, far from a midnight that would split a
+    test's requests over two days."""
+    now = emu_now(Http(e).get("/v2/sites", auth=False))  # a 401, before any quota is set
+    noon = now.replace(hour=12, minute=0, second=0)
+    e.advance_clock((noon - now).total_seconds() % 86_400)
+
+
+def test_daily_quota_rolls_over_at_the_emulators_utc_midnight(make_emu):
+    e = make_emu()
+    to_noon(e)
+    e.set_limits(daily_requests=3)
+    h = Http(e)
+    h.token()
+    assert [h.get("/v2/sites").status for _ in range(2)] == [200, 200]
+    refused = [h.get("/v2/sites"), h.post("/v2/webhook", json=retail()), h.token_request()]
+    for r in refused:
+        assert_error(r, 429, "daily quota", "resets at")
+    now = emu_now(refused[0])
+    today = f"{now:%Y-%m-%d}"
+    midnight = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    wait = retry_after(refused[0])
+    assert abs(wait - (midnight - now).total_seconds()) <= 2, (wait, now)
+    assert f"resets at {midnight:%Y-%m-%d}T00:00:00Z" in refused[0].body["message"]
+    assert e.stats()["daily"] == {"day": today, "used": 6, "limit": 3, "days": {today: 6}}
+    # The emulator's next UTC day starts from zero (its first token: the old one expired).
+    e.advance_clock(wait + 1)
+    h.new_token()
+    r = h.get("/v2/sites")
+    assert r.status == 200 and emu_now(r).date() == midnight.date(), r
+    tomorrow = f"{midnight:%Y-%m-%d}"
+    assert e.stats()["daily"] == {
+        "day": tomorrow,
+        "used": 2,
+        "limit": 3,
+        "days": {today: 6, tomorrow: 2},
+    }
+
+
+def test_daily_quota_no_day_past_its_budget(make_emu):
+    """The use `stats()["daily"]` serves: a caller that keeps to the budget every day."""
+    e = make_emu()
+    to_noon(e)
+    e.set_limits(daily_requests=5)
+    h = Http(e)
+    for _ in range(3):
+        h.new_token()
+        statuses = [h.get("/v2/reports").status for _ in range(4)]
+        assert statuses == [200] * 4
+        e.advance_clock(86_400)
+    days = e.stats()["daily"]["days"]
+    assert len(days) == 3 and all(n <= 5 for n in days.values()), days
+
+
+def test_daily_counts_restart_when_the_quota_is_set_anew_or_lifted(make_emu):
+    e = make_emu()
+    to_noon(e)
+    h = Http(e)
+    h.token()
+    h.get("/v2/sites")
+    daily = e.stats()["daily"]
+    assert daily["limit"] is None and daily["used"] == 3, daily  # the noon probe counts too
+    e.set_limits(daily_requests=2)
+    assert e.stats()["daily"]["used"] == 0, "a quota set anew starts from zero"
+    assert [h.get("/v2/sites").status for _ in range(2)] == [200, 200]
+    e.set_limits(daily_requests=3)
+    assert e.stats()["daily"]["used"] == 2, "a changed quota keeps the day's count"
+    assert [h.get("/v2/sites").status for _ in range(2)] == [200, 429]
+    e.reset_stats()
+    assert e.stats()["daily"]["used"] == 4, "reset_stats leaves the quota alone"
+    e.set_limits()
+    assert e.stats()["daily"]["days"] == {}, "lifted: the counts are forgotten"
+    assert h.get("/v2/sites").status == 200
+
+
 # ------------------------------------------------------------------------------------------------
 # faults
 

@@ -226,9 +226,23 @@ class Emulator:
         emulator answers 429 with ``Retry-After``. Reads are the GET endpoints; publishing
         is the webhook; the daily quota counts every request.
 
-        >>> # the provider's published limits:
-        >>> # emu.set_limits(read_per_second=1, read_concurrency=3, publish_per_second=100,
-        >>> #                publish_concurrency=200, daily_requests=2400)
+        The daily quota is per UTC day of the emulator's clock (:meth:`advance_clock` moves
+        it): every request with the right ``x-api-key`` counts against the day it arrives in,
+        whatever its answer (those refused by the quota or another limit, faults and hostile
+        answers included). Past ``daily_requests`` the answer is 429 with ``Retry-After`` =
+        the seconds until the next UTC midnight and a message that says when the quota resets
+        (``... it resets at 2026-11-24T00:00:00Z``); at midnight the count starts again at 0.
+        ``stats()["daily"]`` shows the counts. Setting a quota where there was none, or lifting
+        it, starts the counts anew; changing its value keeps them.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     # the provider's published limits:
+        ...     emu.set_limits(read_per_second=1, read_concurrency=3, publish_per_second=100,
+        ...                    publish_concurrency=200, daily_requests=2400)
+        ...     daily = emu.stats()["daily"]
+        >>> daily["used"], daily["limit"]
+        (0, 2400)
         """
         self._limits = (
             read_per_second,
@@ -251,7 +265,8 @@ class Emulator:
 
     def advance_clock(self, seconds: float) -> None:
         """Moves the emulator's clock forward (or back, with a negative ``seconds``): tokens
-        expire as after that much real time, and the ``Date`` of its answers moves.
+        expire as after that much real time, the ``Date`` of its answers moves, and the daily
+        quota counts in the UTC day the clock is then in.
 
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
@@ -358,11 +373,26 @@ class Emulator:
 
     def stats(self) -> dict:
         """Requests by ``"METHOD /path"`` and status, tokens issued, webhook records stored and
-        upserted, 429s from limits, connections open and accepted."""
+        upserted, 429s from limits, connections open and accepted, and the daily quota's counts.
+
+        ``"daily"`` is ``{"day": "2026-11-23", "used": n, "limit": N or None, "days":
+        {"2026-11-22": n, ...}}``: the emulator's current UTC day, the requests counted in it
+        (those past the quota included: ``used <= limit`` means none was sent past it), the
+        quota, and the count of every day since the quota was last set anew (see
+        :meth:`set_limits`), so that a test can check that no day went past its budget.
+        :meth:`reset_stats` leaves it alone.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     _ = emu.client().sites()
+        ...     stats = emu.stats()
+        >>> stats["requests"]["GET /v2/sites"], stats["tokens_issued"], stats["daily"]["used"]
+        ({'200': 1}, 1, 2)
+        """
         return json.loads(self._inner.stats_json())
 
     def reset_stats(self) -> None:
-        """Zeroes :meth:`stats`."""
+        """Zeroes :meth:`stats`, but its ``"daily"`` counts (the quota's state)."""
         self._inner.reset_stats()
 
     # --- lifecycle ----------------------------------------------------------------------

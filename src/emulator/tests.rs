@@ -1041,3 +1041,105 @@ async fn over_a_socket_the_only_date_is_the_emulators() {
     }
     handle.stop().await;
 }
+
+// The daily quota, per UTC day of the emulator's clock.
+const DAY: i64 = 24 * HOUR;
+
+/// Seconds from the emulator's clock to its next UTC midnight, and that midnight's date.
+fn to_midnight(s: &State) -> (i64, chrono::NaiveDate) {
+    let now = s.now_ms();
+    let midnight = (now.div_euclid(DAY) + 1) * DAY;
+    let date = chrono::DateTime::from_timestamp_millis(midnight).expect("date");
+    ((midnight - now + 999) / 1000, date.date_naive())
+}
+
+/// Moves the emulator's clock to the next noon (UTC), far from a midnight that would split a
+/// test's requests over two days.
+fn to_noon(s: &State) {
+    let ms = (DAY / 2 - s.now_ms().rem_euclid(DAY)).rem_euclid(DAY);
+    s.advance_clock(ms as f64 / 1000.0);
+}
+
+#[tokio::test]
+async fn daily_quota_is_per_utc_day_of_the_emulators_clock() {
+    let s = small();
+    to_noon(&s);
+    let e = emu_of(s).await;
+    e.s.set_limits(with(|l: &mut Limits| l.daily_requests = Some(3)));
+    for uri in ["/v2/sites", "/v2/devices", "/v2/reports"] {
+        assert_eq!(e.get(uri).await.status, 200, "{uri}");
+    }
+    let (seconds, midnight) = to_midnight(&e.s);
+    let r = e.get("/v2/sites").await;
+    let message = r.error(429);
+    assert!(
+        (r.retry_after() as i64 - seconds).abs() <= 2,
+        "Retry-After {} for {seconds} s to midnight",
+        r.retry_after()
+    );
+    assert!(
+        message.contains(&format!("resets at {midnight}T00:00:00Z")),
+        "{message}"
+    );
+    let today = (midnight - chrono::Days::new(1)).to_string();
+    let daily = &e.s.stats_json()["daily"];
+    assert_eq!(daily["day"], today.as_str());
+    assert_eq!(daily["used"], 4, "the refused request counts too");
+    assert_eq!(daily["limit"], 3);
+    // The next UTC day of the emulator's clock starts from zero (a new token: the old one
+    // expired on the way).
+    e.s.advance_clock(seconds as f64 + 1.0);
+    let tok = token(&e.s).await;
+    assert_eq!(e.get_with("/v2/sites", &tok).await.status, 200);
+    let daily = &e.s.stats_json()["daily"];
+    assert_eq!(daily["day"], midnight.to_string().as_str());
+    assert_eq!(daily["used"], 2);
+    assert_eq!(
+        daily["days"],
+        json!({today.as_str(): 4, midnight.to_string(): 2})
+    );
+    // Back to the spent day: still spent.
+    e.s.advance_clock(-(seconds as f64) - 1.0);
+    e.get_with("/v2/sites", &tok).await.error(429);
+    assert_eq!(e.s.stats_json()["daily"]["used"], 5);
+}
+
+#[tokio::test]
+async fn daily_counts_restart_when_the_quota_is_set_anew_or_lifted_not_when_changed() {
+    let s = small();
+    to_noon(&s);
+    let e = emu_of(s).await;
+    let quota = |n: Option<u64>| with(|l: &mut Limits| l.daily_requests = n);
+    e.get("/v2/sites").await;
+    assert_eq!(
+        e.s.stats_json()["daily"]["used"],
+        2,
+        "counted without a quota"
+    );
+    assert_eq!(e.s.stats_json()["daily"]["limit"], Value::Null);
+    e.s.set_limits(quota(Some(2)));
+    assert_eq!(
+        e.s.stats_json()["daily"]["used"],
+        0,
+        "a quota set anew starts at 0"
+    );
+    e.get("/v2/sites").await;
+    e.get("/v2/sites").await;
+    e.s.set_limits(quota(Some(3)));
+    assert_eq!(
+        e.s.stats_json()["daily"]["used"],
+        2,
+        "a changed quota keeps the count"
+    );
+    assert_eq!(e.get("/v2/sites").await.status, 200);
+    e.get("/v2/sites").await.error(429);
+    e.s.reset_stats();
+    assert_eq!(
+        e.s.stats_json()["daily"]["used"],
+        4,
+        "reset_stats keeps the quota's state"
+    );
+    e.s.set_limits(quota(None));
+    assert_eq!(e.s.stats_json()["daily"]["days"], json!({}));
+    assert_eq!(e.get("/v2/sites").await.status, 200);
+}
