@@ -1484,6 +1484,45 @@ def test_sporadic_429s_reproducible_under_seed(make_emu):
 
 
 # ------------------------------------------------------------------------------------------------
+# hostile answers: echo
+
+ECHO_TARGETS = ["token", "sites", "events", "webhook", "eu_webhook"]
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 429, 500])
+@pytest.mark.parametrize("name", ECHO_TARGETS)
+def test_hostile_echo_returns_the_request_secrets_included(http, emu, name, status):
+    token = http.token()
+    prefix = {"token": "/v2/oauth/token", "eu_webhook": "/eu/v2/webhook"}.get(name, f"/v2/{name}")
+    emu.set_hostile("echo", path=prefix, status=status, count=1)
+    try:
+        r = http.token_request() if name == "token" else call(http, emu, name)
+        assert_error(r, status, f"x-api-key: {emu.api_key}")
+        assert r.headers.get("Retry-After") == ("0" if status == 429 else None)
+        echoed, message = r.body["request"], r.body["message"]
+        assert echoed["method"] == ("GET" if name in ("sites", "events") else "POST")
+        assert echoed["path"].split("?")[0] == prefix
+        assert echoed["headers"]["x-api-key"] == emu.api_key
+        assert f"{echoed['method']} {echoed['path']}" in message
+        assert f"body: {echoed['body']}" in message
+        if name == "token":
+            assert json.loads(echoed["body"])["client_secret"] == emu.client_secret
+            assert emu.client_secret in message
+        else:
+            assert echoed["headers"]["authorization"] == f"Bearer {token}"
+            assert f"authorization: Bearer {token}" in message
+        if name == "events":
+            assert "startTime=" in echoed["path"] and "endTime=" in echoed["path"]
+        if name.endswith("webhook"):
+            record = json.loads(echoed["body"])
+            assert record["dataType"] == "retail" and stored(emu, record) == []
+        again = http.token_request() if name == "token" else call(http, emu, name)
+        assert again.status == 200, "count=1: the next request is served"
+    finally:
+        emu.set_hostile()
+
+
+# ------------------------------------------------------------------------------------------------
 # stats
 
 
@@ -1555,7 +1594,7 @@ def test_every_answer_carries_one_date_from_the_emulators_clock(make_emu):
         e.set_faults(**faults)
         answers[name] = h.get("/v2/sites")
         e.set_faults()
-    for mode in ("status", "html", "truncated"):
+    for mode in ("echo", "status", "html", "truncated"):
         e.set_hostile(mode, path="/v2/sites", status=503, count=1)
         answers[mode] = h.get("/v2/sites")
     e.set_limits(daily_requests=0)

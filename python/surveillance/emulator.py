@@ -110,7 +110,17 @@ class Emulator:
         (one record's ``title`` holds ``size`` bytes), ``"slow_body"`` (a body that trickles
         forever), ``"no_answer"`` (the request is read, nothing is ever answered),
         ``"status"`` (``status`` with a JSON error body: with ``path="/v2/oauth/token"``, a
-        token endpoint that fails). Wrong field types: ``set_faults(corrupt_rate=...)``.
+        token endpoint that fails), ``"echo"`` (``status`` with a JSON error body that echoes
+        the request back, as many servers and proxies do: ``"request": {"method", "path"``
+        (with the query), ``"headers"`` (every one, ``x-api-key`` and ``authorization``
+        included), ``"body"`` (as text)``}``, and the same in plain text in ``"message"``
+        (``"400 Bad Request: POST /v2/oauth/token; ...; x-api-key: KEY; ...; body: ..."``),
+        so the secrets appear verbatim; a 429 also carries ``Retry-After: 0``; on the token
+        endpoint the body holds the client secret). Wrong field types:
+        ``set_faults(corrupt_rate=...)``.
+
+        Hostile answers apply to the token endpoint before its credentials are checked, and to
+        the other endpoints after the bearer token is (a request refused 401 is not echoed).
 
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:

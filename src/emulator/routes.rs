@@ -224,6 +224,7 @@ async fn misbehave(h: Hostile, next: Next, req: Request) -> Response {
             let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             ApiError(code, "injected", format!("injected status {status}")).into_response()
         }
+        Hostile::Echo(status) => echo(status, req).await,
         Hostile::NotArray => json_response(
             StatusCode::OK,
             json!({"data": [], "message": "not the list you asked for"}).to_string(),
@@ -275,6 +276,61 @@ async fn misbehave(h: Hostile, next: Next, req: Request) -> Response {
             r
         }
     }
+}
+
+/// The error answer of a server that echoes the request back (see [`Hostile::Echo`]): `status`,
+/// `Retry-After: 0` for a 429, and a body whose `request` holds the method, the path with its
+/// query, every header and the body as text, and whose `message` says the same in plain text, so
+/// that secrets appear verbatim, not only JSON-escaped.
+async fn echo(status: u16, req: Request) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let (parts, body) = req.into_parts();
+    let target = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| parts.uri.path(), |pq| pq.as_str())
+        .to_string();
+    let body = match to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(_) => format!("<unreadable, or over {MAX_BODY} bytes>"),
+    };
+    let mut headers = serde_json::Map::new();
+    let mut lines = Vec::new();
+    for (name, value) in &parts.headers {
+        let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        lines.push(format!("{name}: {text}"));
+        match headers.get_mut(name.as_str()) {
+            Some(Value::String(seen)) => {
+                seen.push_str(", ");
+                seen.push_str(&text);
+            }
+            _ => {
+                headers.insert(name.as_str().to_string(), Value::String(text));
+            }
+        }
+    }
+    let reason = code.canonical_reason().unwrap_or("error");
+    let method = parts.method.as_str();
+    let message = format!(
+        "{} {reason}: {method} {target}; {}; body: {body}",
+        code.as_u16(),
+        lines.join("; ")
+    );
+    let error = reason.to_ascii_lowercase().replace([' ', '-'], "_");
+    let mut r = json_response(
+        code,
+        json!({
+            "error": error,
+            "message": message,
+            "request": {"method": method, "path": target, "headers": headers, "body": body},
+        })
+        .to_string(),
+    );
+    if code == StatusCode::TOO_MANY_REQUESTS {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(0));
+    }
+    r
 }
 
 async fn token(AxState(state): AxState<Shared>, body: Body) -> Result<Response, ApiError> {

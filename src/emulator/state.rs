@@ -306,11 +306,15 @@ pub enum Hostile {
     NoAnswer,
     /// The answer is this status, with a JSON error body (e.g. the token endpoint's 500).
     Status(u16),
+    /// The answer is this status, with a JSON error body that echoes the request back (method,
+    /// path and query, every header, the body), as many servers and proxies do: secrets
+    /// included, verbatim.
+    Echo(u16),
 }
 
 impl Hostile {
     /// The mode named `name` (`truncated`, `not_array`, `html`, `huge_string`, `slow_body`,
-    /// `no_answer`, `status`); `size` and `status` complete the modes that take them.
+    /// `no_answer`, `status`, `echo`); `size` and `status` complete the modes that take them.
     pub fn parse(name: &str, size: usize, status: u16) -> Option<Hostile> {
         Some(match name {
             "truncated" => Hostile::Truncated,
@@ -320,6 +324,7 @@ impl Hostile {
             "slow_body" => Hostile::SlowBody,
             "no_answer" => Hostile::NoAnswer,
             "status" => Hostile::Status(status),
+            "echo" => Hostile::Echo(status),
             _ => return None,
         })
     }

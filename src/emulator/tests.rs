@@ -983,7 +983,12 @@ async fn every_answer_carries_one_date_from_the_emulators_clock() {
     e.s.set_faults(with(|f: &mut Faults| f.rate_limit_rate = 1.0));
     near(&e.get_with("/v2/sites", &tok).await);
     e.s.set_faults(Faults::default());
-    for mode in [Hostile::Status(503), Hostile::Html, Hostile::Truncated] {
+    for mode in [
+        Hostile::Status(503),
+        Hostile::Echo(400),
+        Hostile::Html,
+        Hostile::Truncated,
+    ] {
         let path = "/v2/sites".to_string();
         let remaining = Some(1);
         e.s.set_hostile(Some(HostileRule {
@@ -1142,4 +1147,71 @@ async fn daily_counts_restart_when_the_quota_is_set_anew_or_lifted_not_when_chan
     e.s.set_limits(quota(None));
     assert_eq!(e.s.stats_json()["daily"]["days"], json!({}));
     assert_eq!(e.get("/v2/sites").await.status, 200);
+}
+
+// Hostile `echo`.
+#[tokio::test]
+async fn echo_returns_the_request_secrets_included_on_token_reads_and_webhooks() {
+    use super::{Hostile, HostileRule};
+    let e = emu().await;
+    let echo = |path: &str, status: u16| HostileRule {
+        mode: Hostile::Echo(status),
+        path: path.into(),
+        remaining: Some(1),
+    };
+    let (key, secret) = (e.s.creds.api_key.clone(), e.s.creds.client_secret.clone());
+    let bearer = format!("Bearer {}", e.tok);
+    // Token endpoint: the body holds the client secret.
+    e.s.set_hostile(Some(echo("/v2/oauth/token", 401)));
+    let r = e.new_token().await;
+    let message = r.error(401);
+    let v = r.json();
+    assert_eq!(v["request"]["method"], "POST");
+    assert_eq!(v["request"]["path"], "/v2/oauth/token");
+    assert_eq!(v["request"]["headers"]["x-api-key"], key.as_str());
+    assert!(v["request"]["body"]
+        .as_str()
+        .expect("body")
+        .contains(&secret));
+    assert!(message.contains(&format!("x-api-key: {key}")), "{message}");
+    assert!(message.contains(&secret), "{message}");
+    let raw = String::from_utf8_lossy(&r.body);
+    assert!(
+        raw.contains(&key) && raw.contains(&secret),
+        "not verbatim: {raw}"
+    );
+    assert_eq!(
+        e.new_token().await.status,
+        200,
+        "count=1: the next one is served"
+    );
+    // Reads: the path with its query, the bearer token.
+    let uri = e.events(0, HOUR);
+    for status in [400, 403, 500] {
+        e.s.set_hostile(Some(echo("/v2/events", status)));
+        let r = e.get(&uri).await;
+        let message = r.error(status);
+        let v = r.json();
+        assert_eq!(v["request"]["path"], uri.as_str());
+        assert_eq!(v["request"]["headers"]["authorization"], bearer.as_str());
+        assert!(
+            message.contains(&format!("authorization: {bearer}")),
+            "{message}"
+        );
+        assert!(message.contains(&format!("GET {uri}")), "{message}");
+    }
+    // Webhooks: the record as sent; a 429 says to retry at once.
+    for (path, status) in [("/v2/webhook", 400), ("/eu/v2/webhook", 429)] {
+        e.s.set_hostile(Some(echo(path, status)));
+        let record = retail("echoed-tx");
+        let r = e.post(path, &record).await;
+        let message = r.error(status);
+        assert_eq!(r.json()["request"]["body"], record.to_string());
+        assert!(message.contains(&format!("body: {record}")), "{message}");
+        assert!(message.contains(&format!("x-api-key: {key}")), "{message}");
+        if status == 429 {
+            assert_eq!(r.retry_after(), 0);
+        }
+    }
+    assert_eq!(e.s.published_len(), 0, "an echoed record is not stored");
 }

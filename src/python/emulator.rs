@@ -96,7 +96,7 @@ impl PyEmulator {
                 mode: Hostile::parse(name, size, status).ok_or_else(|| {
                     PyValueError::new_err(format!(
                         "`mode` must be one of `truncated`, `not_array`, `html`, `huge_string`, \
-                         `slow_body`, `no_answer`, `status`, got `{name}`"
+                         `slow_body`, `no_answer`, `status`, `echo`, got `{name}`"
                     ))
                 })?,
                 path: path.to_string(),
