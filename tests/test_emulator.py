@@ -1180,6 +1180,30 @@ def test_webhook_eu_route(http, emu):
     assert len(stored(emu, rec)) == 1
 
 
+ARRAY_REFUSAL = {
+    "error": "array_not_supported",
+    "message": "the body must be one JSON object; arrays are not accepted",
+}
+
+
+@pytest.mark.parametrize("region", ["us", "eu"])
+def test_webhook_refusing_arrays(http, emu, region):
+    url = (emu.eu_url if region == "eu" else emu.url) + "/v2/webhook"
+    emu.set_webhook(arrays=False)
+    batch = [retail(), other()]
+    for body in (batch, [retail()], []):
+        r = http.post(url, json=body)
+        assert r.status == 400 and r.body == ARRAY_REFUSAL, r
+    assert all(stored(emu, rec) == [] for rec in batch), "nothing of a refused array is stored"
+    single = retail()
+    r = http.post(url, json=single)
+    assert r.status == 200 and r.body == {"accepted": 1}, r
+    assert len(stored(emu, single, region=region)) == 1
+    emu.set_webhook()  # the default: arrays again
+    assert http.post(url, json=batch).status == 200
+    assert all(len(stored(emu, rec, region=region)) == 1 for rec in batch)
+
+
 # ------------------------------------------------------------------------------------------------
 # limits
 

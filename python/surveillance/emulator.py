@@ -27,7 +27,7 @@ class Emulator:
     hours in local time, with dense bursts of events that share one millisecond. It serves the
     seven endpoints of the service with its rules (tokens, 100 records a page, offset ceiling,
     webhook validation), and misbehaves on request (:meth:`set_faults`, :meth:`set_limits`,
-    :meth:`set_semantics`, :meth:`set_hostile`). Every answer carries a
+    :meth:`set_semantics`, :meth:`set_hostile`, :meth:`set_webhook`). Every answer carries a
     ``Date`` header from the emulator's own clock, which :meth:`advance_clock` moves.
 
     Example:
@@ -268,6 +268,22 @@ class Emulator:
             publish_concurrency,
             daily_requests,
         )
+
+    def set_webhook(self, arrays: bool = True) -> None:
+        """Sets how the webhook takes its bodies.
+
+        Args:
+            arrays: True (the default): a body is one record or a JSON array of up to 100, as
+                the provider documents. False: a service that refuses arrays as such; a body
+                that is a JSON array is answered 400 ``{"error": "array_not_supported",
+                "message": "the body must be one JSON object; arrays are not accepted"}`` and
+                nothing of it is stored; single objects are taken as before.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     emu.set_webhook(arrays=False)  # one record per request, from now on
+        """
+        self._inner.set_webhook(arrays)
 
     def set_token_lifetime(self, seconds: int) -> None:
         """Sets ``expires_in`` (and the real lifetime) of the tokens issued from now on."""

@@ -580,6 +580,14 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
         Err(e) => return ApiError::bad(format!("body is not JSON: {e}")).into_response(),
     };
     let records = match parsed {
+        Value::Array(_) if !state.webhook_arrays() => {
+            return ApiError(
+                StatusCode::BAD_REQUEST,
+                "array_not_supported",
+                "the body must be one JSON object; arrays are not accepted".into(),
+            )
+            .into_response()
+        }
         Value::Array(items) if items.is_empty() => {
             return ApiError::bad("empty array: send at least one record".into()).into_response()
         }

@@ -2,7 +2,7 @@
 //! statistics and the webhook store. Everything a test can script lives here, behind small locks.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
@@ -238,6 +238,7 @@ pub struct State {
     limits: Mutex<Limits>,
     buckets: Mutex<(Bucket, Bucket)>,
     daily: Mutex<Daily>,
+    webhook_arrays: AtomicBool,
     in_flight: [AtomicUsize; 3],
     stats: Mutex<Stats>,
     published: Mutex<Published>,
@@ -400,6 +401,7 @@ impl State {
             limits: Mutex::new(Limits::default()),
             buckets: Mutex::new((Bucket::new(), Bucket::new())),
             daily: Mutex::new(Daily::default()),
+            webhook_arrays: AtomicBool::new(true),
             in_flight: [
                 AtomicUsize::new(0),
                 AtomicUsize::new(0),
@@ -511,6 +513,17 @@ impl State {
         }
         *current = limits;
         *lock(&self.buckets) = (Bucket::new(), Bucket::new());
+    }
+
+    /// Whether the webhook accepts a JSON array of records as a body (the default), or answers
+    /// it 400 `array_not_supported`, storing nothing.
+    pub fn set_webhook_arrays(&self, accept: bool) {
+        self.webhook_arrays.store(accept, Ordering::SeqCst);
+    }
+
+    /// See [`State::set_webhook_arrays`].
+    pub fn webhook_arrays(&self) -> bool {
+        self.webhook_arrays.load(Ordering::SeqCst)
     }
 
     /// Whether the next events page gets a corrupted event, reproducibly under the seed.

@@ -1215,3 +1215,32 @@ async fn echo_returns_the_request_secrets_included_on_token_reads_and_webhooks()
     }
     assert_eq!(e.s.published_len(), 0, "an echoed record is not stored");
 }
+
+// A webhook that refuses arrays (`set_webhook_arrays`).
+#[tokio::test]
+async fn webhook_without_arrays_refuses_every_array_and_stores_nothing() {
+    let e = emu().await;
+    assert!(e.s.webhook_arrays(), "arrays are accepted by default");
+    e.s.set_webhook_arrays(false);
+    for path in ["/v2/webhook", "/eu/v2/webhook"] {
+        for body in [
+            json!([retail("a-1"), retail("a-2")]),
+            json!([retail("a-3")]),
+            json!([]),
+        ] {
+            let r = e.post(path, &body).await;
+            let message = r.error(400);
+            assert_eq!(r.json()["error"], "array_not_supported");
+            assert_eq!(
+                message,
+                "the body must be one JSON object; arrays are not accepted"
+            );
+        }
+    }
+    assert_eq!(e.s.published_len(), 0);
+    assert_eq!(e.post("/v2/webhook", retail("one")).await.status, 200);
+    e.s.set_webhook_arrays(true);
+    let both = json!([retail("b-1"), retail("b-2")]);
+    assert_eq!(e.post("/v2/webhook", both).await.status, 200);
+    assert_eq!(e.s.published_len(), 3);
+}

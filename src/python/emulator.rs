@@ -241,6 +241,13 @@ impl PyEmulator {
         Ok(())
     }
 
+    /// Whether the webhook accepts a JSON array of records as a body (`arrays=false`: 400
+    /// `array_not_supported`, nothing stored).
+    #[pyo3(signature = (arrays=true))]
+    fn set_webhook(&self, arrays: bool) {
+        self.handle.state.set_webhook_arrays(arrays);
+    }
+
     /// `expires_in` of the tokens issued from now on.
     fn set_token_lifetime(&self, seconds: u64) {
         self.handle.state.set_token_lifetime(seconds);
