@@ -180,10 +180,12 @@ def _decode(raw: bytes) -> Any:
 
 
 def reset(emu: Any) -> None:
-    """Back to the defaults: no faults, asc/[), no limits, default token lifetime, no stats."""
+    """Back to the defaults: no faults, asc/[), no limits, arrays on the webhook, default token
+    lifetime, no stats."""
     emu.set_faults()
     emu.set_semantics()
     emu.set_limits()
+    emu.set_webhook()
     emu.set_token_lifetime(14399)
     emu.reset_stats()
 

@@ -3,6 +3,7 @@ plain HTTP with the standard library. Each test fails if the rule it names were 
 
 from __future__ import annotations
 
+import email.utils
 import json
 import os
 import re
@@ -1179,6 +1180,30 @@ def test_webhook_eu_route(http, emu):
     assert len(stored(emu, rec)) == 1
 
 
+ARRAY_REFUSAL = {
+    "error": "array_not_supported",
+    "message": "the body must be one JSON object; arrays are not accepted",
+}
+
+
+@pytest.mark.parametrize("region", ["us", "eu"])
+def test_webhook_refusing_arrays(http, emu, region):
+    url = (emu.eu_url if region == "eu" else emu.url) + "/v2/webhook"
+    emu.set_webhook(arrays=False)
+    batch = [retail(), other()]
+    for body in (batch, [retail()], []):
+        r = http.post(url, json=body)
+        assert r.status == 400 and r.body == ARRAY_REFUSAL, r
+    assert all(stored(emu, rec) == [] for rec in batch), "nothing of a refused array is stored"
+    single = retail()
+    r = http.post(url, json=single)
+    assert r.status == 200 and r.body == {"accepted": 1}, r
+    assert len(stored(emu, single, region=region)) == 1
+    emu.set_webhook()  # the default: arrays again
+    assert http.post(url, json=batch).status == 200
+    assert all(len(stored(emu, rec, region=region)) == 1 for rec in batch)
+
+
 # ------------------------------------------------------------------------------------------------
 # limits
 
@@ -1268,6 +1293,81 @@ def test_limits_reset(http, emu):
     assert 429 in [http.get("/v2/reports").status for _ in range(5)]
     emu.set_limits()
     assert [http.get("/v2/reports").status for _ in range(10)] == [200] * 10
+
+
+def to_noon(e: Any) -> None:
+    """Moves the emulator's clock to its next UTC noon, far from a midnight that would split a
+    test's requests over two days."""
+    now = emu_now(Http(e).get("/v2/sites", auth=False))  # a 401, before any quota is set
+    noon = now.replace(hour=12, minute=0, second=0)
+    e.advance_clock((noon - now).total_seconds() % 86_400)
+
+
+def test_daily_quota_rolls_over_at_the_emulators_utc_midnight(make_emu):
+    e = make_emu()
+    to_noon(e)
+    e.set_limits(daily_requests=3)
+    h = Http(e)
+    h.token()
+    assert [h.get("/v2/sites").status for _ in range(2)] == [200, 200]
+    refused = [h.get("/v2/sites"), h.post("/v2/webhook", json=retail()), h.token_request()]
+    for r in refused:
+        assert_error(r, 429, "daily quota", "resets at")
+    now = emu_now(refused[0])
+    today = f"{now:%Y-%m-%d}"
+    midnight = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    wait = retry_after(refused[0])
+    assert abs(wait - (midnight - now).total_seconds()) <= 2, (wait, now)
+    assert f"resets at {midnight:%Y-%m-%d}T00:00:00Z" in refused[0].body["message"]
+    assert e.stats()["daily"] == {"day": today, "used": 6, "limit": 3, "days": {today: 6}}
+    # The emulator's next UTC day starts from zero (its first token: the old one expired).
+    e.advance_clock(wait + 1)
+    h.new_token()
+    r = h.get("/v2/sites")
+    assert r.status == 200 and emu_now(r).date() == midnight.date(), r
+    tomorrow = f"{midnight:%Y-%m-%d}"
+    assert e.stats()["daily"] == {
+        "day": tomorrow,
+        "used": 2,
+        "limit": 3,
+        "days": {today: 6, tomorrow: 2},
+    }
+
+
+def test_daily_quota_no_day_past_its_budget(make_emu):
+    """The use `stats()["daily"]` serves: a caller that keeps to the budget every day."""
+    e = make_emu()
+    to_noon(e)
+    e.set_limits(daily_requests=5)
+    h = Http(e)
+    for _ in range(3):
+        h.new_token()
+        statuses = [h.get("/v2/reports").status for _ in range(4)]
+        assert statuses == [200] * 4
+        e.advance_clock(86_400)
+    days = e.stats()["daily"]["days"]
+    assert len(days) == 3 and all(n <= 5 for n in days.values()), days
+
+
+def test_daily_counts_restart_when_the_quota_is_set_anew_or_lifted(make_emu):
+    e = make_emu()
+    to_noon(e)
+    h = Http(e)
+    h.token()
+    h.get("/v2/sites")
+    daily = e.stats()["daily"]
+    assert daily["limit"] is None and daily["used"] == 3, daily  # the noon probe counts too
+    e.set_limits(daily_requests=2)
+    assert e.stats()["daily"]["used"] == 0, "a quota set anew starts from zero"
+    assert [h.get("/v2/sites").status for _ in range(2)] == [200, 200]
+    e.set_limits(daily_requests=3)
+    assert e.stats()["daily"]["used"] == 2, "a changed quota keeps the day's count"
+    assert [h.get("/v2/sites").status for _ in range(2)] == [200, 429]
+    e.reset_stats()
+    assert e.stats()["daily"]["used"] == 4, "reset_stats leaves the quota alone"
+    e.set_limits()
+    assert e.stats()["daily"]["days"] == {}, "lifted: the counts are forgotten"
+    assert h.get("/v2/sites").status == 200
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1377,6 +1477,75 @@ def test_constructor_latency(make_emu):
     assert time.monotonic() - t >= 0.3
 
 
+def sporadic_429s(e: Any) -> list[int]:
+    """Statuses of 40 calls over reads and both webhooks under ``rate_limit_rate=0.3``."""
+    h = Http(e)
+    h.token()
+    e.set_faults(rate_limit_rate=0.3, retry_after=3)
+    statuses = []
+    for i in range(40):
+        name = FAULT_ENDPOINTS[i % 4]
+        r = call(h, e, name)
+        if r.status == 429:
+            assert_error(r, 429, "rate limit")
+            assert retry_after(r) == 3
+        statuses.append(r.status)
+        assert h.token_request().status == 200, "the token endpoint is exempt"
+    return statuses
+
+
+def test_sporadic_429s_reproducible_under_seed(make_emu):
+    e = make_emu(seed=21)
+    a = sporadic_429s(e)
+    assert a == sporadic_429s(make_emu(seed=21)), "same seed, same 429s"
+    assert a != sporadic_429s(make_emu(seed=22)), "another seed, other 429s"
+    assert 200 in a and 429 in a and set(a) == {200, 429}, a
+    st = e.stats()
+    assert st["rate_limited"] == 0, "fault 429s are not limit 429s"
+    assert sum(v.get("429", 0) for v in st["requests"].values()) == a.count(429)
+    assert nz(st["requests"]["POST /v2/oauth/token"]) == {"200": 41}
+    assert st["published_stored"] == sum(s == 200 for s in a[2::4] + a[3::4])
+
+
+# ------------------------------------------------------------------------------------------------
+# hostile answers: echo
+
+ECHO_TARGETS = ["token", "sites", "events", "webhook", "eu_webhook"]
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 429, 500])
+@pytest.mark.parametrize("name", ECHO_TARGETS)
+def test_hostile_echo_returns_the_request_secrets_included(http, emu, name, status):
+    token = http.token()
+    prefix = {"token": "/v2/oauth/token", "eu_webhook": "/eu/v2/webhook"}.get(name, f"/v2/{name}")
+    emu.set_hostile("echo", path=prefix, status=status, count=1)
+    try:
+        r = http.token_request() if name == "token" else call(http, emu, name)
+        assert_error(r, status, f"x-api-key: {emu.api_key}")
+        assert r.headers.get("Retry-After") == ("0" if status == 429 else None)
+        echoed, message = r.body["request"], r.body["message"]
+        assert echoed["method"] == ("GET" if name in ("sites", "events") else "POST")
+        assert echoed["path"].split("?")[0] == prefix
+        assert echoed["headers"]["x-api-key"] == emu.api_key
+        assert f"{echoed['method']} {echoed['path']}" in message
+        assert f"body: {echoed['body']}" in message
+        if name == "token":
+            assert json.loads(echoed["body"])["client_secret"] == emu.client_secret
+            assert emu.client_secret in message
+        else:
+            assert echoed["headers"]["authorization"] == f"Bearer {token}"
+            assert f"authorization: Bearer {token}" in message
+        if name == "events":
+            assert "startTime=" in echoed["path"] and "endTime=" in echoed["path"]
+        if name.endswith("webhook"):
+            record = json.loads(echoed["body"])
+            assert record["dataType"] == "retail" and stored(emu, record) == []
+        again = http.token_request() if name == "token" else call(http, emu, name)
+        assert again.status == 200, "count=1: the next request is served"
+    finally:
+        emu.set_hostile()
+
+
 # ------------------------------------------------------------------------------------------------
 # stats
 
@@ -1416,6 +1585,70 @@ def test_reset_stats(http, emu):
     st = emu.stats()
     assert total(st, "200") == 0 and st["tokens_issued"] == 0
     assert st["published_upserts"] == 0 and st["rate_limited"] == 0
+
+
+# ------------------------------------------------------------------------------------------------
+# the Date header
+
+
+def emu_now(r: Any) -> datetime:
+    """The emulator's clock as the one ``Date`` header of its answer `r` gives it."""
+    dates = r.headers.get_all("Date") or []
+    assert len(dates) == 1, f"Date headers: {dates}"
+    imf_fixdate = r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT"
+    assert re.fullmatch(imf_fixdate, dates[0]), dates[0]
+    return email.utils.parsedate_to_datetime(dates[0])
+
+
+def test_every_answer_carries_one_date_from_the_emulators_clock(make_emu):
+    e = make_emu()
+    e.advance_clock(-400 * 86_400)  # far from real time: a Date from real time would show
+    h = Http(e)
+    h.token()
+    answers = {
+        "200": h.get("/v2/sites"),
+        "401": h.get("/v2/sites", headers={"authorization": "Bearer nope"}),
+        "403": h.get("/v2/sites", headers={"x-api-key": "wrong"}),
+        "400": h.get("/v2/sites", {"offset": "x"}),
+        "404": h.get("/v2/nowhere"),
+        "webhook 400": h.post("/v2/webhook", json={"dataType": "retail"}),
+        "token 401": h.token_request({"audience": "a", "client_id": "b", "client_secret": "c"}),
+    }
+    for name, faults in [("fault 429", {"rate_limit_rate": 1.0}), ("5xx", {"error_rate": 1.0})]:
+        e.set_faults(**faults)
+        answers[name] = h.get("/v2/sites")
+        e.set_faults()
+    for mode in ("echo", "status", "html", "truncated"):
+        e.set_hostile(mode, path="/v2/sites", status=503, count=1)
+        answers[mode] = h.get("/v2/sites")
+    e.set_limits(daily_requests=0)
+    answers["quota 429"] = h.get("/v2/sites")
+    e.set_limits()
+    expected = datetime.now(UTC) - timedelta(days=400)
+    for name, r in answers.items():
+        assert abs((emu_now(r) - expected).total_seconds()) < 60, (name, r)
+    e.advance_clock(10 * 86_400)
+    r = h.get("/v2/sites")  # a 401: the token expired
+    assert abs((emu_now(r) - expected - timedelta(days=10)).total_seconds()) < 60, r
+
+
+def test_date_on_a_body_that_never_ends(make_emu):
+    e = make_emu()
+    e.advance_clock(-400 * 86_400)
+    token = Http(e).token()
+    e.set_hostile("slow_body", path="/v2/sites")
+    port = urllib.parse.urlsplit(e.url).port
+    conn = HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request(
+            "GET", "/v2/sites", headers={"x-api-key": e.api_key, "authorization": f"Bearer {token}"}
+        )
+        r = conn.getresponse()  # the head only: the body never ends
+        expected = datetime.now(UTC) - timedelta(days=400)
+        assert abs((emu_now(r) - expected).total_seconds()) < 60
+    finally:
+        conn.close()
+        e.set_hostile()
 
 
 # ------------------------------------------------------------------------------------------------

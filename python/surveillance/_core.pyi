@@ -183,6 +183,8 @@ class Emulator:
         daily_requests: Optional[int] = None,
     ) -> None:
         """Enforces (or lifts, with None) the provider's published limits."""
+    def set_webhook(self, arrays: bool = True) -> None:
+        """Whether the webhook accepts a JSON array of records as a body."""
     def set_token_lifetime(self, seconds: int) -> None:
         """``expires_in`` of the tokens issued from now on."""
     def advance_clock(self, seconds: float) -> None:

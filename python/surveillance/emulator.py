@@ -27,7 +27,8 @@ class Emulator:
     hours in local time, with dense bursts of events that share one millisecond. It serves the
     seven endpoints of the service with its rules (tokens, 100 records a page, offset ceiling,
     webhook validation), and misbehaves on request (:meth:`set_faults`, :meth:`set_limits`,
-    :meth:`set_semantics`).
+    :meth:`set_semantics`, :meth:`set_hostile`, :meth:`set_webhook`). Every answer carries a
+    ``Date`` header from the emulator's own clock, which :meth:`advance_clock` moves.
 
     Example:
         >>> import surveillance as sv
@@ -109,7 +110,17 @@ class Emulator:
         (one record's ``title`` holds ``size`` bytes), ``"slow_body"`` (a body that trickles
         forever), ``"no_answer"`` (the request is read, nothing is ever answered),
         ``"status"`` (``status`` with a JSON error body: with ``path="/v2/oauth/token"``, a
-        token endpoint that fails). Wrong field types: ``set_faults(corrupt_rate=...)``.
+        token endpoint that fails), ``"echo"`` (``status`` with a JSON error body that echoes
+        the request back, as many servers and proxies do: ``"request": {"method", "path"``
+        (with the query), ``"headers"`` (every one, ``x-api-key`` and ``authorization``
+        included), ``"body"`` (as text)``}``, and the same in plain text in ``"message"``
+        (``"400 Bad Request: POST /v2/oauth/token; ...; x-api-key: KEY; ...; body: ..."``),
+        so the secrets appear verbatim; a 429 also carries ``Retry-After: 0``; on the token
+        endpoint the body holds the client secret). Wrong field types:
+        ``set_faults(corrupt_rate=...)``.
+
+        Hostile answers apply to the token endpoint before its credentials are checked, and to
+        the other endpoints after the bearer token is (a request refused 401 is not echoed).
 
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
@@ -171,18 +182,33 @@ class Emulator:
         retry_after: int = 0,
         corrupt_rate: float = 0.0,
     ) -> None:
-        """Injects faults into data and webhook calls (calling it again replaces them).
+        """Injects faults into the data and webhook calls (calling it again replaces them).
 
         Args:
             error_rate: probability of a 500 or 503 answer.
-            rate_limit_rate: probability of a 429 answer with ``Retry-After: retry_after``.
+            rate_limit_rate: probability of a 429 whatever the load: the fault for sporadic
+                429s, as per-node limits or a neighbour's burst give. The answer is status 429,
+                ``Retry-After: retry_after`` and ``{"error": "rate_limited", "message": "too
+                many requests (injected rate limit); retry after N s"}``. These 429s are not
+                counted in ``stats()["rate_limited"]`` (the 429s of :meth:`set_limits`), only
+                by route and status in ``stats()["requests"]``.
             drop_rate: probability that the connection is closed without any answer.
-            latency_ms: added before every answer.
+            latency_ms: added before every answer (the token endpoint's included).
             retry_after: seconds sent in ``Retry-After`` by the injected 429s.
             corrupt_rate: probability that an events page holds one event whose
                 ``details.duration_sec`` is a string (the JSON stays valid).
 
-        The sequence of faults is reproducible under the emulator's seed.
+        Errors, 429s and drops apply to the reads (``GET /v2/...``) and the webhook (both
+        regions), never to the token endpoint ``POST /v2/oauth/token``, whose failures
+        :meth:`set_hostile` scripts. Which request gets which fault is drawn from the
+        emulator's seed and the request's rank since the emulator started: the same seed and
+        the same sequence of requests give the same faults.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(seed=3, sites=2, days=1, events_per_day=10) as emu:
+        ...     emu.set_faults(rate_limit_rate=0.2, retry_after=0)
+        ...     len(emu.client(max_retries=10).sites())  # the client retries the 429s
+        2
         """
         self._inner.set_faults(
             error_rate, rate_limit_rate, drop_rate, latency_ms, retry_after, corrupt_rate
@@ -210,9 +236,23 @@ class Emulator:
         emulator answers 429 with ``Retry-After``. Reads are the GET endpoints; publishing
         is the webhook; the daily quota counts every request.
 
-        >>> # the provider's published limits:
-        >>> # emu.set_limits(read_per_second=1, read_concurrency=3, publish_per_second=100,
-        >>> #                publish_concurrency=200, daily_requests=2400)
+        The daily quota is per UTC day of the emulator's clock (:meth:`advance_clock` moves
+        it): every request with the right ``x-api-key`` counts against the day it arrives in,
+        whatever its answer (those refused by the quota or another limit, faults and hostile
+        answers included). Past ``daily_requests`` the answer is 429 with ``Retry-After`` =
+        the seconds until the next UTC midnight and a message that says when the quota resets
+        (``... it resets at 2026-11-24T00:00:00Z``); at midnight the count starts again at 0.
+        ``stats()["daily"]`` shows the counts. Setting a quota where there was none, or lifting
+        it, starts the counts anew; changing its value keeps them.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     # the provider's published limits:
+        ...     emu.set_limits(read_per_second=1, read_concurrency=3, publish_per_second=100,
+        ...                    publish_concurrency=200, daily_requests=2400)
+        ...     daily = emu.stats()["daily"]
+        >>> daily["used"], daily["limit"]
+        (0, 2400)
         """
         self._limits = (
             read_per_second,
@@ -229,12 +269,35 @@ class Emulator:
             daily_requests,
         )
 
+    def set_webhook(self, arrays: bool = True) -> None:
+        """Sets how the webhook takes its bodies.
+
+        Args:
+            arrays: True (the default): a body is one record or a JSON array of up to 100, as
+                the provider documents. False: a service that refuses arrays as such; a body
+                that is a JSON array is answered 400 ``{"error": "array_not_supported",
+                "message": "the body must be one JSON object; arrays are not accepted"}`` and
+                nothing of it is stored; single objects are taken as before.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     emu.set_webhook(arrays=False)  # one record per request, from now on
+        """
+        self._inner.set_webhook(arrays)
+
     def set_token_lifetime(self, seconds: int) -> None:
         """Sets ``expires_in`` (and the real lifetime) of the tokens issued from now on."""
         self._inner.set_token_lifetime(seconds)
 
     def advance_clock(self, seconds: float) -> None:
-        """Moves the emulator's clock forward: tokens expire as after that much real time."""
+        """Moves the emulator's clock forward (or back, with a negative ``seconds``): tokens
+        expire as after that much real time, the ``Date`` of its answers moves, and the daily
+        quota counts in the UTC day the clock is then in.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     emu.advance_clock(4 * 3600)  # the tokens issued before have expired
+        """
         self._inner.advance_clock(seconds)
 
     def revoke_tokens(self) -> None:
@@ -336,11 +399,26 @@ class Emulator:
 
     def stats(self) -> dict:
         """Requests by ``"METHOD /path"`` and status, tokens issued, webhook records stored and
-        upserted, 429s from limits, connections open and accepted."""
+        upserted, 429s from limits, connections open and accepted, and the daily quota's counts.
+
+        ``"daily"`` is ``{"day": "2026-11-23", "used": n, "limit": N or None, "days":
+        {"2026-11-22": n, ...}}``: the emulator's current UTC day, the requests counted in it
+        (those past the quota included: ``used <= limit`` means none was sent past it), the
+        quota, and the count of every day since the quota was last set anew (see
+        :meth:`set_limits`), so that a test can check that no day went past its budget.
+        :meth:`reset_stats` leaves it alone.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     _ = emu.client().sites()
+        ...     stats = emu.stats()
+        >>> stats["requests"]["GET /v2/sites"], stats["tokens_issued"], stats["daily"]["used"]
+        ({'200': 1}, 1, 2)
+        """
         return json.loads(self._inner.stats_json())
 
     def reset_stats(self) -> None:
-        """Zeroes :meth:`stats`."""
+        """Zeroes :meth:`stats`, but its ``"daily"`` counts (the quota's state)."""
         self._inner.reset_stats()
 
     # --- lifecycle ----------------------------------------------------------------------

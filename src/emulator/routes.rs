@@ -1,5 +1,6 @@
-//! The emulator's HTTP surface: `router(state)` with the seven endpoints of API.md, and the
-//! gateway every request passes first (api key, limits, faults, latency, bearer token).
+//! The emulator's HTTP surface: `router(state)` with the seven endpoints of API.md, the
+//! gateway every request passes first (api key, limits, faults, latency, bearer token), and the
+//! `Date` every answer carries from the emulator's clock.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -67,7 +68,17 @@ fn too_many(retry_after: u64, message: String) -> Response {
     r
 }
 
+/// `ms` (Unix epoch milliseconds) as an HTTP date in the IMF-fixdate form,
+/// `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110, section 5.6.7).
+pub fn http_date(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string()
+}
+
 /// The emulator's router over `state`, usable without a socket (`tower::ServiceExt::oneshot`).
+/// Every answer it gives carries one `Date` header, from the emulator's clock.
 pub fn router(state: Shared) -> Router {
     Router::new()
         .route("/v2/oauth/token", post(token))
@@ -80,6 +91,7 @@ pub fn router(state: Shared) -> Router {
         .route("/eu/v2/webhook", post(webhook_eu))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), gateway))
+        .layer(middleware::from_fn_with_state(state.clone(), dated))
         .with_state(state)
 }
 
@@ -89,6 +101,17 @@ async fn not_found(req: Request) -> ApiError {
         "not_found",
         format!("no route for `{} {}`", req.method(), req.uri().path()),
     )
+}
+
+/// Stamps every answer with the emulator's clock (`advance_clock` moves it), as the service
+/// stamps its own: a client reads the service's UTC day from it. It replaces any `Date` set
+/// before; the server adds none of its own (see `server::serve_connection`).
+async fn dated(AxState(state): AxState<Shared>, req: Request, next: Next) -> Response {
+    let mut response = next.run(req).await;
+    if let Ok(value) = HeaderValue::from_str(&http_date(state.now_ms())) {
+        response.headers_mut().insert(header::DATE, value);
+    }
+    response
 }
 
 /// Every request passes here: statistics, api key, quota and limits, faults, latency, token.
@@ -165,7 +188,10 @@ async fn gateway(AxState(state): AxState<Shared>, req: Request, next: Next) -> R
             }
             Some(Fault::RateLimit(retry)) => {
                 state.count(&route, "429");
-                return too_many(retry, "injected rate limit".into());
+                return too_many(
+                    retry,
+                    format!("too many requests (injected rate limit); retry after {retry} s"),
+                );
             }
             None => {}
         }
@@ -198,6 +224,7 @@ async fn misbehave(h: Hostile, next: Next, req: Request) -> Response {
             let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             ApiError(code, "injected", format!("injected status {status}")).into_response()
         }
+        Hostile::Echo(status) => echo(status, req).await,
         Hostile::NotArray => json_response(
             StatusCode::OK,
             json!({"data": [], "message": "not the list you asked for"}).to_string(),
@@ -249,6 +276,61 @@ async fn misbehave(h: Hostile, next: Next, req: Request) -> Response {
             r
         }
     }
+}
+
+/// The error answer of a server that echoes the request back (see [`Hostile::Echo`]): `status`,
+/// `Retry-After: 0` for a 429, and a body whose `request` holds the method, the path with its
+/// query, every header and the body as text, and whose `message` says the same in plain text, so
+/// that secrets appear verbatim, not only JSON-escaped.
+async fn echo(status: u16, req: Request) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let (parts, body) = req.into_parts();
+    let target = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| parts.uri.path(), |pq| pq.as_str())
+        .to_string();
+    let body = match to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(_) => format!("<unreadable, or over {MAX_BODY} bytes>"),
+    };
+    let mut headers = serde_json::Map::new();
+    let mut lines = Vec::new();
+    for (name, value) in &parts.headers {
+        let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        lines.push(format!("{name}: {text}"));
+        match headers.get_mut(name.as_str()) {
+            Some(Value::String(seen)) => {
+                seen.push_str(", ");
+                seen.push_str(&text);
+            }
+            _ => {
+                headers.insert(name.as_str().to_string(), Value::String(text));
+            }
+        }
+    }
+    let reason = code.canonical_reason().unwrap_or("error");
+    let method = parts.method.as_str();
+    let message = format!(
+        "{} {reason}: {method} {target}; {}; body: {body}",
+        code.as_u16(),
+        lines.join("; ")
+    );
+    let error = reason.to_ascii_lowercase().replace([' ', '-'], "_");
+    let mut r = json_response(
+        code,
+        json!({
+            "error": error,
+            "message": message,
+            "request": {"method": method, "path": target, "headers": headers, "body": body},
+        })
+        .to_string(),
+    );
+    if code == StatusCode::TOO_MANY_REQUESTS {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(0));
+    }
+    r
 }
 
 async fn token(AxState(state): AxState<Shared>, body: Body) -> Result<Response, ApiError> {
@@ -498,6 +580,14 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
         Err(e) => return ApiError::bad(format!("body is not JSON: {e}")).into_response(),
     };
     let records = match parsed {
+        Value::Array(_) if !state.webhook_arrays() => {
+            return ApiError(
+                StatusCode::BAD_REQUEST,
+                "array_not_supported",
+                "the body must be one JSON object; arrays are not accepted".into(),
+            )
+            .into_response()
+        }
         Value::Array(items) if items.is_empty() => {
             return ApiError::bad("empty array: send at least one record".into()).into_response()
         }

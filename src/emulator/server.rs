@@ -214,8 +214,12 @@ async fn serve_connection<S>(
         req.extensions_mut().insert(conn_drop.clone());
         app.clone().oneshot(req.map(axum::body::Body::new))
     });
+    // The router stamps every answer with the emulator's clock (`routes::router`); hyper's own
+    // `date`, from real time, is off, so that hyper's refusals of malformed HTTP carry none
+    // rather than one that contradicts the emulator's clock.
     let conn = hyper::server::conn::http1::Builder::new()
         .keep_alive(true)
+        .auto_date_header(false)
         .serve_connection(TokioIo::new(stream), service);
     tokio::select! {
         _ = conn => {}

@@ -2,7 +2,7 @@
 //! statistics and the webhook store. Everything a test can script lives here, behind small locks.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,9 @@ use crate::rng::{mix, Rng};
 
 /// Lifetime of a token in seconds, as the service reports it (just under 4 hours).
 pub const DEFAULT_TOKEN_LIFETIME: u64 = 14_399;
+
+/// Milliseconds in a UTC day.
+const DAY_MS: i64 = 86_400_000;
 
 /// The order in which `/v2/events` returns a window's events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +78,8 @@ impl Order {
 pub struct Faults {
     /// Probability of a 500 or 503 answer.
     pub error_rate: f64,
-    /// Probability of a 429 answer.
+    /// Probability of a 429 answer (sporadic 429s whatever the load, as per-node limits or a
+    /// neighbour's burst give); never on the token endpoint.
     pub rate_limit_rate: f64,
     /// Probability that the connection is closed without an answer.
     pub drop_rate: f64,
@@ -170,6 +174,27 @@ pub struct Stats {
     pub rate_limited: u64,
 }
 
+/// Requests counted per UTC day of the emulator's clock, for the daily quota.
+#[derive(Debug, Default)]
+struct Daily {
+    /// Day number (days since 1970-01-01, UTC) -> requests that arrived that day.
+    days: BTreeMap<i64, u64>,
+}
+
+/// `YYYY-MM-DD` of a day number (days since 1970-01-01).
+fn day_name(day: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(day.saturating_mul(DAY_MS))
+        .map(|t| t.date_naive().to_string())
+        .unwrap_or_else(|| format!("day {day}"))
+}
+
+/// Epoch milliseconds as ISO 8601 UTC with seconds and a `Z` (`2026-11-24T00:00:00Z`).
+fn iso_utc(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|| format!("{ms} ms after the epoch"))
+}
+
 /// Webhook records, upserted by key, in order of first arrival.
 #[derive(Debug, Default)]
 pub struct Published {
@@ -212,7 +237,8 @@ pub struct State {
     fault_counter: AtomicU64,
     limits: Mutex<Limits>,
     buckets: Mutex<(Bucket, Bucket)>,
-    daily: AtomicU64,
+    daily: Mutex<Daily>,
+    webhook_arrays: AtomicBool,
     in_flight: [AtomicUsize; 3],
     stats: Mutex<Stats>,
     published: Mutex<Published>,
@@ -281,11 +307,15 @@ pub enum Hostile {
     NoAnswer,
     /// The answer is this status, with a JSON error body (e.g. the token endpoint's 500).
     Status(u16),
+    /// The answer is this status, with a JSON error body that echoes the request back (method,
+    /// path and query, every header, the body), as many servers and proxies do: secrets
+    /// included, verbatim.
+    Echo(u16),
 }
 
 impl Hostile {
     /// The mode named `name` (`truncated`, `not_array`, `html`, `huge_string`, `slow_body`,
-    /// `no_answer`, `status`); `size` and `status` complete the modes that take them.
+    /// `no_answer`, `status`, `echo`); `size` and `status` complete the modes that take them.
     pub fn parse(name: &str, size: usize, status: u16) -> Option<Hostile> {
         Some(match name {
             "truncated" => Hostile::Truncated,
@@ -295,6 +325,7 @@ impl Hostile {
             "slow_body" => Hostile::SlowBody,
             "no_answer" => Hostile::NoAnswer,
             "status" => Hostile::Status(status),
+            "echo" => Hostile::Echo(status),
             _ => return None,
         })
     }
@@ -369,7 +400,8 @@ impl State {
             fault_counter: AtomicU64::new(0),
             limits: Mutex::new(Limits::default()),
             buckets: Mutex::new((Bucket::new(), Bucket::new())),
-            daily: AtomicU64::new(0),
+            daily: Mutex::new(Daily::default()),
+            webhook_arrays: AtomicBool::new(true),
             in_flight: [
                 AtomicUsize::new(0),
                 AtomicUsize::new(0),
@@ -396,7 +428,7 @@ impl State {
     /// The emulator's clock, Unix epoch milliseconds (real time plus `advance_clock`).
     pub fn now_ms(&self) -> i64 {
         let real = chrono::Utc::now().timestamp_millis();
-        real + self.clock_offset_ms.load(Ordering::SeqCst)
+        real.saturating_add(self.clock_offset_ms.load(Ordering::SeqCst))
     }
 
     /// Moves the clock forward (or back) by `seconds`.
@@ -472,13 +504,26 @@ impl State {
         *lock(&self.faults) = faults;
     }
 
-    /// Replaces the limits (and forgets what the old ones counted, but the daily count).
+    /// Replaces the limits and forgets what the old ones counted, but the daily counts while a
+    /// quota stays set (its value may change): a quota set anew, or lifted, starts from zero.
     pub fn set_limits(&self, limits: Limits) {
-        *lock(&self.limits) = limits;
-        *lock(&self.buckets) = (Bucket::new(), Bucket::new());
-        if limits.daily_requests.is_none() {
-            self.daily.store(0, Ordering::SeqCst);
+        let mut current = lock(&self.limits);
+        if limits.daily_requests.is_none() || current.daily_requests.is_none() {
+            lock(&self.daily).days.clear();
         }
+        *current = limits;
+        *lock(&self.buckets) = (Bucket::new(), Bucket::new());
+    }
+
+    /// Whether the webhook accepts a JSON array of records as a body (the default), or answers
+    /// it 400 `array_not_supported`, storing nothing.
+    pub fn set_webhook_arrays(&self, accept: bool) {
+        self.webhook_arrays.store(accept, Ordering::SeqCst);
+    }
+
+    /// See [`State::set_webhook_arrays`].
+    pub fn webhook_arrays(&self) -> bool {
+        self.webhook_arrays.load(Ordering::SeqCst)
     }
 
     /// Whether the next events page gets a corrupted event, reproducibly under the seed.
@@ -512,15 +557,34 @@ impl State {
     }
 
     /// Applies the daily quota, the per-second rate and the concurrency of `class`.
+    ///
+    /// Every request that reaches it (one with the right `x-api-key`) counts against the UTC day
+    /// of the emulator's clock in which it arrives, whatever its answer: those the quota or
+    /// another limit refuses, injected faults and hostile answers included. A request past the
+    /// day's quota is answered 429 with `Retry-After` = seconds until the next UTC midnight of
+    /// the emulator's clock, when the count starts again from zero.
     pub fn admit(self: &Arc<Self>, class: Class) -> Verdict {
         let limits = *lock(&self.limits);
         let index = class as usize;
+        let now = self.now_ms();
+        let day = now.div_euclid(DAY_MS);
+        let used = {
+            let mut daily = lock(&self.daily);
+            let count = daily.days.entry(day).or_default();
+            *count += 1;
+            *count - 1
+        };
         if let Some(max) = limits.daily_requests {
-            let used = self.daily.fetch_add(1, Ordering::SeqCst);
             if used >= max {
-                let now = chrono::Utc::now().timestamp();
-                let retry = 86_400 - now.rem_euclid(86_400) as u64;
-                return self.limited(retry, format!("daily quota of {max} requests used up"));
+                let midnight = (day + 1).saturating_mul(DAY_MS);
+                let wait = midnight.saturating_sub(now);
+                let retry = u64::try_from(wait).unwrap_or(0).div_ceil(1000);
+                let message = format!(
+                    "daily quota of {max} requests used up for {}; it resets at {}",
+                    day_name(day),
+                    iso_utc(midnight)
+                );
+                return self.limited(retry.max(1), message);
             }
         }
         let (rate, conc) = match class {
@@ -616,8 +680,29 @@ impl State {
         *lock(&self.published) = Published::default();
     }
 
+    /// The daily quota's counts as JSON: the emulator's current UTC day, the requests counted
+    /// in it, the quota (null when none) and the count of every day seen since the quota was
+    /// last set anew.
+    pub fn daily_json(&self) -> Value {
+        let today = self.now_ms().div_euclid(DAY_MS);
+        let limit = lock(&self.limits).daily_requests;
+        let daily = lock(&self.daily);
+        let days: serde_json::Map<String, Value> = daily
+            .days
+            .iter()
+            .map(|(day, n)| (day_name(*day), json!(n)))
+            .collect();
+        json!({
+            "day": day_name(today),
+            "used": daily.days.get(&today).copied().unwrap_or(0),
+            "limit": limit,
+            "days": days,
+        })
+    }
+
     /// The statistics as JSON.
     pub fn stats_json(&self) -> Value {
+        let daily = self.daily_json();
         let stats = lock(&self.stats);
         json!({
             "requests": stats.requests,
@@ -628,10 +713,12 @@ impl State {
             "connections_open": self.connections_open.load(Ordering::SeqCst),
             "connections_total": self.connections_total.load(Ordering::SeqCst),
             "tls_failures": self.tls_failures.load(Ordering::SeqCst),
+            "daily": daily,
         })
     }
 
-    /// Zeroes the statistics (not the stored records).
+    /// Zeroes the statistics (not the stored records, nor the daily quota's counts: those are
+    /// the service's state, cleared when the quota is set anew or lifted).
     pub fn reset_stats(&self) {
         *lock(&self.stats) = Stats::default();
         self.connections_total.store(0, Ordering::SeqCst);

@@ -898,3 +898,349 @@ fn loopback_names_of_a_hosts_file() {
         ["localhost", "box", "box.lan", "ip6-localhost"]
     );
 }
+
+// Sporadic 429s (`Faults::rate_limit_rate`).
+#[tokio::test]
+async fn sporadic_429s_are_reproducible_and_spare_the_token_endpoint() {
+    let statuses = |seed: u64| async move {
+        let e = emu_of(state_with(seed, 3, 1, 100)).await;
+        e.s.set_faults(with(|f: &mut Faults| {
+            f.rate_limit_rate = 0.3;
+            f.retry_after = 2;
+        }));
+        let mut out = Vec::new();
+        for i in 0..40 {
+            let r = if i % 4 == 3 {
+                e.post("/eu/v2/webhook", retail(&format!("t-{i}"))).await
+            } else {
+                e.get("/v2/reports").await
+            };
+            if r.status == 429 {
+                let message = r.error(429);
+                assert!(message.contains("rate limit"), "{message}");
+                assert_eq!(r.retry_after(), 2);
+            }
+            out.push(r.status.as_u16());
+            // Never on the token endpoint.
+            assert_eq!(e.new_token().await.status, 200);
+        }
+        let stored = e.s.published_len();
+        let posted_ok = (0..40).filter(|i| i % 4 == 3 && out[*i] == 200).count();
+        assert_eq!(stored, posted_ok, "a refused record is not stored");
+        assert_eq!(e.s.stats_json()["rate_limited"], 0);
+        out
+    };
+    let a = statuses(5).await;
+    assert_eq!(a, statuses(5).await, "same seed, same 429s");
+    assert!(a.contains(&200) && a.contains(&429), "{a:?}");
+    assert!(a.iter().all(|s| [200, 429].contains(s)), "{a:?}");
+    assert_ne!(a, statuses(6).await, "another seed, other 429s");
+}
+
+// The `Date` header, from the emulator's clock.
+#[test]
+fn http_date_is_imf_fixdate() {
+    use super::routes::http_date;
+    assert_eq!(http_date(784_111_777_000), "Sun, 06 Nov 1994 08:49:37 GMT");
+    assert_eq!(http_date(784_111_777_999), "Sun, 06 Nov 1994 08:49:37 GMT");
+    assert_eq!(
+        http_date(1_795_305_600_000),
+        "Sun, 22 Nov 2026 00:00:00 GMT"
+    );
+}
+
+/// The instant of the one `Date` header of `headers`, epoch milliseconds.
+fn date_of(headers: &HeaderMap) -> i64 {
+    let dates: Vec<_> = headers.get_all("date").iter().collect();
+    assert_eq!(dates.len(), 1, "Date headers: {dates:?}");
+    let text = dates[0].to_str().expect("ascii");
+    assert!(
+        text.ends_with(" GMT") && text.len() == 29,
+        "not IMF-fixdate: {text}"
+    );
+    let t = chrono::DateTime::parse_from_rfc2822(text).expect("an HTTP date");
+    t.timestamp_millis()
+}
+
+#[tokio::test]
+async fn every_answer_carries_one_date_from_the_emulators_clock() {
+    use super::{Hostile, HostileRule};
+    let e = emu().await;
+    e.s.advance_clock(10.0 * 86_400.0 + 0.5);
+    let tok = token(&e.s).await;
+    let near = |r: &Resp| {
+        let (date, now) = (date_of(&r.headers), e.s.now_ms());
+        assert!((now - date).abs() < 5_000, "{}: {date} vs {now}", r.status);
+    };
+    near(&e.get_with("/v2/sites", &tok).await);
+    near(&e.get_with("/v2/sites", "unknown").await);
+    near(&e.get_with("/v2/nowhere", &tok).await);
+    near(&call(&e.s, Method::GET, "/v2/sites", &[], Body::empty()).await);
+    near(&post_token(&e.s, "{}").await);
+    near(&e.post("/v2/webhook", json!({"dataType": "retail"})).await);
+    e.s.set_faults(with(|f: &mut Faults| f.error_rate = 1.0));
+    near(&e.get_with("/v2/sites", &tok).await);
+    e.s.set_faults(with(|f: &mut Faults| f.rate_limit_rate = 1.0));
+    near(&e.get_with("/v2/sites", &tok).await);
+    e.s.set_faults(Faults::default());
+    for mode in [
+        Hostile::Status(503),
+        Hostile::Echo(400),
+        Hostile::Html,
+        Hostile::Truncated,
+    ] {
+        let path = "/v2/sites".to_string();
+        let remaining = Some(1);
+        e.s.set_hostile(Some(HostileRule {
+            mode,
+            path,
+            remaining,
+        }));
+        near(&e.get_with("/v2/sites", &tok).await);
+    }
+    e.s.set_limits(with(|l: &mut Limits| l.daily_requests = Some(0)));
+    let r = e.get_with("/v2/sites", &tok).await;
+    r.error(429);
+    near(&r);
+}
+
+/// One answer read from a raw socket: its head (status line and headers) and body.
+async fn raw_exchange(addr: std::net::SocketAddr, request: String) -> (String, String) {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buf));
+    read.await.expect("answered in time").expect("read");
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head");
+    (head.to_string(), body.to_string())
+}
+
+#[tokio::test]
+async fn over_a_socket_the_only_date_is_the_emulators() {
+    let s = small();
+    let handle = super::spawn(s.clone(), 0).await.expect("spawn");
+    s.advance_clock(-400.0 * 86_400.0);
+    let tok = token(&s).await;
+    let key = s.creds.api_key.clone();
+    for (path, bearer) in [("/v2/sites", tok.as_str()), ("/v2/sites", "unknown")] {
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nhost: {}\r\nx-api-key: {key}\r\n\
+             authorization: Bearer {bearer}\r\nconnection: close\r\n\r\n",
+            handle.addr
+        );
+        let (head, _) = raw_exchange(handle.addr, request).await;
+        let dates: Vec<&str> = head
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .filter(|(name, _)| name.eq_ignore_ascii_case("date"))
+            .map(|(_, v)| v.trim())
+            .collect();
+        assert_eq!(dates.len(), 1, "{head}");
+        let date = chrono::DateTime::parse_from_rfc2822(dates[0]).expect("an HTTP date");
+        let off = (s.now_ms() - date.timestamp_millis()).abs();
+        assert!(
+            off < 5_000,
+            "Date is {off} ms off the emulator's clock: {head}"
+        );
+    }
+    handle.stop().await;
+}
+
+// The daily quota, per UTC day of the emulator's clock.
+const DAY: i64 = 24 * HOUR;
+
+/// Seconds from the emulator's clock to its next UTC midnight, and that midnight's date.
+fn to_midnight(s: &State) -> (i64, chrono::NaiveDate) {
+    let now = s.now_ms();
+    let midnight = (now.div_euclid(DAY) + 1) * DAY;
+    let date = chrono::DateTime::from_timestamp_millis(midnight).expect("date");
+    ((midnight - now + 999) / 1000, date.date_naive())
+}
+
+/// Moves the emulator's clock to the next noon (UTC), far from a midnight that would split a
+/// test's requests over two days.
+fn to_noon(s: &State) {
+    let ms = (DAY / 2 - s.now_ms().rem_euclid(DAY)).rem_euclid(DAY);
+    s.advance_clock(ms as f64 / 1000.0);
+}
+
+#[tokio::test]
+async fn daily_quota_is_per_utc_day_of_the_emulators_clock() {
+    let s = small();
+    to_noon(&s);
+    let e = emu_of(s).await;
+    e.s.set_limits(with(|l: &mut Limits| l.daily_requests = Some(3)));
+    for uri in ["/v2/sites", "/v2/devices", "/v2/reports"] {
+        assert_eq!(e.get(uri).await.status, 200, "{uri}");
+    }
+    let (seconds, midnight) = to_midnight(&e.s);
+    let r = e.get("/v2/sites").await;
+    let message = r.error(429);
+    assert!(
+        (r.retry_after() as i64 - seconds).abs() <= 2,
+        "Retry-After {} for {seconds} s to midnight",
+        r.retry_after()
+    );
+    assert!(
+        message.contains(&format!("resets at {midnight}T00:00:00Z")),
+        "{message}"
+    );
+    let today = (midnight - chrono::Days::new(1)).to_string();
+    let daily = &e.s.stats_json()["daily"];
+    assert_eq!(daily["day"], today.as_str());
+    assert_eq!(daily["used"], 4, "the refused request counts too");
+    assert_eq!(daily["limit"], 3);
+    // The next UTC day of the emulator's clock starts from zero (a new token: the old one
+    // expired on the way).
+    e.s.advance_clock(seconds as f64 + 1.0);
+    let tok = token(&e.s).await;
+    assert_eq!(e.get_with("/v2/sites", &tok).await.status, 200);
+    let daily = &e.s.stats_json()["daily"];
+    assert_eq!(daily["day"], midnight.to_string().as_str());
+    assert_eq!(daily["used"], 2);
+    assert_eq!(
+        daily["days"],
+        json!({today.as_str(): 4, midnight.to_string(): 2})
+    );
+    // Back to the spent day: still spent.
+    e.s.advance_clock(-(seconds as f64) - 1.0);
+    e.get_with("/v2/sites", &tok).await.error(429);
+    assert_eq!(e.s.stats_json()["daily"]["used"], 5);
+}
+
+#[tokio::test]
+async fn daily_counts_restart_when_the_quota_is_set_anew_or_lifted_not_when_changed() {
+    let s = small();
+    to_noon(&s);
+    let e = emu_of(s).await;
+    let quota = |n: Option<u64>| with(|l: &mut Limits| l.daily_requests = n);
+    e.get("/v2/sites").await;
+    assert_eq!(
+        e.s.stats_json()["daily"]["used"],
+        2,
+        "counted without a quota"
+    );
+    assert_eq!(e.s.stats_json()["daily"]["limit"], Value::Null);
+    e.s.set_limits(quota(Some(2)));
+    assert_eq!(
+        e.s.stats_json()["daily"]["used"],
+        0,
+        "a quota set anew starts at 0"
+    );
+    e.get("/v2/sites").await;
+    e.get("/v2/sites").await;
+    e.s.set_limits(quota(Some(3)));
+    assert_eq!(
+        e.s.stats_json()["daily"]["used"],
+        2,
+        "a changed quota keeps the count"
+    );
+    assert_eq!(e.get("/v2/sites").await.status, 200);
+    e.get("/v2/sites").await.error(429);
+    e.s.reset_stats();
+    assert_eq!(
+        e.s.stats_json()["daily"]["used"],
+        4,
+        "reset_stats keeps the quota's state"
+    );
+    e.s.set_limits(quota(None));
+    assert_eq!(e.s.stats_json()["daily"]["days"], json!({}));
+    assert_eq!(e.get("/v2/sites").await.status, 200);
+}
+
+// Hostile `echo`.
+#[tokio::test]
+async fn echo_returns_the_request_secrets_included_on_token_reads_and_webhooks() {
+    use super::{Hostile, HostileRule};
+    let e = emu().await;
+    let echo = |path: &str, status: u16| HostileRule {
+        mode: Hostile::Echo(status),
+        path: path.into(),
+        remaining: Some(1),
+    };
+    let (key, secret) = (e.s.creds.api_key.clone(), e.s.creds.client_secret.clone());
+    let bearer = format!("Bearer {}", e.tok);
+    // Token endpoint: the body holds the client secret.
+    e.s.set_hostile(Some(echo("/v2/oauth/token", 401)));
+    let r = e.new_token().await;
+    let message = r.error(401);
+    let v = r.json();
+    assert_eq!(v["request"]["method"], "POST");
+    assert_eq!(v["request"]["path"], "/v2/oauth/token");
+    assert_eq!(v["request"]["headers"]["x-api-key"], key.as_str());
+    assert!(v["request"]["body"]
+        .as_str()
+        .expect("body")
+        .contains(&secret));
+    assert!(message.contains(&format!("x-api-key: {key}")), "{message}");
+    assert!(message.contains(&secret), "{message}");
+    let raw = String::from_utf8_lossy(&r.body);
+    assert!(
+        raw.contains(&key) && raw.contains(&secret),
+        "not verbatim: {raw}"
+    );
+    assert_eq!(
+        e.new_token().await.status,
+        200,
+        "count=1: the next one is served"
+    );
+    // Reads: the path with its query, the bearer token.
+    let uri = e.events(0, HOUR);
+    for status in [400, 403, 500] {
+        e.s.set_hostile(Some(echo("/v2/events", status)));
+        let r = e.get(&uri).await;
+        let message = r.error(status);
+        let v = r.json();
+        assert_eq!(v["request"]["path"], uri.as_str());
+        assert_eq!(v["request"]["headers"]["authorization"], bearer.as_str());
+        assert!(
+            message.contains(&format!("authorization: {bearer}")),
+            "{message}"
+        );
+        assert!(message.contains(&format!("GET {uri}")), "{message}");
+    }
+    // Webhooks: the record as sent; a 429 says to retry at once.
+    for (path, status) in [("/v2/webhook", 400), ("/eu/v2/webhook", 429)] {
+        e.s.set_hostile(Some(echo(path, status)));
+        let record = retail("echoed-tx");
+        let r = e.post(path, &record).await;
+        let message = r.error(status);
+        assert_eq!(r.json()["request"]["body"], record.to_string());
+        assert!(message.contains(&format!("body: {record}")), "{message}");
+        assert!(message.contains(&format!("x-api-key: {key}")), "{message}");
+        if status == 429 {
+            assert_eq!(r.retry_after(), 0);
+        }
+    }
+    assert_eq!(e.s.published_len(), 0, "an echoed record is not stored");
+}
+
+// A webhook that refuses arrays (`set_webhook_arrays`).
+#[tokio::test]
+async fn webhook_without_arrays_refuses_every_array_and_stores_nothing() {
+    let e = emu().await;
+    assert!(e.s.webhook_arrays(), "arrays are accepted by default");
+    e.s.set_webhook_arrays(false);
+    for path in ["/v2/webhook", "/eu/v2/webhook"] {
+        for body in [
+            json!([retail("a-1"), retail("a-2")]),
+            json!([retail("a-3")]),
+            json!([]),
+        ] {
+            let r = e.post(path, &body).await;
+            let message = r.error(400);
+            assert_eq!(r.json()["error"], "array_not_supported");
+            assert_eq!(
+                message,
+                "the body must be one JSON object; arrays are not accepted"
+            );
+        }
+    }
+    assert_eq!(e.s.published_len(), 0);
+    assert_eq!(e.post("/v2/webhook", retail("one")).await.status, 200);
+    e.s.set_webhook_arrays(true);
+    let both = json!([retail("b-1"), retail("b-2")]);
+    assert_eq!(e.post("/v2/webhook", both).await.status, 200);
+    assert_eq!(e.s.published_len(), 3);
+}

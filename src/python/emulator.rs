@@ -96,7 +96,7 @@ impl PyEmulator {
                 mode: Hostile::parse(name, size, status).ok_or_else(|| {
                     PyValueError::new_err(format!(
                         "`mode` must be one of `truncated`, `not_array`, `html`, `huge_string`, \
-                         `slow_body`, `no_answer`, `status`, got `{name}`"
+                         `slow_body`, `no_answer`, `status`, `echo`, got `{name}`"
                     ))
                 })?,
                 path: path.to_string(),
@@ -239,6 +239,13 @@ impl PyEmulator {
             daily_requests,
         });
         Ok(())
+    }
+
+    /// Whether the webhook accepts a JSON array of records as a body (`arrays=false`: 400
+    /// `array_not_supported`, nothing stored).
+    #[pyo3(signature = (arrays=true))]
+    fn set_webhook(&self, arrays: bool) {
+        self.handle.state.set_webhook_arrays(arrays);
     }
 
     /// `expires_in` of the tokens issued from now on.
