@@ -150,3 +150,67 @@ def test_no_secret_in_any_text(debug_log, tmp_path):
         assert value not in everything, f"the {name} leaked"
     for token in tokens:
         assert token not in everything, "an access token leaked"
+
+
+ECHO_STATUSES = [400, 401, 403, 429, 500]
+
+
+@pytest.mark.parametrize("status", ECHO_STATUSES)
+@pytest.mark.parametrize("path", ["/v2/oauth/token", "/v2/sites", "/v2/events", "/v2/webhook"])
+def test_secrets_echoed_by_a_server_are_scrubbed(debug_log, tmp_path, path, status):
+    """A server (or a proxy) that echoes the request, headers and body, into every error it
+    returns: the key, the secret and the token appear in its answers verbatim, and in none of
+    the client's texts (messages, ``.body``, reprs, tracebacks, logs, reports, files)."""
+    texts: list = []
+
+    def caught(call):
+        try:
+            return call()
+        except BaseException as e:  # noqa: B036 (every kind of failure is inspected)
+            texts.append("".join(traceback.format_exception(type(e), e, e.__traceback__)))
+            texts.extend([repr(e), str(e), repr(getattr(e, "body", "")), repr(e.args)])
+            report = getattr(e, "report", None)
+            if report is not None:
+                texts.extend([repr(report), str(report), report._repr_html_()])
+            return None
+
+    with sv.Emulator(seed=9, sites=2, days=1, events_per_day=50) as emu:
+        client = emu.client(max_retries=1)
+        token = client.access_token()
+        if path == "/v2/oauth/token":
+            client = emu.client(max_retries=1)  # its token request meets the echo
+        emu.set_hostile("echo", path=path, status=status)
+        if path == "/v2/webhook":
+            record = {
+                "dataType": "other",
+                "schemaVersion": "1",
+                "startTime": 1794891600000,
+                "locationId": "s",
+                "dataSourceId": "d",
+                "eventUniqueId": "e",
+                "eventType": "door",
+            }
+            report = caught(lambda: client.publish([record] * 3, progress=False))
+            if report is not None:
+                texts.extend([repr(report), str(report), report._repr_html_()])
+                report.write_failures(tmp_path / "failed.jsonl")
+                texts.append((tmp_path / "failed.jsonl").read_text())
+        elif path == "/v2/events":
+            caught(lambda: client.events(emu.start, emu.end, progress=False))
+            caught(lambda: list(client.event_batches(emu.start, emu.end)))
+        else:
+            caught(client.sites)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            client.diagnose()
+        texts.append(out.getvalue())
+        texts.append(repr(client.stats()))
+        emu.set_hostile()
+    everything = "\n".join(texts + debug_log)
+    assert texts, "nothing was collected"
+    for name, value in {
+        "client secret": emu.client_secret,
+        "api key": emu.api_key,
+        "token": token,
+    }.items():
+        assert value not in everything, f"the {name} leaked"

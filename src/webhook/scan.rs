@@ -119,9 +119,7 @@ pub fn scan(text: &str, check: bool) -> Option<Scanned> {
                             }
                         }
                         (_, value) => {
-                            let Some(v) = scalar(bytes, value) else {
-                                return None;
-                            };
+                            let v = scalar(bytes, value)?;
                             record.value(f, v.as_scalar());
                         }
                     }
