@@ -17,9 +17,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::client::PyClient;
 use super::{errors, log, runtime};
-use crate::client::publish::{
-    self as core, Failure, Input, Options, Progress, ProgressSink, Report,
-};
+use crate::client::publish::{self as core, Input, Options, Progress, ProgressSink, Report};
 use crate::client::redact;
 use crate::client::Region;
 use crate::webhook::{self as rules, Problem, Severity};
@@ -533,10 +531,10 @@ fn pull<'py>(
             },
             Err(mut e) => {
                 let interrupt = e.interrupt.take();
-                let input = Input::Invalid {
+                let input = Input::Rejected {
                     index: *index,
                     line: None,
-                    problem: e.problem(),
+                    problems: vec![e.problem()],
                     text: lossy_json(py, &obj),
                 };
                 if let Some(interrupt) = interrupt {
@@ -586,51 +584,6 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
     }
     d.set_item("failures", failures)?;
     Ok(d)
-}
-
-/// Records the binding pulled but could not hand to the core: failures with `message`.
-fn unsent(chunk: Vec<Input>, message: &str, report: &mut Report) {
-    for input in chunk {
-        report.total += 1;
-        let failure = match input {
-            Input::Text { index, line, text } => Failure {
-                index,
-                line,
-                transaction_id: serde_json::from_str::<serde_json::Value>(&text)
-                    .ok()
-                    .and_then(|v| v.get("transactionId")?.as_str().map(str::to_owned)),
-                status: None,
-                problems: Vec::new(),
-                message: message.to_owned(),
-                record: Some(text),
-            },
-            Input::Value { index, value } => Failure {
-                index,
-                line: None,
-                transaction_id: None,
-                status: None,
-                problems: Vec::new(),
-                message: message.to_owned(),
-                record: Some(value.to_string()),
-            },
-            Input::Invalid {
-                index,
-                line,
-                problem,
-                text,
-            } => Failure {
-                index,
-                line,
-                transaction_id: None,
-                status: None,
-                message: problem.to_string(),
-                problems: vec![problem],
-                record: text,
-            },
-        };
-        report.failures.push(failure);
-    }
-    report.failures.sort_by_key(|f| f.index);
 }
 
 /// Publishes the records of `source` (an iterator) or of the JSON Lines file `path`.
@@ -685,7 +638,7 @@ pub fn publish_records<'py>(
     let (rx, mut tx, reader) = match path {
         Some(p) => {
             let _guard = rt.enter();
-            let (rx, reader) = core::jsonl_source(p);
+            let (rx, reader) = core::jsonl_source(p, validate);
             (rx, None, Some(reader))
         }
         None => {
@@ -826,7 +779,8 @@ pub fn publish_records<'py>(
                 None => "not sent: publishing stopped".to_owned(),
             }
         };
-        unsent(chunk, &message, &mut report);
+        report.unsent(chunk, &message);
+        report.failures.sort_by_key(|f| f.index);
     }
     cell.report(py, progress.as_ref(), iter.as_ref().map(|_| index))?;
     let error = match (raised, report.error.clone()) {

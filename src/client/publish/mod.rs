@@ -21,10 +21,10 @@
 //! either accepted or a [`Failure`], also when it is cancelled (`cancel`) or stops on an error
 //! that concerns every record (credentials refused).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,7 +33,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use reqwest::Method;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -44,7 +43,14 @@ use super::error::{Error, Result};
 use super::http::{Call, Class};
 use super::stats::Tally;
 use super::Client;
-use crate::webhook::{self as validate, Problem, Severity};
+use crate::webhook::Problem;
+
+mod prepare;
+mod source;
+
+pub use prepare::check_text;
+use prepare::{prepare, Rec};
+pub use source::{jsonl_source, values_source};
 
 /// Most records in one webhook array (the provider's limit).
 pub const MAX_BATCH: usize = 100;
@@ -68,7 +74,7 @@ const LINGER: Duration = Duration::from_millis(20);
 /// One record from the source, with its position (0-based, in the order of the source).
 #[derive(Debug)]
 pub enum Input {
-    /// A record as JSON text (a JSON Lines line, or a binding's serialization).
+    /// A record as JSON text, checked here (JSON, its model when validating, its key).
     Text {
         /// Position in the source.
         index: u64,
@@ -77,21 +83,33 @@ pub enum Input {
         /// The JSON text.
         text: String,
     },
-    /// A record as a JSON value (Rust callers).
+    /// A record as a JSON value (Rust callers), serialized and checked here.
     Value {
         /// Position in the source.
         index: u64,
         /// The record.
         value: Value,
     },
-    /// A record the producer could not turn into JSON; it is reported with this problem.
-    Invalid {
+    /// A record its producer wrote as JSON and checked (its model, when validating; with
+    /// [`prepare::check_text`] or the fast check of [`crate::webhook::fast`]).
+    Ready {
         /// Position in the source.
         index: u64,
         /// Line number in a file (1-based), when the source is one.
         line: Option<u64>,
-        /// What is wrong (an error).
-        problem: Problem,
+        /// Its upsert key, hashed as [`crate::webhook::fast`] does; 0 when it has none.
+        key: u64,
+        /// Its JSON text (often a view into a buffer its producer shares among records).
+        text: Bytes,
+    },
+    /// A record its producer refused: not JSON, or errors under its model.
+    Rejected {
+        /// Position in the source.
+        index: u64,
+        /// Line number in a file (1-based), when the source is one.
+        line: Option<u64>,
+        /// Why (errors, and the record's warnings).
+        problems: Vec<Problem>,
         /// The record as close to JSON as the producer could make it, for `write_failures`.
         text: Option<String>,
     },
@@ -175,6 +193,21 @@ pub struct Report {
     pub error: Option<Error>,
 }
 
+impl Report {
+    /// Accounts for records taken from a source that publishing never took (it had stopped):
+    /// failures with `message`, or with their problems when their producer refused them.
+    pub fn unsent(&mut self, inputs: Vec<Input>, message: &str) {
+        for input in inputs {
+            self.total += 1;
+            let f = match prepare(input, false) {
+                Err(f) => *f,
+                Ok(rec) => rec.failure(None, message.to_owned()),
+            };
+            self.failures.push(f);
+        }
+    }
+}
+
 /// How far a publish has got.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
@@ -190,28 +223,6 @@ pub struct Progress {
 
 /// Receives progress updates.
 pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
-
-/// A record ready to post.
-#[derive(Debug)]
-struct Rec {
-    index: u64,
-    line: Option<u64>,
-    /// Upsert key (see `validate::upsert_key`).
-    key: Option<Box<str>>,
-    /// Whether `key` is the record's `transactionId`.
-    key_is_tx: bool,
-    text: String,
-}
-
-impl Rec {
-    fn transaction_id(&self) -> Option<String> {
-        if self.key_is_tx {
-            self.key.as_deref().map(str::to_owned)
-        } else {
-            None
-        }
-    }
-}
 
 /// The outcome of one record of a batch.
 #[derive(Debug, Clone)]
@@ -275,157 +286,10 @@ struct Shared {
     tally: Arc<Tally>,
 }
 
-#[derive(Deserialize)]
-struct KeyFields<'a> {
-    #[serde(rename = "dataType", borrow, default)]
-    data_type: Option<&'a RawValue>,
-    #[serde(rename = "transactionId", borrow, default)]
-    transaction_id: Option<&'a RawValue>,
-    #[serde(rename = "locationId", borrow, default)]
-    location_id: Option<&'a RawValue>,
-    #[serde(rename = "eventUniqueId", borrow, default)]
-    event_unique_id: Option<&'a RawValue>,
-}
-
-/// The upsert key of a record given as text, without building its tree (the same key as
-/// `validate::upsert_key`); None when it has no usable key; Err when the text is not JSON.
-fn key_of_text(text: &str) -> std::result::Result<Option<String>, serde_json::Error> {
-    let str_of = |raw: Option<&RawValue>| -> Option<String> {
-        raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok())
-            .filter(|s| !s.is_empty())
-    };
-    match serde_json::from_str::<KeyFields>(text) {
-        Ok(k) if text.trim_start().starts_with('{') => Ok(match str_of(k.data_type).as_deref() {
-            Some("retail" | "restaurant") => str_of(k.transaction_id),
-            Some("other") => match (str_of(k.location_id), str_of(k.event_unique_id)) {
-                (Some(location), Some(event)) => Some(format!("{location}\u{1f}{event}")),
-                _ => None,
-            },
-            _ => None,
-        }),
-        // Valid JSON that is not an object (or an object whose key fields are odd): no key.
-        _ => serde_json::from_str::<serde::de::IgnoredAny>(text).map(|_| None),
-    }
-}
-
-fn first_errors(problems: &[Problem]) -> String {
-    let errors: Vec<String> = problems
-        .iter()
-        .filter(|p| p.severity == Severity::Error)
-        .map(Problem::to_string)
-        .collect();
-    match errors.len() {
-        0 => String::new(),
-        1..=3 => errors.join("; "),
-        n => format!("{}; and {} more", errors[..3].join("; "), n - 3),
-    }
-}
-
-/// Turns an input into a record ready to post, or the failure that keeps it back.
-fn prepare(input: Input, check: bool) -> std::result::Result<Rec, Box<Failure>> {
-    let (index, line, text, value) = match input {
-        Input::Invalid {
-            index,
-            line,
-            problem,
-            text,
-        } => {
-            return Err(Box::new(Failure {
-                index,
-                line,
-                transaction_id: None,
-                status: None,
-                message: problem.to_string(),
-                problems: vec![problem],
-                record: text,
-            }))
-        }
-        Input::Text { index, line, text } => (index, line, text, None),
-        Input::Value { index, value } => {
-            let text = value.to_string();
-            (index, None, text, Some(value))
-        }
-    };
-    let not_json = |e: serde_json::Error, text: String| {
-        Box::new(Failure {
-            index,
-            line,
-            transaction_id: None,
-            status: None,
-            problems: vec![Problem {
-                path: String::new(),
-                message: format!("not valid JSON: {e}"),
-                severity: Severity::Error,
-            }],
-            message: format!("not valid JSON: {e}"),
-            record: Some(text),
-        })
-    };
-    let key = if check || value.is_some() {
-        let value = match value {
-            Some(v) => v,
-            None => match serde_json::from_str::<Value>(&text) {
-                Ok(v) => v,
-                Err(e) => return Err(not_json(e, text)),
-            },
-        };
-        if check {
-            let problems = validate::validate(&value);
-            if validate::has_errors(&problems) {
-                return Err(Box::new(Failure {
-                    index,
-                    line,
-                    transaction_id: value
-                        .get("transactionId")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    status: None,
-                    message: first_errors(&problems),
-                    problems,
-                    record: Some(text),
-                }));
-            }
-        }
-        validate::upsert_key(&value)
-    } else {
-        match key_of_text(&text) {
-            Ok(k) => k,
-            Err(e) => return Err(not_json(e, text)),
-        }
-    };
-    if text.len() + 2 > MAX_BODY {
-        let problem = Problem {
-            path: String::new(),
-            message: format!(
-                "the record is {} bytes, over the webhook's body limit of 10 MB",
-                text.len()
-            ),
-            severity: Severity::Error,
-        };
-        return Err(Box::new(Failure {
-            index,
-            line,
-            transaction_id: None,
-            status: None,
-            message: problem.message.clone(),
-            problems: vec![problem],
-            record: Some(text),
-        }));
-    }
-    let key_is_tx = key.as_deref().is_some_and(|k| !k.contains('\u{1f}'));
-    Ok(Rec {
-        index,
-        line,
-        key: key.map(String::into_boxed_str),
-        key_is_tx,
-        text,
-    })
-}
-
 /// The body of `recs`: one object alone when `as_array` is false and there is one record.
 fn body_of(recs: &[Rec], as_array: bool) -> Bytes {
     if recs.len() == 1 && !as_array {
-        return Bytes::copy_from_slice(recs[0].text.as_bytes());
+        return recs[0].text.clone();
     }
     let size = recs.iter().map(|r| r.text.len() + 1).sum::<usize>() + 1;
     let mut body = Vec::with_capacity(size);
@@ -434,7 +298,7 @@ fn body_of(recs: &[Rec], as_array: bool) -> Bytes {
         if i > 0 {
             body.push(b',');
         }
-        body.extend_from_slice(r.text.as_bytes());
+        body.extend_from_slice(&r.text);
     }
     body.push(b']');
     Bytes::from(body)
@@ -581,6 +445,28 @@ fn post_range<'a>(
     })
 }
 
+/// Hashes of upsert keys are already mixed: they are their own hash.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Keyed = BuildHasherDefault<KeyHasher>;
+
 /// The state of one publish, owned by the dispatcher loop.
 struct Dispatcher {
     shared: Arc<Shared>,
@@ -590,10 +476,10 @@ struct Dispatcher {
     /// other record in `ready` or in flight.
     ready: VecDeque<Rec>,
     /// Records waiting for an earlier record with the same key to finish.
-    blocked: HashMap<Box<str>, VecDeque<Rec>>,
+    blocked: HashMap<u64, VecDeque<Rec>, Keyed>,
     blocked_len: usize,
     /// Keys of the records in `ready` or in flight.
-    held: HashMap<Box<str>, ()>,
+    held: HashSet<u64, Keyed>,
     /// Batches to post again (a later round).
     again: VecDeque<Batch>,
     tasks: JoinSet<(u64, TaskEnd)>,
@@ -618,24 +504,24 @@ impl Dispatcher {
 
     /// Queues a record, behind any earlier record with the same key.
     fn admit(&mut self, rec: Rec) {
-        if let Some(key) = &rec.key {
-            if self.held.contains_key(key) {
-                self.blocked_len += 1;
-                self.blocked.entry(key.clone()).or_default().push_back(rec);
-                return;
-            }
-            self.held.insert(key.clone(), ());
+        if rec.key != 0 && !self.held.insert(rec.key) {
+            self.blocked_len += 1;
+            self.blocked.entry(rec.key).or_default().push_back(rec);
+            return;
         }
         self.ready.push_back(rec);
     }
 
     /// A record of `key` is done: the next one waiting for it may go.
-    fn release(&mut self, key: &str) {
-        let next = match self.blocked.get_mut(key) {
+    fn release(&mut self, key: u64) {
+        if key == 0 {
+            return;
+        }
+        let next = match self.blocked.get_mut(&key) {
             Some(queue) => {
                 let next = queue.pop_front();
                 if queue.is_empty() {
-                    self.blocked.remove(key);
+                    self.blocked.remove(&key);
                 }
                 next
             }
@@ -647,7 +533,7 @@ impl Dispatcher {
                 self.ready.push_back(rec);
             }
             None => {
-                self.held.remove(key);
+                self.held.remove(&key);
             }
         }
     }
@@ -739,9 +625,7 @@ impl Dispatcher {
             match outcome {
                 Some(Outcome::Accepted) => {
                     self.report.accepted += 1;
-                    if let Some(k) = &rec.key {
-                        self.release(k);
-                    }
+                    self.release(rec.key);
                 }
                 Some(Outcome::Failed { status, message })
                     if retry_round && !matches!(status, Some(400 | 413 | 422)) =>
@@ -755,11 +639,9 @@ impl Dispatcher {
                         Some(Outcome::Failed { status, message }) => (status, message),
                         _ => (None, "not sent: publishing stopped".to_owned()),
                     };
-                    let key = rec.key.clone();
+                    let key = rec.key;
                     self.fail(rec, status, message);
-                    if let Some(k) = key {
-                        self.release(&k);
-                    }
+                    self.release(key);
                 }
             }
         }
@@ -791,16 +673,7 @@ impl Dispatcher {
     }
 
     fn fail(&mut self, rec: Rec, status: Option<u16>, message: String) {
-        let transaction_id = rec.transaction_id();
-        self.report.failures.push(Failure {
-            index: rec.index,
-            line: rec.line,
-            transaction_id,
-            status,
-            problems: Vec::new(),
-            message,
-            record: Some(rec.text),
-        });
+        self.report.failures.push(rec.failure(status, message));
     }
 
     /// Reports every record not yet accepted: in flight, waiting, or still in the channel.
@@ -839,22 +712,7 @@ impl Dispatcher {
         }
         rx.close();
         while let Some(chunk) = rx.recv().await {
-            for input in chunk {
-                self.report.total += 1;
-                let f = match prepare(input, false) {
-                    Err(f) => *f,
-                    Ok(rec) => Failure {
-                        index: rec.index,
-                        line: rec.line,
-                        transaction_id: rec.transaction_id(),
-                        status: None,
-                        problems: Vec::new(),
-                        message: why.to_owned(),
-                        record: Some(rec.text),
-                    },
-                };
-                self.report.failures.push(f);
-            }
+            self.report.unsent(chunk, why);
         }
     }
 
@@ -923,9 +781,9 @@ impl Client {
             options,
             in_flight_max,
             ready: VecDeque::new(),
-            blocked: HashMap::new(),
+            blocked: HashMap::default(),
             blocked_len: 0,
-            held: HashMap::new(),
+            held: HashSet::default(),
             again: VecDeque::new(),
             tasks: JoinSet::new(),
             batches: HashMap::new(),
@@ -1000,522 +858,5 @@ impl Client {
     }
 }
 
-/// A source of the given records, fed by a task; `index` counts from 0.
-pub fn values_source(
-    records: impl IntoIterator<Item = Value, IntoIter: Send + 'static>,
-) -> (mpsc::Receiver<Vec<Input>>, tokio::task::JoinHandle<()>) {
-    let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
-    let mut iter = records.into_iter();
-    let feeder = tokio::spawn(async move {
-        let mut index = 0u64;
-        loop {
-            let mut chunk = Vec::with_capacity(CHUNK);
-            for value in iter.by_ref().take(CHUNK) {
-                chunk.push(Input::Value { index, value });
-                index += 1;
-            }
-            if chunk.is_empty() || tx.send(chunk).await.is_err() {
-                return;
-            }
-        }
-    });
-    (rx, feeder)
-}
-
-/// Reads a JSON Lines file into a source: one record per non-blank line, `index` counting
-/// records from 0 and `line` the line number. The task (a blocking one: file reads block) ends
-/// with the file's read error, if any, or when the receiver is dropped.
-pub fn jsonl_source(
-    path: PathBuf,
-) -> (
-    mpsc::Receiver<Vec<Input>>,
-    tokio::task::JoinHandle<Result<()>>,
-) {
-    let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
-    let feeder = tokio::task::spawn_blocking(move || {
-        use std::io::BufRead;
-        let unreadable =
-            |e: std::io::Error| Error::Argument(format!("cannot read `{}`: {e}", path.display()));
-        let file = std::fs::File::open(&path).map_err(unreadable)?;
-        let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-        let mut buf = Vec::new();
-        let (mut index, mut line) = (0u64, 0u64);
-        let mut chunk = Vec::with_capacity(CHUNK);
-        loop {
-            buf.clear();
-            let n = reader.read_until(b'\n', &mut buf).map_err(unreadable)?;
-            if n == 0 {
-                break;
-            }
-            line += 1;
-            let mut bytes = buf.as_slice();
-            if line == 1 {
-                bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
-            }
-            let bytes = bytes.trim_ascii();
-            if bytes.is_empty() {
-                continue;
-            }
-            let input = match std::str::from_utf8(bytes) {
-                Ok(text) => Input::Text {
-                    index,
-                    line: Some(line),
-                    text: text.to_owned(),
-                },
-                Err(e) => Input::Invalid {
-                    index,
-                    line: Some(line),
-                    problem: Problem {
-                        path: String::new(),
-                        message: format!("line {line} is not UTF-8: {e}"),
-                        severity: Severity::Error,
-                    },
-                    text: None,
-                },
-            };
-            index += 1;
-            chunk.push(input);
-            if chunk.len() == CHUNK {
-                let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
-                if tx.blocking_send(full).is_err() {
-                    return Ok(());
-                }
-            }
-        }
-        if !chunk.is_empty() {
-            let _ = tx.blocking_send(chunk);
-        }
-        Ok(())
-    });
-    (rx, feeder)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::client::{Config, Limits, Secret, Settings};
-    use crate::emulator::{spawn, DataConfig, Faults, Handle, Hostile, HostileRule, State};
-    use serde_json::json;
-
-    async fn emulator() -> Handle {
-        let cfg = DataConfig {
-            seed: 3,
-            sites: 2,
-            days: 1,
-            events_per_day: 10,
-            ..DataConfig::default()
-        };
-        spawn(Arc::new(State::new(&cfg)), 0)
-            .await
-            .expect("emulator listens")
-    }
-
-    fn client_for(h: &Handle, limits: Limits, max_retries: u32) -> Client {
-        let c = &h.state.creds;
-        let settings = Settings {
-            api_key: Some(Secret::new(c.api_key.clone())),
-            client_id: Some(c.client_id.clone()),
-            client_secret: Some(Secret::new(c.client_secret.clone())),
-            base_url: Some(h.url()),
-            eu_base_url: Some(h.eu_url()),
-            audience: Some(c.audience.clone()),
-            limits: Some(limits),
-            max_retries: Some(max_retries),
-            ..Settings::default()
-        };
-        let config = Config::resolve(settings, &|_| None).expect("config");
-        Client::new(config, None).expect("client")
-    }
-
-    fn retail(tx: &str, price: f64) -> Value {
-        json!({
-            "dataType": "retail", "schemaVersion": "1",
-            "startTime": 1_794_891_600_000_i64, "endTime": 1_794_891_660_000_i64,
-            "locationId": "store-1", "dataSourceId": "pos-1", "transactionId": tx,
-            "status": "sale",
-            "items": [{"time": 1_794_891_600_000_i64, "quantity": 1, "description": "tea",
-                       "unitPrice": price, "type": "SALE"}],
-        })
-    }
-
-    async fn run(client: &Client, records: Vec<Value>, options: Options) -> Report {
-        let (rx, _feeder) = values_source(records);
-        let (_tx, cancel) = watch::channel(false);
-        client
-            .publish(rx, options, None, cancel)
-            .await
-            .expect("publish")
-    }
-
-    fn stored(h: &Handle, region: &str) -> Vec<Value> {
-        h.state
-            .published(Some(region))
-            .iter()
-            .map(|t| serde_json::from_str(t).expect("json"))
-            .collect()
-    }
-
-    #[tokio::test]
-    async fn every_record_arrives_once_under_faults() {
-        let h = emulator().await;
-        h.state.set_faults(Faults {
-            error_rate: 0.1,
-            rate_limit_rate: 0.1,
-            drop_rate: 0.05,
-            ..Faults::default()
-        });
-        let client = client_for(&h, Limits::unlimited(), 5);
-        let records: Vec<Value> = (0..2_000).map(|i| retail(&format!("t-{i}"), 1.0)).collect();
-        for batch_size in [1, 37] {
-            h.state.clear_published();
-            let options = Options {
-                batch_size,
-                ..Options::default()
-            };
-            let report = run(&client, records.clone(), options).await;
-            assert_eq!(report.accepted, 2_000, "{:?}", report.failures.first());
-            assert!(report.failures.is_empty());
-            assert_eq!(report.total, 2_000);
-            assert_eq!(stored(&h, "us").len(), 2_000);
-        }
-    }
-
-    #[tokio::test]
-    async fn a_bad_record_in_a_batch_is_isolated_and_the_rest_stored() {
-        let h = emulator().await;
-        let client = client_for(&h, Limits::unlimited(), 2);
-        let mut records: Vec<Value> = (0..100).map(|i| retail(&format!("t-{i}"), 1.0)).collect();
-        records[42]["registerId"] = json!("r-1");
-        let options = Options {
-            batch_size: 100,
-            validate: false,
-            ..Options::default()
-        };
-        let report = run(&client, records, options).await;
-        assert_eq!(report.accepted, 99);
-        assert_eq!(report.failures.len(), 1);
-        let f = &report.failures[0];
-        assert_eq!((f.index, f.status), (42, Some(400)));
-        assert_eq!(f.transaction_id.as_deref(), Some("t-42"));
-        assert!(f.message.contains("registerId"), "{}", f.message);
-        assert_eq!(stored(&h, "us").len(), 99);
-        // 1 batch, then halves down to the bad record: 2 per level.
-        assert!(report.requests <= 1 + 2 * 7, "{}", report.requests);
-    }
-
-    #[tokio::test]
-    async fn validation_keeps_back_bad_records_and_the_service_never_sees_them() {
-        let h = emulator().await;
-        let client = client_for(&h, Limits::unlimited(), 2);
-        let mut records: Vec<Value> = (0..10).map(|i| retail(&format!("t-{i}"), 1.0)).collect();
-        records[3]["storeId"] = json!("s");
-        records[7]["items"][0]["unitPrice"] = json!("1.0");
-        records[8]["status"] = json!("SALE"); // a warning only
-        let report = run(&client, records, Options::default()).await;
-        assert_eq!(report.accepted, 8);
-        assert_eq!(report.sent, 8);
-        let idx: Vec<u64> = report.failures.iter().map(|f| f.index).collect();
-        assert_eq!(idx, [3, 7]);
-        assert!(report.failures[0].message.contains("locationId"));
-        assert_eq!(report.failures[1].problems[0].path, "items[0].unitPrice");
-        assert_eq!(report.failures[1].status, None);
-        assert_eq!(h.state.stats_json()["published_stored"], 8);
-    }
-
-    #[tokio::test]
-    async fn the_latest_record_of_a_key_wins() {
-        let h = emulator().await;
-        h.state.set_faults(Faults {
-            error_rate: 0.2,
-            drop_rate: 0.05,
-            ..Faults::default()
-        });
-        let client = client_for(&h, Limits::unlimited(), 8);
-        // Ten versions of each of 50 keys, interleaved.
-        let records: Vec<Value> = (0..500)
-            .map(|i| retail(&format!("t-{}", i % 50), f64::from(i)))
-            .collect();
-        let report = run(&client, records, Options::default()).await;
-        assert_eq!(report.accepted, 500);
-        let stored = stored(&h, "us");
-        assert_eq!(stored.len(), 50);
-        for r in stored {
-            let tx = r["transactionId"].as_str().expect("tx");
-            let k: f64 = tx[2..].parse().expect("n");
-            assert_eq!(r["items"][0]["unitPrice"], json!(450.0 + k), "{tx}");
-        }
-    }
-
-    #[tokio::test]
-    async fn eu_region_posts_to_the_eu_route() {
-        let h = emulator().await;
-        let client = client_for(&h, Limits::unlimited(), 2);
-        let options = Options {
-            region: Some(Region::Eu),
-            batch_size: 10,
-            ..Options::default()
-        };
-        let records: Vec<Value> = (0..25).map(|i| retail(&format!("e-{i}"), 1.0)).collect();
-        let report = run(&client, records, options).await;
-        assert_eq!(report.accepted, 25);
-        assert_eq!(stored(&h, "eu").len(), 25);
-        assert!(stored(&h, "us").is_empty());
-    }
-
-    #[tokio::test]
-    async fn texts_that_are_not_json_or_too_big_are_failures() {
-        let h = emulator().await;
-        let client = client_for(&h, Limits::unlimited(), 2);
-        let mut big_text = retail("big", 1.0).to_string();
-        big_text.insert_str(
-            1,
-            &format!("\"employeeName\":\"{}\",", "x".repeat(MAX_BODY)),
-        );
-        for validate in [true, false] {
-            let texts = [
-                "{\"dataType\": ".to_owned(),
-                retail("ok", 1.0).to_string(),
-                big_text.clone(),
-            ];
-            let (tx, rx) = mpsc::channel(4);
-            let chunk = texts
-                .into_iter()
-                .enumerate()
-                .map(|(i, text)| Input::Text {
-                    index: i as u64,
-                    line: Some(i as u64 + 1),
-                    text,
-                })
-                .collect();
-            tx.send(chunk).await.expect("send");
-            drop(tx);
-            let (_c, cancel) = watch::channel(false);
-            let options = Options {
-                validate,
-                batch_size: 10,
-                ..Options::default()
-            };
-            let report = client
-                .publish(rx, options, None, cancel)
-                .await
-                .expect("publish");
-            assert_eq!(report.accepted, 1);
-            let f: Vec<(u64, Option<u64>)> =
-                report.failures.iter().map(|f| (f.index, f.line)).collect();
-            assert_eq!(f, [(0, Some(1)), (2, Some(3))]);
-            assert!(report.failures[0].message.starts_with("not valid JSON"));
-            assert!(report.failures[1].message.contains("10 MB"));
-        }
-    }
-
-    #[tokio::test]
-    async fn cancel_reports_every_record_not_yet_accepted() {
-        let h = emulator().await;
-        h.state.set_faults(Faults {
-            latency_ms: 200,
-            ..Faults::default()
-        });
-        let client = client_for(&h, Limits::unlimited(), 2);
-        let records: Vec<Value> = (0..1_000).map(|i| retail(&format!("c-{i}"), 1.0)).collect();
-        let (rx, _feeder) = values_source(records);
-        let (stop, cancel) = watch::channel(false);
-        let (seen, mut accepted) = watch::channel(0u64);
-        let sink: ProgressSink = Arc::new(move |p: Progress| {
-            seen.send_replace(p.accepted);
-        });
-        let task = tokio::spawn({
-            let client = client.clone();
-            async move {
-                client
-                    .publish(rx, Options::default(), Some(sink), cancel)
-                    .await
-            }
-        });
-        // Cancelled once some records are accepted: with 200 ms a request, most are not yet.
-        accepted.wait_for(|n| *n > 0).await.expect("progress");
-        stop.send_replace(true);
-        let report = task.await.expect("join").expect("publish");
-        assert!(report.interrupted);
-        assert!(report.accepted > 0 && report.accepted < 1_000);
-        assert_eq!(report.accepted + report.failures.len() as u64, report.total);
-        let stored = h.state.published_len() as u64;
-        assert!(stored >= report.accepted);
-        assert!(report
-            .failures
-            .iter()
-            .all(|f| f.message.contains("interrupted") && f.record.is_some()));
-    }
-
-    #[tokio::test]
-    async fn refused_credentials_stop_publishing_with_an_error() {
-        let h = emulator().await;
-        let mut client = client_for(&h, Limits::unlimited(), 1);
-        let mut config = client.config().clone();
-        config.api_key = Secret::new("wrong");
-        client = Client::new(config, None).expect("client");
-        let records: Vec<Value> = (0..20_000)
-            .map(|i| retail(&format!("x-{i}"), 1.0))
-            .collect();
-        let report = run(&client, records, Options::default()).await;
-        assert!(matches!(report.error, Some(Error::Auth { .. })));
-        assert_eq!(report.accepted, 0);
-        assert_eq!(report.failures.len() as u64, report.total);
-        assert!(report.total < 20_000, "stopped reading: {}", report.total);
-    }
-
-    #[tokio::test]
-    async fn an_answer_that_is_not_an_acceptance_is_retried_and_never_counted() {
-        let h = emulator().await;
-        let client = client_for(&h, Limits::unlimited(), 4);
-        let records: Vec<Value> = (0..30).map(|i| retail(&format!("h-{i}"), 1.0)).collect();
-        for mode in [Hostile::Html, Hostile::NotArray, Hostile::Truncated] {
-            for batch_size in [1, 10] {
-                h.state.clear_published();
-                // A few answers are a proxy's, then the service's own come through.
-                h.state.set_hostile(Some(HostileRule {
-                    mode,
-                    path: "/v2/webhook".into(),
-                    remaining: Some(3),
-                }));
-                let options = Options {
-                    batch_size,
-                    ..Options::default()
-                };
-                let report = run(&client, records.clone(), options).await;
-                assert_eq!(
-                    report.accepted,
-                    30,
-                    "{mode:?}: {:?}",
-                    report.failures.first()
-                );
-                assert_eq!(stored(&h, "us").len(), 30, "{mode:?}");
-                assert!(report.retries >= 3, "{mode:?}: {}", report.retries);
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn a_proxy_that_never_lets_through_fails_every_record_with_its_answer() {
-        let h = emulator().await;
-        let client = client_for(&h, Limits::unlimited(), 1);
-        h.state.set_hostile(Some(HostileRule {
-            mode: Hostile::Html,
-            path: "/v2/webhook".into(),
-            remaining: None,
-        }));
-        let records: Vec<Value> = (0..5).map(|i| retail(&format!("p-{i}"), 1.0)).collect();
-        let report = run(&client, records, Options::default()).await;
-        assert_eq!(report.accepted, 0);
-        assert_eq!(report.failures.len(), 5);
-        assert_eq!(h.state.published_len(), 0);
-        for f in &report.failures {
-            assert!(
-                f.message.contains("not the service's acceptance"),
-                "{}",
-                f.message
-            );
-            assert!(f.message.contains("<html>"), "{}", f.message);
-            assert!(f.record.is_some());
-        }
-    }
-
-    #[test]
-    fn acceptance_is_the_count_of_the_records_posted() {
-        let url = Url::parse("http://127.0.0.1/v2/webhook").expect("url");
-        assert!(acceptance(&url, br#"{"accepted": 3}"#, 3).is_ok());
-        for (body, n) in [
-            (&br#"{"accepted": 2}"#[..], 3),
-            (br#"{"accepted": "3"}"#, 3),
-            (br#"{"accepted": {"n": 3}}"#, 3),
-            (br#"{"data": [], "message": "not the list"}"#, 1),
-            (br#"{"accep"#, 1),
-            (b"<html><body>Bad Gateway</body></html>", 1),
-            (b"", 1),
-            (b"[]", 1),
-        ] {
-            let e = acceptance(&url, body, n).expect_err("not an acceptance");
-            assert!(matches!(e, Error::Decode { .. }), "{e}");
-        }
-    }
-
-    #[tokio::test]
-    async fn a_webhook_that_stays_rate_limited_stops_with_a_rate_limit_error() {
-        let h = emulator().await;
-        h.state.set_hostile(Some(HostileRule {
-            mode: Hostile::Status(429),
-            path: "/v2/webhook".into(),
-            remaining: None,
-        }));
-        let client = client_for(&h, Limits::unlimited(), 0);
-        let records: Vec<Value> = (0..400).map(|i| retail(&format!("r-{i}"), 1.0)).collect();
-        let report = run(&client, records, Options::default()).await;
-        assert_eq!(report.accepted, 0);
-        match &report.error {
-            Some(Error::Status {
-                status: 429,
-                message,
-                ..
-            }) => {
-                assert!(message.contains("publishing stopped"), "{message}")
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[tokio::test]
-    async fn jsonl_source_numbers_records_and_lines() {
-        let dir = std::env::temp_dir().join(format!("sv-publish-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("records.jsonl");
-        std::fs::write(&path, "\u{feff}{\"a\":1}\n\n  {\"b\":2}\r\n{\"c\":3}").expect("write");
-        let (mut rx, feeder) = jsonl_source(path.clone());
-        let mut got = Vec::new();
-        while let Some(chunk) = rx.recv().await {
-            for input in chunk {
-                if let Input::Text { index, line, text } = input {
-                    got.push((index, line, text));
-                }
-            }
-        }
-        feeder.await.expect("join").expect("read");
-        assert_eq!(
-            got,
-            [
-                (0, Some(1), "{\"a\":1}".to_owned()),
-                (1, Some(3), "{\"b\":2}".to_owned()),
-                (2, Some(4), "{\"c\":3}".to_owned()),
-            ]
-        );
-        let _ = std::fs::remove_dir_all(&dir);
-        let (_rx, feeder) = jsonl_source(dir.join("missing.jsonl"));
-        assert!(feeder.await.expect("join").is_err());
-    }
-
-    #[test]
-    fn batch_size_is_checked() {
-        for bad in [0, 101] {
-            let o = Options {
-                batch_size: bad,
-                ..Options::default()
-            };
-            assert!(o.check().is_err());
-        }
-    }
-
-    #[test]
-    fn key_of_text_matches_the_validator() {
-        for v in [
-            retail("k", 1.0),
-            json!({"dataType": "other", "locationId": "l", "eventUniqueId": "e"}),
-            json!({"dataType": "retail", "transactionId": 5}),
-            json!([1, 2]),
-            json!("x"),
-        ] {
-            assert_eq!(
-                key_of_text(&v.to_string()).expect("json"),
-                validate::upsert_key(&v)
-            );
-        }
-        assert!(key_of_text("{").is_err());
-    }
-}
+mod tests;
