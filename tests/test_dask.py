@@ -208,9 +208,9 @@ def test_publish_100k_records_through_dask_each_once(cluster, big):
     assert len(published) == n and set(ids) == {f"e-{i:06d}" for i in range(n)}
     stats = big.stats()
     assert stats["published_upserts"] == 0  # each record arrived once
-    # one body per record, each accepted once (a 401 after another test revoked the tokens
-    # is answered before anything is stored)
-    assert stats["requests"]["POST /v2/webhook"]["200"] == n
+    # arrays of 100 (the default), each accepted once (a 401 after another test revoked the
+    # tokens is answered before anything is stored); a partition's last array may be short
+    assert n // 100 <= stats["requests"]["POST /v2/webhook"]["200"] <= n // 100 + 8
     assert stats["tokens_issued"] <= 2
 
 

@@ -136,7 +136,7 @@ def test_valid_records_arrive_invalid_ones_are_reported_and_written(emu, client,
 def test_a_record_the_service_refuses_is_reported_with_its_message_and_not_retried(emu, client):
     emu.reset_stats()
     records = [retail(0), retail(1, registerId="r-1"), retail(2)]
-    report = client.publish(records, validate=False, progress=False)
+    report = client.publish(records, batch_size=1, validate=False, progress=False)
     assert report.accepted == 2
     (f,) = report.rejected
     assert (f.index, f.status, f.transaction_id, f.kind) == (1, 400, "t-1", "refused")

@@ -21,7 +21,7 @@ __all__ = [
 ]
 __version__: str
 
-_LimitsTuple = tuple[Optional[float], Optional[int], Optional[float], Optional[int]]
+_LimitsTuple = tuple[Optional[float], Optional[int], Optional[float], Optional[int], Optional[int]]
 
 @final
 class Client:
@@ -43,6 +43,7 @@ class Client:
         ca_bundle: Optional[str] = None,
         trust_env: Optional[bool] = None,
         max_body_bytes: Optional[int] = None,
+        max_wait: Optional[float] = None,
     ) -> Client: ...
     def records(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
@@ -97,6 +98,9 @@ class Client:
         """As ``diagnose``, as an awaitable."""
     def stats_json(self) -> str:
         """The counters, as JSON text."""
+    def quota_json(self) -> str:
+        """Where the daily quota stands, as JSON text (``limit``, ``used``, ``remaining``,
+        ``resets_at_ms``)."""
     def close(self) -> None:
         """Stops requests in flight; the client refuses new ones."""
     def config(self) -> dict:
@@ -241,7 +245,7 @@ def publish(
     path: Optional[str] = None,
     *,
     region: Optional[str] = None,
-    batch_size: int = 1,
+    batch_size: Optional[int] = None,
     validate: bool = True,
     progress: Optional[Callable[[dict], Any]] = None,
     cancelled: Optional[Callable[[], bool]] = None,

@@ -62,6 +62,7 @@ class AsyncClient:
         ca_bundle: Optional[Union[str, os.PathLike]] = None,
         trust_env: bool = True,
         max_body_bytes: Optional[int] = None,
+        max_wait: float = 60.0,
     ) -> None:
         self._sync = Client(
             api_key,
@@ -77,6 +78,7 @@ class AsyncClient:
             ca_bundle=ca_bundle,
             trust_env=trust_env,
             max_body_bytes=max_body_bytes,
+            max_wait=max_wait,
         )
         self._inner = self._sync._inner
 
@@ -205,7 +207,7 @@ class AsyncClient:
         records: Any,
         *,
         region: Optional[str] = None,
-        batch_size: int = 1,
+        batch_size: _publish.BatchSize = "auto",
         validate: bool = True,
         progress: ProgressArg = "auto",
     ) -> PublishReport:
@@ -256,6 +258,11 @@ class AsyncClient:
     def stats(self) -> dict:
         """Counters of this client (see :meth:`Client.stats`)."""
         return self._sync.stats()
+
+    def quota(self) -> dict:
+        """Where the daily request quota stands (see :meth:`Client.quota`); reads a small
+        local file, no request."""
+        return self._sync.quota()
 
     async def diagnose(self) -> None:
         """Prints the effective settings and whether a token can be had, without secrets."""

@@ -73,6 +73,14 @@ def _client_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="read requests in flight (default 3, the published limit; 0: no limit)",
     )
+    group.add_argument(
+        "--daily-requests",
+        type=int,
+        default=2400,
+        metavar="N",
+        help="requests a day with the API key, shared by every client of this machine "
+        "(default 2400, the published quota; 0: no limit)",
+    )
 
 
 def _client(args: argparse.Namespace) -> Client:
@@ -84,11 +92,15 @@ def _client(args: argparse.Namespace) -> Client:
                 f"{dest.replace('_', ' ')} is missing: set {variable} or pass {option}"
             )
     settings = {dest: getattr(args, dest) for _, dest, _, _ in _SETTINGS}
-    if args.read_per_second < 0 or args.read_concurrency < 0:
-        raise ValueError("--read-per-second and --read-concurrency must be 0 (no limit) or more")
+    if args.read_per_second < 0 or args.read_concurrency < 0 or args.daily_requests < 0:
+        raise ValueError(
+            "--read-per-second, --read-concurrency and --daily-requests must be 0 (no limit) "
+            "or more"
+        )
     limits = Limits(
         read_per_second=args.read_per_second or None,
         read_concurrency=args.read_concurrency or None,
+        daily_requests=args.daily_requests or None,
     )
     return Client(ca_bundle=args.ca_bundle, timeout=args.timeout, limits=limits, **settings)
 
@@ -494,14 +506,25 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def _batch_size(text: str) -> Any:
+    """``auto`` or an int (the client checks its range)."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be auto or a number, got {text!r}") from None
+
+
 def _publish_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="a JSON Lines file, one record per line")
     p.add_argument(
         "--batch-size",
-        type=int,
-        default=1,
+        type=_batch_size,
+        default="auto",
         metavar="N",
-        help="records per request: 1 (default) posts one object per body, 2 to 100 arrays",
+        help="records per request: auto (default: arrays of 100, one per request if the "
+        "service refuses arrays), 1 (one object per body) or 2 to 100 (arrays)",
     )
     p.add_argument(
         "--failures",

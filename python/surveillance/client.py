@@ -23,12 +23,23 @@ class Limits:
     """Client-side limits, shared by every thread of one client; ``None`` lifts one.
 
     The defaults are the provider's published limits: reads 1 request/s and 3 in flight,
-    the webhook 100 requests/s and 200 in flight. After a 429 the client also lowers its rate
-    for a while on its own, so a lower real limit costs a few 429s, not a storm.
+    the webhook 100 requests/s and 200 in flight, and 2,400 requests a day per API key, all
+    endpoints together. After a 429 the client also lowers its rate for a while on its own, so
+    a lower real limit costs a few 429s, not a storm.
 
-    >>> Limits().read_per_second, Limits().publish_concurrency
-    (1.0, 200)
-    >>> Limits.unlimited().read_per_second is None
+    ``daily_requests`` is a budget shared by every client of the machine that uses the same
+    key and service (a ledger under the user's cache directory, or ``SURVEILLANCE_QUOTA_DIR``):
+    a request past it raises :class:`~surveillance.QuotaExhaustedError` before it is sent.
+    Requests are counted whatever the limits, so :meth:`Client.quota` always knows the day's
+    use.
+
+    Bounds, so that every wait stays finite: rates from 1/3600 (one request an hour) to
+    1,000,000 a second, concurrencies from 1 to 10,000, ``daily_requests`` from 1 to
+    1,000,000,000.
+
+    >>> Limits().read_per_second, Limits().publish_concurrency, Limits().daily_requests
+    (1.0, 200, 2400)
+    >>> Limits.unlimited().daily_requests is None
     True
     """
 
@@ -36,11 +47,20 @@ class Limits:
     read_concurrency: Optional[int] = 3
     publish_per_second: Optional[float] = 100.0
     publish_concurrency: Optional[int] = 200
+    daily_requests: Optional[int] = 2400
+
+    def __post_init__(self) -> None:
+        for name in ("read_per_second", "publish_per_second"):
+            _check_number(name, getattr(self, name), 1 / 3600, 1e6, integer=False)
+        for name in ("read_concurrency", "publish_concurrency"):
+            _check_number(name, getattr(self, name), 1, 10_000, integer=True)
+        _check_number("daily_requests", self.daily_requests, 1, 1_000_000_000, integer=True)
 
     @classmethod
     def unlimited(cls) -> Limits:
-        """No client-side limit (the client still slows down on 429)."""
-        return cls(None, None, None, None)
+        """No client-side limit and no daily budget (the client still slows down on 429, and
+        still counts its requests)."""
+        return cls(None, None, None, None, None)
 
     def _as_tuple(self) -> tuple:
         return (
@@ -48,6 +68,23 @@ class Limits:
             self.read_concurrency,
             self.publish_per_second,
             self.publish_concurrency,
+            self.daily_requests,
+        )
+
+
+def _check_number(name: str, value: Any, low: float, high: float, *, integer: bool) -> None:
+    """Refuses a limit that is not None nor a number in ``[low, high]``, naming it."""
+    from .errors import ConfigError
+
+    if value is None:
+        return
+    kind = "an int" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, (int,) if integer else (int, float)):
+        raise TypeError(f"`{name}` must be {kind} or None, got {type(value).__name__}")
+    if not (low <= value <= high):  # NaN fails too
+        shown = f"{low:g}" if not integer else f"{int(low):,}"
+        raise ConfigError(
+            f"`{name}` must be None or {kind} from {shown} to {high:,.0f}, got {value!r}"
         )
 
 
@@ -79,6 +116,11 @@ class Client:
         ca_bundle: a PEM file of extra trusted certificates (also ``SSL_CERT_FILE`` and
             ``REQUESTS_CA_BUNDLE``); the platform's trust store is always used.
         trust_env: honour ``HTTPS_PROXY``/``NO_PROXY`` and the CA variables.
+        max_body_bytes: the largest answer accepted (default 64 MiB).
+        max_wait: the longest ``Retry-After`` of a 429 the client waits for, in seconds (0 to
+            86,400; default 60). A longer one means the quota is spent for a long while:
+            :class:`~surveillance.QuotaExhaustedError` is raised at once, and every client of
+            the machine with the same key refuses requests until then.
 
     Example:
         >>> import surveillance as sv
@@ -104,6 +146,7 @@ class Client:
         ca_bundle: Optional[Union[str, os.PathLike]] = None,
         trust_env: bool = True,
         max_body_bytes: Optional[int] = None,
+        max_wait: float = 60.0,
     ) -> None:
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"`limits` must be a surveillance.Limits, got {type(limits).__name__}")
@@ -121,6 +164,7 @@ class Client:
             ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
             trust_env=trust_env,
             max_body_bytes=max_body_bytes,
+            max_wait=max_wait,
         )
 
     # --- lists --------------------------------------------------------------------------
@@ -336,7 +380,7 @@ class Client:
         records: Any,
         *,
         region: Optional[str] = None,
-        batch_size: int = 1,
+        batch_size: _publish.BatchSize = "auto",
         validate: bool = True,
         progress: ProgressArg = "auto",
     ) -> _publish.PublishReport:
@@ -354,10 +398,14 @@ class Client:
                 pandas DataFrame whose rows are records (missing values left out, Timestamps
                 as epoch milliseconds), or the path of a JSON Lines file (read in Rust).
             region: ``"us"`` or ``"eu"``; default the client's ``region``.
-            batch_size: records per request: 1 posts one JSON object per body, as API.md
-                describes; 2 to 100 post JSON arrays, as the provider also accepts. A batch
-                the service refuses is split to isolate the bad records, and the rest are
-                sent again.
+            batch_size: records per request. ``"auto"`` (the default) posts JSON arrays of 100,
+                which the provider accepts and counts as one request against the daily quota
+                of 2,400: 1,000 records cost 10 requests, not 1,000. If the service refuses an
+                array body as such (not a record in it), the client falls back to one object
+                per request, for the rest of its life, and says so once in the log. 1 posts one
+                JSON object per body, as API.md describes; 2 to 100 post arrays of that size.
+                A batch the service refuses is split to isolate the bad records, and the rest
+                are sent again.
             validate: check each record against its standard model (:func:`surveillance.
                 validate`) and keep back those with errors; warnings do not stop a record.
             progress: ``"auto"`` (a bar in Jupyter and on a terminal, none otherwise),
@@ -374,6 +422,8 @@ class Client:
                 ``write_failures(path)`` writes every record not yet accepted.
             AuthError: the service refused the credentials (``.report`` attached).
             ValueError: ``batch_size`` outside 1..100.
+            QuotaExhaustedError: the day's request quota ran out (``.report`` attached: the
+                records not sent are in it, ready to publish again).
             OSError: the JSON Lines file cannot be read.
 
         Example:
@@ -400,10 +450,31 @@ class Client:
         """A valid bearer token (fetched or reused), for debugging with curl."""
         return self._inner.access_token()
 
+    def quota(self) -> dict:
+        """Where the daily request quota of this client's API key stands, counted by every
+        client of the machine (see :class:`Limits`): ``limit`` (requests a day, None when no
+        budget is set), ``used`` (requests sent today, the service's UTC day), ``remaining``
+        (None without a limit) and ``resets_at`` (an aware UTC datetime: the service's next
+        midnight, or the end of a wait the service asked for).
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     emu.set_limits(daily_requests=50)
+        ...     client = emu.client()
+        ...     _ = client.sites()
+        ...     q = client.quota()
+        ...     q["limit"], q["used"], q["remaining"]
+        (50, 2, 48)
+        """
+        return _quota(self._inner.quota_json())
+
     def stats(self) -> dict:
         """Counters of this client: ``requests`` by ``"METHOD /path"``, ``retries``,
-        ``rate_limited``, ``tokens`` and ``bytes_received``."""
-        return json.loads(self._inner.stats_json())
+        ``rate_limited``, ``tokens`` and ``bytes_received``; and ``quota``, as
+        :meth:`quota` gives it."""
+        stats = json.loads(self._inner.stats_json())
+        stats["quota"] = self.quota()
+        return stats
 
     def diagnose(self) -> None:
         """Prints the effective base URLs, TLS, proxy, limits and whether a token can be
@@ -426,6 +497,14 @@ class Client:
 
     def __repr__(self) -> str:
         return f"Client(base_url={self._inner.base_url!r}, region={self._inner.region!r})"
+
+
+def _quota(text: str) -> dict:
+    import datetime as _dt
+
+    q = json.loads(text)
+    resets = _dt.datetime.fromtimestamp(q.pop("resets_at_ms") / 1000, tz=_dt.timezone.utc)
+    return {**q, "resets_at": resets}
 
 
 def _restore(config: dict) -> Client:

@@ -292,7 +292,9 @@ class Emulator:
     def advance_clock(self, seconds: float) -> None:
         """Moves the emulator's clock forward (or back, with a negative ``seconds``): tokens
         expire as after that much real time, the ``Date`` of its answers moves, and the daily
-        quota counts in the UTC day the clock is then in.
+        quota counts in the UTC day the clock is then in. The clients of this process see the
+        time pass too (their daily quota is counted in the service's day: a client whose
+        budget is spent gets a new one when the emulator's day changes).
 
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
@@ -340,7 +342,8 @@ class Emulator:
         """A :class:`~surveillance.Client` configured for this emulator.
 
         Its limits are lifted (:meth:`Limits.unlimited`) unless the emulator enforces some
-        with :meth:`set_limits`, in which case the client uses the same ones. Keyword
+        with :meth:`set_limits`, in which case the client uses the same ones (the daily quota
+        too: the client then refuses the request past it before sending). Keyword
         arguments override (``timeout=``, ``max_retries=``, ``limits=`` ...).
         """
         from .client import Client, Limits
@@ -348,7 +351,7 @@ class Emulator:
         if "limits" not in kwargs:
             lim = self._limits
             kwargs["limits"] = (
-                Limits.unlimited() if not any(v is not None for v in lim[:4]) else Limits(*lim[:4])
+                Limits.unlimited() if not any(v is not None for v in lim) else Limits(*lim)
             )
         settings: dict = {
             "api_key": self.api_key,

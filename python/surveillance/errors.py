@@ -13,6 +13,7 @@ Every error the package raises on purpose is a :class:`SurveillanceError`::
     ├── TransportError       connect, TLS or timeout: no usable answer
     ├── ValidationError      a record does not conform to its model (.problems)
     ├── DenseWindowError     more than 10,000 events share one millisecond
+    ├── QuotaExhaustedError  the day's request quota is used up: nothing was sent (.resets_at)
     ├── SyncLockedError      another sync_events run holds the dataset's lock (.path)
     └── PublishError         PublishReport.raise_on_failure(): records not accepted (.report)
 
@@ -38,6 +39,7 @@ __all__ = [
     "TransportError",
     "ValidationError",
     "DenseWindowError",
+    "QuotaExhaustedError",
     "SyncLockedError",
     "PublishError",
     "PublishInterrupted",
@@ -128,6 +130,41 @@ class DenseWindowError(SurveillanceError):
 
     def __reduce__(self) -> Any:
         return (type(self), (str(self), self.timestamp))
+
+
+class QuotaExhaustedError(SurveillanceError):
+    """The daily request quota of the API key is used up (the provider allows 2,400 requests a
+    day per key, all endpoints, and every client of the machine counts against the same
+    budget), or the service answered 429 asking for a wait longer than the client's
+    ``max_wait``. Raised before sending: the request that would have gone past the budget was
+    not sent, and what was fetched or posted before is kept (``iter_events`` yields it first;
+    ``sync_events`` stores it and resumes on its next run).
+
+    Attributes:
+        resets_at: when requests are taken again (an aware UTC datetime: the service's next
+            UTC midnight, by its own clock, or the end of the wait it asked for).
+        used: requests counted today with this key.
+        limit: requests a day (None when no limit was set and the service refused).
+
+    >>> import surveillance as sv
+    >>> issubclass(sv.QuotaExhaustedError, sv.SurveillanceError)
+    True
+    """
+
+    def __init__(
+        self, message: str, resets_at: Any = None, used: int = 0, limit: Optional[int] = None
+    ) -> None:
+        super().__init__(message)
+        if isinstance(resets_at, (int, float)):
+            import datetime as _dt
+
+            resets_at = _dt.datetime.fromtimestamp(resets_at / 1000, tz=_dt.timezone.utc)
+        self.resets_at = resets_at
+        self.used = used
+        self.limit = limit
+
+    def __reduce__(self) -> Any:
+        return (type(self), (str(self), self.resets_at, self.used, self.limit))
 
 
 class SyncLockedError(SurveillanceError):

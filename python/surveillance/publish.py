@@ -22,6 +22,8 @@ __all__ = ["Problem", "Failure", "PublishReport", "validate"]
 _FRAME_CHUNK = 1000
 
 PathLike = Union[str, os.PathLike]
+#: ``"auto"`` (arrays of 100, one record per request if the service refuses arrays) or 1..100.
+BatchSize = Union[str, int]
 
 
 class Problem(NamedTuple):
@@ -151,7 +153,7 @@ class PublishReport:
         data: dict,
         *,
         region: Optional[str] = None,
-        batch_size: int = 1,
+        batch_size: BatchSize = "auto",
         unread: Optional[int] = None,
         rest: Optional[Callable[[], Iterator[str]]] = None,
     ) -> None:
@@ -265,7 +267,7 @@ class PublishReport:
         out = cls(
             data,
             region=None if first is None else first.region,
-            batch_size=1 if first is None else first.batch_size,
+            batch_size="auto" if first is None else first.batch_size,
             unread=sum(unread) if unread else None,
             rest=(lambda: itertools.chain.from_iterable(r() for r in rests)) if rests else None,
         )
@@ -499,7 +501,7 @@ def publish(
     records: Any,
     *,
     region: Optional[str],
-    batch_size: int,
+    batch_size: BatchSize,
     validate: bool,
     progress: ProgressArg,
     cancelled: Optional[Callable[[], bool]] = None,
@@ -507,8 +509,10 @@ def publish(
     """The body of :meth:`Client.publish <surveillance.Client.publish>` (and, in a worker
     thread, of :meth:`AsyncClient.publish <surveillance.AsyncClient.publish>`: ``cancelled``
     is asked between waits whether the caller gave up)."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
-        raise TypeError(f"`batch_size` must be an int, got {type(batch_size).__name__}")
+    if batch_size != "auto" and (isinstance(batch_size, bool) or not isinstance(batch_size, int)):
+        raise TypeError(
+            f'`batch_size` must be "auto" or an int from 1 to 100, got {type(batch_size).__name__}'
+        )
     path: Optional[PathLike] = None
     source: Any = None
     size: Optional[int] = None
@@ -542,7 +546,7 @@ def publish(
             source,
             None if path is None else os.fspath(path),
             region=region,
-            batch_size=batch_size,
+            batch_size=None if batch_size == "auto" else batch_size,
             validate=validate,
             progress=callback,
             cancelled=cancelled,

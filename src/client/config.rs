@@ -68,6 +68,9 @@ pub struct Settings {
     pub trust_env: Option<bool>,
     /// Largest response body accepted, bytes.
     pub max_body_bytes: Option<usize>,
+    /// Longest `Retry-After` of a 429 the client waits for; a longer one raises
+    /// [`Error::Quota`] at once.
+    pub max_wait: Option<Duration>,
 }
 
 /// The region whose webhook `publish` posts to by default.
@@ -129,6 +132,11 @@ pub struct Config {
     pub trust_env: bool,
     /// Largest response body accepted, bytes.
     pub max_body_bytes: usize,
+    /// Longest `Retry-After` of a 429 the client waits for.
+    pub max_wait: Duration,
+    /// Where the daily quota's ledger lives (`SURVEILLANCE_QUOTA_DIR` or the user's cache
+    /// directory); None: in the process's memory.
+    pub quota_dir: Option<PathBuf>,
 }
 
 /// Default whole-request timeout.
@@ -137,6 +145,12 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_RETRIES: u32 = 5;
 /// Default cap on a response body (a page of 100 events is about 100 KB).
 pub const DEFAULT_MAX_BODY: usize = 64 * 1024 * 1024;
+/// Default longest wait for a 429's `Retry-After`.
+pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(60);
+/// The longest `timeout`, seconds (a day): every wait of the client stays finite.
+pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+/// The longest `max_wait`, seconds (a day).
+pub const MAX_WAIT_SECS: f64 = 86_400.0;
 
 fn from_env(env: &dyn Fn(&str) -> Option<String>, var: &str) -> Option<String> {
     env(var).filter(|v| !v.trim().is_empty())
@@ -295,6 +309,8 @@ impl Config {
             ca_bundle,
             trust_env,
             max_body_bytes: s.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY),
+            max_wait: s.max_wait.unwrap_or(DEFAULT_MAX_WAIT),
+            quota_dir: super::quota::ledger_dir(env),
         })
     }
 

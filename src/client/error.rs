@@ -56,6 +56,19 @@ pub enum Error {
         /// The list's path.
         path: String,
     },
+    /// The daily request quota is used up (counted by the ledger of every client of the
+    /// machine), or the service asked for a wait longer than `max_wait`: nothing was sent.
+    #[error("{message}")]
+    Quota {
+        /// What happened and when the quota comes back.
+        message: String,
+        /// Requests counted today with this key.
+        used: u64,
+        /// Requests a day, when known.
+        limit: Option<u64>,
+        /// When requests are taken again (the service's clock, epoch ms).
+        resets_at_ms: i64,
+    },
     /// More events share one millisecond than the service can page.
     #[error("more than 10,000 events start at `{timestamp}`: the range cannot be split below one millisecond")]
     DenseWindow {
@@ -104,6 +117,17 @@ impl Error {
             Error::Data(m) => Error::Data(s(m)),
             Error::Ceiling { path } => Error::Ceiling { path: s(path) },
             Error::DenseWindow { timestamp } => Error::DenseWindow { timestamp },
+            Error::Quota {
+                message,
+                used,
+                limit,
+                resets_at_ms,
+            } => Error::Quota {
+                message: s(message),
+                used,
+                limit,
+                resets_at_ms,
+            },
         }
     }
 

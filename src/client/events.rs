@@ -789,7 +789,7 @@ pub async fn stream(
                 return;
             }
         }
-        if emitted || p.progress.requests % 8 == 0 {
+        if emitted || p.progress.requests.is_multiple_of(8) {
             if let Some(s) = &p.sink {
                 s(p.progress);
             }

@@ -15,6 +15,7 @@ use url::Url;
 use super::config::{is_loopback, Config, Secret};
 use super::error::{Error, Result};
 use super::limits::Gate;
+use super::quota::Ledger;
 use super::redact;
 use super::stats::{Stats, Tally};
 
@@ -91,6 +92,8 @@ pub struct Http {
     generation: AtomicU64,
     log: Option<LogSink>,
     closed: tokio::sync::watch::Sender<bool>,
+    /// The daily quota, shared with every client of the machine that uses the same key.
+    pub ledger: Ledger,
 }
 
 impl std::fmt::Debug for Http {
@@ -125,18 +128,25 @@ pub fn backoff(attempt: u32, retry_after: Option<Duration>) -> Duration {
     }
 }
 
+/// The longest `Retry-After` taken as it is (two days; a wait that long is a quota anyway).
+const MAX_RETRY_AFTER_MS: i64 = 2 * 86_400_000;
+
 /// Reads `Retry-After` as seconds (integer or decimal) or an HTTP date.
 pub fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
     let raw = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(secs) = raw.parse::<f64>() {
         if secs.is_finite() && secs >= 0.0 {
-            return Some(Duration::from_secs_f64(secs.min(3600.0)));
+            return Some(Duration::from_secs_f64(
+                secs.min(MAX_RETRY_AFTER_MS as f64 / 1000.0),
+            ));
         }
         return None;
     }
     let when = chrono::DateTime::parse_from_rfc2822(raw).ok()?;
     let wait = when.timestamp_millis() - chrono::Utc::now().timestamp_millis();
-    Some(Duration::from_millis(wait.clamp(0, 3_600_000) as u64))
+    Some(Duration::from_millis(
+        wait.clamp(0, MAX_RETRY_AFTER_MS) as u64
+    ))
 }
 
 fn describe(e: &reqwest::Error) -> String {
@@ -231,7 +241,14 @@ impl Http {
         redact::register(config.api_key.expose());
         redact::register(config.client_secret.expose());
         let l = config.limits;
+        let ledger = Ledger::open(
+            config.base_url.as_str(),
+            config.api_key.expose(),
+            l.daily_requests,
+            config.quota_dir.as_deref(),
+        );
         Ok(Http {
+            ledger,
             reads: Gate::new(l.read_per_second, l.read_concurrency),
             publishes: Gate::new(l.publish_per_second, l.publish_concurrency),
             config,
@@ -252,6 +269,28 @@ impl Http {
                 std::borrow::Cow::Owned(scrubbed) => scrubbed,
             };
             sink(level, line);
+        }
+    }
+
+    /// Logs a warning (scrubbed of secrets like every line).
+    pub fn warn(&self, message: String) {
+        self.log(Level::Warning, || message);
+    }
+
+    /// A 429 that asks for a wait longer than `max_wait` is no reason to sleep: the quota
+    /// error, raised at once (and every client of the machine waits with this one).
+    fn too_long(&self, headers: &HeaderMap, what: &str) -> Result<()> {
+        match parse_retry_after(headers) {
+            Some(wait) if wait > self.config.max_wait => {
+                let why = format!(
+                    "`{what}` answered 429 with `Retry-After: {}` s, longer than `max_wait` \
+                     ({} s)",
+                    wait.as_secs(),
+                    self.config.max_wait.as_secs_f64()
+                );
+                Err(self.ledger.block(wait.as_millis() as i64, why))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -328,6 +367,7 @@ impl Http {
         let body = Bytes::from(body.to_string());
         let mut attempt = 0;
         loop {
+            self.ledger.spend()?;
             let sent_at = Instant::now();
             self.stats.request("POST /v2/oauth/token");
             let outcome = self
@@ -352,6 +392,7 @@ impl Http {
                     }
                     if status == StatusCode::TOO_MANY_REQUESTS {
                         self.stats.rate_limited(None);
+                        self.too_long(&headers, "POST /v2/oauth/token")?;
                     }
                     // Not a verdict on the credentials: the service failed or is busy.
                     (
@@ -466,6 +507,7 @@ impl Http {
             }
         };
         let mut resp = req.send().await.map_err(classify)?;
+        self.ledger.observe(resp.headers());
         let status = resp.status();
         let headers = resp.headers().clone();
         let cap = self.config.max_body_bytes;
@@ -514,6 +556,8 @@ impl Http {
         loop {
             let (token, generation) = self.token().await?;
             let slot = gate.acquire().await?;
+            // Counted against the day's budget only when it is about to go.
+            self.ledger.spend()?;
             let started = Instant::now();
             self.stats.request(call.route);
             let outcome = self
@@ -584,6 +628,7 @@ impl Http {
                     };
                     if code == 429 {
                         self.stats.rate_limited(call.tally.as_deref());
+                        self.too_long(&headers, &format!("{} {}", call.method, call.url.path()))?;
                         let ra = parse_retry_after(&headers);
                         gate.on_rate_limited(ra);
                         (err, ra)

@@ -9,7 +9,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::{Error, Result};
 
-/// Requests per second and requests in flight, for reads and for publishing; None lifts one.
+/// Requests per second and requests in flight, for reads and for publishing, and requests a
+/// day; None lifts one.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
     /// GET requests per second.
@@ -20,16 +21,23 @@ pub struct Limits {
     pub publish_per_second: Option<f64>,
     /// Webhook requests in flight.
     pub publish_concurrency: Option<usize>,
+    /// Requests a day with one API key, all endpoints (see [`super::quota`]).
+    pub daily_requests: Option<u64>,
 }
 
+/// The provider's published daily quota per API key.
+pub const DAILY_REQUESTS: u64 = 2_400;
+
 impl Default for Limits {
-    /// The provider's published limits: reads 1/s and 3 in flight, webhook 100/s and 200.
+    /// The provider's published limits: reads 1/s and 3 in flight, webhook 100/s and 200, and
+    /// 2,400 requests a day.
     fn default() -> Self {
         Limits {
             read_per_second: Some(1.0),
             read_concurrency: Some(3),
             publish_per_second: Some(100.0),
             publish_concurrency: Some(200),
+            daily_requests: Some(DAILY_REQUESTS),
         }
     }
 }
@@ -42,6 +50,7 @@ impl Limits {
             read_concurrency: None,
             publish_per_second: None,
             publish_concurrency: None,
+            daily_requests: None,
         }
     }
 

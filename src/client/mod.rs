@@ -10,6 +10,7 @@ pub mod limits;
 pub mod lists;
 pub mod parquet;
 pub mod publish;
+pub mod quota;
 pub mod redact;
 pub mod stats;
 
@@ -36,6 +37,8 @@ use lists::list_all;
 #[derive(Debug, Clone)]
 pub struct Client {
     http: Arc<Http>,
+    /// What publishing learned of the webhook (whether it takes arrays).
+    webhook: Arc<publish::Webhook>,
 }
 
 pub(crate) fn check_uuid(value: &str, name: &str) -> Result<()> {
@@ -71,6 +74,7 @@ impl Client {
     pub fn new(config: Config, log: Option<LogSink>) -> Result<Client> {
         Ok(Client {
             http: Arc::new(Http::new(config, log)?),
+            webhook: Arc::default(),
         })
     }
 
@@ -184,6 +188,12 @@ impl Client {
         Ok(out)
     }
 
+    /// Where the daily quota of this client's key stands (counted by every client of the
+    /// machine).
+    pub fn quota(&self) -> quota::Quota {
+        self.http.ledger.quota()
+    }
+
     /// The counters of this client.
     pub fn stats(&self) -> Snapshot {
         self.http.stats.snapshot()
@@ -234,8 +244,29 @@ impl Client {
             Ok(_) => "ok".to_string(),
             Err(e) => format!("FAILED: {e}"),
         };
+        let q = self.quota();
+        let resets = chrono::DateTime::from_timestamp_millis(q.resets_at_ms)
+            .map_or_else(String::new, |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string());
+        let ledger = self
+            .http
+            .ledger
+            .path()
+            .map_or("in this process's memory".to_string(), |p| {
+                p.display().to_string()
+            });
+        let quota = match q.limit {
+            Some(limit) => format!(
+                "{} of {limit} requests a day used, {} left, resets at {resets} (ledger: {ledger})",
+                q.used,
+                q.remaining.unwrap_or(0)
+            ),
+            None => format!(
+                "{} requests today, no daily limit set, day ends at {resets} (ledger: {ledger})",
+                q.used
+            ),
+        };
         format!(
-            "base_url:     {}\neu_base_url:  {}\nregion:       {}\naudience:     {}\ntls:          certificates verified (platform trust store{})\nproxy:        {}\ntimeout:      {:.1} s, max_retries {}\nlimits:       reads {} and {} in flight, publish {} and {} in flight\ncredentials:  api_key ***, client_id {}, client_secret ***\ntoken:        {}\n",
+            "base_url:     {}\neu_base_url:  {}\nregion:       {}\naudience:     {}\ntls:          certificates verified (platform trust store{})\nproxy:        {}\ntimeout:      {:.1} s, max_retries {}, max_wait {:.0} s\nlimits:       reads {} and {} in flight, publish {} and {} in flight\nquota:        {}\ncredentials:  api_key ***, client_id {}, client_secret ***\ntoken:        {}\n",
             c.base_url,
             c.eu_base_url.as_ref().map_or("(not set)".to_string(), |u| u.to_string()),
             c.region.as_str(),
@@ -244,10 +275,12 @@ impl Client {
             proxy,
             c.timeout.as_secs_f64(),
             c.max_retries,
+            c.max_wait.as_secs_f64(),
             fmt_rate(l.read_per_second),
             fmt_conc(l.read_concurrency),
             fmt_rate(l.publish_per_second),
             fmt_conc(l.publish_concurrency),
+            quota,
             c.client_id,
             token,
         )

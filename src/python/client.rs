@@ -20,9 +20,29 @@ use super::wait::wait;
 use super::{aio, errors, log};
 use crate::client::arrow::Layout;
 use crate::client::events::{self, Query};
-use crate::client::{self, Config, Limits, Secret, Settings};
+use crate::client::{self, config, Config, Limits, Secret, Settings};
 
-type LimitsTuple = (Option<f64>, Option<usize>, Option<f64>, Option<usize>);
+type LimitsTuple = (
+    Option<f64>,
+    Option<usize>,
+    Option<f64>,
+    Option<usize>,
+    Option<u64>,
+);
+
+/// Seconds given as a float, as a duration: above 0 (or from 0, unless `positive`) up to `max`;
+/// a `ConfigError` naming `name` and the range otherwise (`Duration::from_secs_f64` panics on
+/// what does not fit, and a wait of decades is no wait).
+fn seconds(name: &str, value: f64, positive: bool, max: f64) -> PyResult<Duration> {
+    let low = if positive { value > 0.0 } else { value >= 0.0 };
+    if !(value.is_finite() && low && value <= max) {
+        let from = if positive { "above 0" } else { "from 0" };
+        return Err(errors::ConfigError::new_err(format!(
+            "`{name}` must be a number of seconds {from} up to {max}, got `{value}`"
+        )));
+    }
+    Ok(Duration::from_secs_f64(value))
+}
 
 /// The native client (see `surveillance.Client`).
 #[pyclass(name = "Client", module = "surveillance._core", frozen)]
@@ -130,7 +150,7 @@ impl PyClient {
     #[new]
     #[pyo3(signature = (api_key=None, client_id=None, client_secret=None, *, region=None, base_url=None,
         eu_base_url=None, audience=None, timeout=None, max_retries=None, limits=None, ca_bundle=None,
-        trust_env=None, max_body_bytes=None))]
+        trust_env=None, max_body_bytes=None, max_wait=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         api_key: Option<String>,
@@ -146,16 +166,14 @@ impl PyClient {
         ca_bundle: Option<PathBuf>,
         trust_env: Option<bool>,
         max_body_bytes: Option<usize>,
+        max_wait: Option<f64>,
     ) -> PyResult<Self> {
-        let timeout = match timeout {
-            Some(t) if !(t.is_finite() && t > 0.0) => {
-                return Err(errors::ConfigError::new_err(format!(
-                    "`timeout` must be a positive number of seconds, got `{t}`"
-                )))
-            }
-            Some(t) => Some(Duration::from_secs_f64(t)),
-            None => None,
-        };
+        let timeout = timeout
+            .map(|t| seconds("timeout", t, true, config::MAX_TIMEOUT_SECS))
+            .transpose()?;
+        let max_wait = max_wait
+            .map(|t| seconds("max_wait", t, false, config::MAX_WAIT_SECS))
+            .transpose()?;
         let settings = Settings {
             api_key: api_key.map(Secret::new),
             client_id,
@@ -166,15 +184,17 @@ impl PyClient {
             audience,
             timeout,
             max_retries,
-            limits: limits.map(|(rps, rc, pps, pc)| Limits {
+            limits: limits.map(|(rps, rc, pps, pc, daily)| Limits {
                 read_per_second: rps,
                 read_concurrency: rc,
                 publish_per_second: pps,
                 publish_concurrency: pc,
+                daily_requests: daily,
             }),
             ca_bundle,
             trust_env,
             max_body_bytes,
+            max_wait,
         };
         let config = Config::from_settings(settings).map_err(errors::to_py)?;
         let core = client::Client::new(config.clone(), Some(log::sink())).map_err(errors::to_py)?;
@@ -340,6 +360,12 @@ impl PyClient {
         aio::awaitable(py, async move { Ok(c.diagnose().await) })
     }
 
+    /// Where the daily quota stands, as JSON text (`limit`, `used`, `remaining`,
+    /// `resets_at_ms`).
+    fn quota_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.core()?.quota()).map_err(errors::internal)
+    }
+
     /// The counters, as JSON text.
     fn stats_json(&self) -> PyResult<String> {
         serde_json::to_string(&self.core()?.stats()).map_err(errors::internal)
@@ -372,6 +398,7 @@ impl PyClient {
                 l.read_concurrency,
                 l.publish_per_second,
                 l.publish_concurrency,
+                l.daily_requests,
             ),
         )?;
         d.set_item(
@@ -380,6 +407,7 @@ impl PyClient {
         )?;
         d.set_item("trust_env", c.trust_env)?;
         d.set_item("max_body_bytes", c.max_body_bytes)?;
+        d.set_item("max_wait", c.max_wait.as_secs_f64())?;
         Ok(d)
     }
 

@@ -21,6 +21,7 @@ pub struct PyEmulator {
 impl Drop for PyEmulator {
     fn drop(&mut self) {
         self.handle.signal_stop();
+        crate::client::quota::advance_clock(&self.handle.url(), None);
     }
 }
 
@@ -253,9 +254,17 @@ impl PyEmulator {
         self.handle.state.set_token_lifetime(seconds);
     }
 
-    /// Moves the emulator's clock.
-    fn advance_clock(&self, seconds: f64) {
+    /// Moves the emulator's clock, and the clock this process's clients read the day of
+    /// their quota from (time passes for both, as it does in real life).
+    fn advance_clock(&self, seconds: f64) -> PyResult<()> {
+        if !(seconds.is_finite() && seconds.abs() <= 1e11) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "`seconds` must be a finite number of seconds (at most 1e11 either way), got `{seconds}`"
+            )));
+        }
         self.handle.state.advance_clock(seconds);
+        crate::client::quota::advance_clock(&self.url(), Some((seconds * 1000.0) as i64));
+        Ok(())
     }
 
     /// Refuses every token issued so far.
@@ -367,6 +376,7 @@ impl PyEmulator {
     fn stop(&self, py: Python<'_>) -> PyResult<()> {
         let rt = runtime::get().map_err(|e| PyOSError::new_err(e.to_string()))?;
         py.detach(|| rt.block_on(self.handle.stop()));
+        crate::client::quota::advance_clock(&self.url(), None);
         Ok(())
     }
 }

@@ -16,6 +16,7 @@ pyo3::import_exception!(surveillance.errors, RateLimitError);
 pyo3::import_exception!(surveillance.errors, ServerError);
 pyo3::import_exception!(surveillance.errors, TransportError);
 pyo3::import_exception!(surveillance.errors, DenseWindowError);
+pyo3::import_exception!(surveillance.errors, QuotaExhaustedError);
 
 /// Converts a core error into its Python exception, scrubbed of every secret the process
 /// knows (whatever part of the core made it, and whatever server text it quotes).
@@ -44,6 +45,12 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Io(_) => PyOSError::new_err(message),
         Error::Ceiling { .. } => SurveillanceError::new_err(message),
         Error::DenseWindow { timestamp } => DenseWindowError::new_err((message, timestamp)),
+        Error::Quota {
+            used,
+            limit,
+            resets_at_ms,
+            ..
+        } => QuotaExhaustedError::new_err((message, resets_at_ms, used, limit)),
     }
 }
 

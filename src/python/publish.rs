@@ -593,7 +593,7 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
 /// publishing), or None. Invalid arguments raise at once. `cancelled`, when given, is called
 /// between waits: a true answer stops publishing as an interruption.
 #[pyfunction]
-#[pyo3(name = "publish", signature = (client, source=None, path=None, *, region=None, batch_size=1, validate=true, progress=None, cancelled=None))]
+#[pyo3(name = "publish", signature = (client, source=None, path=None, *, region=None, batch_size=None, validate=true, progress=None, cancelled=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn publish_records<'py>(
     py: Python<'py>,
@@ -601,7 +601,7 @@ pub fn publish_records<'py>(
     source: Option<Bound<'py, PyAny>>,
     path: Option<PathBuf>,
     region: Option<String>,
-    batch_size: usize,
+    batch_size: Option<usize>,
     validate: bool,
     progress: Option<Py<PyAny>>,
     cancelled: Option<Py<PyAny>>,
@@ -614,7 +614,9 @@ pub fn publish_records<'py>(
         .map_err(errors::to_py)?;
     let options = Options {
         region,
-        batch_size,
+        // None: "auto", arrays of 100 unless the service refuses arrays.
+        batch_size: batch_size.unwrap_or(core::MAX_BATCH),
+        fallback: batch_size.is_none(),
         validate,
     };
     options.check().map_err(errors::to_py)?;

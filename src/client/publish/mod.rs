@@ -68,8 +68,9 @@ pub const CHANNEL_CHUNKS: usize = 16;
 const ROUNDS: u32 = 2;
 /// Batches that failed in a row (none accepted in between) before publishing stops.
 const GIVE_UP_AFTER: u32 = 8;
-/// A partial batch waits this long for more records when the source is slow.
-const LINGER: Duration = Duration::from_millis(20);
+/// A partial batch waits this long for more records when the source is slow: an array that
+/// goes out half full costs a request of the day's quota as a full one does.
+const LINGER: Duration = Duration::from_millis(500);
 
 /// One record from the source, with its position (0-based, in the order of the source).
 #[derive(Debug)]
@@ -122,6 +123,9 @@ pub struct Options {
     pub region: Option<Region>,
     /// Records per body: 1 posts one object per body, 2 to 100 post arrays.
     pub batch_size: usize,
+    /// Arrays of `batch_size` until the service refuses an array body as such (not a record in
+    /// it): then one object per request, for the rest of the client's life ("auto").
+    pub fallback: bool,
     /// Validate each record under its standard model and keep back those with errors.
     pub validate: bool,
 }
@@ -130,7 +134,8 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             region: None,
-            batch_size: 1,
+            batch_size: MAX_BATCH,
+            fallback: true,
             validate: true,
         }
     }
@@ -261,6 +266,11 @@ impl Batch {
         }
     }
 
+    fn accepted(&self, i: usize) -> bool {
+        let o = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
+        matches!(o.get(i), Some(Some(Outcome::Accepted)))
+    }
+
     fn take_outcomes(&self) -> Vec<Option<Outcome>> {
         std::mem::take(&mut *self.outcomes.lock().unwrap_or_else(|e| e.into_inner()))
     }
@@ -275,6 +285,9 @@ struct TaskEnd {
     fatal: Option<Error>,
     /// The last error that ended records of the batch after every retry.
     last: Option<Error>,
+    /// The service refuses arrays: the batch's records without an outcome go again, one per
+    /// request.
+    singly: bool,
 }
 
 /// Shared by the dispatcher and its batch tasks.
@@ -284,6 +297,8 @@ struct Shared {
     route: &'static str,
     requests: AtomicU64,
     tally: Arc<Tally>,
+    /// `batch_size="auto"`: fall back to one record per request if arrays are refused.
+    fallback: bool,
 }
 
 /// The body of `recs`: one object alone when `as_array` is false and there is one record.
@@ -389,19 +404,13 @@ fn post_range<'a>(
                 batch.set(range, &Outcome::Accepted);
                 TaskEnd::default()
             }
+            Err(Error::Status { status: 400, .. }) if as_array && shared.fallback => {
+                arrays_refused(shared, batch, range).await
+            }
             Err(Error::Status { status, .. })
                 if matches!(status, 400 | 413 | 422) && range.len() > 1 =>
             {
-                // Refused as a whole: split to find the records at fault. Halves are posted one
-                // after the other so a batch never holds more than one request.
-                let mid = range.start + range.len() / 2;
-                let a = post_range(shared, batch, range.start..mid, false).await;
-                let b = post_range(shared, batch, mid..range.end, false).await;
-                TaskEnd {
-                    retryable: a.retryable || b.retryable,
-                    fatal: a.fatal.or(b.fatal),
-                    last: b.last.or(a.last),
-                }
+                split(shared, batch, range).await
             }
             Err(Error::Status {
                 status,
@@ -429,15 +438,14 @@ fn post_range<'a>(
                 batch.set(range, &outcome);
                 if is_fatal(&e) {
                     TaskEnd {
-                        retryable: false,
                         fatal: Some(e),
-                        last: None,
+                        ..TaskEnd::default()
                     }
                 } else {
                     TaskEnd {
                         retryable: e.is_retryable(),
-                        fatal: None,
                         last: Some(e),
+                        ..TaskEnd::default()
                     }
                 }
             }
@@ -466,6 +474,144 @@ impl Hasher for KeyHasher {
 }
 
 type Keyed = BuildHasherDefault<KeyHasher>;
+
+/// Refused as a whole: splits `range` in halves to find the records at fault. Halves are posted
+/// one after the other so that a batch never holds more than one request.
+async fn split(shared: &Shared, batch: &Batch, range: Range<usize>) -> TaskEnd {
+    let mid = range.start + range.len() / 2;
+    let a = post_range(shared, batch, range.start..mid, false).await;
+    let b = post_range(shared, batch, mid..range.end, false).await;
+    TaskEnd {
+        retryable: a.retryable || b.retryable,
+        fatal: a.fatal.or(b.fatal),
+        last: b.last.or(a.last),
+        singly: a.singly || b.singly,
+    }
+}
+
+/// An array body refused with 400 ("auto" batches): is it the array the service refuses, or a
+/// record in it? Its first record alone, then the same record in an array of one, tell (once
+/// per client). Arrays refused: the batch's other records go again one per request, as every
+/// record of the client from now on; otherwise the batch is split as usual.
+async fn arrays_refused(shared: &Shared, batch: &Batch, range: Range<usize>) -> TaskEnd {
+    let webhook = &shared.client.webhook;
+    match webhook.arrays() {
+        Arrays::Refused => {
+            return TaskEnd {
+                singly: true,
+                ..TaskEnd::default()
+            }
+        }
+        Arrays::Accepted if range.len() > 1 => return split(shared, batch, range).await,
+        Arrays::Accepted => return post_range(shared, batch, range, false).await,
+        Arrays::Unknown => {}
+    }
+    let first = range.start..range.start + 1;
+    let alone = post_range(shared, batch, first.clone(), false).await;
+    if !batch.accepted(range.start) {
+        // The first record is refused alone too: it is at fault (perhaps with others).
+        let rest = post_range_split(shared, batch, range.start + 1..range.end).await;
+        return merge(alone, rest);
+    }
+    let call = Call {
+        method: Method::POST,
+        url: shared.url.clone(),
+        route: shared.route,
+        body: Some(body_of(&batch.recs[first], true)),
+        class: Class::Publish,
+        tally: Some(shared.tally.clone()),
+    };
+    shared.requests.fetch_add(1, Ordering::Relaxed);
+    let one = shared
+        .client
+        .http()
+        .send_checked(&call, |body: Bytes| acceptance(&shared.url, &body, 1))
+        .await;
+    match one {
+        Err(Error::Status { status: 400, .. }) => {
+            if webhook.refuse_arrays() {
+                shared.client.http().warn(
+                    "the webhook refuses JSON arrays (400 to a record in an array of one, 200 \
+                     to the same record alone): this client posts one record per request from \
+                     now on"
+                        .to_owned(),
+                );
+            }
+            TaskEnd {
+                singly: true,
+                ..TaskEnd::default()
+            }
+        }
+        Ok(()) => {
+            webhook.accept_arrays();
+            let rest = post_range_split(shared, batch, range.start + 1..range.end).await;
+            merge(alone, rest)
+        }
+        // No verdict (the service failed): the records without an outcome go again.
+        Err(_) => TaskEnd {
+            singly: true,
+            ..TaskEnd::default()
+        },
+    }
+}
+
+/// Posts `range`, split in halves when it holds more than one record (the usual isolation of
+/// a refused batch's records).
+async fn post_range_split(shared: &Shared, batch: &Batch, range: Range<usize>) -> TaskEnd {
+    match range.len() {
+        0 => TaskEnd::default(),
+        1 => post_range(shared, batch, range, false).await,
+        _ => split(shared, batch, range).await,
+    }
+}
+
+fn merge(a: TaskEnd, b: TaskEnd) -> TaskEnd {
+    TaskEnd {
+        retryable: a.retryable || b.retryable,
+        fatal: a.fatal.or(b.fatal),
+        last: b.last.or(a.last),
+        singly: a.singly || b.singly,
+    }
+}
+
+/// Whether the webhook takes JSON arrays, as far as a client has found out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrays {
+    /// Not tried yet, or only successes.
+    Unknown,
+    /// An array of one was accepted.
+    Accepted,
+    /// An array of one was refused where the same record alone was accepted.
+    Refused,
+}
+
+/// What a client learned of the webhook, for all its publishes.
+#[derive(Debug, Default)]
+pub struct Webhook {
+    arrays: std::sync::atomic::AtomicU8,
+}
+
+impl Webhook {
+    /// Whether arrays are taken.
+    pub fn arrays(&self) -> Arrays {
+        match self.arrays.load(Ordering::Relaxed) {
+            1 => Arrays::Accepted,
+            2 => Arrays::Refused,
+            _ => Arrays::Unknown,
+        }
+    }
+
+    fn accept_arrays(&self) {
+        let _ = self
+            .arrays
+            .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// True for the call that found it out first (which says so in the log).
+    fn refuse_arrays(&self) -> bool {
+        self.arrays.swap(2, Ordering::Relaxed) != 2
+    }
+}
 
 /// The state of one publish, owned by the dispatcher loop.
 struct Dispatcher {
@@ -552,12 +698,21 @@ impl Dispatcher {
         let batch = Arc::new(batch);
         self.batches.insert(id, batch.clone());
         let shared = self.shared.clone();
-        let as_array = self.options.batch_size > 1;
+        let as_array = self.batch_size() > 1;
         self.tasks.spawn(async move {
             let n = batch.recs.len();
             let end = post_range(&shared, &batch, 0..n, as_array).await;
             (id, end)
         });
+    }
+
+    /// Records per body now: one once the service refused arrays ("auto").
+    fn batch_size(&self) -> usize {
+        if self.options.fallback && self.shared.client.webhook.arrays() == Arrays::Refused {
+            1
+        } else {
+            self.options.batch_size
+        }
     }
 
     /// Starts batches while there is room in flight and enough records (or the source ended).
@@ -567,7 +722,7 @@ impl Dispatcher {
                 self.spawn(batch);
                 continue;
             }
-            let size = self.options.batch_size;
+            let size = self.batch_size();
             if self.ready.is_empty() || (!flush && self.ready.len() < size) {
                 return;
             }
@@ -633,6 +788,10 @@ impl Dispatcher {
                     // Keeps its key held: nothing newer with that key may overtake it.
                     let _ = message;
                     again.push(rec);
+                }
+                None if end.singly => {
+                    // Arrays refused: again, one record per body.
+                    self.again.push_back(Batch::new(vec![rec], round));
                 }
                 outcome => {
                     let (status, message) = match outcome {
@@ -777,6 +936,7 @@ impl Client {
                 route,
                 requests: AtomicU64::new(0),
                 tally: Arc::default(),
+                fallback: options.fallback,
             }),
             options,
             in_flight_max,

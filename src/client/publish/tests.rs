@@ -6,6 +6,14 @@ use crate::client::{Config, Limits, Secret, Settings};
 use crate::emulator::{spawn, DataConfig, Faults, Handle, Hostile, HostileRule, State};
 use serde_json::json;
 
+/// One object per body, as API.md describes.
+const ONE_PER_BODY: Options = Options {
+    region: None,
+    batch_size: 1,
+    fallback: false,
+    validate: true,
+};
+
 async fn emulator() -> Handle {
     let cfg = DataConfig {
         seed: 3,
@@ -97,6 +105,7 @@ async fn a_bad_record_in_a_batch_is_isolated_and_the_rest_stored() {
     records[42]["registerId"] = json!("r-1");
     let options = Options {
         batch_size: 100,
+        fallback: false,
         validate: false,
         ..Options::default()
     };
@@ -234,11 +243,7 @@ async fn cancel_reports_every_record_not_yet_accepted() {
     });
     let task = tokio::spawn({
         let client = client.clone();
-        async move {
-            client
-                .publish(rx, Options::default(), Some(sink), cancel)
-                .await
-        }
+        async move { client.publish(rx, ONE_PER_BODY, Some(sink), cancel).await }
     });
     // Cancelled once some records are accepted: with 200 ms a request, most are not yet.
     accepted.wait_for(|n| *n > 0).await.expect("progress");
@@ -369,6 +374,50 @@ async fn a_webhook_that_stays_rate_limited_stops_with_a_rate_limit_error() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test]
+async fn auto_batches_fall_back_to_one_record_per_body_when_arrays_are_refused() {
+    let h = emulator().await;
+    h.state.set_webhook_arrays(false);
+    let client = client_for(&h, Limits::unlimited(), 2);
+    let records: Vec<Value> = (0..250).map(|i| retail(&format!("a-{i}"), 1.0)).collect();
+    let report = run(&client, records.clone(), Options::default()).await;
+    assert_eq!(report.accepted, 250, "{:?}", report.failures.first());
+    assert_eq!(stored(&h, "us").len(), 250);
+    assert_eq!(client.webhook.arrays(), Arrays::Refused);
+    // Found out once: the next publish posts one record per body from the start.
+    h.state.clear_published();
+    let again = run(&client, records[..20].to_vec(), Options::default()).await;
+    assert_eq!((again.accepted, again.requests), (20, 20));
+    // A service that takes arrays: 250 records in 3 requests.
+    h.state.set_webhook_arrays(true);
+    let fresh = client_for(&h, Limits::unlimited(), 2);
+    let report = run(&fresh, records, Options::default()).await;
+    assert_eq!((report.accepted, report.requests), (250, 3));
+}
+
+#[tokio::test]
+async fn a_bad_record_in_an_auto_batch_is_isolated_once_arrays_are_known_to_work() {
+    let h = emulator().await;
+    let client = client_for(&h, Limits::unlimited(), 2);
+    let mut records: Vec<Value> = (0..100).map(|i| retail(&format!("q-{i}"), 1.0)).collect();
+    records[0]["registerId"] = json!("r-1");
+    let options = Options {
+        validate: false,
+        ..Options::default()
+    };
+    let report = run(&client, records, options).await;
+    assert_eq!(report.accepted, 99);
+    assert_eq!(report.failures[0].index, 0);
+    // The first record alone tells nothing about arrays: they stay unknown.
+    assert_eq!(client.webhook.arrays(), Arrays::Unknown);
+    let mut records: Vec<Value> = (0..100).map(|i| retail(&format!("r-{i}"), 1.0)).collect();
+    records[50]["registerId"] = json!("r-1");
+    let report = run(&client, records, options).await;
+    assert_eq!(report.accepted, 99);
+    assert_eq!(report.failures[0].index, 50);
+    assert_eq!(client.webhook.arrays(), Arrays::Accepted);
 }
 
 #[tokio::test]

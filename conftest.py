@@ -1,0 +1,11 @@
+"""Fixtures for every test, the doctests of python/surveillance included."""
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _quota_ledgers(tmp_path_factory, monkeypatch):
+    """Each test's clients count their requests in a ledger directory of the test's own (see
+    `surveillance.Limits`), so that no count of another test (an emulator of the same seed on
+    the same port) is seen, and nothing is written to the user's cache directory."""
+    monkeypatch.setenv("SURVEILLANCE_QUOTA_DIR", str(tmp_path_factory.mktemp("quota")))

@@ -1,0 +1,484 @@
+//! The daily request quota (the provider allows 2,400 requests a day per API key, all endpoints
+//! together): a ledger that every client of the machine shares, which counts each request
+//! before it is sent and refuses the one past the budget.
+//!
+//! The ledger is a small JSON file per service and key, in `SURVEILLANCE_QUOTA_DIR` or the
+//! user's cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on
+//! macOS, `%LOCALAPPDATA%` on Windows, then `surveillance/quota`). Its name is a hash of the
+//! base URL and the API key, never the key. Every update happens under an exclusive file lock,
+//! so concurrent processes never spend the same request twice. Where no such directory can be
+//! used, the ledger lives in the process's memory (and says so in `diagnose()`).
+//!
+//! The day is the service's UTC day, read from the `Date` header of its answers, so a skewed
+//! local clock does not matter (`Date` has a one-second resolution: a request sent within a
+//! second of midnight may be counted on the other day).
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
+
+use reqwest::header::{HeaderMap, DATE};
+use serde::{Deserialize, Serialize};
+
+use super::error::{Error, Result};
+use crate::time::{civil_from_days, days_from_civil};
+
+/// Milliseconds in a day.
+const DAY_MS: i64 = 86_400_000;
+
+/// Where the quota stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Quota {
+    /// Requests a day (None: no budget is enforced; requests are still counted).
+    pub limit: Option<u64>,
+    /// Requests sent today (the service's UTC day) with this key, by every client of the
+    /// machine.
+    pub used: u64,
+    /// Requests left today; None without a limit.
+    pub remaining: Option<u64>,
+    /// When the budget comes back: the service's next UTC midnight (epoch ms), or later when
+    /// the service asked for a longer wait.
+    pub resets_at_ms: i64,
+}
+
+/// The ledger's file contents.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Record {
+    /// The service's base URL (for whoever reads the file; the key is not in it).
+    #[serde(default)]
+    base_url: String,
+    /// The service's UTC day counted, `YYYY-MM-DD`.
+    #[serde(default)]
+    day: String,
+    /// Requests sent on `day`.
+    #[serde(default)]
+    used: u64,
+    /// No request before this instant (epoch ms): the service answered 429 with a wait longer
+    /// than a client would sleep.
+    #[serde(default)]
+    blocked_until_ms: i64,
+}
+
+/// The daily quota of one service and key, shared by the processes of the machine.
+pub struct Ledger {
+    limit: Option<u64>,
+    base_url: String,
+    /// None: the ledger lives in `memory` only.
+    path: Option<PathBuf>,
+    file: Mutex<Option<File>>,
+    memory: Mutex<Record>,
+    /// The service's clock minus the local clock, from its `Date` headers.
+    skew_ms: AtomicI64,
+    /// The local clock, epoch ms (a seam for tests).
+    clock: fn() -> i64,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("limit", &self.limit)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Time added to the local clock of the ledgers of a base URL (see [`advance_clock`]).
+static CLOCK_OFFSETS: Mutex<Vec<(String, i64)>> = Mutex::new(Vec::new());
+
+fn local_now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+fn clock_offset(base_url: &str) -> i64 {
+    let offsets = CLOCK_OFFSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let base_url = base_url.trim_end_matches('/');
+    offsets
+        .iter()
+        .find(|(u, _)| u == base_url)
+        .map_or(0, |(_, ms)| *ms)
+}
+
+/// Moves the clock that the ledgers of `base_url` read the day from by `ms` (None: back to
+/// the real clock): the test seam that lets a day pass for the clients of an emulator as it
+/// does for the emulator itself (`Emulator.advance_clock`). Until the next `Date` header, a
+/// ledger reads the service's day from the local clock and the last skew.
+pub fn advance_clock(base_url: &str, ms: Option<i64>) {
+    let base_url = base_url.trim_end_matches('/');
+    let mut offsets = CLOCK_OFFSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let at = offsets.iter().position(|(u, _)| u == base_url);
+    match (at, ms) {
+        (Some(i), Some(ms)) => offsets[i].1 += ms,
+        (None, Some(ms)) => offsets.push((base_url.to_owned(), ms)),
+        (Some(i), None) => {
+            offsets.swap_remove(i);
+        }
+        (None, None) => {}
+    }
+}
+
+/// The directory of the ledgers: `SURVEILLANCE_QUOTA_DIR`, else the user's cache directory.
+pub fn ledger_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let var = |name: &str| {
+        env(name)
+            .filter(|v| !v.trim().is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = var("SURVEILLANCE_QUOTA_DIR") {
+        return Some(dir);
+    }
+    let cache = if cfg!(windows) {
+        var("LOCALAPPDATA")
+    } else if cfg!(target_os = "macos") {
+        var("HOME").map(|h| h.join("Library").join("Caches"))
+    } else {
+        var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")))
+    };
+    cache.map(|c| c.join("surveillance").join("quota"))
+}
+
+/// The ledger's file name for a service and key: a hash of both, never the key itself.
+fn file_name(base_url: &str, api_key: &str) -> String {
+    let mut data = Vec::with_capacity(base_url.len() + api_key.len() + 1);
+    data.extend_from_slice(base_url.as_bytes());
+    data.push(0);
+    data.extend_from_slice(api_key.as_bytes());
+    let digest = ring::digest::digest(&ring::digest::SHA256, &data);
+    let hex: String = digest.as_ref()[..12]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("quota-{hex}.json")
+}
+
+/// `YYYY-MM-DD` of a day number (days since 1970-01-01).
+pub fn day_name(day: i64) -> String {
+    let (y, m, d) = civil_from_days(day);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn day_number(name: &str) -> Option<i64> {
+    let mut parts = name.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
+    Some(days_from_civil(y, m, d))
+}
+
+impl Ledger {
+    /// The ledger of `base_url` and `api_key` with `limit` requests a day, in `dir` (None, or a
+    /// directory that cannot be used: in memory).
+    pub fn open(base_url: &str, api_key: &str, limit: Option<u64>, dir: Option<&Path>) -> Ledger {
+        let path = dir.and_then(|d| {
+            std::fs::create_dir_all(d).ok()?;
+            let path = d.join(file_name(base_url, api_key));
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .ok()
+                .map(|f| (path, f))
+        });
+        let (path, file) = match path {
+            Some((p, f)) => (Some(p), Some(f)),
+            None => (None, None),
+        };
+        Ledger {
+            limit,
+            base_url: base_url.to_owned(),
+            path,
+            file: Mutex::new(file),
+            memory: Mutex::new(Record::default()),
+            skew_ms: AtomicI64::new(0),
+            clock: local_now_ms,
+        }
+    }
+
+    /// The ledger's file, or None when it lives in memory.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Requests a day, if enforced.
+    pub fn limit(&self) -> Option<u64> {
+        self.limit
+    }
+
+    /// The local clock, epoch ms.
+    fn local_ms(&self) -> i64 {
+        (self.clock)() + clock_offset(&self.base_url)
+    }
+
+    /// The service's clock now, epoch ms.
+    pub fn service_now_ms(&self) -> i64 {
+        self.local_ms() + self.skew_ms.load(Ordering::Relaxed)
+    }
+
+    /// Reads the service's clock from an answer's `Date` header.
+    pub fn observe(&self, headers: &HeaderMap) {
+        let Some(date) = headers.get(DATE).and_then(|v| v.to_str().ok()) else {
+            return;
+        };
+        let Ok(t) = chrono::DateTime::parse_from_rfc2822(date.trim()) else {
+            return;
+        };
+        // `Date` counts whole seconds: the middle of that second is the best guess.
+        let service = t.timestamp_millis() + 500;
+        self.skew_ms
+            .store(service - self.local_ms(), Ordering::Relaxed);
+    }
+
+    /// Runs `f` on the ledger's record, under the file lock, and writes it back.
+    fn update<T>(&self, f: impl Fn(&mut Record) -> T) -> T {
+        let mut slot = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(file) = slot.as_mut() {
+            if let Some(out) = with_file(file, &self.base_url, &f) {
+                return out;
+            }
+            // The file failed under us: the process's memory holds the count from now on.
+            *slot = None;
+        }
+        drop(slot);
+        let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut memory)
+    }
+
+    /// Counts one request about to be sent; [`Error::Quota`] (nothing is counted) when today's
+    /// budget is spent, or the service asked for a wait that has not passed.
+    pub fn spend(&self) -> Result<()> {
+        let now = self.service_now_ms();
+        let today = now.div_euclid(DAY_MS);
+        let limit = self.limit;
+        self.update(|r| {
+            roll(r, today);
+            let day = day_number(&r.day).unwrap_or(today);
+            if r.blocked_until_ms > now {
+                return Err(quota_error(r.used, limit, r.blocked_until_ms, None));
+            }
+            if let Some(limit) = limit {
+                if r.used >= limit {
+                    return Err(quota_error(r.used, Some(limit), (day + 1) * DAY_MS, None));
+                }
+            }
+            r.used += 1;
+            Ok(())
+        })
+    }
+
+    /// The service answered 429 and asked to wait `wait_ms`, longer than the client waits:
+    /// every client of the machine refuses requests until then. The error to raise.
+    pub fn block(&self, wait_ms: i64, why: String) -> Error {
+        let until = self.service_now_ms() + wait_ms;
+        let limit = self.limit;
+        let today = self.service_now_ms().div_euclid(DAY_MS);
+        self.update(|r| {
+            roll(r, today);
+            r.blocked_until_ms = r.blocked_until_ms.max(until);
+            quota_error(r.used, limit, until, Some(why.clone()))
+        })
+    }
+
+    /// Where the quota stands now.
+    pub fn quota(&self) -> Quota {
+        let now = self.service_now_ms();
+        let today = now.div_euclid(DAY_MS);
+        let limit = self.limit;
+        self.update(|r| {
+            roll(r, today);
+            let day = day_number(&r.day).unwrap_or(today);
+            let midnight = (day + 1) * DAY_MS;
+            let blocked = r.blocked_until_ms > now;
+            Quota {
+                limit,
+                used: r.used,
+                remaining: limit.map(|l| if blocked { 0 } else { l.saturating_sub(r.used) }),
+                resets_at_ms: if blocked {
+                    r.blocked_until_ms.max(midnight)
+                } else {
+                    midnight
+                },
+            }
+        })
+    }
+}
+
+/// Starts a new day's count when `today` is later than the record's day. A record already on
+/// a later day stays: another process saw the service's midnight first.
+fn roll(r: &mut Record, today: i64) {
+    if day_number(&r.day).is_none_or(|d| d < today) {
+        r.day = day_name(today);
+        r.used = 0;
+    }
+}
+
+/// Reads, updates and writes the record of `file` under an exclusive lock; None when the file
+/// cannot be used.
+fn with_file<T>(file: &mut File, base_url: &str, f: &impl Fn(&mut Record) -> T) -> Option<T> {
+    file.lock().ok()?;
+    let out = (|| {
+        let mut text = String::new();
+        file.seek(SeekFrom::Start(0)).ok()?;
+        file.read_to_string(&mut text).ok()?;
+        // A damaged or empty file starts again (it only holds a count).
+        let mut record: Record = serde_json::from_str(&text).unwrap_or_default();
+        record.base_url = base_url.to_owned();
+        let before = serde_json::to_string(&record).ok()?;
+        let out = f(&mut record);
+        let after = serde_json::to_string(&record).ok()?;
+        if after != before || text.trim() != after {
+            file.seek(SeekFrom::Start(0)).ok()?;
+            file.write_all(after.as_bytes()).ok()?;
+            file.set_len(after.len() as u64).ok()?;
+        }
+        Some(out)
+    })();
+    let _ = file.unlock();
+    out
+}
+
+fn quota_error(used: u64, limit: Option<u64>, resets_at_ms: i64, why: Option<String>) -> Error {
+    let when = chrono::DateTime::from_timestamp_millis(resets_at_ms).map_or_else(
+        || resets_at_ms.to_string(),
+        |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    );
+    let message = match (why, limit) {
+        (Some(why), _) => format!(
+            "{why}: the daily quota of this API key is probably used up ({used} requests \
+             counted today); no request is sent before {when}, when the service said it \
+             would take them again"
+        ),
+        (None, Some(limit)) => format!(
+            "the daily quota of {limit} requests of this API key is used up ({used} sent \
+             today, counted by every client on this machine); it comes back at {when}: try \
+             again then, or set `Limits(daily_requests=...)` to your key's real quota"
+        ),
+        (None, None) => format!("requests are refused until {when}"),
+    };
+    Error::Quota {
+        message,
+        used,
+        limit,
+        resets_at_ms,
+    }
+}
+
+/// The quota error of a 429 whose wait is longer than `max_wait`, without a ledger to block.
+pub fn long_wait_error(used: u64, limit: Option<u64>, until_ms: i64, why: String) -> Error {
+    quota_error(used, limit, until_ms, Some(why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sv-quota-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn counts_until_the_budget_then_refuses_without_counting() {
+        let d = dir("budget");
+        let l = Ledger::open("https://api.test/", "key-1234", Some(3), Some(&d));
+        for _ in 0..3 {
+            l.spend().expect("within budget");
+        }
+        let e = l.spend().expect_err("past the budget");
+        let Error::Quota { used, limit, .. } = &e else {
+            panic!("{e}")
+        };
+        assert_eq!((*used, *limit), (3, Some(3)));
+        assert!(e.to_string().contains("comes back at"), "{e}");
+        let q = l.quota();
+        assert_eq!((q.used, q.remaining), (3, Some(0)));
+        // Another client of the same key and service sees the same count.
+        let other = Ledger::open("https://api.test/", "key-1234", Some(3), Some(&d));
+        assert!(other.spend().is_err());
+        // Another key has its own.
+        let mine = Ledger::open("https://api.test/", "key-5678", Some(3), Some(&d));
+        assert!(mine.spend().is_ok());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_key_is_not_in_the_file_or_its_name() {
+        let d = dir("secret");
+        let l = Ledger::open("https://api.test/", "very-secret-key", None, Some(&d));
+        l.spend().expect("no limit");
+        let path = l.path().expect("a file").to_path_buf();
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(!text.contains("very-secret-key"), "{text}");
+        assert!(!path.to_string_lossy().contains("very-secret"));
+        assert!(text.contains("\"used\":1"), "{text}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_day_is_the_services() {
+        let d = dir("day");
+        let l = Ledger::open("https://api.test/", "key-1234", Some(1), Some(&d));
+        l.spend().expect("first");
+        assert!(l.spend().is_err());
+        // The service's Date says it is tomorrow: a new budget.
+        let mut h = HeaderMap::new();
+        let tomorrow = chrono::Utc::now() + chrono::Duration::days(1);
+        h.insert(
+            DATE,
+            tomorrow
+                .format("%a, %d %b %Y %H:%M:%S GMT")
+                .to_string()
+                .parse()
+                .expect("header"),
+        );
+        l.observe(&h);
+        l.spend().expect("a new day");
+        assert_eq!(l.quota().used, 1);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_long_wait_blocks_every_client_until_it_passes() {
+        let d = dir("block");
+        let l = Ledger::open("https://api.test/", "key-1234", None, Some(&d));
+        let e = l.block(3_600_000, "the service answered 429".into());
+        assert!(matches!(e, Error::Quota { .. }));
+        let other = Ledger::open("https://api.test/", "key-1234", None, Some(&d));
+        assert!(other.spend().is_err());
+        assert_eq!(other.quota().remaining, None);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn without_a_directory_the_ledger_is_in_memory() {
+        let l = Ledger::open("https://api.test/", "key-1234", Some(2), None);
+        assert!(l.path().is_none());
+        l.spend().expect("1");
+        l.spend().expect("2");
+        assert!(l.spend().is_err());
+    }
+
+    #[test]
+    fn the_directory_follows_the_environment() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            ledger_dir(&env(&[("SURVEILLANCE_QUOTA_DIR", "/q"), ("HOME", "/h")])),
+            Some(PathBuf::from("/q"))
+        );
+        if cfg!(target_os = "linux") {
+            assert_eq!(
+                ledger_dir(&env(&[("HOME", "/h")])),
+                Some(PathBuf::from("/h/.cache/surveillance/quota"))
+            );
+        }
+        assert_eq!(ledger_dir(&env(&[])), None);
+    }
+}

@@ -1,0 +1,179 @@
+"""The daily request quota as a budget: counted by every client of the machine in a shared
+ledger, never exceeded (nothing is sent past it), read from the service's own clock, and
+spent well by publishing (arrays of 100 by default)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import surveillance as sv
+
+
+@pytest.fixture
+def emu():
+    with sv.Emulator(seed=11, sites=4, days=2, events_per_day=3000) as emu:
+        yield emu
+
+
+def other(i: int) -> dict:
+    return {
+        "dataType": "other",
+        "schemaVersion": "1",
+        "startTime": 1794891600000 + i,
+        "locationId": "s",
+        "dataSourceId": "d",
+        "eventUniqueId": f"e{i}",
+        "eventType": "door",
+    }
+
+
+def webhook_requests(emu) -> int:
+    return sum(emu.stats()["requests"].get("POST /v2/webhook", {}).values())
+
+
+# --- never past the budget ---------------------------------------------------------------------
+def test_a_request_past_the_budget_is_refused_before_it_is_sent(emu):
+    emu.set_limits(daily_requests=5)
+    client = emu.client()  # takes the emulator's daily limit
+    assert client.quota()["limit"] == 5
+    with pytest.raises(sv.QuotaExhaustedError) as err:
+        for _ in range(10):
+            client.sites()
+    e = err.value
+    assert e.used == 5 and e.limit == 5
+    assert e.resets_at.tzinfo is not None and e.resets_at.hour == 0
+    assert "comes back at" in str(e) and "daily_requests" in str(e)
+    daily = emu.stats()["daily"]
+    assert daily["used"] == 5  # nothing went past the budget...
+    assert emu.stats()["rate_limited"] == 0  # ...so the service never had to refuse
+    q = client.quota()
+    assert (q["used"], q["remaining"], q["resets_at"]) == (5, 0, e.resets_at)
+
+
+def test_a_long_retry_after_raises_at_once_instead_of_sleeping(emu):
+    """A client that does not know the quota: the service's 429 asks to wait until midnight,
+    longer than `max_wait`, so the client raises rather than sleeping for hours, and every
+    client of the machine with that key waits too."""
+    emu.advance_clock(3600)  # keep away from a real midnight
+    emu.set_limits(daily_requests=3)
+    client = emu.client(limits=sv.Limits.unlimited())
+    started = time.monotonic()
+    with pytest.raises(sv.QuotaExhaustedError, match="longer than `max_wait`") as err:
+        for _ in range(10):
+            client.sites()
+    assert time.monotonic() - started < 5
+    assert err.value.resets_at > dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=1)
+    before = emu.stats()["daily"]["used"]
+    with pytest.raises(sv.QuotaExhaustedError):
+        emu.client(limits=sv.Limits.unlimited()).devices()  # another client: refused here
+    assert emu.stats()["daily"]["used"] == before
+
+
+def test_a_short_retry_after_is_waited_for(emu):
+    emu.set_faults(rate_limit_rate=0.3, retry_after=1)
+    client = emu.client(limits=sv.Limits.unlimited(), max_retries=10, max_wait=5)
+    assert len(client.sites()) == 4
+
+
+def test_the_day_is_the_services(emu):
+    emu.set_limits(daily_requests=4)
+    client = emu.client()
+    with pytest.raises(sv.QuotaExhaustedError):
+        for _ in range(10):
+            client.sites()
+    emu.advance_clock(86_400)  # the service's next day: a new budget
+    client.reports()  # the refused request never went: this one learns the new date
+    assert client.quota()["used"] >= 1
+    assert len(client.sites()) == 4
+
+
+def test_the_ledger_holds_no_secret(emu, tmp_path, monkeypatch):
+    monkeypatch.setenv("SURVEILLANCE_QUOTA_DIR", str(tmp_path))
+    client = emu.client()
+    client.sites()
+    (ledger,) = list(tmp_path.iterdir())
+    text = ledger.read_text()
+    for secret in (emu.api_key, emu.client_secret, client.access_token()):
+        assert secret not in text and secret not in ledger.name
+    assert json.loads(text)["used"] >= 2
+
+
+def test_quota_in_stats_and_diagnose(emu, capsys):
+    emu.set_limits(daily_requests=100)
+    client = emu.client()
+    client.sites()
+    assert client.stats()["quota"]["used"] == 2
+    client.diagnose()
+    out = capsys.readouterr().out
+    assert "quota:" in out and "of 100 requests a day used" in out
+
+
+# --- shared by the processes of the machine --------------------------------------------------
+CHILD = textwrap.dedent(
+    """
+    import sys, surveillance as sv
+    url, key, cid, secret, audience = sys.argv[1:6]
+    client = sv.Client(key, cid, secret, base_url=url, audience=audience,
+                       limits=sv.Limits(None, None, None, None, daily_requests=40))
+    sent = 0
+    try:
+        while True:
+            client.events("2026-01-05", "2026-01-07", progress=False)
+    except sv.QuotaExhaustedError as e:
+        print("quota", e.used)
+    """
+)
+
+
+def test_two_processes_with_one_key_never_exceed_the_budget_together(emu, tmp_path):
+    emu.set_limits(daily_requests=40)
+    emu.reset_stats()
+    args = [emu.url, emu.api_key, emu.client_id, emu.client_secret, emu.audience]
+    env = {**os.environ, "SURVEILLANCE_QUOTA_DIR": str(tmp_path)}
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, *args], env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outs = [c.communicate(timeout=120)[0] for c in children]
+    assert all(c.returncode == 0 for c in children), outs
+    assert all(out.startswith("quota") for out in outs), outs
+    stats = emu.stats()
+    sent = sum(sum(by_status.values()) for by_status in stats["requests"].values())
+    assert sent <= 40 and stats["daily"]["used"] <= 40
+    assert all("429" not in by_status for by_status in stats["requests"].values()), stats
+
+
+# --- publishing spends the quota well ---------------------------------------------------------
+def test_1000_records_with_the_defaults_take_at_most_10_requests(emu):
+    report = emu.client().publish([other(i) for i in range(1000)], progress=False)
+    assert report.ok and report.accepted == 1000
+    assert webhook_requests(emu) <= 10 and report.requests <= 10
+
+
+def test_a_service_that_refuses_arrays_gets_one_record_per_request(emu, caplog):
+    emu.set_webhook(arrays=False)
+    client = emu.client()
+    with caplog.at_level(logging.WARNING, logger="surveillance"):
+        report = client.publish([other(i) for i in range(250)], progress=False)
+        again = client.publish([other(i) for i in range(250, 270)], progress=False)
+    assert report.ok and report.accepted == 250
+    assert report.requests <= 250 + 3 * 2  # each array refused once, then one per record
+    assert again.ok and again.requests == 20  # one per record from the start
+    assert len(emu.published()) == 270
+    said = [r.getMessage() for r in caplog.records if "refuses JSON arrays" in r.getMessage()]
+    assert len(said) == 1, said
+
+
+def test_batch_size_one_stays_available(emu):
+    report = emu.client().publish([other(i) for i in range(30)], batch_size=1, progress=False)
+    assert report.ok and report.requests == 30 == webhook_requests(emu)
