@@ -849,10 +849,11 @@ def best_wall(runs: list) -> Measured:
     return b
 
 
-def separate_table(results: list) -> str:
+def separate_table(results: list, server_cpus: int) -> str:
+    """The markdown table; `server_cpus`: how many CPUs the emulator process may use."""
     lines = [
         "| input | client | records | wall (s) | CPU (s) | CPU µs/record | (b) wall / ours wall "
-        "| (b) CPU / ours CPU | emulator CPU (s) | requests | stored once |",
+        "| (b) CPU / ours CPU | emulator CPU (s) (busy) | requests | stored once |",
         "|" + "---|" * 11,
     ]
     base = {m.row.source: m for m in results if m.row.client == "b"}
@@ -860,7 +861,7 @@ def separate_table(results: list) -> str:
         b = base.get(m.row.source)
         ratios = ["", ""]
         if m.row.client == "ours" and not m.unsupported and b is not None:
-            ratios = [f"**{b.wall / m.wall:.2f}×**", f"**{b.cpu / m.cpu:.2f}×**"]
+            ratios = [f"{b.wall / m.wall:.2f}×", f"{b.cpu / m.cpu:.2f}×"]
         if m.unsupported:
             cells = [f"{m.records:,}", f"{UNSUPPORTED} (TypeError)", *[""] * 5, "–", "–"]
         else:
@@ -873,7 +874,7 @@ def separate_table(results: list) -> str:
                 f"{m.cpu:.2f}",
                 f"{m.cpu / m.records * 1e6:.1f}",
                 *ratios,
-                f"{m.server_cpu:.2f}",
+                f"{m.server_cpu:.2f} ({m.server_cpu / (m.wall * server_cpus):.0%})",
                 f"{m.requests:,}" + (f" (+ {m.other})" if m.other else ""),
                 stored,
             ]
@@ -950,7 +951,9 @@ def run_separate(
         "the client process (ours' Rust threads included). **CPU µs/record**: CPU / records. "
         "**emulator CPU**: the emulator process's own CPU time from before the client process "
         "starts to after it exits (it is idle but for the token while the client builds its "
-        "input); close to the wall time, it means the emulator was the bottleneck.",
+        "input); **busy**: that CPU time over the client's wall time × the emulator's CPUs. "
+        "Near 100%, the emulator was the bottleneck and the wall time says more about it "
+        "than about the client (the CPU time still measures the client alone).",
         f"- **Records**: the in-process group's `record(i)` (retail, three items), {n:,} per run,"
         f" posted in arrays of {SEPARATE_BATCH} (`batch_size={SEPARATE_BATCH}`), "
         f"{CONCURRENCY} requests in flight for both clients; ours with `sv.Limits("
@@ -972,7 +975,9 @@ def run_separate(
         "run must leave exactly the run's records, each once (count, distinct "
         "`transactionId`s and a digest of them against the expected ones), and ours' report "
         "must accept them all. **requests**: `POST /v2/webhook` answered 200 (other statuses "
-        "in brackets).",
+        f"in brackets); above records / {SEPARATE_BATCH}, ours sent some arrays before they "
+        "were full: it posts a partial array after 20 ms without a new record (`LINGER` in "
+        "`src/client/publish.rs`), which happens when its input is slower than its posting.",
     ]
     for m in results:
         if m.unsupported:
@@ -994,7 +999,7 @@ def run_separate(
             f"Machine: {machine()}; load average (1, 5, 15 min) {load_start} at the start, "
             f"{load_end} at the end.",
             "",
-            separate_table(results),
+            separate_table(results, len(server_affinity)),
             "",
             "\n".join(notes),
         ]
