@@ -14,6 +14,7 @@
 //! second of midnight may be counted on the other day).
 
 use std::fs::File;
+#[cfg(not(unix))]
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -317,24 +318,48 @@ fn roll(r: &mut Record, today: i64) {
 fn with_file<T>(file: &mut File, base_url: &str, f: &impl Fn(&mut Record) -> T) -> Option<T> {
     file.lock().ok()?;
     let out = (|| {
-        let mut text = String::new();
-        file.seek(SeekFrom::Start(0)).ok()?;
-        file.read_to_string(&mut text).ok()?;
+        // One read at offset 0 (the file is a few hundred bytes), one write when it changed:
+        // a request costs four system calls with the lock.
+        let mut buf = [0u8; 4096];
+        let n = read_at(file, &mut buf)?;
+        let text = std::str::from_utf8(&buf[..n]).unwrap_or_default();
         // A damaged or empty file starts again (it only holds a count).
-        let mut record: Record = serde_json::from_str(&text).unwrap_or_default();
+        let mut record: Record = serde_json::from_str(text).unwrap_or_default();
         record.base_url = base_url.to_owned();
-        let before = serde_json::to_string(&record).ok()?;
         let out = f(&mut record);
         let after = serde_json::to_string(&record).ok()?;
-        if after != before || text.trim() != after {
-            file.seek(SeekFrom::Start(0)).ok()?;
-            file.write_all(after.as_bytes()).ok()?;
-            file.set_len(after.len() as u64).ok()?;
+        if text != after {
+            write_at(file, after.as_bytes())?;
+            if after.len() < n {
+                file.set_len(after.len() as u64).ok()?;
+            }
         }
         Some(out)
     })();
     let _ = file.unlock();
     out
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8]) -> Option<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, 0).ok()
+}
+
+#[cfg(unix)]
+fn write_at(file: &File, data: &[u8]) -> Option<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, data, 0).ok()
+}
+
+#[cfg(not(unix))]
+fn read_at(mut file: &File, buf: &mut [u8]) -> Option<usize> {
+    file.seek(SeekFrom::Start(0)).ok()?;
+    file.read(buf).ok()
+}
+
+#[cfg(not(unix))]
+fn write_at(mut file: &File, data: &[u8]) -> Option<()> {
+    file.seek(SeekFrom::Start(0)).ok()?;
+    file.write_all(data).ok()
 }
 
 fn quota_error(used: u64, limit: Option<u64>, resets_at_ms: i64, why: Option<String>) -> Error {
