@@ -177,3 +177,61 @@ def test_a_service_that_refuses_arrays_gets_one_record_per_request(emu, caplog):
 def test_batch_size_one_stays_available(emu):
     report = emu.client().publish([other(i) for i in range(30)], batch_size=1, progress=False)
     assert report.ok and report.requests == 30 == webhook_requests(emu)
+
+
+# --- planning ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def dense():
+    with sv.Emulator(seed=5, sites=30, days=3, events_per_day=40_000) as emu:
+        yield emu
+
+
+def event_requests(client) -> int:
+    return client.stats()["requests"].get("GET /v2/events", 0)
+
+
+@pytest.mark.parametrize(
+    "hours, report", [(0.5, False), (3, False), (24, False), (72, False), (48, True)]
+)
+def test_a_plan_is_close_to_the_fetch_and_cheap(dense, hours, report):
+    client = dense.client(limits=sv.Limits(None, 8, None, None, None))
+    report_id = client.reports()[0]["id"] if report else None
+    start = dense.start
+    end = start + dt.timedelta(hours=hours)
+    before = event_requests(client)
+    plan = client.plan_events(start, end, report_id)
+    probes = event_requests(client) - before
+    events = client.events(start, end, report_id, progress=False)
+    real = event_requests(client) - before - probes
+    assert plan.probes == probes <= 0.02 * real + 5, (plan, real)
+    assert abs(plan.requests - real) <= 0.25 * real, (plan, real)
+    assert abs(plan.events - len(events)) <= 0.25 * len(events), (plan, len(events))
+    assert "events" in str(plan) and "requests" in str(plan)
+
+
+def test_plan_reports_time_and_days_at_the_limits(dense):
+    client = dense.client(limits=sv.Limits(read_per_second=2.0, daily_requests=400))
+    plan = client.plan_events(dense.start, dense.start + dt.timedelta(hours=24))
+    assert plan.seconds == pytest.approx(plan.requests / 2.0)
+    remaining = client.quota()["remaining"]
+    assert plan.requests > remaining  # more than what is left of today's 400
+    assert plan.days == pytest.approx(1 + (plan.requests - remaining) / 400)
+
+
+def test_the_plan_command_prints_one_line(dense, capsys):
+    from surveillance.cli import main
+
+    env = {
+        "--base-url": dense.url,
+        "--api-key": dense.api_key,
+        "--client-id": dense.client_id,
+        "--client-secret": dense.client_secret,
+        "--audience": dense.audience,
+    }
+    args = ["plan", "--start", "2026-01-05", "--end", "2026-01-06", "--read-per-second", "0"]
+    for k, v in env.items():
+        args += [k, v]
+    assert main(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "events" in out[0] and "requests" in out[0] and "days of quota" in out[0]
+    assert out[1].startswith("quota today:")

@@ -11,7 +11,7 @@ True
 from ._core import __version__
 from ._output import write_parquet
 from .aio import AsyncClient
-from .client import Client, Limits
+from .client import Client, EventPlan, Limits
 from .emulator import Emulator
 from .errors import (
     ApiError,
@@ -38,6 +38,7 @@ __all__ = [
     "Client",
     "AsyncClient",
     "Limits",
+    "EventPlan",
     "Emulator",
     "write_parquet",
     "SurveillanceError",

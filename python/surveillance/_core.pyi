@@ -98,6 +98,12 @@ class Client:
         """As ``diagnose``, as an awaitable."""
     def stats_json(self) -> str:
         """The counters, as JSON text."""
+    def plan_json(self, start_ms: int, end_ms: int, report_id: Optional[str] = None) -> str:
+        """What fetching the events of a range costs, as JSON text."""
+    def plan_json_async(
+        self, start_ms: int, end_ms: int, report_id: Optional[str] = None
+    ) -> Awaitable[str]:
+        """As ``plan_json``, as an awaitable."""
     def quota_json(self) -> str:
         """Where the daily quota stands, as JSON text (``limit``, ``used``, ``remaining``,
         ``resets_at_ms``)."""

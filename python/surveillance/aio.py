@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import os
 import threading
 from typing import Any, AsyncIterator, Optional, Union
@@ -15,7 +16,7 @@ from . import publish as _publish
 from ._gcpause import paused
 from ._progress import ProgressArg
 from ._time import TimeLike, to_ms
-from .client import Client, Limits
+from .client import Client, EventPlan, Limits
 from .publish import PublishReport
 
 __all__ = ["AsyncClient"]
@@ -183,6 +184,14 @@ class AsyncClient:
         async for chunk in self._chunks(lo, hi, report_id):
             for event in chunk:
                 yield event
+
+    async def plan_events(
+        self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None
+    ) -> EventPlan:
+        """What :meth:`events` would cost, found with a few requests (see
+        :meth:`Client.plan_events`)."""
+        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        return EventPlan(**json.loads(await self._inner.plan_json_async(lo, hi, report_id)))
 
     async def event_batches(
         self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None

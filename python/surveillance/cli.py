@@ -336,6 +336,26 @@ def _events_arguments(p: argparse.ArgumentParser) -> None:
     _client_arguments(p)
 
 
+def _plan_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--start", required=True, help="ISO-8601 time or date, inclusive (UTC if naive)")
+    p.add_argument("--end", required=True, help="ISO-8601 time or date, exclusive")
+    p.add_argument("--report", metavar="ID", help="only the events of this report")
+    _client_arguments(p)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    """Prints what fetching the events of the range would cost, in one line."""
+    client = _client(args)
+    print(client.plan_events(args.start, args.end, args.report))
+    quota = client.quota()
+    if quota["limit"] is not None:
+        print(
+            f"quota today: {quota['used']:,} of {quota['limit']:,} requests used, "
+            f"{quota['remaining']:,} left, back at {quota['resets_at']:%Y-%m-%d %H:%M} UTC"
+        )
+    return 0
+
+
 def _write_events_parquet(
     client: Client, start: Any, end: Any, report: Optional[str], target: _Target, progress: Any
 ) -> int:
@@ -826,6 +846,12 @@ COMMANDS = [
         "events of a time range: a table, or .parquet/.csv/.jsonl",
         _events_arguments,
         _events,
+    ),
+    Command(
+        "plan",
+        "what fetching the events of a range would cost (events, requests, time, quota)",
+        _plan_arguments,
+        _plan,
     ),
     Command(
         "sync",

@@ -29,9 +29,9 @@ use super::Client;
 use crate::time::{format_ms, parse_time};
 
 /// The last offset the service accepts, rounded to a page.
-const CEILING_PAGE: usize = OFFSET_CEILING - PAGE;
+pub(crate) const CEILING_PAGE: usize = OFFSET_CEILING - PAGE;
 /// Pages requested ahead in a window whose size is unknown.
-const LOOKAHEAD: usize = 4;
+pub(crate) const LOOKAHEAD: usize = 4;
 /// Requests in flight when no read concurrency is configured.
 pub const DEFAULT_IN_FLIGHT: usize = 16;
 
@@ -176,14 +176,14 @@ pub fn parse_events(url: &url::Url, body: &Bytes) -> Result<Vec<Event>> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Order {
+pub(crate) enum Order {
     Asc,
     Desc,
     Constant,
     Unsorted,
 }
 
-fn order_of(times: impl Iterator<Item = i64>) -> Order {
+pub(crate) fn order_of(times: impl Iterator<Item = i64>) -> Order {
     let (mut up, mut down) = (false, false);
     let mut prev: Option<i64> = None;
     for t in times {
@@ -616,6 +616,19 @@ impl Planner {
         }
         out
     }
+}
+
+/// The startTimes of one page of `[qs, qe]` at `offset`, as the window fetch asks for it (a
+/// plan's probe).
+pub(crate) async fn page_times(
+    client: &Client,
+    qs: i64,
+    qe: i64,
+    report: Option<&str>,
+    offset: usize,
+) -> Result<Vec<i64>> {
+    let page = fetch_page(client, qs, qe, report, offset, Keep::Text).await?;
+    Ok(page.events.iter().map(|e| e.start_ms).collect())
 }
 
 async fn fetch_page(

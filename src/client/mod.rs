@@ -9,6 +9,7 @@ pub mod http;
 pub mod limits;
 pub mod lists;
 pub mod parquet;
+pub mod plan;
 pub mod publish;
 pub mod quota;
 pub mod redact;

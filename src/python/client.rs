@@ -360,6 +360,40 @@ impl PyClient {
         aio::awaitable(py, async move { Ok(c.diagnose().await) })
     }
 
+    /// What fetching the events of a range costs, found with a few requests, as JSON text
+    /// (`events`, `requests`, `seconds`, `days`, `probes`, `exact`).
+    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
+    fn plan_json(
+        &self,
+        py: Python<'_>,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+    ) -> PyResult<String> {
+        let query = Self::query(start_ms, end_ms, report_id)?;
+        let c = self.core()?;
+        let plan = wait(py, async move { client::plan::plan(&c, &query).await })?;
+        serde_json::to_string(&plan).map_err(errors::internal)
+    }
+
+    /// As `plan_json`, as an awaitable.
+    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
+    fn plan_json_async<'py>(
+        &self,
+        py: Python<'py>,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let query = Self::query(start_ms, end_ms, report_id)?;
+        let c = self.core()?;
+        aio::awaitable(py, async move {
+            let plan = client::plan::plan(&c, &query).await?;
+            serde_json::to_string(&plan)
+                .map_err(|e| client::Error::Data(format!("cannot write the plan: {e}")))
+        })
+    }
+
     /// Where the daily quota stands, as JSON text (`limit`, `used`, `remaining`,
     /// `resets_at_ms`).
     fn quota_json(&self) -> PyResult<String> {
