@@ -235,3 +235,51 @@ def test_the_plan_command_prints_one_line(dense, capsys):
     out = capsys.readouterr().out.splitlines()
     assert "events" in out[0] and "requests" in out[0] and "days of quota" in out[0]
     assert out[1].startswith("quota today:")
+
+
+# --- resumable backfills ----------------------------------------------------------------------
+def test_a_backfill_past_the_budget_resumes_day_after_day(tmp_path):
+    """A sync that needs about five days of a small budget, run once a day (cron), ends with
+    exactly the range's events: no duplicate id, no 429, no day past its budget."""
+    import pyarrow.dataset as ds
+
+    budget = 120
+    with sv.Emulator(seed=3, sites=6, days=5, events_per_day=10_000) as emu:
+        emu.set_limits(daily_requests=budget)
+        path = tmp_path / "events"
+        runs = []
+        while len(runs) < 12:
+            result = emu.client().sync_events(path, emu.start, until=emu.end)
+            runs.append(result)
+            if result.complete:
+                break
+            assert result.remaining is not None and result.resets_at is not None
+            assert "quota" in str(result)
+            emu.advance_clock(86_400)  # the next day's run
+        stats = emu.stats()
+        truth = emu.truth(emu.start, emu.end)
+    assert runs[-1].complete, runs[-1]
+    assert 4 <= len(runs) <= 7, [str(r) for r in runs]
+    assert all(used <= budget for used in stats["daily"]["days"].values()), stats["daily"]
+    assert stats["rate_limited"] == 0
+    assert not any("429" in by_status for by_status in stats["requests"].values())
+    ids = ds.dataset(path, partitioning="hive").to_table(columns=["id"]).column("id").to_pylist()
+    assert len(ids) == len(set(ids))
+    assert sorted(ids) == sorted(truth)
+    # Each day's run moved the synced instant forward.
+    synced = [r.synced_until for r in runs]
+    assert synced == sorted(synced) and len(set(synced)) == len(synced)
+
+
+def test_the_sync_command_exits_0_when_the_quota_stops_it(tmp_path, capsys):
+    from surveillance.cli import main
+
+    with sv.Emulator(seed=3, sites=6, days=2, events_per_day=10_000) as emu:
+        emu.set_limits(daily_requests=30)
+        args = ["sync", str(tmp_path / "events"), "--start", "2026-01-05", "--until", "2026-01-07"]
+        args += ["--base-url", emu.url, "--api-key", emu.api_key, "--client-id", emu.client_id]
+        args += ["--client-secret", emu.client_secret, "--audience", emu.audience]
+        args += ["--read-per-second", "0", "--daily-requests", "30"]
+        assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "stopped: the day's request quota is used up" in out and "remains" in out

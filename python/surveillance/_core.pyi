@@ -86,6 +86,7 @@ class Client:
         report_id: Optional[str] = None,
         progress: Optional[Callable[[dict], Any]] = None,
         buffer: int = 2,
+        arrow: bool = False,
     ) -> EventStream:
         """The same events, window after window; at most ``buffer`` windows wait."""
     def access_token(self) -> str:
@@ -227,14 +228,17 @@ class Emulator:
 
 @final
 class EventStream:
-    """Completed windows of events, in time order, as lists of dicts."""
+    """Completed windows of events, in time order, as lists of dicts (or record batches)."""
 
     def __iter__(self) -> EventStream: ...
-    def __next__(self) -> list[dict]: ...
+    def __next__(self) -> Any: ...
     def next_async(self, limit: int = 1000) -> Awaitable[Optional[list[dict]]]:
         """The next events (at most ``limit``), or None at the end, as an awaitable."""
     def close(self) -> None:
         """Stops the fetch."""
+    @property
+    def frontier_ms(self) -> int:
+        """The end of the last window handed out: every event before it has been."""
 
 @final
 class BatchStream:

@@ -361,9 +361,11 @@ class Client:
         Example:
             >>> import surveillance as sv
             >>> with sv.Emulator(sites=4, days=2, events_per_day=3000) as emu:
-            ...     plan = emu.client().plan_events(emu.start, emu.end)
-            ...     plan.events, plan.requests <= 70, plan.probes <= 6
-            (6000, True, True)
+            ...     client = emu.client()
+            ...     plan = client.plan_events(emu.start, emu.end)
+            ...     fetched = len(client.events(emu.start, emu.end, progress=False))
+            ...     abs(plan.events - fetched) < 0.25 * fetched, plan.probes <= 6
+            (True, True)
         """
         lo, hi = to_ms(start, "start"), to_ms(end, "end")
         return EventPlan(**json.loads(self._inner.plan_json(lo, hi, report_id)))
@@ -410,6 +412,12 @@ class Client:
         the next run completes the rest. A second run on the same directory while one is in
         progress raises :class:`~surveillance.SyncLockedError` at once. (The argument is
         spelled out in :mod:`surveillance.sync`.)
+
+        Resumable under the daily quota: when the budget runs out, the run stops cleanly
+        (every window fetched is stored, the synced instant stands after the last one) and
+        returns a result with ``complete=False``, ``remaining`` and ``resets_at``; the next
+        run goes on from there. Under a daily budget the range is fetched in chunks that fit
+        what remains of the day.
 
         Read the dataset with ``pyarrow.dataset.dataset(path, partitioning="hive")``,
         ``pandas.read_parquet(path)``, duckdb or polars. Needs pyarrow

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from ._time import TimeLike, from_ms, to_ms
-from .errors import ConfigError, SyncLockedError
+from .errors import ConfigError, QuotaExhaustedError, SyncLockedError
 
 if TYPE_CHECKING:
     from .client import Client
@@ -75,9 +75,9 @@ PART_FILE = "part-0.parquet"
 _STATE_VERSION = 1
 _DAY_MS = 86_400_000
 _TMP_SUFFIX = ".tmp"
-#: Events fetched per chunk of a long range (bounds memory; see `_fetch`).
-_CHUNK_EVENTS = 50_000
-_MIN_CHUNK_MS = 600_000
+#: The shortest chunk of a range fetched under a daily budget (see `_fetch`).
+_MIN_CHUNK_MS = 60_000
+_HOUR_MS = 3_600_000
 
 SettleLike = Union[str, _dt.timedelta, int, float]
 
@@ -98,6 +98,11 @@ class SyncResult:
         partitions: the ``YYYY-MM-DD`` dates whose partition was written.
         synced_until: the new synced instant: the next run fetches from it minus ``settle``.
         elapsed: seconds the run took.
+        complete: False when the day's request quota ran out (``QuotaExhaustedError``): every
+            window fetched until then is stored and ``synced_until`` stands after the last
+            one, so the next run goes on from there.
+        remaining: what is left to fetch when not complete (``(start, end)``), else None.
+        resets_at: when the quota comes back, when not complete.
 
     >>> r = SyncResult("events", [], 0, 0, 0, 0, [],
     ...                _dt.datetime(2026, 1, 6, tzinfo=_dt.timezone.utc), 0.01)
@@ -114,17 +119,28 @@ class SyncResult:
     partitions: List[str] = field(default_factory=list)
     synced_until: Optional[_dt.datetime] = None
     elapsed: float = 0.0
+    complete: bool = True
+    remaining: Optional[Tuple[_dt.datetime, _dt.datetime]] = None
+    resets_at: Optional[_dt.datetime] = None
 
     def __str__(self) -> str:
         until = _iso(self.synced_until)
         if not self.ranges:
             return f"nothing to fetch; synced until {until}"
         spans = ", ".join(f"{_iso(a)} .. {_iso(b)}" for a, b in self.ranges)
-        return (
+        done = (
             f"fetched {spans}: {self.windows:,} windows, {self.requests:,} requests, "
             f"{self.added:,} events added, {self.replaced:,} replaced, "
             f"{len(self.partitions):,} partitions written in {self.elapsed:.2f} s; "
             f"synced until {until}"
+        )
+        if self.complete or self.remaining is None:
+            return done
+        a, b = self.remaining
+        return (
+            f"{done}; stopped: the day's request quota is used up, "
+            f"{_iso(a)} .. {_iso(b)} remains (the next run goes on from there; the quota "
+            f"comes back at {_iso(self.resets_at)})"
         )
 
     def __repr__(self) -> str:
@@ -133,7 +149,7 @@ class SyncResult:
             f"SyncResult(path={self.path!r}, ranges=[{spans}], windows={self.windows}, "
             f"requests={self.requests}, added={self.added}, replaced={self.replaced}, "
             f"partitions={len(self.partitions)}, synced_until={_iso(self.synced_until)}, "
-            f"elapsed={self.elapsed:.2f}s)"
+            f"elapsed={self.elapsed:.2f}s, complete={self.complete})"
         )
 
 
@@ -208,28 +224,45 @@ def sync_events(
         ranges, first_ms = _plan(state, start_ms, until_ms, settle_ms)
         before = _request_count(client)
         writer = _PartitionWriter(root, pa, pq)
-        windows = 0
-        for lo, hi in ranges:
-            for table, n in _fetch(client, pa, lo, hi, report_id):
-                windows += n
-                writer.consume(table)
+        progress = _Progress()
+        stopped: Optional[QuotaExhaustedError] = None
+        left: Optional[Tuple[int, int]] = None
+        for i, (lo, hi) in enumerate(ranges):
+            try:
+                for table in _fetch(client, pa, lo, hi, report_id, progress):
+                    writer.consume(table)
+            except QuotaExhaustedError as e:
+                stopped = e
+                left = (progress.frontier, hi)
+                ranges = ranges[: i + 1]
+                break
         writer.finish()
         requests = _request_count(client) - before
-        # Nothing after `until` can have been fetched, nor anything after the run began.
-        synced = min(until_ms, wall_ms)
-        if state is not None:
-            synced = max(synced, _parse_iso_ms(state["synced_until"]))
+        old = None if state is None else _parse_iso_ms(state["synced_until"])
+        if stopped is None:
+            # Nothing after `until` can have been fetched, nor anything after the run began.
+            synced = min(until_ms, wall_ms) if old is None else max(min(until_ms, wall_ms), old)
+        else:
+            # Every window before the frontier is stored; the rest waits for the next run. A
+            # frontier before the old data's start (an earlier `start` being filled in) leaves
+            # a gap before it: the next run fetches from the frontier again, over the old data.
+            synced = progress.frontier
+            if state is not None and synced >= _parse_iso_ms(state["start"]):
+                synced = max(synced, old or synced)
         elapsed = time.perf_counter() - started
         result = SyncResult(
             path=root,
             ranges=[(from_ms(a), from_ms(b)) for a, b in ranges],
-            windows=windows,
+            windows=progress.windows,
             requests=requests,
             added=writer.added,
             replaced=writer.replaced,
             partitions=sorted(writer.written),
             synced_until=from_ms(synced),
             elapsed=elapsed,
+            complete=stopped is None,
+            remaining=None if left is None else (from_ms(left[0]), from_ms(left[1])),
+            resets_at=None if stopped is None else stopped.resets_at,
         )
         _write_state(
             root,
@@ -239,10 +272,12 @@ def sync_events(
                 "report_id": report_id if state is None else state.get("report_id"),
                 "synced_until": _iso_ms(synced),
                 "settle_seconds": settle_ms / 1000,
+                "complete": stopped is None,
+                "fetched_at": _iso_ms(wall_ms),
                 "last_run": {
                     "finished_at": _iso_ms(_now_ms()),
                     "ranges": [[_iso_ms(a), _iso_ms(b)] for a, b in ranges],
-                    "windows": windows,
+                    "windows": progress.windows,
                     "requests": requests,
                     "added": writer.added,
                     "replaced": writer.replaced,
@@ -278,6 +313,11 @@ def _plan(
         # An earlier start than before: fill the range the dataset never had.
         ranges.append((start_ms, min(old_start, until_ms)))
     lo = max(old_start, synced - settle_ms)
+    if state.get("complete") is False and "fetched_at" in state:
+        # The last run stopped on the quota: what it fetched before `synced` was settled then
+        # if it was `settle` old at the time; only the rest is fetched again.
+        fetched_at = _parse_iso_ms(state["fetched_at"])
+        lo = max(old_start, min(synced, fetched_at - settle_ms))
     if until_ms > lo:
         if ranges and ranges[-1][1] >= lo:
             ranges[-1] = (ranges[-1][0], until_ms)
@@ -287,42 +327,65 @@ def _plan(
 
 
 # --- writing ---------------------------------------------------------------------------------
+@dataclass
+class _Progress:
+    """How far a run's fetch has got: windows stored, and the end of the last one."""
+
+    windows: int = 0
+    frontier: int = 0
+
+
 def _fetch(
-    client: Client, pa: Any, lo: int, hi: int, report_id: Optional[str]
-) -> Iterator[Tuple[Any, int]]:
-    """The events of ``[lo, hi)`` as Arrow tables of about :data:`_CHUNK_EVENTS` events each
-    (with the number of windows each took), in time order.
+    client: Client, pa: Any, lo: int, hi: int, report_id: Optional[str], progress: _Progress
+) -> Iterator[Any]:
+    """The events of ``[lo, hi)`` as Arrow tables, one per window, in time order; after each,
+    ``progress.frontier`` is the end of that window (every event before it has been yielded).
 
-    A range is fetched in consecutive chunks so that memory stays bounded on a long backfill;
-    each chunk's length follows the density seen so far, so a chunk costs at most a few
-    requests more than one continuous fetch would (its own ceiling probe and a last partial
-    page): under 1% at 50,000 events a chunk. An hourly run is a single chunk.
+    Without a daily budget, the range is one fetch (memory stays bounded: a window at a
+    time). Under one, it is fetched in chunks that fit what remains of the day's quota, sized
+    by the density seen so far, so that the day's last requests complete a chunk rather than
+    start a window of 10,000 events (100 requests) that cannot finish. When the quota runs
+    out anyway, :class:`~surveillance.QuotaExhaustedError` propagates after the windows
+    completed before it.
     """
-    span = min(hi - lo, _DAY_MS)
+    progress.frontier = lo
     t = lo
+    events = 0
     while t < hi:
-        u = min(hi, t + span)
-        progress: dict = {}
-        table = _read_all(
-            pa,
-            client.events(
-                from_ms(t), from_ms(u), report_id, output="arrow", progress=progress.update
-            ),
-        )
-        yield table, int(progress.get("windows", 0))
-        if table.num_rows == 0:
-            span *= 8
-        else:
-            wanted = _CHUNK_EVENTS * (u - t) // table.num_rows
-            span = max(_MIN_CHUNK_MS, min(span * 8, wanted))
-        t = u
+        u = _chunk_end(client, lo, t, hi, events)
+        stream = client._inner.event_stream(t, u, report_id, None, 2, True)
+        try:
+            for batch in stream:
+                table = pa.Table.from_batches([pa.record_batch(batch)])
+                events += table.num_rows
+                progress.windows += 1
+                yield table
+                progress.frontier = stream.frontier_ms
+        finally:
+            stream.close()
+        progress.frontier = t = u
 
 
-def _read_all(pa: Any, stream: Any) -> Any:
-    """The table of an object with ``__arrow_c_stream__`` (without ``pa.table``, which imports
-    pandas to check for a DataFrame)."""
-    from_stream = getattr(pa.RecordBatchReader, "from_stream", None)
-    return pa.table(stream) if from_stream is None else from_stream(stream).read_all()
+#: Requests of the day's remaining quota a chunk leaves aside (a token renewal, the probes).
+_QUOTA_MARGIN = 3
+
+
+def _chunk_end(client: Client, lo: int, t: int, hi: int, events: int) -> int:
+    """The end of the next chunk from ``t``: ``hi`` without a daily budget; otherwise as far
+    as the events seen so far (``events`` in ``[lo, t)``) say the remaining quota reaches."""
+    remaining = client.quota()["remaining"]
+    if remaining is None:
+        return hi
+    budget = remaining - _QUOTA_MARGIN
+    if budget <= 0:
+        return hi  # the first request will say the quota is spent
+    if events == 0:
+        # No density known yet: a range of at most one day, or of an hour when little is left.
+        return min(hi, t + (_DAY_MS if budget >= 200 else _HOUR_MS))
+    density = events / max(t - lo, 1)  # events per millisecond
+    # A page holds 100 events; keep a fifth aside for the chunk's own probe and last page.
+    span = int(budget * 100 * 0.8 / density)
+    return min(hi, t + max(span, _MIN_CHUNK_MS))
 
 
 class _PartitionWriter:

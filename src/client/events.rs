@@ -73,6 +73,8 @@ pub struct Completed {
     /// The window's events, in order.
     pub events: Vec<Event>,
     batches: Vec<RecordBatch>,
+    /// The end of the window (exclusive): every event of the query before it has been sent.
+    pub until_ms: i64,
 }
 
 impl Completed {
@@ -612,7 +614,11 @@ impl Planner {
             self.frontier = w.we;
             self.progress.events += events.len() as u64;
             self.progress.done_ms = self.frontier - self.query.start_ms;
-            out.push(Completed { events, batches });
+            out.push(Completed {
+                events,
+                batches,
+                until_ms: hi,
+            });
         }
         out
     }

@@ -230,9 +230,10 @@ impl PyClient {
         aio::awaitable(py, async move { fut.await.map(aio::Dicts) })
     }
 
-    /// The same events, window after window; at most `buffer` completed windows wait for
-    /// the consumer (bounded memory) while the next ones are fetched.
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, buffer=2))]
+    /// The same events, window after window (lists of dicts, or with `arrow` record
+    /// batches); at most `buffer` completed windows wait for the consumer (bounded memory)
+    /// while the next ones are fetched.
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, buffer=2, arrow=false))]
     fn event_stream(
         &self,
         start_ms: i64,
@@ -240,9 +241,10 @@ impl PyClient {
         report_id: Option<String>,
         progress: Option<Py<PyAny>>,
         buffer: usize,
+        arrow: bool,
     ) -> PyResult<EventStream> {
         let query = Self::query(start_ms, end_ms, report_id)?;
-        EventStream::start(self.core()?, query, progress, buffer)
+        EventStream::start(self.core()?, query, progress, buffer, arrow)
     }
 
     /// Every record of a list (`sites`, `devices`, `cameras`, `reports`) as an Arrow table.

@@ -12,7 +12,6 @@ use super::convert::to_list;
 use super::{errors, log, runtime};
 use crate::client::events::{self, Event, Keep, Progress, ProgressSink, Query};
 use crate::client::Result;
-use pyo3::types::PyList;
 
 /// Latest progress, written by the fetch, read by the waiting Python thread.
 #[derive(Default, Clone)]
@@ -50,13 +49,17 @@ struct Receiving {
     rest: std::collections::VecDeque<Event>,
 }
 
-/// Completed windows of events, in time order, as lists of dicts (see `Client.iter_events`).
+/// Completed windows of events, in time order, as lists of dicts (see `Client.iter_events`),
+/// or as Arrow record batches.
 #[pyclass(name = "EventStream", module = "surveillance._core", frozen)]
 pub struct EventStream {
     rx: Arc<AsyncMutex<Receiving>>,
     task: tokio::task::JoinHandle<()>,
     cell: ProgressCell,
     progress: Option<Py<PyAny>>,
+    arrow: bool,
+    /// The end of the last window handed out: every event before it has been.
+    frontier: std::sync::atomic::AtomicI64,
 }
 
 impl EventStream {
@@ -66,12 +69,15 @@ impl EventStream {
         query: Query,
         progress: Option<Py<PyAny>>,
         buffer: usize,
+        arrow: bool,
     ) -> PyResult<Self> {
         let rt = runtime::get().map_err(errors::internal)?;
         let (tx, rx) = mpsc::channel(buffer.max(1));
         let cell = ProgressCell::default();
         let sink = progress.as_ref().map(|_| cell.sink());
-        let task = rt.spawn(events::stream(client, query, Keep::Text, tx, sink));
+        let keep = if arrow { Keep::Arrow } else { Keep::Text };
+        let frontier = std::sync::atomic::AtomicI64::new(query.start_ms);
+        let task = rt.spawn(events::stream(client, query, keep, tx, sink));
         Ok(EventStream {
             rx: Arc::new(AsyncMutex::new(Receiving {
                 rx,
@@ -80,6 +86,8 @@ impl EventStream {
             task,
             cell,
             progress,
+            arrow,
+            frontier,
         })
     }
 }
@@ -97,7 +105,7 @@ impl EventStream {
         slf
     }
 
-    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let rt = runtime::get().map_err(errors::internal)?;
         log::refresh(py);
         loop {
@@ -105,17 +113,38 @@ impl EventStream {
                 rt.block_on(async {
                     let mut r = self.rx.lock().await;
                     if !r.rest.is_empty() {
-                        return Ok(Some(Ok(r.rest.drain(..).collect())));
+                        let events: Vec<Event> = r.rest.drain(..).collect();
+                        return Ok(Some(Ok(Handout::Dicts(events))));
                     }
+                    let arrow = self.arrow;
                     tokio::time::timeout(Duration::from_millis(50), r.rx.recv())
                         .await
-                        .map(|got| got.map(|window| window.map(|w| w.events)))
+                        .map(|got| {
+                            got.map(|window| {
+                                window.and_then(|w| {
+                                    self.frontier
+                                        .store(w.until_ms, std::sync::atomic::Ordering::Relaxed);
+                                    if arrow {
+                                        w.record_batch().map(Handout::Batch)
+                                    } else {
+                                        Ok(Handout::Dicts(w.events))
+                                    }
+                                })
+                            })
+                        })
                 })
             });
             log::flush(py);
             self.cell.report(py, self.progress.as_ref())?;
             match step {
-                Ok(Some(Ok(batch))) => return to_list(py, batch.iter().map(Event::text)).map(Some),
+                Ok(Some(Ok(Handout::Dicts(events)))) => {
+                    return to_list(py, events.iter().map(Event::text)).map(|l| Some(l.into_any()))
+                }
+                Ok(Some(Ok(Handout::Batch(batch)))) => {
+                    return Ok(Some(
+                        Bound::new(py, pyo3_arrow::PyRecordBatch::new(batch))?.into_any(),
+                    ))
+                }
                 Ok(Some(Err(e))) => return Err(errors::to_py(e)),
                 Ok(None) => return Ok(None),
                 Err(_) => {
@@ -152,4 +181,17 @@ impl EventStream {
     fn close(&self) {
         self.task.abort();
     }
+
+    /// The end (epoch ms, exclusive) of the last window handed out: every event of the range
+    /// before it has been (the range's start before the first).
+    #[getter]
+    fn frontier_ms(&self) -> i64 {
+        self.frontier.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// What `__next__` hands out.
+enum Handout {
+    Dicts(Vec<Event>),
+    Batch(arrow_array::RecordBatch),
 }
