@@ -283,3 +283,19 @@ def test_the_sync_command_exits_0_when_the_quota_stops_it(tmp_path, capsys):
         assert main(args) == 0
     out = capsys.readouterr().out
     assert "stopped: the day's request quota is used up" in out and "remains" in out
+
+
+def test_iter_events_yields_what_it_fetched_before_the_quota_error():
+    with sv.Emulator(seed=3, sites=6, days=3, events_per_day=10_000) as emu:
+        emu.set_limits(daily_requests=150)  # one window of 10,000 events, and half the next
+        client = emu.client(limits=sv.Limits(None, 3, None, None, 150))
+        seen = []
+        with pytest.raises(sv.QuotaExhaustedError):
+            for event in client.iter_events(emu.start, emu.end):
+                seen.append(event["id"])
+        truth = emu.truth(emu.start, emu.end)
+        assert 0 < len(seen) < len(truth)
+        assert seen == truth[: len(seen)]  # the windows completed before the budget ran out
+        with pytest.raises(sv.QuotaExhaustedError):
+            client.events(emu.start, emu.end, progress=False)
+        assert emu.stats()["daily"]["used"] <= 150
