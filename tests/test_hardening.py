@@ -86,3 +86,66 @@ def test_a_persistent_bad_webhook_answer_fails_every_record(emu, mode):
     # The truncated mode's records did reach the service (it stored them, then the answer
     # was cut): reported as failed, so that publishing them again is safe (upsert).
     assert len(emu.published()) == (4 if mode == "truncated" else 0)
+
+
+# --- Ctrl-C while native code consumes an Arrow stream ------------------------------------------
+@pytest.fixture
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt in the main thread during the test (whatever the parent
+    set: an inherited SIG_IGN is replaced for the test)."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def interrupt_after(seconds: float) -> tuple:
+    import os
+    import signal
+    import threading
+    import time
+
+    sent: dict = {}
+
+    def fire() -> None:
+        sent["at"] = time.monotonic()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(seconds, fire)
+    timer.start()
+    return timer, sent
+
+
+@pytest.mark.parametrize("consumer", ["read_all", "write_parquet"])
+def test_ctrl_c_while_native_code_reads_event_batches(make_emu, sigint_raises, tmp_path, consumer):
+    import time
+
+    import pyarrow as pa
+
+    # Three windows of 10,000 events, 16 requests in flight of 150 ms: about a second each.
+    slow = make_emu(sites=4, days=1, events_per_day=30_000, latency_ms=150)
+    client = slow.client(limits=sv.Limits(None, 16, None, None, None))
+    stream = client.event_batches(slow.start, slow.end)  # the first window arrives here
+    target = tmp_path / "events.parquet"
+    timer, sent = interrupt_after(0.3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            if consumer == "read_all":
+                pa.RecordBatchReader.from_stream(stream).read_all()
+            else:
+                sv.write_parquet(stream, target)
+        caught = time.monotonic()
+    finally:
+        timer.cancel()
+    assert "at" in sent
+    assert caught - sent["at"] < 0.1 + 0.05, f"{caught - sent['at']:.3f} s after SIGINT"
+    assert not target.exists() and not list(tmp_path.iterdir())  # nothing left behind
+    # The requests in flight were dropped: nothing more arrives, nothing is being served.
+    time.sleep(0.4)
+    before = slow.stats()["requests"]["GET /v2/events"]
+    time.sleep(0.5)
+    assert slow.stats()["requests"]["GET /v2/events"] == before
+    assert slow.stats()["in_flight"]["read"] == 0

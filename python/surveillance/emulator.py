@@ -409,7 +409,8 @@ class Emulator:
         (those past the quota included: ``used <= limit`` means none was sent past it), the
         quota, and the count of every day since the quota was last set anew (see
         :meth:`set_limits`), so that a test can check that no day went past its budget.
-        :meth:`reset_stats` leaves it alone.
+        :meth:`reset_stats` leaves it alone. ``"in_flight"`` counts the requests being served
+        now (``token``, ``read``, ``publish``).
 
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:

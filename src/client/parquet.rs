@@ -30,6 +30,17 @@ pub fn write(
     schema: SchemaRef,
     batches: impl IntoIterator<Item = Result<RecordBatch>>,
 ) -> Result<u64> {
+    write_checked(path, schema, batches, || Ok(()))
+}
+
+/// As [`write`], asking `commit` once every batch is written, before the file is moved into
+/// place: an error there (an interrupt that ended the source early) leaves nothing behind.
+pub fn write_checked(
+    path: &Path,
+    schema: SchemaRef,
+    batches: impl IntoIterator<Item = Result<RecordBatch>>,
+    commit: impl FnOnce() -> Result<()>,
+) -> Result<u64> {
     let tmp = partial(path);
     let result = (|| {
         let file = File::create(&tmp).map_err(|e| io(&tmp, "create", e))?;
@@ -50,6 +61,7 @@ pub fn write(
             .into_inner()
             .map_err(|e| io(path, "finish the Parquet file", e))?;
         file.sync_all().map_err(|e| io(&tmp, "flush", e))?;
+        commit()?;
         std::fs::rename(&tmp, path).map_err(|e| io(path, "move the finished file to", e))?;
         Ok(rows)
     })();

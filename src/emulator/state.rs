@@ -714,6 +714,12 @@ impl State {
             "connections_total": self.connections_total.load(Ordering::SeqCst),
             "tls_failures": self.tls_failures.load(Ordering::SeqCst),
             "daily": daily,
+            // Requests admitted and not answered yet, by class (token, reads, webhook).
+            "in_flight": {
+                "token": self.in_flight[Class::Token as usize].load(Ordering::SeqCst),
+                "read": self.in_flight[Class::Read as usize].load(Ordering::SeqCst),
+                "publish": self.in_flight[Class::Publish as usize].load(Ordering::SeqCst),
+            },
         })
     }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3_arrow::{PyRecordBatch, PyRecordBatchReader, PyTable};
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
@@ -24,20 +25,73 @@ struct BatchReader {
     rx: mpsc::Receiver<Result<RecordBatch>>,
     schema: SchemaRef,
     task: tokio::task::JoinHandle<()>,
+    /// Ctrl-C ended the stream: it stays ended.
+    interrupted: bool,
 }
 
 impl Iterator for BatchReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
+    /// Called by the consumer (pyarrow, polars, duckdb, `write_parquet`) on its own thread,
+    /// never on the runtime, usually with the GIL released: waits for the next window,
+    /// checking for signals every 50 ms as the sync calls do.
+    ///
+    /// On Ctrl-C the fetch is stopped (its requests in flight dropped), the stream ends, and
+    /// the interrupt is handed back to Python (`PyErr_SetInterrupt`), which raises
+    /// `KeyboardInterrupt` as soon as the consumer's call returns, before its result is
+    /// assigned: an error would reach Python as the consumer's own exception type (pyarrow's
+    /// `ArrowInvalid`), never as `KeyboardInterrupt`. `write_parquet` checks for it before
+    /// its file is moved into place, so nothing is left behind.
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(batch) = self.first.take() {
             return Some(Ok(batch));
         }
-        // Called by the consumer (pyarrow, polars, duckdb) on its own thread, never on the runtime.
-        match self.rx.blocking_recv()? {
-            Ok(batch) => Some(Ok(batch)),
-            // Crosses the C stream interface as text: scrubbed like every exception.
-            Err(e) => Some(Err(ArrowError::ExternalError(Box::new(e.scrubbed())))),
+        if self.interrupted {
+            return None;
+        }
+        let rt = match runtime::get() {
+            Ok(rt) => rt,
+            Err(e) => return Some(Err(ArrowError::ExternalError(Box::new(e)))),
+        };
+        loop {
+            // The timer is made inside the runtime (it needs its clock).
+            let rx = &mut self.rx;
+            let step = rt.block_on(async {
+                tokio::time::timeout(std::time::Duration::from_millis(50), rx.recv()).await
+            });
+            match step {
+                Ok(Some(Ok(batch))) => return Some(Ok(batch)),
+                // Crosses the C stream interface as text: scrubbed like every exception.
+                Ok(Some(Err(e))) => {
+                    return Some(Err(ArrowError::ExternalError(Box::new(e.scrubbed()))))
+                }
+                Ok(None) => return None,
+                Err(_elapsed) => {
+                    let signal = Python::attach(|py| match py.check_signals() {
+                        Ok(()) => None,
+                        Err(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => {
+                            // SAFETY: `PyErr_SetInterrupt` only marks SIGINT as pending; it
+                            // may be called from any thread.
+                            unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+                            Some(None)
+                        }
+                        Err(e) => Some(Some(e.to_string())),
+                    });
+                    match signal {
+                        None => continue,
+                        Some(other) => {
+                            self.task.abort();
+                            self.interrupted = true;
+                            return other.map(|message| {
+                                Err(ArrowError::ExternalError(
+                                    format!("the events fetch was stopped by a signal: {message}")
+                                        .into(),
+                                ))
+                            });
+                        }
+                    }
+                }
+            }
         }
     }
 }
@@ -83,6 +137,7 @@ pub fn event_batches(
         rx,
         schema: Layout::events().schema(),
         task,
+        interrupted: false,
     };
     Ok(PyRecordBatchReader::new(Box::new(reader)))
 }
@@ -161,13 +216,27 @@ pub fn write_parquet(
 ) -> PyResult<u64> {
     let reader = data.into_reader()?;
     let schema = reader.schema();
-    py.detach(move || {
+    let mut interrupt: Option<PyErr> = None;
+    let written = py.detach(|| {
         let batches = reader.map(|b| {
             b.map_err(|e| crate::client::Error::Data(format!("cannot read the data: {e}")))
         });
-        crate::client::parquet::write(&path, schema, batches)
-    })
-    .map_err(errors::to_py)
+        // A source that Ctrl-C ended early (an event stream) leaves SIGINT pending: the file is
+        // not moved into place, and the interrupt is raised.
+        let commit = || match Python::attach(|py| py.check_signals()) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                interrupt = Some(e);
+                Err(crate::client::Error::Io("interrupted".into()))
+            }
+        };
+        crate::client::parquet::write_checked(&path, schema, batches, commit)
+    });
+    match (written, interrupt) {
+        (_, Some(e)) => Err(e),
+        (Ok(rows), None) => Ok(rows),
+        (Err(e), None) => Err(errors::to_py(e)),
+    }
 }
 
 /// The typed events table of events given as JSON texts (as the service sends them).
