@@ -4,6 +4,7 @@
 pub mod client;
 pub mod emulator;
 pub mod rng;
+pub mod text;
 pub mod time;
 pub mod webhook;
 

@@ -149,3 +149,111 @@ def test_ctrl_c_while_native_code_reads_event_batches(make_emu, sigint_raises, t
     time.sleep(0.5)
     assert slow.stats()["requests"]["GET /v2/events"] == before
     assert slow.stats()["in_flight"]["read"] == 0
+
+
+# --- no panic, no endless wait, from any setting -------------------------------------------------
+@pytest.mark.parametrize("timeout", [1e300, 1e20, 2**64, float("inf"), float("nan"), 0, -1])
+def test_an_impossible_timeout_is_a_config_error(emu, timeout):
+    with pytest.raises(sv.ConfigError, match="`timeout`"):
+        emu.client(timeout=timeout)
+
+
+@pytest.mark.parametrize("rate", [1e-20, 1e-9, 0.0, -1.0, float("nan")])
+def test_a_rate_that_would_wait_for_decades_is_a_config_error(rate):
+    with pytest.raises(sv.ConfigError, match="`read_per_second`"):
+        sv.Limits(read_per_second=rate)
+
+
+def test_every_bound_keeps_waits_finite(emu):
+    slowest = sv.Limits(read_per_second=1 / 3600, publish_per_second=1 / 3600)
+    client = emu.client(limits=slowest, timeout=86_400, max_wait=86_400)
+    assert client.quota()["used"] == 0  # built; every wait is at most an hour or a day
+
+
+# --- a deterministic failure is not retried, and has its own type --------------------------------
+def test_a_key_with_a_newline_is_a_config_error_at_construction(emu):
+    with pytest.raises(sv.ConfigError, match="`api_key`") as err:
+        sv.Client("abc\ndef", emu.client_id, emu.client_secret, base_url=emu.url)
+    assert "abc" not in str(err.value)  # named, never shown
+
+
+@pytest.mark.parametrize("size", [0, 1, -5])
+def test_a_body_cap_that_takes_nothing_is_a_config_error(emu, size):
+    with pytest.raises(sv.ConfigError, match="`max_body_bytes`"):
+        emu.client(max_body_bytes=size)
+
+
+def test_an_end_near_the_year_9999_is_not_widened_past_it(emu):
+    events = emu.client().events("9999-12-31T00:00:00Z", "9999-12-31T23:59:59.999Z")
+    assert events == []
+
+
+@pytest.mark.parametrize(
+    "status, error", [(500, sv.ServerError), (503, sv.ServerError), (429, sv.RateLimitError)]
+)
+def test_a_token_endpoint_that_keeps_failing_is_not_an_auth_error(emu, status, error):
+    emu.set_hostile("status", path="/v2/oauth/token", status=status)
+    with pytest.raises(error) as err:
+        emu.client(max_retries=1, max_wait=0.1).sites()
+    assert not isinstance(err.value, sv.AuthError)
+    assert err.value.status == status
+
+
+def test_a_webhook_that_stays_rate_limited_raises_a_rate_limit_error(emu):
+    emu.set_hostile("status", path="/v2/webhook", status=429)
+    with pytest.raises(sv.RateLimitError) as err:
+        emu.client(max_retries=0).publish([other(i) for i in range(900)], batch_size=1)
+    assert err.value.report.accepted == 0 and err.value.report.total > 0
+
+
+# --- every bad argument is named ------------------------------------------------------------------
+def test_negative_counts_are_named(emu):
+    with pytest.raises(sv.ConfigError, match="`max_retries`"):
+        emu.client(max_retries=-1)
+    with pytest.raises(ValueError, match="`batch_size`"):
+        emu.client().publish([other(0)], batch_size=-1)
+    with pytest.raises(sv.ConfigError, match="`read_concurrency`"):
+        sv.Limits(read_concurrency=-3)
+
+
+def test_ids_of_the_wrong_type_are_named(emu):
+    with pytest.raises(TypeError, match="`report_id`"):
+        emu.client().events(emu.start, emu.end, report_id=123)
+    with pytest.raises(TypeError, match="`site_id`"):
+        emu.client().cameras(site_id=5)
+
+
+def test_a_missing_time_is_named():
+    import pandas as pd
+
+    with sv.Emulator(sites=2, days=1, events_per_day=10) as small:
+        with pytest.raises(ValueError, match="`start`"):
+            small.client().events(pd.NaT, small.end)
+
+
+def test_a_settle_that_is_not_a_number_is_named(emu, tmp_path):
+    with pytest.raises(ValueError, match="`settle`"):
+        emu.client().sync_events(tmp_path, emu.start, until=emu.end, settle=float("nan"))
+
+
+def test_a_10_mb_bad_time_is_not_copied_into_the_message(emu):
+    with pytest.raises(ValueError, match="`start`") as err:
+        emu.client().events("x" * 10_000_000, emu.end)
+    assert len(str(err.value)) < 500
+
+
+def test_a_ca_bundle_that_is_not_pem_is_refused(emu, tmp_path):
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_text("this is not a certificate\n")
+    with pytest.raises(sv.ConfigError, match="`ca_bundle`"):
+        emu.client(ca_bundle=bundle)
+
+
+def test_a_corrupt_file_in_a_sync_directory_is_named(emu, tmp_path):
+    client = emu.client()
+    client.sync_events(tmp_path, emu.start, until=emu.end)
+    (part,) = list(tmp_path.glob("date=*/part-0.parquet"))
+    part.write_bytes(b"PAR1 not parquet at all")
+    with pytest.raises(sv.ConfigError, match=str(part.parent.name)) as err:
+        client.sync_events(tmp_path, emu.start, until=emu.end, settle="2d")
+    assert "damaged" in str(err.value)

@@ -313,7 +313,7 @@ def test_arguments_are_checked_before_anything_is_read(emu, client):
         client.publish(42)
     with pytest.raises(sv.ConfigError, match="region"):
         client.publish([retail(0)], region="mars")
-    with pytest.raises(OSError):
+    with pytest.raises(ValueError, match="`records` is a path, but no file"):
         client.publish("/nonexistent/records.jsonl")
     no_eu = sv.Client(
         emu.api_key,

@@ -11,9 +11,10 @@ OUTPUTS = ("dicts", "arrow", "pandas", "polars")
 
 
 def check(output: str) -> None:
-    """Raises ValueError for an unknown ``output``."""
-    if output not in OUTPUTS:
-        raise ValueError(f"`output` must be one of {', '.join(map(repr, OUTPUTS))}, got {output!r}")
+    """Raises TypeError or ValueError for an unknown ``output``."""
+    from . import _check
+
+    _check.choice("output", output, OUTPUTS)
 
 
 def _require(module: str, extra: str, output: str) -> Any:
@@ -81,4 +82,6 @@ def write_parquet(data: Any, path: Union[str, os.PathLike]) -> int:
             f"`client.events(..., output='arrow')` or `client.event_batches(...)`), got "
             f"{type(data).__name__}"
         )
-    return _core.write_parquet(data, os.fspath(path))
+    from . import _check
+
+    return _core.write_parquet(data, _check.path("path", path))

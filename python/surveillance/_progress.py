@@ -25,7 +25,9 @@ def _wanted(progress: ProgressArg) -> bool:
         return _in_notebook() or bool(stream is not None and stream.isatty())
     if isinstance(progress, bool):
         return progress
-    raise ValueError(f"`progress` must be 'auto', True, False or a callable, got {progress!r}")
+    from ._check import shown
+
+    raise TypeError(f"`progress` must be 'auto', True, False or a callable, got {shown(progress)}")
 
 
 class _Bar:

@@ -18,6 +18,8 @@ def to_datetime(value: TimeLike, name: str = "time") -> _dt.datetime:
     >>> to_datetime(_dt.date(2026, 1, 5)).isoformat()
     '2026-01-05T00:00:00+00:00'
     """
+    if _missing(value):
+        raise ValueError(f"`{name}` is a missing time ({value!r}): give a time")
     if isinstance(value, _dt.datetime):  # pandas.Timestamp is a datetime subclass
         dt = value
     elif isinstance(value, _dt.date):
@@ -29,9 +31,11 @@ def to_datetime(value: TimeLike, name: str = "time") -> _dt.datetime:
         try:
             dt = _dt.datetime.fromisoformat(text)
         except ValueError:
+            from ._check import shown
+
             raise ValueError(
                 f"`{name}` must be an ISO-8601 timestamp such as `2026-01-05T09:00:00Z`, "
-                f"got `{value}`"
+                f"got {shown(value)}"
             ) from None
     else:
         raise TypeError(
@@ -40,7 +44,15 @@ def to_datetime(value: TimeLike, name: str = "time") -> _dt.datetime:
         )
     if dt.tzinfo is None or dt.tzinfo.utcoffset(dt) is None:
         dt = dt.replace(tzinfo=_dt.timezone.utc)
-    return dt.astimezone(_dt.timezone.utc)
+    try:
+        return dt.astimezone(_dt.timezone.utc)
+    except (OverflowError, ValueError) as e:  # the year 1 or 9999 pushed past by an offset
+        raise ValueError(f"`{name}` is out of the range of dates ({value!r}): {e}") from None
+
+
+def _missing(value: object) -> bool:
+    """pandas' NaT (a datetime that is not one) and NA."""
+    return type(value).__name__ in ("NaTType", "NAType")
 
 
 def to_ms(value: TimeLike, name: str = "time") -> int:

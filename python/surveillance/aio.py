@@ -11,7 +11,7 @@ import os
 import threading
 from typing import Any, AsyncIterator, Optional, Union
 
-from . import _output, _progress
+from . import _check, _output, _progress
 from . import publish as _publish
 from ._gcpause import paused
 from ._progress import ProgressArg
@@ -113,6 +113,8 @@ class AsyncClient:
         output: str = "dicts",
     ) -> Any:
         """Every camera, optionally of one site and/or device (see :meth:`Client.cameras`)."""
+        _check.text("site_id", site_id, optional=True, longest=100)
+        _check.text("device_id", device_id, optional=True, longest=100)
         return await self._list("cameras", output, site_id, device_id)
 
     async def reports(self, output: str = "dicts") -> Any:
@@ -138,7 +140,7 @@ class AsyncClient:
         80
         """
         _output.check(output)
-        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        lo, hi, report_id = _check.time_range(start, end, report_id)
         if output != "dicts":
             table = await self._inner.events_arrow_async(lo, hi, report_id)
             return _output.convert(table, output)
@@ -180,7 +182,7 @@ class AsyncClient:
         ...     asyncio.run(count(emu.async_client(), emu))
         50
         """
-        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        lo, hi, report_id = _check.time_range(start, end, report_id)
         async for chunk in self._chunks(lo, hi, report_id):
             for event in chunk:
                 yield event
@@ -190,7 +192,7 @@ class AsyncClient:
     ) -> EventPlan:
         """What :meth:`events` would cost, found with a few requests (see
         :meth:`Client.plan_events`)."""
-        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        lo, hi, report_id = _check.time_range(start, end, report_id)
         return EventPlan(**json.loads(await self._inner.plan_json_async(lo, hi, report_id)))
 
     async def event_batches(
@@ -199,7 +201,7 @@ class AsyncClient:
         """The events of :meth:`events` as Arrow record batches (one per window, each an
         object with ``__arrow_c_array__``, e.g. for ``pyarrow.record_batch``), produced as
         windows complete, with bounded memory (``async for batch in ...``)."""
-        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        lo, hi, report_id = _check.time_range(start, end, report_id)
         stream = self._inner.event_batch_stream(lo, hi, report_id)
         try:
             while True:

@@ -44,6 +44,27 @@ def _pandas() -> Any:
     return pandas
 
 
+def _frame(name: str, df: Any) -> None:
+    """Refuses what is not a pandas DataFrame, naming the argument."""
+    pd = _pandas()
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"`{name}` must be a pandas DataFrame, got {type(df).__name__}")
+
+
+def _column(arg: str, column: Any, frame: str, df: Any) -> None:
+    """Refuses a column name that ``df`` (the argument ``frame``) does not have."""
+    from ._check import shown
+
+    if not isinstance(column, str):
+        raise TypeError(f"`{arg}` must be a column name (a string), got {type(column).__name__}")
+    if column not in df.columns:
+        raise ValueError(
+            f"`{arg}` names no column of `{frame}`: {shown(column)}; it has "
+            f"{', '.join(map(repr, list(df.columns)[:8]))}"
+            + (", ..." if len(df.columns) > 8 else "")
+        )
+
+
 def _tags(value: Any) -> dict:
     """``["Brand:Acme", "City:Lyon"]`` as ``{"brand": "Acme", "city": "Lyon"}`` (first wins)."""
     out: dict = {}
@@ -85,8 +106,8 @@ def location_tags(df: pd.DataFrame, column: str = "locationTags") -> pd.DataFram
     2  Bolt Oslo  Bolt  Oslo
     """
     pd = _pandas()
-    if column not in df.columns:
-        raise KeyError(f"no column {column!r}: pass column= the name of the location tags")
+    _frame("df", df)
+    _column("column", column, "df", df)
     parsed = [_tags(v) for v in df[column]]
     keys: list = []
     for row in parsed:
@@ -135,13 +156,19 @@ def with_local_time(
     1  phoenix  America/Phoenix 2026-01-05 05:00:00
     """
     pd = _pandas()
+    from ._check import text
+
+    _frame("events_df", events_df)
+    _frame("sites_df", sites_df)
+    _column("column", column, "events_df", events_df)
+    text("name", name, longest=200)
     for frame, needed, label in (
-        (events_df, ("siteId", column), "events_df"),
+        (events_df, ("siteId",), "events_df"),
         (sites_df, ("id", "timezone"), "sites_df"),
     ):
         missing = [c for c in needed if c not in frame.columns]
         if missing:
-            raise KeyError(f"{label} has no column {missing[0]!r}")
+            raise ValueError(f"`{label}` has no column {missing[0]!r}")
     zones = dict(zip(sites_df["id"], sites_df["timezone"]))
     tz = pd.Series([zones.get(s) for s in events_df["siteId"]], index=events_df.index, dtype=object)
     utc = pd.to_datetime(events_df[column], utc=True)
@@ -193,10 +220,18 @@ def dwell_summary(
     Bolt        1        45.0     45.0                  18
     """
     _pandas()
-    keys = [by] if isinstance(by, str) else list(by)
-    missing = [c for c in (*keys, duration) if c not in events_df.columns]
-    if missing:
-        raise KeyError(f"events_df has no column {missing[0]!r}")
+    _frame("events_df", events_df)
+    if isinstance(by, str):
+        keys = [by]
+    elif isinstance(by, (list, tuple)) and by:
+        keys = list(by)
+    else:
+        raise TypeError(f"`by` must be a column name or a list of them, got {type(by).__name__}")
+    for key in keys:
+        _column("by", key, "events_df", events_df)
+    _column("duration", duration, "events_df", events_df)
+    if not isinstance(local_time, str):
+        raise TypeError(f"`local_time` must be a column name, got {type(local_time).__name__}")
     seconds = events_df[duration].astype("float64")
     groups = seconds.groupby([events_df[k] for k in keys], sort=True)
     out = groups.size().to_frame("events")

@@ -7,12 +7,12 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Union
 
-from . import _core, _output, _progress
+from . import _check, _core, _output, _progress
 from . import publish as _publish
 from . import sync as _sync
 from ._gcpause import paused
 from ._progress import ProgressArg
-from ._time import TimeLike, to_ms
+from ._time import TimeLike
 from .sync import SettleLike, SyncResult
 
 __all__ = ["Client", "Limits", "EventPlan"]
@@ -51,10 +51,12 @@ class Limits:
 
     def __post_init__(self) -> None:
         for name in ("read_per_second", "publish_per_second"):
-            _check_number(name, getattr(self, name), 1 / 3600, 1e6, integer=False)
+            _check.number(name, getattr(self, name), 1 / 3600, 1e6, optional=True, config=True)
         for name in ("read_concurrency", "publish_concurrency"):
-            _check_number(name, getattr(self, name), 1, 10_000, integer=True)
-        _check_number("daily_requests", self.daily_requests, 1, 1_000_000_000, integer=True)
+            _check.integer(name, getattr(self, name), 1, 10_000, optional=True, config=True)
+        _check.integer(
+            "daily_requests", self.daily_requests, 1, 1_000_000_000, optional=True, config=True
+        )
 
     @classmethod
     def unlimited(cls) -> Limits:
@@ -69,22 +71,6 @@ class Limits:
             self.publish_per_second,
             self.publish_concurrency,
             self.daily_requests,
-        )
-
-
-def _check_number(name: str, value: Any, low: float, high: float, *, integer: bool) -> None:
-    """Refuses a limit that is not None nor a number in ``[low, high]``, naming it."""
-    from .errors import ConfigError
-
-    if value is None:
-        return
-    kind = "an int" if integer else "a number"
-    if isinstance(value, bool) or not isinstance(value, (int,) if integer else (int, float)):
-        raise TypeError(f"`{name}` must be {kind} or None, got {type(value).__name__}")
-    if not (low <= value <= high):  # NaN fails too
-        shown = f"{low:g}" if not integer else f"{int(low):,}"
-        raise ConfigError(
-            f"`{name}` must be None or {kind} from {shown} to {high:,.0f}, got {value!r}"
         )
 
 
@@ -159,13 +145,14 @@ class Client:
             tolerated). ``https://`` only, except on loopback (the emulator).
         eu_base_url: the EU-region webhook base address.
         audience: the token audience.
-        timeout: seconds for one request, connection to last byte.
-        max_retries: retries per request (connection errors, timeouts, 429, 500, 502-504).
+        timeout: seconds for one request, connection to last byte (above 0, at most a day).
+        max_retries: retries per request (connection errors, timeouts, 429, 500, 502-504;
+            0 to 100).
         limits: :class:`Limits`; default the provider's published limits.
         ca_bundle: a PEM file of extra trusted certificates (also ``SSL_CERT_FILE`` and
             ``REQUESTS_CA_BUNDLE``); the platform's trust store is always used.
         trust_env: honour ``HTTPS_PROXY``/``NO_PROXY`` and the CA variables.
-        max_body_bytes: the largest answer accepted (default 64 MiB).
+        max_body_bytes: the largest answer accepted (default 64 MiB; from 1 KiB).
         max_wait: the longest ``Retry-After`` of a 429 the client waits for, in seconds (0 to
             86,400; default 60). A longer one means the quota is spent for a long while:
             :class:`~surveillance.QuotaExhaustedError` is raised at once, and every client of
@@ -199,6 +186,19 @@ class Client:
     ) -> None:
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"`limits` must be a surveillance.Limits, got {type(limits).__name__}")
+        for name, value in (("api_key", api_key), ("client_secret", client_secret)):
+            _check.text(name, value, optional=True, secret=True, config=True)
+        for name, value in (("client_id", client_id), ("audience", audience)):
+            _check.text(name, value, optional=True, config=True)
+        for name, value in (("base_url", base_url), ("eu_base_url", eu_base_url)):
+            _check.text(name, value, optional=True, longest=2048, config=True)
+        _check.choice("region", region, ("us", "eu"), optional=True, fold=True, config=True)
+        _check.number("timeout", timeout, 0, 86_400, above=True, config=True)
+        _check.integer("max_retries", max_retries, 0, 100, config=True)
+        _check.path("ca_bundle", ca_bundle, optional=True)
+        _check.flag("trust_env", trust_env)
+        _check.integer("max_body_bytes", max_body_bytes, 1024, 2**40, optional=True, config=True)
+        _check.number("max_wait", max_wait, 0, 86_400, config=True)
         self._inner = _core.Client(
             api_key,
             client_id,
@@ -207,13 +207,13 @@ class Client:
             base_url=base_url,
             eu_base_url=eu_base_url,
             audience=audience,
-            timeout=timeout,
+            timeout=float(timeout),
             max_retries=max_retries,
             limits=None if limits is None else limits._as_tuple(),
             ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
             trust_env=trust_env,
             max_body_bytes=max_body_bytes,
-            max_wait=max_wait,
+            max_wait=float(max_wait),
         )
 
     # --- lists --------------------------------------------------------------------------
@@ -246,6 +246,8 @@ class Client:
         one device. A list longer than the service can page (10,000) is fetched per site,
         then per device, so it is never cut short."""
         _output.check(output)
+        _check.text("site_id", site_id, optional=True, longest=100)
+        _check.text("device_id", device_id, optional=True, longest=100)
         if output == "dicts":
             return self._inner.records("cameras", site_id, device_id)
         return _output.convert(self._inner.list_arrow("cameras", site_id, device_id), output)
@@ -291,7 +293,7 @@ class Client:
             DenseWindowError: more than 10,000 events share one millisecond.
         """
         _output.check(output)
-        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        lo, hi, report_id = _check.time_range(start, end, report_id)
         callback, close = _progress.make(progress, "events")
         if output != "dicts":
             try:
@@ -329,7 +331,7 @@ class Client:
         ...     sum(1 for _ in client.iter_events(emu.start, emu.end))
         50
         """
-        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        lo, hi, report_id = _check.time_range(start, end, report_id)
         callback, close = _progress.make(progress, "events")
         stream = self._inner.event_stream(lo, hi, report_id, callback)
         try:
@@ -367,7 +369,7 @@ class Client:
             ...     abs(plan.events - fetched) < 0.25 * fetched, plan.probes <= 6
             (True, True)
         """
-        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        lo, hi, report_id = _check.time_range(start, end, report_id)
         return EventPlan(**json.loads(self._inner.plan_json(lo, hi, report_id)))
 
     def event_batches(self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None) -> Any:
@@ -383,7 +385,7 @@ class Client:
         ...     reader.read_all().num_rows
         50
         """
-        lo, hi = to_ms(start, "start"), to_ms(end, "end")
+        lo, hi, report_id = _check.time_range(start, end, report_id)
         return self._inner.event_batches(lo, hi, report_id)
 
     # --- incremental sync ---------------------------------------------------------------
@@ -507,10 +509,10 @@ class Client:
             PublishInterrupted: Ctrl-C; ``.report`` is the partial report, whose
                 ``write_failures(path)`` writes every record not yet accepted.
             AuthError: the service refused the credentials (``.report`` attached).
-            ValueError: ``batch_size`` outside 1..100.
+            ValueError: ``batch_size`` outside 1..100, or ``records`` a path where no file is.
             QuotaExhaustedError: the day's request quota ran out (``.report`` attached: the
                 records not sent are in it, ready to publish again).
-            OSError: the JSON Lines file cannot be read.
+            OSError: the JSON Lines file exists but cannot be read (permissions).
 
         Example:
             >>> import surveillance as sv

@@ -8,7 +8,7 @@ import os
 import tempfile
 from typing import TYPE_CHECKING, Any, Optional
 
-from . import _core
+from . import _check, _core
 from ._time import TimeLike, from_ms, to_ms
 
 if TYPE_CHECKING:
@@ -51,7 +51,19 @@ class Emulator:
         port: int = 0,
         tls: bool = False,
     ) -> None:
-        day = start if isinstance(start, str) else _as_date(start)
+        _check.integer("seed", seed, 0, 2**64 - 1, config=True)
+        _check.integer("sites", sites, 1, 10_000, config=True)
+        _check.integer("days", days, 1, 3_660, config=True)
+        _check.integer("events_per_day", events_per_day, 0, 10_000_000, config=True)
+        if days * events_per_day > MAX_EVENTS:
+            raise _check._error(True)(
+                f"`events_per_day` × `days` is {days * events_per_day:,} events: the emulator "
+                f"holds at most {MAX_EVENTS:,} (about 70 MB a million)"
+            )
+        _check.integer("latency_ms", latency_ms, 0, 60_000, config=True)
+        _check.integer("port", port, 0, 65_535, config=True)
+        _check.flag("tls", tls)
+        day = _as_date(start)
         self._inner = _core.Emulator(
             seed=seed,
             sites=sites,
@@ -130,6 +142,11 @@ class Emulator:
         ...
         surveillance.errors.ApiError: cannot decode the answer of `/v2/sites`: ...
         """
+        _check.choice("mode", mode, _HOSTILE_MODES, optional=True)
+        _check.text("path", path, longest=200)
+        _check.integer("count", count, 0, 2**32, optional=True)
+        _check.integer("size", size, 0, 1 << 30)
+        _check.integer("status", status, 100, 599)
         self._inner.set_hostile(mode, path, count, size, status)
 
     @property
@@ -210,6 +227,15 @@ class Emulator:
         ...     len(emu.client(max_retries=10).sites())  # the client retries the 429s
         2
         """
+        for name, rate in (
+            ("error_rate", error_rate),
+            ("rate_limit_rate", rate_limit_rate),
+            ("drop_rate", drop_rate),
+            ("corrupt_rate", corrupt_rate),
+        ):
+            _check.number(name, rate, 0, 1)
+        _check.integer("latency_ms", latency_ms, 0, 60_000)
+        _check.integer("retry_after", retry_after, 0, 86_400)
         self._inner.set_faults(
             error_rate, rate_limit_rate, drop_rate, latency_ms, retry_after, corrupt_rate
         )
@@ -222,6 +248,8 @@ class Emulator:
             bounds: ``"[)"``, ``"[]"``, ``"()"`` or ``"(]"``: which ends of
                 ``[startTime, endTime]`` are included.
         """
+        _check.choice("order", order, ("asc", "desc", "shuffled"))
+        _check.choice("bounds", bounds, ("[)", "[]", "()", "(]"))
         self._inner.set_semantics(order, bounds)
 
     def set_limits(
@@ -254,6 +282,17 @@ class Emulator:
         >>> daily["used"], daily["limit"]
         (0, 2400)
         """
+        for name, rate in (
+            ("read_per_second", read_per_second),
+            ("publish_per_second", publish_per_second),
+        ):
+            _check.number(name, rate, 0, 1e6, above=True, optional=True)
+        for name, n in (
+            ("read_concurrency", read_concurrency),
+            ("publish_concurrency", publish_concurrency),
+        ):
+            _check.integer(name, n, 1, 100_000, optional=True)
+        _check.integer("daily_requests", daily_requests, 0, 2**40, optional=True)
         self._limits = (
             read_per_second,
             read_concurrency,
@@ -283,11 +322,11 @@ class Emulator:
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
         ...     emu.set_webhook(arrays=False)  # one record per request, from now on
         """
-        self._inner.set_webhook(arrays)
+        self._inner.set_webhook(_check.flag("arrays", arrays))
 
     def set_token_lifetime(self, seconds: int) -> None:
         """Sets ``expires_in`` (and the real lifetime) of the tokens issued from now on."""
-        self._inner.set_token_lifetime(seconds)
+        self._inner.set_token_lifetime(_check.integer("seconds", seconds, 1, 10**9))
 
     def advance_clock(self, seconds: float) -> None:
         """Moves the emulator's clock forward (or back, with a negative ``seconds``): tokens
@@ -300,7 +339,7 @@ class Emulator:
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
         ...     emu.advance_clock(4 * 3600)  # the tokens issued before have expired
         """
-        self._inner.advance_clock(seconds)
+        self._inner.advance_clock(_check.number("seconds", seconds, -1e11, 1e11))
 
     def revoke_tokens(self) -> None:
         """Every token issued so far is refused (401) from now on."""
@@ -336,6 +375,8 @@ class Emulator:
         datetime.datetime(2026, 1, 5, 10, 40, tzinfo=datetime.timezone.utc)
         """
         created = None if created_at is None else to_ms(created_at, "created_at")
+        _check.integer("count", count, 0, 1_000_000)
+        _check.text("site_id", site_id, optional=True, longest=100)
         return self._inner.add_events(to_ms(at, "at"), count, site_id, created)
 
     def client(self, **kwargs: Any) -> Client:
@@ -384,6 +425,7 @@ class Emulator:
         Args:
             region: ``"us"`` or ``"eu"`` for the records posted to that route; None for all.
         """
+        _check.choice("region", region, ("us", "eu"), optional=True)
         return [json.loads(t) for t in self._inner.published_json(region)]
 
     def clear_published(self) -> None:
@@ -393,12 +435,14 @@ class Emulator:
     def resources(self, kind: str) -> list:
         """Every record of ``"sites"``, ``"devices"``, ``"cameras"`` or ``"reports"``, exactly
         as the list endpoint serves them (all pages together)."""
+        _check.choice("kind", kind, ("sites", "devices", "cameras", "reports"))
         return json.loads(self._inner.resources_json(kind))
 
     def truth(self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None) -> list:
         """Ids of the events a perfect client returns for ``[start, end)``, sorted by
         ``(startTime, id)``, whatever the semantics set."""
-        return self._inner.truth(to_ms(start, "start"), to_ms(end, "end"), report_id)
+        lo, hi, report_id = _check.time_range(start, end, report_id)
+        return self._inner.truth(lo, hi, report_id)
 
     def stats(self) -> dict:
         """Requests by ``"METHOD /path"`` and status, tokens issued, webhook records stored and
@@ -448,4 +492,24 @@ def _as_date(value: Any) -> _dt.date:
         return value.date()
     if isinstance(value, _dt.date):
         return value
+    if isinstance(value, str):
+        try:
+            return _dt.date.fromisoformat(value.strip()[:10])
+        except ValueError:
+            pass
+        raise ValueError(f"`start` must be a date such as `2026-01-05`, got {_check.shown(value)}")
     raise TypeError(f"`start` must be a date or `YYYY-MM-DD`, got {type(value).__name__}")
+
+
+#: Events an emulator holds at most (``days`` × ``events_per_day``).
+MAX_EVENTS = 50_000_000
+_HOSTILE_MODES = (
+    "truncated",
+    "not_array",
+    "html",
+    "huge_string",
+    "slow_body",
+    "no_answer",
+    "status",
+    "echo",
+)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Union
 
-from . import _core, _progress
+from . import _check, _core, _progress
 from ._progress import ProgressArg, _wanted
 
 __all__ = ["Problem", "Failure", "PublishReport", "validate"]
@@ -517,9 +517,19 @@ def publish(
     source: Any = None
     size: Optional[int] = None
     rest: Optional[Callable[[int], Iterator[str]]] = None
+    _check.choice("region", region, ("us", "eu"), optional=True, fold=True, config=True)
+    _check.flag("validate", validate)
+    if batch_size != "auto":
+        _check.integer("batch_size", batch_size, 1, 100)
     if isinstance(records, (str, os.PathLike)):
-        path = records
-        with open(path, "rb"):  # a missing or unreadable file fails here, as OSError
+        path = _check.path("records", records)
+        if not os.path.isfile(path):
+            raise ValueError(
+                f"`records` is a path, but no file {_check.shown(path)} exists: give the path "
+                "of a JSON Lines file, or the records (a dict, a list or iterable of dicts, a "
+                "DataFrame)"
+            )
+        with open(path, "rb"):  # an unreadable file fails here, as OSError
             pass
         rest = lambda n: _file_rest(path, n)  # noqa: E731
     elif isinstance(records, Mapping):

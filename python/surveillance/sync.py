@@ -155,6 +155,7 @@ class SyncResult:
 
 _SETTLE_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|w|d|h|m|s)", re.I)
 _UNITS_MS = {"w": 604_800_000, "d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1_000, "ms": 1}
+_MAX_SETTLE_S = 30 * 86_400
 
 
 def parse_settle(value: SettleLike) -> _dt.timedelta:
@@ -166,33 +167,28 @@ def parse_settle(value: SettleLike) -> _dt.timedelta:
     >>> [str(parse_settle(s)) for s in ("1h", "30m", "2d", "1h30m", 90, _dt.timedelta(minutes=5))]
     ['1:00:00', '0:30:00', '2 days, 0:00:00', '1:30:00', '0:01:30', '0:05:00']
     """
+    from ._check import shown
+
+    what = "`settle` must be a duration such as `1h`, `30m`, `2d`, a timedelta or seconds"
     if isinstance(value, _dt.timedelta):
-        delta = value
-    elif isinstance(value, bool):
-        raise TypeError("`settle` must be a duration such as `1h`, a timedelta or seconds")
-    elif isinstance(value, (int, float)):
-        delta = _dt.timedelta(seconds=value)
+        seconds = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"{what}, got {type(value).__name__}")
     elif isinstance(value, str):
         text = value.strip()
         try:
-            delta = _dt.timedelta(seconds=float(text))
+            seconds = float(text)
         except ValueError:
-            parts = _SETTLE_PART.findall(text)
-            if not parts or _SETTLE_PART.sub("", text).strip():
-                raise ValueError(
-                    f"`settle` must be a duration such as `1h`, `30m`, `2d` or `1h30m`, "
-                    f"got `{value}`"
-                ) from None
-            ms = sum(float(n) * _UNITS_MS[u.lower()] for n, u in parts)
-            delta = _dt.timedelta(milliseconds=ms)
+            parts = _SETTLE_PART.findall(text[:200])
+            if not parts or len(text) > 200 or _SETTLE_PART.sub("", text).strip():
+                raise ValueError(f"{what}, got {shown(value)}") from None
+            seconds = sum(float(n) * _UNITS_MS[u.lower()] for n, u in parts) / 1000
     else:
-        raise TypeError(
-            "`settle` must be a duration such as `1h`, a timedelta or seconds, "
-            f"got {type(value).__name__}"
-        )
-    if delta < _dt.timedelta(0):
-        raise ValueError(f"`settle` must not be negative, got `{value}`")
-    return delta
+        seconds = float(value) if abs(value) < 1e18 else float("inf")
+    # At most 30 days: every run fetches that much again.
+    if not (0 <= seconds <= _MAX_SETTLE_S):  # NaN too
+        raise ValueError(f"`settle` must be from 0 to 30 days, got {shown(value)}")
+    return _dt.timedelta(seconds=seconds)
 
 
 def sync_events(
@@ -205,14 +201,21 @@ def sync_events(
     settle: SettleLike = "1h",
 ) -> SyncResult:
     """Brings the Parquet dataset at ``path`` up to ``until``; see :meth:`Client.sync_events`."""
+    from . import _check
+
+    root = _check.path("path", path)
+    _check.text("report_id", report_id, optional=True, longest=100)
     pa, pq = _require_pyarrow()
     started = time.perf_counter()
     wall_ms = _now_ms()
     start_ms = to_ms(start, "start")
     until_ms = wall_ms if until is None else to_ms(until, "until")
     settle_ms = int(parse_settle(settle).total_seconds() * 1000)
-    root = os.fspath(path)
-    os.makedirs(root, exist_ok=True)
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        raise ConfigError(f"`path` {_check.shown(root)} cannot be a directory: {why}") from None
     with _Lock(root):
         _remove_temporaries(root)
         state = _read_state(root)
@@ -435,7 +438,14 @@ class _PartitionWriter:
         target = os.path.join(directory, PART_FILE)
         old = None
         if os.path.exists(target):
-            old = pq.ParquetFile(target).read()
+            try:
+                old = pq.ParquetFile(target).read()
+            except Exception as e:  # pyarrow's errors name neither the file nor the remedy
+                raise ConfigError(
+                    f"`path`: the dataset file `{target}` cannot be read ({type(e).__name__}: "
+                    f"{str(e)[:200]}): it is damaged; restore it from a copy (nothing was "
+                    "written by this run), or sync into a new directory"
+                ) from e
             if not old.schema.equals(fetched.schema):
                 old = old.cast(fetched.schema)
         if old is None or old.num_rows == 0:

@@ -89,7 +89,8 @@ impl Region {
             "us" => Ok(Region::Us),
             "eu" => Ok(Region::Eu),
             _ => Err(Error::Config(format!(
-                "`region` must be `us` or `eu`, got `{s}` (argument `region`, variable `SURVEILLANCE_REGION`)"
+                "`region` must be `us` or `eu`, got `{}` (argument `region`, variable `SURVEILLANCE_REGION`)",
+                crate::text::shown(s)
             ))),
         }
     }
@@ -173,6 +174,24 @@ fn required<T>(
     }
 }
 
+/// Refuses a credential an HTTP header cannot carry (empty, or with control characters: a
+/// newline pasted with a key), naming it but never showing it: such a value would only fail
+/// later, as a transport error, after every retry.
+fn header_safe(value: &str, arg: &str, var: &str) -> Result<()> {
+    if value.trim().is_empty() {
+        return Err(Error::Config(format!(
+            "`{arg}` is empty: pass `{arg}=` or set the environment variable `{var}`"
+        )));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(Error::Config(format!(
+            "`{arg}` contains control characters (a newline, a tab?), which no HTTP header can \
+             carry: check argument `{arg}` or variable `{var}`"
+        )));
+    }
+    Ok(())
+}
+
 /// True for 127.0.0.0/8, ::1 and `localhost`.
 pub fn is_loopback(url: &Url) -> bool {
     match url.host() {
@@ -195,7 +214,7 @@ fn redacted(raw: &str) -> String {
 
 /// Parses and normalises a base URL: https, or http on loopback; `/v2` and `/` at the end dropped.
 pub fn parse_base_url(raw: &str, arg: &str, var: &str) -> Result<Url> {
-    let shown = redacted(raw.trim());
+    let shown = crate::text::shown(&redacted(raw.trim()));
     let trimmed = shown.as_str();
     let raw = raw.trim();
     let mut url = Url::parse(raw).map_err(|e| {
@@ -253,6 +272,13 @@ impl Config {
             "SURVEILLANCE_CLIENT_SECRET",
             Secret::new,
         )?;
+        header_safe(api_key.expose(), "api_key", "SURVEILLANCE_API_KEY")?;
+        header_safe(&client_id, "client_id", "SURVEILLANCE_CLIENT_ID")?;
+        header_safe(
+            client_secret.expose(),
+            "client_secret",
+            "SURVEILLANCE_CLIENT_SECRET",
+        )?;
         let base_raw = required(s.base_url, env, "base_url", "SURVEILLANCE_BASE_URL", |v| v)?;
         let base_url = parse_base_url(&base_raw, "base_url", "SURVEILLANCE_BASE_URL")?;
         let eu_base_url = match s
@@ -279,6 +305,7 @@ impl Config {
             .audience
             .or_else(|| from_env(env, "SURVEILLANCE_AUDIENCE"))
             .unwrap_or_else(|| format!("{}/", base_url.as_str().trim_end_matches('/')));
+        header_safe(&audience, "audience", "SURVEILLANCE_AUDIENCE")?;
         let timeout = s.timeout.unwrap_or(DEFAULT_TIMEOUT);
         if timeout.is_zero() {
             return Err(Error::Config("`timeout` must be positive".into()));

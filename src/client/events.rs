@@ -30,6 +30,9 @@ use crate::time::{format_ms, parse_time};
 
 /// The last offset the service accepts, rounded to a page.
 pub(crate) const CEILING_PAGE: usize = OFFSET_CEILING - PAGE;
+/// 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the range of the service's format.
+const MIN_MS: i64 = -62_135_596_800_000;
+const MAX_MS: i64 = 253_402_300_799_999;
 /// Pages requested ahead in a window whose size is unknown.
 pub(crate) const LOOKAHEAD: usize = 4;
 /// Requests in flight when no read concurrency is configured.
@@ -330,8 +333,7 @@ impl Planner {
             let report = self.query.report_id.clone();
             let keep = self.keep;
             self.tasks.spawn(async move {
-                let result =
-                    fetch_page(&client, qs - 1, qe + 1, report.as_deref(), offset, keep).await;
+                let result = fetch_page(&client, qs, qe, report.as_deref(), offset, keep).await;
                 (id, kind, result)
             });
         }
@@ -624,8 +626,8 @@ impl Planner {
     }
 }
 
-/// The startTimes of one page of `[qs, qe]` at `offset`, as the window fetch asks for it (a
-/// plan's probe).
+/// The startTimes of one page of the window `[qs, qe)` at `offset`, as the window fetch asks
+/// for it (a plan's probe).
 pub(crate) async fn page_times(
     client: &Client,
     qs: i64,
@@ -645,6 +647,9 @@ async fn fetch_page(
     offset: usize,
     keep: Keep,
 ) -> Result<Page> {
+    // The window widened by 1 ms on both sides, so that inclusive and exclusive bounds give the
+    // same events once filtered; never past the dates the service's format can write.
+    let (qs, qe) = ((qs - 1).max(MIN_MS), (qe + 1).min(MAX_MS));
     let mut url = client.config().url("/v2/events");
     {
         let mut q = url.query_pairs_mut();
@@ -707,6 +712,14 @@ fn parse_page(url: &url::Url, body: Bytes, keep: Keep) -> Result<Page> {
 
 /// Checks a query before anything is sent.
 pub fn check(query: &Query) -> Result<()> {
+    for (name, ms) in [("start", query.start_ms), ("end", query.end_ms)] {
+        if !(MIN_MS..=MAX_MS + 1).contains(&ms) {
+            return Err(Error::Argument(format!(
+                "`{name}` must be from 0001-01-01 to 9999-12-31 (the dates the service's \
+                 timestamps can hold), got {ms} ms since 1970"
+            )));
+        }
+    }
     if query.end_ms <= query.start_ms {
         return Err(Error::Argument(format!(
             "`end` ({}) must be after `start` ({})",

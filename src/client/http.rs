@@ -221,18 +221,24 @@ impl Http {
             builder = builder.no_proxy();
         }
         if let Some(path) = &config.ca_bundle {
+            let shown = crate::text::shown(&path.display().to_string());
             let pem = std::fs::read(path).map_err(|e| {
                 Error::Config(format!(
-                    "cannot read the CA bundle `{}`: {e}",
-                    path.display()
+                    "cannot read the CA bundle `{shown}` (`ca_bundle`, or `SSL_CERT_FILE` / \
+                     `REQUESTS_CA_BUNDLE`): {e}"
                 ))
             })?;
             let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
                 Error::Config(format!(
-                    "the CA bundle `{}` is not PEM: {e}",
-                    path.display()
+                    "the CA bundle `{shown}` (`ca_bundle`) is not PEM: {e}"
                 ))
             })?;
+            if certs.is_empty() {
+                return Err(Error::Config(format!(
+                    "the CA bundle `{shown}` (`ca_bundle`) holds no PEM certificate \
+                     (`-----BEGIN CERTIFICATE-----`): give a file of PEM certificates"
+                )));
+            }
             builder = builder.tls_certs_merge(certs);
         }
         let client = builder.build().map_err(|e| {

@@ -53,7 +53,8 @@ pub(crate) fn check_uuid(value: &str, name: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::Argument(format!(
-            "`{name}` must be a UUID such as `3f2b8c1e-5d4a-4e6b-9c7d-2a1b0c9d8e7f`, got `{value}`"
+            "`{name}` must be a UUID such as `3f2b8c1e-5d4a-4e6b-9c7d-2a1b0c9d8e7f`, got `{}`",
+            crate::text::shown(value)
         )))
     }
 }

@@ -62,8 +62,8 @@ struct Planning<'a> {
 impl Planning<'_> {
     async fn page(&mut self, ws: i64, we: i64, offset: usize) -> Result<Vec<i64>> {
         self.probes += 1;
-        // As the fetch asks: the window widened by 1 ms on both sides.
-        page_times(self.client, ws - 1, we + 1, self.report, offset).await
+        // As the fetch asks (widened by 1 ms on both sides).
+        page_times(self.client, ws, we, self.report, offset).await
     }
 
     /// The plan's budget of probes for a fetch of `requests`.

@@ -23,23 +23,7 @@ pub(crate) fn type_error(expected: &str, value: &Value) -> String {
     }
 }
 
-/// A value fit for a one-line message: control characters escaped, long text cut.
-pub(crate) fn shown_str(s: &str) -> String {
-    const MAX_CHARS: usize = 60;
-    let mut shown = String::with_capacity(s.len().min(MAX_CHARS * 4));
-    for (n, c) in s.chars().enumerate() {
-        if n == MAX_CHARS {
-            shown.push('…');
-            break;
-        }
-        if c.is_control() {
-            shown.extend(c.escape_default());
-        } else {
-            shown.push(c);
-        }
-    }
-    shown
-}
+pub(crate) use crate::text::shown as shown_str;
 
 pub(crate) fn listed(values: &[&str]) -> String {
     values

@@ -1,0 +1,288 @@
+"""Every argument of every public function and constructor, fed values of the wrong type,
+negative, zero, NaN, ±inf, huge, empty and control-character strings: each call gives a
+result or a `SurveillanceError`, `TypeError` or `ValueError` that names the argument, is
+under 500 characters and holds no secret; never a panic, a hang, or an unnamed
+`OverflowError`. The calls go to a small emulator over loopback."""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+import time
+from typing import Any, Callable
+
+import pytest
+import surveillance as sv
+
+#: Values a careless or hostile caller passes, for any argument.
+BAD: list = [
+    -1,
+    0,
+    -0.5,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    10**30,
+    2**64,
+    "",
+    "\x00\n\t\x1b[31m",
+    "x" * 10_000_000,
+    b"bytes",
+    [],
+    {},
+    object(),
+    True,
+]
+#: Seconds a call may take, at most (the clients below time out after 2 s, without retries).
+LIMIT = 15.0
+ALLOWED = (sv.SurveillanceError, TypeError, ValueError)
+
+
+@pytest.fixture(scope="module")
+def emu():
+    with sv.Emulator(seed=2, sites=2, days=1, events_per_day=50) as emu:
+        yield emu
+
+
+def secrets_of(emu: Any) -> list:
+    return [emu.api_key, emu.client_secret]
+
+
+def shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) < 40 else text[:37] + "..."
+
+
+def check_call(
+    name: str, call: Callable[[], Any], argument: str, value: Any, secrets: list
+) -> None:
+    started = time.monotonic()
+    try:
+        call()
+    except ALLOWED as e:
+        message = str(e)
+        where = f"{name}({argument}={shown(value)}) raised {type(e).__name__}: {message[:300]}"
+        assert argument in message, f"{where}: the message does not name `{argument}`"
+        assert len(message) < 500, f"{where}: {len(message)} characters"
+        for s in secrets:
+            assert s not in message, f"{where}: a secret in the message"
+        assert not isinstance(e, OverflowError) or argument in message
+    except BaseException as e:  # noqa: B036 (every other kind is a failure: panics included)
+        raise AssertionError(
+            f"{name}({argument}={shown(value)}) raised {type(e).__name__}: {str(e)[:300]}"
+        ) from e
+    finally:
+        took = time.monotonic() - started
+        assert took < LIMIT, f"{name}({argument}={shown(value)}) took {took:.1f} s"
+
+
+def fuzz(
+    name: str,
+    func: Callable,
+    valid: dict,
+    secrets: list,
+    skip: tuple = (),
+    then: Callable[[Any], Any] = lambda result: result,
+) -> None:
+    """Calls ``func(**valid)`` with each argument replaced, in turn, by each bad value (and
+    ``then`` on what it returns: an iterator is consumed)."""
+    params = inspect.signature(func).parameters
+    for argument in valid:
+        assert argument in params, f"{name} has no argument `{argument}`"
+    for argument in params:
+        if argument in skip or params[argument].kind in (
+            inspect.Parameter.VAR_POSITIONAL,
+            inspect.Parameter.VAR_KEYWORD,
+        ):
+            continue
+        for value in BAD:
+            kwargs = {**valid, argument: value}
+            check_call(name, lambda kw=kwargs: then(func(**kw)), argument, value, secrets)
+
+
+def client_kwargs(emu: Any) -> dict:
+    return {
+        "api_key": emu.api_key,
+        "client_id": emu.client_id,
+        "client_secret": emu.client_secret,
+        "base_url": emu.url,
+        "eu_base_url": emu.eu_url,
+        "audience": emu.audience,
+        "timeout": 2.0,
+        "max_retries": 0,
+        "limits": sv.Limits.unlimited(),
+    }
+
+
+def test_client_constructor(emu):
+    fuzz("Client", sv.Client, client_kwargs(emu), secrets_of(emu))
+
+
+def test_async_client_constructor(emu):
+    fuzz("AsyncClient", sv.AsyncClient, client_kwargs(emu), secrets_of(emu))
+
+
+def test_limits(emu):
+    fuzz("Limits", sv.Limits, {}, secrets_of(emu))
+
+
+@pytest.fixture(scope="module")
+def client(emu):
+    return sv.Client(**client_kwargs(emu))
+
+
+@pytest.mark.parametrize("method", ["sites", "devices", "reports"])
+def test_lists(emu, client, method):
+    fuzz(method, getattr(client, method), {}, secrets_of(emu))
+
+
+def test_cameras(emu, client):
+    fuzz("cameras", client.cameras, {}, secrets_of(emu))
+
+
+def ranged(emu: Any) -> dict:
+    return {"start": emu.start, "end": emu.start + dt.timedelta(hours=6)}
+
+
+def test_events(emu, client):
+    fuzz("events", client.events, {**ranged(emu), "progress": False}, secrets_of(emu))
+
+
+def test_iter_events(emu, client):
+    fuzz("iter_events", client.iter_events, ranged(emu), secrets_of(emu), then=list)
+
+
+def test_event_batches(emu, client):
+    fuzz("event_batches", client.event_batches, ranged(emu), secrets_of(emu))
+
+
+def test_plan_events(emu, client):
+    fuzz("plan_events", client.plan_events, ranged(emu), secrets_of(emu))
+
+
+def test_sync_events(emu, client, tmp_path):
+    fuzz(
+        "sync_events",
+        client.sync_events,
+        {"path": str(tmp_path / "events"), "start": emu.start, "until": emu.end},
+        secrets_of(emu),
+    )
+
+
+def record(i: int = 0) -> dict:
+    return {
+        "dataType": "other",
+        "schemaVersion": "1",
+        "startTime": 1794891600000 + i,
+        "locationId": "s",
+        "dataSourceId": "d",
+        "eventUniqueId": f"e{i}",
+        "eventType": "door",
+    }
+
+
+def test_publish(emu, client):
+    fuzz(
+        "publish",
+        client.publish,
+        {"records": [record()], "progress": False},
+        secrets_of(emu),
+    )
+
+
+def test_validate_and_write_parquet(emu, tmp_path):
+    fuzz("validate", sv.validate, {"record": record()}, secrets_of(emu))
+    table = sv.Client(**client_kwargs(emu)).sites(output="arrow")
+    fuzz(
+        "write_parquet",
+        sv.write_parquet,
+        {"data": table, "path": str(tmp_path / "x.parquet")},
+        secrets_of(emu),
+    )
+
+
+def test_emulator_constructor():
+    fuzz(
+        "Emulator",
+        sv.Emulator,
+        {"sites": 1, "days": 1, "events_per_day": 1},
+        [],
+        then=lambda emu: emu.stop(),
+    )
+
+
+@pytest.mark.parametrize(
+    "method, valid",
+    [
+        ("set_faults", {}),
+        ("set_semantics", {}),
+        ("set_limits", {}),
+        ("set_hostile", {}),
+        ("set_webhook", {}),
+        ("advance_clock", {"seconds": 1.0}),
+        ("truth", {"start": "2026-01-05", "end": "2026-01-06"}),
+        ("published", {}),
+        ("resources", {"kind": "sites"}),
+        ("client", {}),
+    ],
+)
+def test_emulator_methods(method, valid):
+    with sv.Emulator(seed=2, sites=2, days=1, events_per_day=50) as emu:
+        fuzz(f"Emulator.{method}", getattr(emu, method), valid, secrets_of(emu))
+
+
+def test_quota_stats_diagnose_close(emu, client):
+    # No arguments: they answer.
+    assert client.quota()["used"] >= 0
+    assert "requests" in client.stats()
+    client.diagnose()
+
+
+def run_async(result: Any) -> Any:
+    """Awaits a coroutine, or consumes an async iterator, on a fresh event loop."""
+    import asyncio
+
+    async def drain() -> Any:
+        if hasattr(result, "__aiter__"):
+            return [x async for x in result]
+        return await result
+
+    return asyncio.run(drain())
+
+
+@pytest.mark.parametrize(
+    "method", ["sites", "cameras", "events", "iter_events", "event_batches", "plan_events"]
+)
+def test_async_client_methods(emu, method):
+    aclient = sv.AsyncClient(**client_kwargs(emu))
+    valid = {} if method in ("sites", "cameras") else ranged(emu)
+    if method == "events":
+        valid["progress"] = False
+    fuzz(f"AsyncClient.{method}", getattr(aclient, method), valid, secrets_of(emu), then=run_async)
+
+
+def test_async_publish(emu):
+    aclient = sv.AsyncClient(**client_kwargs(emu))
+    fuzz(
+        "AsyncClient.publish",
+        aclient.publish,
+        {"records": [record()], "progress": False},
+        secrets_of(emu),
+        then=run_async,
+    )
+
+
+def test_analysis_helpers(emu, client):
+    from surveillance.analysis import dwell_summary, location_tags, with_local_time
+
+    events = client.events(emu.start, emu.end, output="pandas", progress=False)
+    sites = client.sites(output="pandas")
+    fuzz("location_tags", location_tags, {"df": events}, secrets_of(emu))
+    fuzz(
+        "with_local_time",
+        with_local_time,
+        {"events_df": events, "sites_df": sites},
+        secrets_of(emu),
+    )
+    tagged = location_tags(events)
+    fuzz("dwell_summary", dwell_summary, {"events_df": tagged}, secrets_of(emu))
