@@ -24,8 +24,9 @@ class Limits:
 
     The defaults are the provider's published limits: reads 1 request/s and 3 in flight,
     the webhook 100 requests/s and 200 in flight, and 2,400 requests a day per API key, all
-    endpoints together. After a 429 the client also lowers its rate for a while on its own, so
-    a lower real limit costs a few 429s, not a storm.
+    endpoints together. A 429 delays only the request it refused (by its ``Retry-After``); when
+    429s are sustained, the client also cuts its rate below these and climbs back within
+    seconds, so a lower real limit costs a few 429s, not a storm.
 
     ``daily_requests`` is a budget shared by every client of the machine that uses the same
     key and service (a ledger under the user's cache directory, or ``SURVEILLANCE_QUOTA_DIR``):

@@ -580,7 +580,7 @@ impl Http {
                     let size = body.len();
                     match check(body) {
                         Ok(value) => {
-                            gate.on_success();
+                            gate.on_success(started);
                             self.log(Level::Debug, || {
                                 format!(
                                     "{} {} -> {} ({} ms, {} bytes)",
@@ -636,7 +636,7 @@ impl Http {
                         self.stats.rate_limited(call.tally.as_deref());
                         self.too_long(&headers, &format!("{} {}", call.method, call.url.path()))?;
                         let ra = parse_retry_after(&headers);
-                        gate.on_rate_limited(ra);
+                        gate.on_rate_limited(started, ra);
                         (err, ra)
                     } else if err.is_retryable() {
                         (err, parse_retry_after(&headers))

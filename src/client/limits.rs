@@ -1,5 +1,6 @@
 //! Client-side limits: for reads and for publishing, a pacing rate and a concurrency cap shared by
-//! every task of one client, lowered for a while after a 429 (adaptive) and raised back slowly.
+//! every task of one client; the rate is cut when 429s are sustained and climbs back along a
+//! cubic curve (`Throttle`), while a lone 429 only delays its own request.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -82,29 +83,271 @@ impl Limits {
 
 /// In flight at most when a concurrency is unlimited (a sanity cap on sockets).
 const UNLIMITED_CONCURRENCY: usize = 512;
-/// Time without a 429 before the rate is raised again.
-const CALM: Duration = Duration::from_secs(2);
+/// The share of its rate a cut keeps (TCP CUBIC and botocore's adaptive mode use 0.7).
+const BETA: f64 = 0.7;
+/// A cut rate climbs back to the rate it was cut from in this many seconds...
+const RECOVERY: f64 = 3.0;
+/// ... or in the time of this many requests at that rate, when longer (slow clients probe
+/// as many requests apart as fast ones, not more often).
+const RECOVERY_REQUESTS: f64 = 60.0;
+/// The 429s that make a cut: at least this many, and this share of the window's answers more
+/// than the baseline share...
+const FIRST_CUT: (usize, f64) = (4, 0.2);
+/// ... or these, once the rate is back near the rate of the last cut or past it (the limit found
+/// again).
+const CUT_AGAIN: (usize, f64) = (2, 0.05);
+/// The window of answers those shares are taken over: the last second...
+const WINDOW: Duration = Duration::from_secs(1);
+/// ... and at least this many answers, however old: enough that sporadic 429s (a few percent)
+/// rarely reach the share of a cut, and that a slow client can tell too.
+const MIN_ANSWERS: usize = 40;
+/// The accepted rate, from which a cut starts, is measured over this much of the past.
+const HISTORY: Duration = Duration::from_secs(4);
+/// Answers kept at most (a bound on memory at thousands of answers a second).
+const MAX_KEPT: usize = 16_384;
+/// Below this share of the rate of the last cut, the rate explains no 429: answers to requests
+/// sent there make the baseline share, and only [`FIRST_CUT`] cuts again.
+const CALM: f64 = 0.9;
+/// The baseline share counts as many answers of 0 429s before the first (so a few say little).
+const BASELINE_PRIOR: f64 = 20.0;
+/// The baseline share is taken over about this many answers (older ones weigh half, and so on).
+const BASELINE_SPAN: f64 = 1000.0;
+/// A request waiting for its turn looks at the rate again this often.
+const RECHECK: Duration = Duration::from_millis(100);
 /// The adaptive rate never goes below this many requests per second.
 const FLOOR: f64 = 0.5;
 
+/// One answer: when it came, when its request was sent, whether it was a 429.
+#[derive(Debug, Clone, Copy)]
+struct Answer {
+    at: Instant,
+    sent: Instant,
+    throttled: bool,
+}
+
+/// A cut of the rate: when, the accepted rate it started from, and the seconds it takes to
+/// climb back to it.
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    at: Instant,
+    from: f64,
+    recovery: f64,
+}
+
+impl Cut {
+    /// The rate `now` on the cubic curve: `BETA * from` at the cut, concave up to `from`
+    /// (reached after `recovery` seconds, where it is flat), convex beyond.
+    fn curve(&self, now: Instant) -> f64 {
+        let x = now.saturating_duration_since(self.at).as_secs_f64() / self.recovery - 1.0;
+        self.from * (1.0 + (1.0 - BETA) * x.powi(3))
+    }
+
+    /// Whether `at` is after the cut and well below its rate (at most [`CALM`] of it): early
+    /// in the recovery, where the rate explains no 429 even if the rate of the cut overstated
+    /// the limit a little.
+    fn calm(&self, at: Instant) -> bool {
+        at > self.at && self.curve(at) <= CALM * self.from
+    }
+
+    /// Whether the rate is back at the rate of the cut, and climbing past it.
+    fn probing(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.at).as_secs_f64() > self.recovery
+    }
+}
+
+/// The rate controller of one class of requests, with time passed in (so that tests are exact).
+///
+/// A lone 429 does not touch the rate: it only delays its own request (by its `Retry-After`,
+/// in `Http::send`). Throttling is sustained when 429s are a rising share of the recent answers
+/// (the last second, at least the last [`MIN_ANSWERS`]): [`FIRST_CUT`] more than the baseline
+/// share, the share of 429s among the requests sent well below the rate of a cut (429s the
+/// rate does not explain: per-node limits, a neighbour's burst). The rate is then cut to
+/// [`BETA`] of the rate the service accepted lately, and climbs back along a cubic curve, as in
+/// TCP CUBIC and botocore's adaptive retry mode: fast at first, flat near the rate of the cut
+/// (reached after [`RECOVERY`] seconds, or [`RECOVERY_REQUESTS`] requests), then faster again
+/// to find more room. Near that rate or past it, 429s coming back are the limit found again,
+/// and a smaller rise ([`CUT_AGAIN`]) cuts again; well below it, a cut means the rate of the
+/// last cut was too high, and the next one starts from at most [`BETA`] of it. Answers to
+/// requests sent before a cut never make another. The rate never exceeds the configured one;
+/// an unlimited one is lifted again once the curve is twice what the client uses.
 #[derive(Debug)]
-struct Pace {
-    /// The rate in force (configured, or lowered after a 429); None = unlimited.
-    rate: Option<f64>,
-    /// Earliest start of the next request.
-    next_free: Instant,
-    /// No request starts before this (a Retry-After shared by everyone).
-    cooldown_until: Instant,
-    last_429: Option<Instant>,
-    /// Recent starts, to measure the rate when none is configured.
-    recent: VecDeque<Instant>,
+pub struct Throttle {
+    configured: Option<f64>,
+    answers: VecDeque<Answer>,
+    /// Successes among `answers`.
+    accepted: usize,
+    cut: Option<Cut>,
+    last_start: Option<Instant>,
+    /// Answers to requests sent well below the rate of a cut, and the 429s among them (decayed).
+    calm: (f64, f64),
+    /// The same for the recovery under way, counted in `calm` once it is over without a cut:
+    /// a cut during a recovery means the rate made those 429s.
+    recovering: (f64, f64),
+}
+
+impl Throttle {
+    /// A controller of `configured` requests per second (None: unlimited).
+    pub fn new(configured: Option<f64>) -> Throttle {
+        Throttle {
+            configured,
+            answers: VecDeque::new(),
+            accepted: 0,
+            cut: None,
+            last_start: None,
+            calm: (0.0, 0.0),
+            recovering: (0.0, 0.0),
+        }
+    }
+
+    /// The rate in force at `now` (None: unlimited).
+    pub fn rate(&mut self, now: Instant) -> Option<f64> {
+        let Some(cut) = self.cut else {
+            return self.configured;
+        };
+        let curve = cut.curve(now);
+        match self.configured {
+            Some(c) if curve >= c => {
+                self.end_cut();
+                Some(c)
+            }
+            None if cut.probing(now)
+                && curve > 2.0 * self.answered_in(now, WINDOW).max(1) as f64 =>
+            {
+                self.end_cut();
+                None
+            }
+            _ => Some(curve.max(FLOOR)),
+        }
+    }
+
+    /// Whether a request may start at `now` (then it counts as started), or the instant to ask
+    /// again at: requests are spaced by the rate in force, never sent in a burst.
+    pub fn turn(&mut self, now: Instant) -> Option<Instant> {
+        if let (Some(rate), Some(last)) = (self.rate(now), self.last_start) {
+            let due = last + Duration::from_secs_f64(1.0 / rate);
+            if due > now {
+                return Some(due);
+            }
+        }
+        self.last_start = Some(now);
+        None
+    }
+
+    /// Answers that came in the last `span` before `now`.
+    fn answered_in(&self, now: Instant, span: Duration) -> usize {
+        let old = match now.checked_sub(span) {
+            Some(since) => self.answers.partition_point(|a| a.at <= since),
+            None => 0,
+        };
+        self.answers.len() - old
+    }
+
+    /// The share of 429s the rate does not explain.
+    fn baseline(&self) -> f64 {
+        self.calm.1 / (self.calm.0 + BASELINE_PRIOR)
+    }
+
+    /// A recovery went by without a cut: its calm 429s were not the rate's doing.
+    fn end_recovery(&mut self) {
+        let (n, k) = std::mem::take(&mut self.recovering);
+        self.calm.0 += n;
+        self.calm.1 += k;
+        if self.calm.0 > BASELINE_SPAN {
+            self.calm.0 /= 2.0;
+            self.calm.1 /= 2.0;
+        }
+    }
+
+    /// The rate is back at the configured one, or lifted.
+    fn end_cut(&mut self) {
+        self.end_recovery();
+        self.cut = None;
+    }
+
+    /// Records the answer, at `now`, to a request sent at `sent`; a 429 may cut the rate.
+    pub fn answer(&mut self, now: Instant, sent: Instant, throttled: bool) {
+        self.answers.push_back(Answer {
+            at: now,
+            sent,
+            throttled,
+        });
+        if !throttled {
+            self.accepted += 1;
+        }
+        while self.answers.len() > MAX_KEPT
+            || (self.answers.len() > MIN_ANSWERS
+                && self
+                    .answers
+                    .front()
+                    .is_some_and(|a| now.saturating_duration_since(a.at) > HISTORY))
+        {
+            if self.answers.pop_front().is_some_and(|a| !a.throttled) {
+                self.accepted -= 1;
+            }
+        }
+        if self.cut.is_some_and(|c| c.calm(sent)) {
+            self.recovering.0 += 1.0;
+            self.recovering.1 += f64::from(u8::from(throttled));
+        }
+        if self.cut.is_some_and(|c| c.probing(now)) {
+            self.end_recovery();
+        }
+        if !throttled || self.cut.is_some_and(|c| sent <= c.at) {
+            // A request sent before the last cut tells nothing of the rate since.
+            return;
+        }
+        let (least, share) = match self.cut {
+            Some(c) if !c.calm(now) => CUT_AGAIN,
+            _ => FIRST_CUT,
+        };
+        let share = share + self.baseline();
+        let since_cut = |a: &&Answer| self.cut.is_none_or(|c| a.sent > c.at);
+        let (mut n, mut k) = (0usize, 0usize);
+        for a in self.answers.iter().rev().filter(since_cut) {
+            if n >= MIN_ANSWERS && now.saturating_duration_since(a.at) > WINDOW {
+                break;
+            }
+            n += 1;
+            k += usize::from(a.throttled);
+        }
+        if k >= least && k as f64 >= share * n as f64 {
+            self.cut_rate(now);
+        }
+    }
+
+    /// Cuts the rate to [`BETA`] of the rate accepted lately (of the last cut's at most, when
+    /// throttled well below it).
+    fn cut_rate(&mut self, now: Instant) {
+        let span = self
+            .answers
+            .front()
+            .map_or(Duration::ZERO, |a| now.saturating_duration_since(a.at))
+            .max(Duration::from_secs(1));
+        let mut from = (self.accepted as f64 / span.as_secs_f64()).max(FLOOR / BETA);
+        if let Some(c) = self.configured {
+            from = from.min(c);
+        }
+        if let Some(c) = self.cut.filter(|c| c.calm(now)) {
+            // Throttled well below the rate of the last cut: that rate was too high already
+            // (the accepted rate overstates the limit right after a burst the service allowed).
+            from = from.min(BETA * c.from).max(FLOOR / BETA);
+        }
+        self.recovering = (0.0, 0.0);
+        self.cut = Some(Cut {
+            at: now,
+            from,
+            recovery: RECOVERY.max(RECOVERY_REQUESTS / from),
+        });
+    }
 }
 
 /// The pacing and concurrency of one class of requests (reads, or publishing).
 #[derive(Debug)]
 pub struct Gate {
-    configured: Option<f64>,
-    pace: Mutex<Pace>,
+    throttle: Mutex<Throttle>,
+    /// Paced requests that must wait for their turn do so one at a time, the others queued
+    /// behind, so that a change of the rate applies at once to every request waiting.
+    queue: tokio::sync::Mutex<()>,
     slots: Arc<Semaphore>,
 }
 
@@ -115,22 +358,15 @@ pub struct Slot(#[allow(dead_code)] OwnedSemaphorePermit);
 impl Gate {
     /// A gate of `rate` per second and `concurrency` in flight.
     pub fn new(rate: Option<f64>, concurrency: Option<usize>) -> Gate {
-        let now = Instant::now();
         Gate {
-            configured: rate,
-            pace: Mutex::new(Pace {
-                rate,
-                next_free: now,
-                cooldown_until: now,
-                last_429: None,
-                recent: VecDeque::new(),
-            }),
+            throttle: Mutex::new(Throttle::new(rate)),
+            queue: tokio::sync::Mutex::new(()),
             slots: Arc::new(Semaphore::new(concurrency.unwrap_or(UNLIMITED_CONCURRENCY))),
         }
     }
 
-    fn pace(&self) -> std::sync::MutexGuard<'_, Pace> {
-        self.pace.lock().unwrap_or_else(|e| e.into_inner())
+    fn throttle(&self) -> std::sync::MutexGuard<'_, Throttle> {
+        self.throttle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Waits for a concurrency slot, then for the request's turn under the rate.
@@ -141,25 +377,16 @@ impl Gate {
             .acquire_owned()
             .await
             .map_err(|_| Error::Transport("the client is closed".into()))?;
-        let start =
-            {
-                let mut p = self.pace();
-                let now = Instant::now();
-                let start = now.max(p.next_free).max(p.cooldown_until);
-                if let Some(rate) = p.rate {
-                    p.next_free = start + Duration::from_secs_f64(1.0 / rate);
-                }
-                if self.configured.is_none() {
-                    p.recent.push_back(start);
-                    while p.recent.front().is_some_and(|t| {
-                        start.saturating_duration_since(*t) > Duration::from_secs(1)
-                    }) {
-                        p.recent.pop_front();
-                    }
-                }
-                start
-            };
-        tokio::time::sleep_until(start.into()).await;
+        if self.throttle().turn(Instant::now()).is_none() {
+            return Ok(Slot(permit));
+        }
+        let _queue = self.queue.lock().await;
+        loop {
+            let due = self.throttle().turn(Instant::now());
+            let Some(due) = due else { break };
+            // Woken at least every RECHECK: the rate may have been raised meanwhile.
+            tokio::time::sleep_until(due.min(Instant::now() + RECHECK).into()).await;
+        }
         Ok(Slot(permit))
     }
 
@@ -168,49 +395,24 @@ impl Gate {
         self.slots.close();
     }
 
-    /// After a 429: everyone waits `retry_after`; when the service asks for a wait (not for an
-    /// immediate retry), the rate is also halved for a while.
-    pub fn on_rate_limited(&self, retry_after: Option<Duration>) {
-        let mut p = self.pace();
-        let now = Instant::now();
-        if let Some(wait) = retry_after {
-            p.cooldown_until = p.cooldown_until.max(now + wait);
-        }
+    /// After a 429 to a request sent at `sent`: a lone one leaves the rate as it is (the request
+    /// waits for its `Retry-After` alone); sustained ones cut it. A 429 that asks for an
+    /// immediate retry (`Retry-After: 0`) is not counted.
+    pub fn on_rate_limited(&self, sent: Instant, retry_after: Option<Duration>) {
         if retry_after.is_some_and(|w| w.is_zero()) {
             return;
         }
-        // Halve at most once per burst of 429s from requests that were already in flight.
-        let fresh = p
-            .last_429
-            .is_none_or(|t| now.saturating_duration_since(t) > Duration::from_millis(500));
-        if fresh {
-            let current = p.rate.unwrap_or_else(|| (p.recent.len() as f64).max(2.0));
-            p.rate = Some((current / 2.0).max(FLOOR));
-        }
-        p.last_429 = Some(now);
+        self.throttle().answer(Instant::now(), sent, true);
     }
 
-    /// After a success: once calm for a while, raise the rate back towards the configured one.
-    pub fn on_success(&self) {
-        let mut p = self.pace();
-        let Some(last) = p.last_429 else { return };
-        if last.elapsed() < CALM {
-            return;
-        }
-        match (p.rate, self.configured) {
-            (Some(r), Some(c)) => p.rate = Some((r * 1.1).min(c)),
-            (Some(r), None) if r * 1.1 > 1000.0 => {
-                p.rate = None;
-                p.last_429 = None;
-            }
-            (Some(r), None) => p.rate = Some(r * 1.1),
-            (None, _) => p.last_429 = None,
-        }
+    /// After a success of a request sent at `sent`.
+    pub fn on_success(&self, sent: Instant) {
+        self.throttle().answer(Instant::now(), sent, false);
     }
 
     /// The rate in force now (None = unlimited).
     pub fn current_rate(&self) -> Option<f64> {
-        self.pace().rate
+        self.throttle().rate(Instant::now())
     }
 }
 
@@ -233,14 +435,261 @@ mod tests {
         );
     }
 
+    /// `s` seconds after `t0`.
+    fn at(t0: Instant, s: f64) -> Instant {
+        t0 + Duration::from_secs_f64(s)
+    }
+
+    /// Feeds `n` answers spread evenly over `[from, to)` seconds (sent and answered at once),
+    /// the i-th a 429 when `throttled(i)`.
+    fn feed(
+        t: &mut Throttle,
+        t0: Instant,
+        (from, to): (f64, f64),
+        n: usize,
+        mut throttled: impl FnMut(usize) -> bool,
+    ) {
+        for i in 0..n {
+            let now = at(t0, from + (to - from) * i as f64 / n as f64);
+            t.answer(now, now, throttled(i));
+        }
+    }
+
     #[tokio::test]
-    async fn halves_after_429_and_honours_retry_after() {
-        let g = Gate::new(Some(10.0), None);
-        g.on_rate_limited(Some(Duration::from_millis(100)));
-        assert_eq!(g.current_rate(), Some(5.0));
+    async fn a_429_delays_no_other_request() {
+        let g = Gate::new(None, None);
+        g.on_rate_limited(Instant::now(), Some(Duration::from_secs(1)));
         let t0 = Instant::now();
-        drop(g.acquire().await.expect("open"));
-        assert!(t0.elapsed() >= Duration::from_millis(95));
+        for _ in 0..3 {
+            drop(g.acquire().await.expect("open"));
+        }
+        assert!(
+            t0.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert_eq!(g.current_rate(), None);
+    }
+
+    #[test]
+    fn turns_are_spaced_by_the_rate() {
+        let t0 = Instant::now();
+        let mut t = Throttle::new(Some(4.0));
+        assert_eq!(t.turn(t0), None);
+        assert_eq!(t.turn(at(t0, 0.1)), Some(at(t0, 0.25)));
+        assert_eq!(t.turn(at(t0, 0.25)), None);
+        // Late: the next turn counts from this start, never a catch-up burst.
+        assert_eq!(t.turn(at(t0, 2.0)), None);
+        assert_eq!(t.turn(at(t0, 2.0)), Some(at(t0, 2.25)));
+        let mut unlimited = Throttle::new(None);
+        assert!((0..100).all(|_| unlimited.turn(t0).is_none()));
+    }
+
+    #[test]
+    fn lone_and_sporadic_429s_leave_the_rate() {
+        let t0 = Instant::now();
+        let mut t = Throttle::new(Some(10.0));
+        feed(&mut t, t0, (0.0, 3.0), 30, |i| i == 29);
+        assert_eq!(t.rate(at(t0, 3.0)), Some(10.0));
+        // 5% of 429s at random, as per-node limits give, for a minute of 1,000 answers a second.
+        for configured in [None, Some(1000.0)] {
+            let mut t = Throttle::new(configured);
+            let mut rng = crate::rng::Rng::new(7, 1);
+            for second in 0..60 {
+                let s = second as f64;
+                feed(&mut t, t0, (s, s + 1.0), 1000, |_| rng.chance(0.05));
+                assert_eq!(t.rate(at(t0, s + 1.0)), configured, "second {second}");
+            }
+        }
+    }
+
+    /// Feeds 429s from `from` seconds, `per_second` of them, until the rate is cut: the cut.
+    fn throttle_until_cut(t: &mut Throttle, t0: Instant, from: f64, per_second: f64) -> Cut {
+        for i in 0..1000 {
+            let now = at(t0, from + i as f64 / per_second);
+            t.answer(now, now, true);
+            if let Some(cut) = t.cut {
+                return cut;
+            }
+        }
+        panic!("no cut");
+    }
+
+    #[test]
+    fn sustained_429s_cut_the_rate_which_recovers_along_a_cubic() {
+        let t0 = Instant::now();
+        let mut t = Throttle::new(Some(100.0));
+        feed(&mut t, t0, (0.0, 2.0), 100, |_| false); // 50 a second accepted
+                                                      // Then only 429s, 50 a second: cut once they are 20% of the last second's answers.
+        let cut = throttle_until_cut(&mut t, t0, 2.0, 50.0);
+        let after = cut.at.duration_since(at(t0, 2.0)).as_secs_f64();
+        assert!((0.15..0.3).contains(&after), "{after}");
+        assert!(cut.from > 40.0 && cut.from <= 50.0, "{cut:?}");
+        assert_eq!(cut.recovery, RECOVERY);
+        let rate =
+            |t: &mut Throttle, s: f64| t.rate(cut.at + Duration::from_secs_f64(s)).expect("cut");
+        assert!((rate(&mut t, 0.0) - BETA * cut.from).abs() < 1e-9);
+        // Concave up to the rate of the cut, reached after RECOVERY seconds, then convex.
+        let curve: Vec<f64> = (0..=12).map(|i| rate(&mut t, 0.5 * i as f64)).collect();
+        assert!(curve.windows(2).all(|w| w[1] > w[0]), "{curve:?}");
+        assert!((curve[6] - cut.from).abs() < 1e-9, "{curve:?}");
+        assert!(curve[1] - curve[0] > curve[6] - curve[5], "{curve:?}");
+        assert!(curve[12] - curve[11] > curve[7] - curve[6], "{curve:?}");
+        // Back at the configured rate (twice the accepted one) within seconds: the cut is over.
+        assert_eq!(t.rate(cut.at + Duration::from_secs(9)), Some(100.0));
+        assert!(t.cut.is_none());
+    }
+
+    #[test]
+    fn a_slow_client_recovers_over_as_many_requests() {
+        let t0 = Instant::now();
+        let mut t = Throttle::new(None);
+        feed(&mut t, t0, (0.0, 20.0), 40, |_| false); // 2 a second
+        let cut = throttle_until_cut(&mut t, t0, 20.0, 2.0);
+        assert!(cut.from > 1.5 && cut.from <= 2.0, "{cut:?}");
+        assert!((cut.recovery - 60.0 / cut.from).abs() < 1e-9, "{cut:?}");
+    }
+
+    #[test]
+    fn answers_to_requests_sent_before_a_cut_do_not_cut_again() {
+        let t0 = Instant::now();
+        let mut t = Throttle::new(None);
+        feed(&mut t, t0, (0.0, 1.0), 20, |_| false);
+        let cut = throttle_until_cut(&mut t, t0, 1.0, 1000.0);
+        // The rest of a burst sent before the cut comes back refused too.
+        for i in 0..50 {
+            t.answer(cut.at + Duration::from_millis(1 + i), at(t0, 1.0), true);
+        }
+        assert_eq!(t.cut.map(|c| (c.at, c.from)), Some((cut.at, cut.from)));
+    }
+
+    #[test]
+    fn near_the_rate_of_a_cut_fewer_429s_cut_again() {
+        let t0 = Instant::now();
+        let mut t = Throttle::new(None);
+        feed(&mut t, t0, (0.0, 2.0), 40, |_| false);
+        let first = throttle_until_cut(&mut t, t0, 2.0, 20.0);
+        // Early in the recovery, well below the rate of the cut, 5% of 429s are no more than
+        // sporadic ones; none later.
+        let s = |d: f64| first.at + Duration::from_secs_f64(d);
+        let (mut calm, mut calm_429s) = (0.0, 0.0);
+        let mut i = 0;
+        while s(0.01 + i as f64 * 0.025) < s(first.recovery) {
+            let now = s(0.01 + i as f64 * 0.025);
+            let throttled = first.calm(now) && i % 20 == 19;
+            t.answer(now, now, throttled);
+            if first.calm(now) {
+                calm += 1.0;
+                calm_429s += f64::from(u8::from(throttled));
+            }
+            i += 1;
+        }
+        assert!(calm >= 40.0 && calm_429s >= 2.0, "{calm} {calm_429s}");
+        assert_eq!(t.cut.map(|c| c.at), Some(first.at));
+        // They make the baseline share once the recovery is over without a cut.
+        assert_eq!(t.baseline(), 0.0);
+        // Past the rate of the cut, 429s a little above that baseline are the limit again.
+        let mut again = None;
+        for i in 0..200 {
+            let now = s(first.recovery + 0.01 + i as f64 * 0.025);
+            t.answer(now, now, i % 8 == 7);
+            if i == 0 {
+                let want = calm_429s / (calm + BASELINE_PRIOR);
+                assert!((t.baseline() - want).abs() < 1e-9, "{}", t.baseline());
+            }
+            if t.cut.is_some_and(|c| c.at != first.at) {
+                again = Some(i);
+                break;
+            }
+        }
+        assert!(again.is_some_and(|i| i < 80), "{again:?}");
+    }
+
+    #[test]
+    fn an_unlimited_rate_is_lifted_again_when_unused() {
+        let t0 = Instant::now();
+        let mut t = Throttle::new(None);
+        feed(&mut t, t0, (0.0, 1.0), 20, |_| false);
+        let cut = throttle_until_cut(&mut t, t0, 1.0, 100.0);
+        assert!(t.rate(cut.at).is_some());
+        // A few answers a second from then on: the curve passes twice that after the recovery.
+        let d = cut.at.duration_since(t0).as_secs_f64();
+        feed(&mut t, t0, (d + 0.1, d + 8.0), 16, |_| false);
+        assert_eq!(t.rate(at(t0, d + 8.0)), None);
+        assert!(t.cut.is_none());
+    }
+
+    /// A service that allows `limit` requests a second (a token bucket holding one second, as
+    /// the emulator's), refuses a `sporadic` share of the others at random, and answers in
+    /// 5 ms; a client with always more to send, `in_flight` at a time, that does not know the
+    /// limit. The requests the service accepts per second, as a share of the limit, and the
+    /// share of 429s among those sent from `settle` to `total` seconds.
+    fn against_an_unknown_limit(
+        (limit, sporadic): (f64, f64),
+        in_flight: usize,
+        settle: f64,
+        total: f64,
+    ) -> (f64, f64) {
+        let t0 = Instant::now();
+        let secs = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
+        let mut rng = crate::rng::Rng::new(11, 2);
+        let mut t = Throttle::new(None);
+        let (mut tokens, mut refilled) = (limit, 0.0);
+        let mut pending: VecDeque<(f64, f64, bool)> = VecDeque::new();
+        let (mut accepted, mut refused) = (0u64, 0u64);
+        let mut now = 0.0;
+        while now < total {
+            let next_send = if pending.len() < in_flight {
+                match t.turn(at(t0, now)) {
+                    None => {
+                        tokens = (tokens + (now - refilled) * limit).min(limit);
+                        refilled = now;
+                        let passed = tokens >= 1.0;
+                        if passed {
+                            tokens -= 1.0;
+                        }
+                        let ok = passed && !rng.chance(sporadic);
+                        pending.push_back((now + 0.005, now, !ok));
+                        continue;
+                    }
+                    Some(due) => secs(due),
+                }
+            } else {
+                f64::INFINITY
+            };
+            match pending.front().copied() {
+                Some((answered, sent, throttled)) if answered <= next_send => {
+                    pending.pop_front();
+                    now = answered;
+                    t.answer(at(t0, answered), at(t0, sent), throttled);
+                    if sent >= settle {
+                        *(if throttled {
+                            &mut refused
+                        } else {
+                            &mut accepted
+                        }) += 1;
+                    }
+                }
+                _ => now = next_send,
+            }
+        }
+        let share_of_limit = accepted as f64 / (total - settle) / limit;
+        (share_of_limit, refused as f64 / (accepted + refused) as f64)
+    }
+
+    #[test]
+    fn settles_under_an_unknown_limit_with_few_429s() {
+        for (limit, in_flight) in [(20.0, 16), (5.0, 3), (200.0, 32)] {
+            let (share, refused) = against_an_unknown_limit((limit, 0.0), in_flight, 10.0, 130.0);
+            eprintln!("limit {limit}: {share:.3} of the limit, {refused:.3} of 429s");
+            assert!(share >= 0.9, "limit {limit}: {share}");
+            assert!(refused < 0.04, "limit {limit}: {refused}");
+        }
+        // With 5% of sporadic 429s besides: they do not drag the rate below the limit.
+        let (share, refused) = against_an_unknown_limit((20.0, 0.05), 16, 10.0, 130.0);
+        eprintln!("limit 20 and 5% sporadic: {share:.3} of the limit, {refused:.3} of 429s");
+        assert!(share >= 0.85, "{share}");
+        assert!(refused < 0.1, "{refused}");
     }
 
     #[test]
