@@ -239,6 +239,6 @@ def clean_env(monkeypatch):
     import os
 
     for var in list(os.environ):
-        if var.startswith("SURVEILLANCE_"):
+        if var.startswith("SURVEILLANCE_") and var != "SURVEILLANCE_QUOTA_DIR":
             monkeypatch.delenv(var)
     return monkeypatch

@@ -91,7 +91,11 @@ def _script() -> list:
 
 
 def _env(emu=None, **extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SURVEILLANCE_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SURVEILLANCE_") or k == "SURVEILLANCE_QUOTA_DIR"
+    }
     env["PYTHONUNBUFFERED"] = "1"
     if emu is not None:
         env.update(

@@ -410,7 +410,11 @@ def test_report_repr_html_and_progress(emu, client):
 
 # --- command line -------------------------------------------------------------------------------
 def _cli(args: list, emu, **kw) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SURVEILLANCE_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SURVEILLANCE_") or k == "SURVEILLANCE_QUOTA_DIR"
+    }
     env.update(
         SURVEILLANCE_BASE_URL=emu.url,
         SURVEILLANCE_EU_BASE_URL=emu.eu_url,

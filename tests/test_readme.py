@@ -46,7 +46,7 @@ def test_every_block_says_what_it_is():
 def test_python_block_runs(code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for var in list(os.environ):
-        if var.startswith("SURVEILLANCE_"):
+        if var.startswith("SURVEILLANCE_") and var != "SURVEILLANCE_QUOTA_DIR":
             monkeypatch.delenv(var)
     exec(compile(code, str(README), "exec"), {"__name__": "__readme__"})
 
@@ -60,7 +60,11 @@ def shell_env(tmp_path_factory):
     script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m surveillance.cli "$@"\n')
     script.chmod(0o755)
     with sv.Emulator(seed=2, sites=3, days=2, events_per_day=100) as emu:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SURVEILLANCE_")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("SURVEILLANCE_") or k == "SURVEILLANCE_QUOTA_DIR"
+        }
         env.update(
             PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
             SURVEILLANCE_BASE_URL=emu.url,

@@ -183,7 +183,11 @@ print("done", flush=True)
 
 
 def child_env(emu) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SURVEILLANCE_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SURVEILLANCE_") or k == "SURVEILLANCE_QUOTA_DIR"
+    }
     env.update(
         SURVEILLANCE_BASE_URL=emu.url,
         SURVEILLANCE_EU_BASE_URL=emu.eu_url,

@@ -64,15 +64,7 @@ def bracketed(run: Callable[[dict], Any]) -> tuple[float, float, Any]:
 @pytest.mark.slow
 def test_sporadic_429s_delay_only_the_records_they_refuse():
     rows = [retail(i) for i in range(3000)]
-    # publish_concurrency=256 is the publisher's most in flight. With none set it keeps 32, and
-    # the ~150 records that wait out a second each hold them for ~5 s whatever the rate does.
-    limits = sv.Limits(
-        read_per_second=None,
-        read_concurrency=None,
-        publish_per_second=None,
-        publish_concurrency=256,
-        daily_requests=None,
-    )
+    limits = sv.Limits.unlimited()
     with sv.Emulator(seed=0, sites=2, days=1, events_per_day=10) as emu:
 
         def publish(faults: dict) -> tuple[Any, int]:

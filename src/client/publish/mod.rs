@@ -56,9 +56,9 @@ pub use source::{jsonl_source, values_source};
 pub const MAX_BATCH: usize = 100;
 /// Largest body the client posts: the provider's 10 MB, counted in decimal to keep a margin.
 pub const MAX_BODY: usize = 10_000_000;
-/// Batches in flight when no publish concurrency is configured.
-pub const DEFAULT_IN_FLIGHT: usize = 32;
-/// Batches in flight at most, whatever the configured concurrency.
+/// Batches in flight at most, whatever the configured concurrency, and with none configured:
+/// a batch waiting out a 429's `Retry-After` holds its place, so sporadic 429s would otherwise
+/// stall an unlimited client on a few dozen places.
 const MAX_IN_FLIGHT: usize = 256;
 /// Records per chunk that the sources below send into the channel.
 pub const CHUNK: usize = 256;
@@ -927,7 +927,7 @@ impl Client {
             .config()
             .limits
             .publish_concurrency
-            .unwrap_or(DEFAULT_IN_FLIGHT)
+            .unwrap_or(MAX_IN_FLIGHT)
             .clamp(1, MAX_IN_FLIGHT);
         let mut d = Dispatcher {
             shared: Arc::new(Shared {
