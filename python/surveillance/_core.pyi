@@ -272,6 +272,9 @@ def to_json(record: Any) -> str:
 def write_parquet(data: Any, path: str) -> int:
     """Writes Arrow data (``__arrow_c_stream__``/``__arrow_c_array__``) to a Parquet file."""
 
+def events_schema() -> Any:
+    """The Arrow schema of events (``__arrow_c_schema__``; ``.names``): the one definition."""
+
 def events_table(texts: list[str]) -> Any:
     """The typed events table of events given as JSON texts."""
 

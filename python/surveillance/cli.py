@@ -234,30 +234,21 @@ def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
-#: Columns of events in CSV, as the Arrow schema names them.
-_EVENT_COLUMNS = [
-    "id",
-    "startTime",
-    "endTime",
-    "createTime",
-    "type",
-    "subtype",
-    "siteId",
-    "deviceId",
-    "title",
-    "subtitle",
-    "locationTags",
-    "cameras",
-]
-_DETAIL_KEYS = ["duration_sec", "confirmed", "origin", "localTime", "generatedByEventStandard"]
-_DETAIL_KEYS.append("marker")
+#: Columns of events in CSV: the names of the events' Arrow schema (the one definition, in the
+#: core), ``details.x`` read from the event's details and ``details`` the whole map as JSON.
+_EVENT_COLUMNS = list(_core.events_schema().names)
 
 
 def _event_row(event: dict) -> list:
     details = event.get("details") or {}
-    row = [_cell(event.get(c)) for c in _EVENT_COLUMNS]
-    row.extend(_cell(details.get(k)) for k in _DETAIL_KEYS)
-    row.append(_cell(details))
+    row = []
+    for column in _EVENT_COLUMNS:
+        if column.startswith("details."):
+            row.append(_cell(details.get(column[len("details.") :])))
+        elif column == "details":
+            row.append(_cell(details))
+        else:
+            row.append(_cell(event.get(column)))
     return row
 
 
@@ -417,8 +408,6 @@ def _export_events(
             count = _write_events_parquet(client, start, end, report, target, progress)
         else:
             header = None if fmt == "jsonl" else [*_EVENT_COLUMNS]
-            if header is not None:
-                header += [f"details.{k}" for k in _DETAIL_KEYS] + ["details"]
             events = client.iter_events(start, end, report, progress=progress)
             count = _write_rows(target, fmt, events, header)
         target.commit()
@@ -779,8 +768,6 @@ def _demo(args: argparse.Namespace) -> int:
         target = _Target(path)
         try:
             header = None if fmt == "jsonl" else [*_EVENT_COLUMNS]
-            if header is not None:
-                header += [f"details.{k}" for k in _DETAIL_KEYS] + ["details"]
             _write_rows(target, fmt, iter(events), header)
             target.commit()
         except BaseException:

@@ -148,34 +148,13 @@ def _slices(lo: int, hi: int, partition: PartitionLike) -> list:
 
 # --- events --------------------------------------------------------------------------------------
 def _events_schema() -> Any:
-    """The Arrow schema of ``client.events(..., output="arrow")`` (tests check it is equal)."""
+    """The Arrow schema of ``client.events(..., output="arrow")``, from the core's one
+    definition."""
     import pyarrow as pa
 
-    ts = pa.timestamp("ms", tz="UTC")
-    camera = pa.struct([("id", pa.string()), ("name", pa.string())])
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("startTime", ts),
-            ("endTime", ts),
-            ("createTime", ts),
-            ("type", pa.string()),
-            ("subtype", pa.string()),
-            ("siteId", pa.string()),
-            ("deviceId", pa.string()),
-            ("title", pa.string()),
-            ("subtitle", pa.string()),
-            ("locationTags", pa.list_(pa.string())),
-            ("cameras", pa.list_(camera)),
-            ("details.duration_sec", pa.int64()),
-            ("details.confirmed", pa.bool_()),
-            ("details.origin", pa.string()),
-            ("details.localTime", pa.int64()),
-            ("details.generatedByEventStandard", pa.bool_()),
-            ("details.marker", pa.string()),
-            ("details", pa.string()),
-        ]
-    )
+    from . import _core
+
+    return pa.schema(_core.events_schema())
 
 
 def _indexed(frame: Any) -> Any:

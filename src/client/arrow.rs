@@ -394,7 +394,8 @@ pub(crate) fn event_page(body: &[u8]) -> Option<(RecordBatch, Vec<(i64, String)>
 }
 
 /// The events schema (`Layout::events().schema()`), built once: it is needed for every page.
-pub(crate) fn events_schema() -> SchemaRef {
+/// The Arrow schema of events (built once).
+pub fn events_schema() -> SchemaRef {
     static SCHEMA: std::sync::OnceLock<SchemaRef> = std::sync::OnceLock::new();
     SCHEMA.get_or_init(|| Layout::events().schema()).clone()
 }

@@ -239,6 +239,13 @@ pub fn write_parquet(
     }
 }
 
+/// The Arrow schema of events (`output="arrow"`, `event_batches`, synced datasets): the one
+/// definition, which the dask meta and the CSV columns are derived from.
+#[pyfunction]
+pub fn events_schema() -> pyo3_arrow::PySchema {
+    pyo3_arrow::PySchema::new(crate::client::arrow::events_schema())
+}
+
 /// The typed events table of events given as JSON texts (as the service sends them).
 #[pyfunction]
 pub fn events_table(texts: Vec<String>) -> PyResult<PyTable> {
