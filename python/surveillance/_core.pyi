@@ -10,6 +10,7 @@ __all__ = [
     "BatchStream",
     "Client",
     "Emulator",
+    "events_schema",
     "events_table",
     "loads",
     "EventStream",
