@@ -7,16 +7,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import os
 import threading
-from typing import Any, AsyncIterator, Optional, Union
+from typing import Any, AsyncIterator, Optional
 
 from . import _check, _output, _progress
 from . import publish as _publish
 from ._gcpause import paused
 from ._progress import ProgressArg
 from ._time import TimeLike, to_ms
-from .client import Client, EventPlan, Limits
+from .client import EventPlan, _BaseClient
 from .publish import PublishReport
 
 __all__ = ["AsyncClient"]
@@ -25,12 +24,13 @@ __all__ = ["AsyncClient"]
 _CHUNK = 500
 
 
-class AsyncClient:
+class AsyncClient(_BaseClient):
     """The client for asyncio applications and notebooks: every call is a coroutine (or an
     async iterator) that never blocks the event loop.
 
-    Same constructor, methods and outputs as :class:`~surveillance.Client`; it is a context
-    manager with ``async with``. Cancelling a call (``task.cancel()``, ``asyncio.wait_for``
+    Same constructor (see :class:`~surveillance.Client` for its arguments), methods and
+    outputs as :class:`~surveillance.Client`, on the same base; it is a context manager with
+    ``async with``. Cancelling a call (``task.cancel()``, ``asyncio.wait_for``
     timing out) stops its requests at once and closes their connections. It can be used from
     several event loops in turn (``asyncio.run`` twice): the work runs on the core's own
     threads, not on a loop.
@@ -46,50 +46,6 @@ class AsyncClient:
         ...     asyncio.run(main(emu))
         (3, 100)
     """
-
-    def __init__(
-        self,
-        api_key: Optional[str] = None,
-        client_id: Optional[str] = None,
-        client_secret: Optional[str] = None,
-        *,
-        region: Optional[str] = None,
-        base_url: Optional[str] = None,
-        eu_base_url: Optional[str] = None,
-        audience: Optional[str] = None,
-        timeout: float = 30.0,
-        max_retries: int = 5,
-        limits: Optional[Limits] = None,
-        ca_bundle: Optional[Union[str, os.PathLike]] = None,
-        trust_env: bool = True,
-        max_body_bytes: Optional[int] = None,
-        max_wait: float = 60.0,
-    ) -> None:
-        self._sync = Client(
-            api_key,
-            client_id,
-            client_secret,
-            region=region,
-            base_url=base_url,
-            eu_base_url=eu_base_url,
-            audience=audience,
-            timeout=timeout,
-            max_retries=max_retries,
-            limits=limits,
-            ca_bundle=ca_bundle,
-            trust_env=trust_env,
-            max_body_bytes=max_body_bytes,
-            max_wait=max_wait,
-        )
-        self._inner = self._sync._inner
-
-    @classmethod
-    def _of(cls, client: Client) -> AsyncClient:
-        """An AsyncClient over the same native client (configuration, token, limits)."""
-        self = cls.__new__(cls)
-        self._sync = client
-        self._inner = client._inner
-        return self
 
     # --- lists --------------------------------------------------------------------------
     async def _list(self, kind: str, output: str, *args: Optional[str]) -> Any:
@@ -266,15 +222,6 @@ class AsyncClient:
         """A valid bearer token (fetched or reused), for debugging with curl."""
         return await self._inner.access_token_async()
 
-    def stats(self) -> dict:
-        """Counters of this client (see :meth:`Client.stats`)."""
-        return self._sync.stats()
-
-    def quota(self) -> dict:
-        """Where the daily request quota stands (see :meth:`Client.quota`); reads a small
-        local file, no request."""
-        return self._sync.quota()
-
     async def diagnose(self) -> None:
         """Prints the effective settings and whether a token can be had, without secrets."""
         print(await self._inner.diagnose_async(), end="")
@@ -283,22 +230,11 @@ class AsyncClient:
         """Stops requests in flight; later calls raise :class:`~surveillance.TransportError`."""
         self._inner.close()
 
-    def close(self) -> None:
-        """As :meth:`aclose`, from synchronous code."""
-        self._inner.close()
-
     async def __aenter__(self) -> AsyncClient:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
-
-    def __reduce__(self) -> Any:
-        # Configuration only, as Client: the unpickled client fetches its own token.
-        return (AsyncClient._of, (self._sync,))
-
-    def __repr__(self) -> str:
-        return f"Async{self._sync!r}"
 
 
 def _update(events: list, lo: int, hi: int) -> dict:

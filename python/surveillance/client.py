@@ -128,44 +128,10 @@ def _duration(seconds: float) -> str:
 _EVENTS_BUFFER = 64
 
 
-class Client:
-    """A client of the service: thread-safe, picklable, a context manager.
-
-    Every argument left as ``None`` is read from the environment: ``SURVEILLANCE_API_KEY``,
-    ``SURVEILLANCE_CLIENT_ID``, ``SURVEILLANCE_CLIENT_SECRET``, ``SURVEILLANCE_BASE_URL``,
-    ``SURVEILLANCE_EU_BASE_URL``, ``SURVEILLANCE_REGION`` (default ``"us"``) and
-    ``SURVEILLANCE_AUDIENCE`` (default: the base URL). A missing one raises
-    :class:`~surveillance.ConfigError` naming the argument and the variable.
-
-    Args:
-        api_key: the organization's API key (header ``x-api-key``).
-        client_id: OAuth client id.
-        client_secret: OAuth client secret.
-        region: ``"us"`` or ``"eu"``: where :meth:`publish` posts by default.
-        base_url: the service's base address, without ``/v2`` (a trailing ``/v2`` is
-            tolerated). ``https://`` only, except on loopback (the emulator).
-        eu_base_url: the EU-region webhook base address.
-        audience: the token audience.
-        timeout: seconds for one request, connection to last byte (above 0, at most a day).
-        max_retries: retries per request (connection errors, timeouts, 429, 500, 502-504;
-            0 to 100).
-        limits: :class:`Limits`; default the provider's published limits.
-        ca_bundle: a PEM file of extra trusted certificates (also ``SSL_CERT_FILE`` and
-            ``REQUESTS_CA_BUNDLE``); the platform's trust store is always used.
-        trust_env: honour ``HTTPS_PROXY``/``NO_PROXY`` and the CA variables.
-        max_body_bytes: the largest answer accepted (default 64 MiB; from 1 KiB).
-        max_wait: the longest ``Retry-After`` of a 429 the client waits for, in seconds (0 to
-            86,400; default 60). A longer one means the quota is spent for a long while:
-            :class:`~surveillance.QuotaExhaustedError` is raised at once, and every client of
-            the machine with the same key refuses requests until then.
-
-    Example:
-        >>> import surveillance as sv
-        >>> with sv.Emulator(sites=3, days=1, events_per_day=100) as emu:
-        ...     with emu.client() as client:
-        ...         len(client.sites())
-        3
-    """
+class _BaseClient:
+    """What :class:`Client` and :class:`~surveillance.AsyncClient` share: the constructor and
+    its checks, the native client (``self._inner``, which owns the connections, the token and
+    the limits), :meth:`quota`, :meth:`stats`, :meth:`close`, pickling and ``repr``."""
 
     def __init__(
         self,
@@ -216,6 +182,92 @@ class Client:
             max_body_bytes=max_body_bytes,
             max_wait=float(max_wait),
         )
+
+    @classmethod
+    def _of(cls, inner: Any) -> Any:
+        """A client of this class over an existing native client (same configuration,
+        connections, token and limits)."""
+        self = cls.__new__(cls)
+        self._inner = inner
+        return self
+
+    def quota(self) -> dict:
+        """Where the daily request quota of this client's API key stands, counted by every
+        client of the machine (see :class:`Limits`): ``limit`` (requests a day, None when no
+        budget is set), ``used`` (requests sent today, the service's UTC day), ``remaining``
+        (None without a limit) and ``resets_at`` (an aware UTC datetime: the service's next
+        midnight, or the end of a wait the service asked for).
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     emu.set_limits(daily_requests=50)
+        ...     client = emu.client()
+        ...     _ = client.sites()
+        ...     q = client.quota()
+        ...     q["limit"], q["used"], q["remaining"]
+        (50, 2, 48)
+        """
+        return _quota(self._inner.quota_json())
+
+    def stats(self) -> dict:
+        """Counters of this client: ``requests`` by ``"METHOD /path"``, ``retries``,
+        ``rate_limited``, ``tokens`` and ``bytes_received``; and ``quota``, as
+        :meth:`quota` gives it."""
+        stats = json.loads(self._inner.stats_json())
+        stats["quota"] = self.quota()
+        return stats
+
+    def close(self) -> None:
+        """Stops requests in flight; later calls raise :class:`~surveillance.TransportError`."""
+        self._inner.close()
+
+    def __reduce__(self) -> Any:
+        # Configuration only: the unpickled client fetches its own token.
+        return (_restore, (type(self), self._inner.config()))
+
+    def __repr__(self) -> str:
+        inner = self._inner
+        return f"{type(self).__name__}(base_url={inner.base_url!r}, region={inner.region!r})"
+
+
+class Client(_BaseClient):
+    """A client of the service: thread-safe, picklable, a context manager.
+
+    Every argument left as ``None`` is read from the environment: ``SURVEILLANCE_API_KEY``,
+    ``SURVEILLANCE_CLIENT_ID``, ``SURVEILLANCE_CLIENT_SECRET``, ``SURVEILLANCE_BASE_URL``,
+    ``SURVEILLANCE_EU_BASE_URL``, ``SURVEILLANCE_REGION`` (default ``"us"``) and
+    ``SURVEILLANCE_AUDIENCE`` (default: the base URL). A missing one raises
+    :class:`~surveillance.ConfigError` naming the argument and the variable.
+
+    Args:
+        api_key: the organization's API key (header ``x-api-key``).
+        client_id: OAuth client id.
+        client_secret: OAuth client secret.
+        region: ``"us"`` or ``"eu"``: where :meth:`publish` posts by default.
+        base_url: the service's base address, without ``/v2`` (a trailing ``/v2`` is
+            tolerated). ``https://`` only, except on loopback (the emulator).
+        eu_base_url: the EU-region webhook base address.
+        audience: the token audience.
+        timeout: seconds for one request, connection to last byte (above 0, at most a day).
+        max_retries: retries per request (connection errors, timeouts, 429, 500, 502-504;
+            0 to 100).
+        limits: :class:`Limits`; default the provider's published limits.
+        ca_bundle: a PEM file of extra trusted certificates (also ``SSL_CERT_FILE`` and
+            ``REQUESTS_CA_BUNDLE``); the platform's trust store is always used.
+        trust_env: honour ``HTTPS_PROXY``/``NO_PROXY`` and the CA variables.
+        max_body_bytes: the largest answer accepted (default 64 MiB; from 1 KiB).
+        max_wait: the longest ``Retry-After`` of a 429 the client waits for, in seconds (0 to
+            86,400; default 60). A longer one means the quota is spent for a long while:
+            :class:`~surveillance.QuotaExhaustedError` is raised at once, and every client of
+            the machine with the same key refuses requests until then.
+
+    Example:
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=3, days=1, events_per_day=100) as emu:
+        ...     with emu.client() as client:
+        ...         len(client.sites())
+        3
+    """
 
     # --- lists --------------------------------------------------------------------------
     def sites(self, output: str = "dicts") -> Any:
@@ -539,53 +591,16 @@ class Client:
         """A valid bearer token (fetched or reused), for debugging with curl."""
         return self._inner.access_token()
 
-    def quota(self) -> dict:
-        """Where the daily request quota of this client's API key stands, counted by every
-        client of the machine (see :class:`Limits`): ``limit`` (requests a day, None when no
-        budget is set), ``used`` (requests sent today, the service's UTC day), ``remaining``
-        (None without a limit) and ``resets_at`` (an aware UTC datetime: the service's next
-        midnight, or the end of a wait the service asked for).
-
-        >>> import surveillance as sv
-        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
-        ...     emu.set_limits(daily_requests=50)
-        ...     client = emu.client()
-        ...     _ = client.sites()
-        ...     q = client.quota()
-        ...     q["limit"], q["used"], q["remaining"]
-        (50, 2, 48)
-        """
-        return _quota(self._inner.quota_json())
-
-    def stats(self) -> dict:
-        """Counters of this client: ``requests`` by ``"METHOD /path"``, ``retries``,
-        ``rate_limited``, ``tokens`` and ``bytes_received``; and ``quota``, as
-        :meth:`quota` gives it."""
-        stats = json.loads(self._inner.stats_json())
-        stats["quota"] = self.quota()
-        return stats
-
     def diagnose(self) -> None:
         """Prints the effective base URLs, TLS, proxy, limits and whether a token can be
         had, without any secret."""
         print(self._inner.diagnose(), end="")
-
-    def close(self) -> None:
-        """Stops requests in flight; later calls raise :class:`~surveillance.TransportError`."""
-        self._inner.close()
 
     def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-    def __reduce__(self) -> Any:
-        # Configuration only: the unpickled client fetches its own token.
-        return (_restore, (self._inner.config(),))
-
-    def __repr__(self) -> str:
-        return f"Client(base_url={self._inner.base_url!r}, region={self._inner.region!r})"
 
 
 def _quota(text: str) -> dict:
@@ -596,6 +611,6 @@ def _quota(text: str) -> dict:
     return {**q, "resets_at": resets}
 
 
-def _restore(config: dict) -> Client:
+def _restore(cls: type, config: dict) -> Any:
     limits = Limits(*config.pop("limits"))
-    return Client(limits=limits, **config)
+    return cls(limits=limits, **config)

@@ -416,7 +416,7 @@ class Emulator:
         """
         from .aio import AsyncClient
 
-        return AsyncClient._of(self.client(**kwargs))
+        return AsyncClient._of(self.client(**kwargs)._inner)
 
     # --- inspection ---------------------------------------------------------------------
     def published(self, region: Optional[str] = None) -> list:
