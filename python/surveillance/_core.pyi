@@ -9,9 +9,9 @@ from typing import Any, Awaitable, Callable, Optional, final
 __all__ = [
     "BatchStream",
     "Client",
+    "columns",
     "Emulator",
     "events_schema",
-    "events_table",
     "loads",
     "EventStream",
     "publish",
@@ -273,11 +273,11 @@ def to_json(record: Any) -> str:
 def write_parquet(data: Any, path: str) -> int:
     """Writes Arrow data (``__arrow_c_stream__``/``__arrow_c_array__``) to a Parquet file."""
 
+def columns(table: Any, names: list[str]) -> dict[str, list]:
+    """Columns of an Arrow table as Python lists (timestamps as epoch milliseconds)."""
+
 def events_schema() -> Any:
     """The Arrow schema of events (``__arrow_c_schema__``; ``.names``): the one definition."""
-
-def events_table(texts: list[str]) -> Any:
-    """The typed events table of events given as JSON texts."""
 
 def loads(text: str) -> Any:
     """One JSON text as Python objects, by the converter of the service's answers."""

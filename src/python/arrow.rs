@@ -246,12 +246,53 @@ pub fn events_schema() -> pyo3_arrow::PySchema {
     pyo3_arrow::PySchema::new(crate::client::arrow::events_schema())
 }
 
-/// The typed events table of events given as JSON texts (as the service sends them).
+/// Columns of an Arrow table as Python lists (strings, integers, booleans; timestamps as epoch
+/// milliseconds), for code that summarises a table without pyarrow (`surveillance demo`).
 #[pyfunction]
-pub fn events_table(texts: Vec<String>) -> PyResult<PyTable> {
-    let layout = Layout::events();
-    let batch = layout
-        .batch(texts.iter().map(String::as_str))
-        .map_err(errors::to_py)?;
-    table(vec![batch], layout.schema())
+pub fn columns<'py>(
+    py: Python<'py>,
+    table: PyTable,
+    names: Vec<String>,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int64Type, TimestampMillisecondType};
+    use arrow_schema::DataType;
+    let (batches, schema) = table.into_inner();
+    let out = pyo3::types::PyDict::new(py);
+    for name in names {
+        let index = schema.index_of(&name).map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err(format!("`names`: no column `{name}`"))
+        })?;
+        let list = pyo3::types::PyList::empty(py);
+        for batch in &batches {
+            let column = batch.column(index);
+            for row in 0..column.len() {
+                let value: Bound<'py, PyAny> = if column.is_null(row) {
+                    py.None().into_bound(py)
+                } else {
+                    match column.data_type() {
+                        DataType::Utf8 => column.as_string::<i32>().value(row).into_pyobject(py)?.into_any(),
+                        DataType::Int64 => column.as_primitive::<Int64Type>().value(row).into_pyobject(py)?.into_any(),
+                        DataType::Timestamp(arrow_schema::TimeUnit::Millisecond, _) => column
+                            .as_primitive::<TimestampMillisecondType>()
+                            .value(row)
+                            .into_pyobject(py)?
+                            .into_any(),
+                        DataType::Boolean => pyo3::types::PyBool::new(py, column.as_boolean().value(row))
+                            .to_owned()
+                            .into_any(),
+                        other => {
+                            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                                "`names`: column `{name}` is {other}, not a string, integer, boolean or timestamp"
+                            )))
+                        }
+                    }
+                };
+                list.append(value)?;
+            }
+        }
+        out.set_item(name, list)?;
+    }
+    Ok(out)
 }
+

@@ -45,8 +45,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<events::EventStream>()?;
     m.add_class::<arrow::BatchStream>()?;
     m.add_function(wrap_pyfunction!(arrow::write_parquet, m)?)?;
-    m.add_function(wrap_pyfunction!(arrow::events_table, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::events_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::columns, m)?)?;
     m.add_function(wrap_pyfunction!(convert::loads, m)?)?;
     m.add_function(wrap_pyfunction!(publish::publish_records, m)?)?;
     m.add_function(wrap_pyfunction!(publish::validate_record, m)?)?;
