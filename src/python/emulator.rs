@@ -1,5 +1,6 @@
 //! Binding of the emulator: `surveillance._core.Emulator`, a thin wrapper over
-//! `emulator::spawn` running on the bindings' runtime. No logic beyond argument conversion.
+//! `emulator::spawn` running on the bindings' runtime. It converts arguments (names to the
+//! emulator's enums, times to epoch ms); `surveillance.Emulator` checks their ranges, once.
 
 use std::sync::Arc;
 
@@ -172,18 +173,7 @@ impl PyEmulator {
         retry_after: u64,
         corrupt_rate: f64,
     ) -> PyResult<()> {
-        for (name, v) in [
-            ("error_rate", error_rate),
-            ("rate_limit_rate", rate_limit_rate),
-            ("drop_rate", drop_rate),
-            ("corrupt_rate", corrupt_rate),
-        ] {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(PyValueError::new_err(format!(
-                    "`{name}` must be between 0 and 1, got `{v}`"
-                )));
-            }
-        }
+        // Ranges are checked once, by `surveillance.Emulator.set_faults`.
         self.handle.state.set_faults(Faults {
             error_rate,
             rate_limit_rate,
