@@ -167,11 +167,3 @@ def path(name: str, value: Any, *, optional: bool = False) -> Optional[str]:
 
 
 PathArg = Union[str, "os.PathLike[str]"]
-
-
-def time_range(start: Any, end: Any, report_id: Any) -> tuple:
-    """``(start_ms, end_ms, report_id)`` of the arguments of an events call, checked."""
-    from ._time import to_ms
-
-    lo, hi = to_ms(start, "start"), to_ms(end, "end")
-    return lo, hi, text("report_id", report_id, optional=True, longest=100)

@@ -55,6 +55,14 @@ def _missing(value: object) -> bool:
     return type(value).__name__ in ("NaTType", "NAType")
 
 
+def time_range(start: TimeLike, end: TimeLike, report_id: object) -> tuple:
+    """``(start_ms, end_ms, report_id)`` of the arguments of an events call, checked."""
+    from ._check import text
+
+    lo, hi = to_ms(start, "start"), to_ms(end, "end")
+    return lo, hi, text("report_id", report_id, optional=True, longest=100)
+
+
 def to_ms(value: TimeLike, name: str = "time") -> int:
     """Returns `value` as Unix epoch milliseconds (sub-millisecond parts are truncated).
 

@@ -14,7 +14,7 @@ from . import _check, _output, _progress
 from . import publish as _publish
 from ._gcpause import paused
 from ._progress import ProgressArg
-from ._time import TimeLike, to_ms
+from ._time import TimeLike, time_range, to_ms
 from .client import EventPlan, _BaseClient
 from .publish import PublishReport
 
@@ -96,7 +96,7 @@ class AsyncClient(_BaseClient):
         80
         """
         _output.check(output)
-        lo, hi, report_id = _check.time_range(start, end, report_id)
+        lo, hi, report_id = time_range(start, end, report_id)
         if output != "dicts":
             table = await self._inner.events_arrow_async(lo, hi, report_id)
             return _output.convert(table, output)
@@ -138,7 +138,7 @@ class AsyncClient(_BaseClient):
         ...     asyncio.run(count(emu.async_client(), emu))
         50
         """
-        lo, hi, report_id = _check.time_range(start, end, report_id)
+        lo, hi, report_id = time_range(start, end, report_id)
         async for chunk in self._chunks(lo, hi, report_id):
             for event in chunk:
                 yield event
@@ -148,7 +148,7 @@ class AsyncClient(_BaseClient):
     ) -> EventPlan:
         """What :meth:`events` would cost, found with a few requests (see
         :meth:`Client.plan_events`)."""
-        lo, hi, report_id = _check.time_range(start, end, report_id)
+        lo, hi, report_id = time_range(start, end, report_id)
         return EventPlan(**json.loads(await self._inner.plan_json_async(lo, hi, report_id)))
 
     async def event_batches(
@@ -157,7 +157,7 @@ class AsyncClient(_BaseClient):
         """The events of :meth:`events` as Arrow record batches (one per window, each an
         object with ``__arrow_c_array__``, e.g. for ``pyarrow.record_batch``), produced as
         windows complete, with bounded memory (``async for batch in ...``)."""
-        lo, hi, report_id = _check.time_range(start, end, report_id)
+        lo, hi, report_id = time_range(start, end, report_id)
         stream = self._inner.event_batch_stream(lo, hi, report_id)
         try:
             while True:

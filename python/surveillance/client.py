@@ -12,7 +12,7 @@ from . import publish as _publish
 from . import sync as _sync
 from ._gcpause import paused
 from ._progress import ProgressArg
-from ._time import TimeLike
+from ._time import TimeLike, time_range
 from .sync import SettleLike, SyncResult
 
 __all__ = ["Client", "Limits", "EventPlan"]
@@ -346,7 +346,7 @@ class Client(_BaseClient):
             DenseWindowError: more than 10,000 events share one millisecond.
         """
         _output.check(output)
-        lo, hi, report_id = _check.time_range(start, end, report_id)
+        lo, hi, report_id = time_range(start, end, report_id)
         callback, close = _progress.make(progress, "events")
         if output != "dicts":
             try:
@@ -384,7 +384,7 @@ class Client(_BaseClient):
         ...     sum(1 for _ in client.iter_events(emu.start, emu.end))
         50
         """
-        lo, hi, report_id = _check.time_range(start, end, report_id)
+        lo, hi, report_id = time_range(start, end, report_id)
         callback, close = _progress.make(progress, "events")
         stream = self._inner.event_stream(lo, hi, report_id, callback)
         try:
@@ -422,7 +422,7 @@ class Client(_BaseClient):
             ...     abs(plan.events - fetched) < 0.25 * fetched, plan.probes <= 6
             (True, True)
         """
-        lo, hi, report_id = _check.time_range(start, end, report_id)
+        lo, hi, report_id = time_range(start, end, report_id)
         return EventPlan(**json.loads(self._inner.plan_json(lo, hi, report_id)))
 
     def event_batches(self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None) -> Any:
@@ -438,7 +438,7 @@ class Client(_BaseClient):
         ...     reader.read_all().num_rows
         50
         """
-        lo, hi, report_id = _check.time_range(start, end, report_id)
+        lo, hi, report_id = time_range(start, end, report_id)
         return self._inner.event_batches(lo, hi, report_id)
 
     # --- incremental sync ---------------------------------------------------------------

@@ -9,7 +9,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any, Optional
 
 from . import _check, _core
-from ._time import TimeLike, from_ms, to_ms
+from ._time import TimeLike, from_ms, time_range, to_ms
 
 if TYPE_CHECKING:
     from .aio import AsyncClient
@@ -441,7 +441,7 @@ class Emulator:
     def truth(self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None) -> list:
         """Ids of the events a perfect client returns for ``[start, end)``, sorted by
         ``(startTime, id)``, whatever the semantics set."""
-        lo, hi, report_id = _check.time_range(start, end, report_id)
+        lo, hi, report_id = time_range(start, end, report_id)
         return self._inner.truth(lo, hi, report_id)
 
     def stats(self) -> dict:

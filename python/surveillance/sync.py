@@ -55,13 +55,14 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from ._time import TimeLike, from_ms, to_ms
 from .errors import ConfigError, QuotaExhaustedError, SyncLockedError
 
-if TYPE_CHECKING:
-    from .client import Client
+#: What the sync needs of a client (a :class:`~surveillance.Client`: named only in words, so
+#: that this module, which the client's ``sync_events`` calls, does not import it back).
+Client = Any
 
 __all__ = ["SyncResult", "sync_events", "read_state", "parse_settle", "STATE_FILE", "LOCK_FILE"]
 

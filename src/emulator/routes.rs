@@ -14,11 +14,27 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
+use tokio::sync::Notify;
 
 use super::data::Data;
-use super::server::ConnDrop;
 use super::state::{Class, Fault, Hostile, Order, State, Verdict};
 use crate::webhook as validate;
+
+/// Lets a handler close its connection without answering (the `drop_rate` fault).
+#[derive(Debug, Clone)]
+pub struct ConnDrop(Arc<Notify>);
+
+impl ConnDrop {
+    /// The handle of a connection that `kill` closes (the server puts one in every request).
+    pub fn new(kill: Arc<Notify>) -> ConnDrop {
+        ConnDrop(kill)
+    }
+
+    /// Closes the connection this request came on.
+    pub fn drop_now(&self) {
+        self.0.notify_one();
+    }
+}
 
 /// Records per page.
 pub const PAGE: usize = 100;

@@ -14,18 +14,8 @@ use tokio::task::JoinSet;
 use tokio_rustls::rustls;
 use tower::ServiceExt;
 
+use super::routes::{router, ConnDrop};
 use super::state::State;
-
-/// Lets a handler close its connection without answering (the `drop_rate` fault).
-#[derive(Debug, Clone)]
-pub struct ConnDrop(Arc<Notify>);
-
-impl ConnDrop {
-    /// Closes the connection this request came on.
-    pub fn drop_now(&self) {
-        self.0.notify_one();
-    }
-}
 
 /// A running emulator: its address and the means to stop it.
 #[derive(Debug)]
@@ -147,7 +137,7 @@ pub async fn spawn_with(state: Arc<State>, port: u16, tls: bool) -> std::io::Res
     let listener = TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = watch::channel(false);
-    let app = super::routes::router(state.clone());
+    let app = router(state.clone());
     let task = tokio::spawn(accept_loop(listener, acceptor, app, state.clone(), rx));
     Ok(Handle {
         state,
@@ -209,7 +199,7 @@ async fn serve_connection<S>(
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let kill = Arc::new(Notify::new());
-    let conn_drop = ConnDrop(kill.clone());
+    let conn_drop = ConnDrop::new(kill.clone());
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         req.extensions_mut().insert(conn_drop.clone());
         app.clone().oneshot(req.map(axum::body::Body::new))

@@ -295,4 +295,3 @@ pub fn columns<'py>(
     }
     Ok(out)
 }
-
