@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import pytest
 import surveillance as sv
+
 from conftest import OFFSET_CEILING, PAGE
 
 KINDS = ["sites", "devices", "cameras", "reports"]

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import surveillance as sv
+
 from conftest import PAGE, Http, Resp, parse_ts
 
 UTC = timezone.utc
