@@ -245,15 +245,23 @@ impl Ledger {
         f(&mut memory)
     }
 
-    /// Counts one request about to be sent; [`Error::Quota`] (nothing is counted) when today's
-    /// budget is spent, or the service asked for a wait that has not passed.
-    pub fn spend(&self) -> Result<()> {
+    /// Runs `f` on the record of the service's day (a new count past its midnight), with the
+    /// service's time now and the record's day.
+    fn on_today<T>(&self, f: impl Fn(&mut Record, i64, i64) -> T) -> T {
         let now = self.service_now_ms();
         let today = now.div_euclid(DAY_MS);
-        let limit = self.limit;
         self.update(|r| {
             roll(r, today);
             let day = day_number(&r.day).unwrap_or(today);
+            f(r, now, day)
+        })
+    }
+
+    /// Counts one request about to be sent; [`Error::Quota`] (nothing is counted) when today's
+    /// budget is spent, or the service asked for a wait that has not passed.
+    pub fn spend(&self) -> Result<()> {
+        let limit = self.limit;
+        self.on_today(|r, now, day| {
             if r.blocked_until_ms > now {
                 return Err(quota_error(r.used, limit, r.blocked_until_ms, None));
             }
@@ -270,11 +278,9 @@ impl Ledger {
     /// The service answered 429 and asked to wait `wait_ms`, longer than the client waits:
     /// every client of the machine refuses requests until then. The error to raise.
     pub fn block(&self, wait_ms: i64, why: String) -> Error {
-        let until = self.service_now_ms() + wait_ms;
         let limit = self.limit;
-        let today = self.service_now_ms().div_euclid(DAY_MS);
-        self.update(|r| {
-            roll(r, today);
+        self.on_today(|r, now, _| {
+            let until = now + wait_ms;
             r.blocked_until_ms = r.blocked_until_ms.max(until);
             quota_error(r.used, limit, until, Some(why.clone()))
         })
@@ -282,12 +288,8 @@ impl Ledger {
 
     /// Where the quota stands now.
     pub fn quota(&self) -> Quota {
-        let now = self.service_now_ms();
-        let today = now.div_euclid(DAY_MS);
         let limit = self.limit;
-        self.update(|r| {
-            roll(r, today);
-            let day = day_number(&r.day).unwrap_or(today);
+        self.on_today(|r, now, day| {
             let midnight = (day + 1) * DAY_MS;
             let blocked = r.blocked_until_ms > now;
             Quota {

@@ -47,37 +47,14 @@ pub fn scan(text: &str, check: bool) -> Option<Scanned> {
     }
     let mut fields: [Entry<'_>; MAX_FIELDS] = [Entry::EMPTY; MAX_FIELDS];
     let mut n = 0;
-    s.i += 1;
-    s.ws();
-    if s.peek() == Some(b'}') {
-        s.i += 1;
-    } else {
-        loop {
-            s.ws();
-            let key = s.plain_key()?;
-            s.ws();
-            s.expect(b':')?;
-            s.ws();
-            let start = s.i;
-            let value = s.value(1)?;
-            if n == MAX_FIELDS || fields[..n].iter().any(|e| e.key == key) {
-                return None;
-            }
-            fields[n] = Entry {
-                key,
-                value,
-                start,
-                end: s.i,
-            };
-            n += 1;
-            s.ws();
-            match s.next()? {
-                b',' => continue,
-                b'}' => break,
-                _ => return None,
-            }
+    s.object(1, |e| {
+        if n == MAX_FIELDS || fields[..n].iter().any(|f| f.key == e.key) {
+            return None;
         }
-    }
+        fields[n] = e;
+        n += 1;
+        Some(())
+    })?;
     s.ws();
     if s.i != s.b.len() {
         return None;
@@ -86,7 +63,7 @@ pub fn scan(text: &str, check: bool) -> Option<Scanned> {
     let text_of = |name: &str| -> Option<Cow<'_, str>> {
         let e = fields.iter().find(|e| e.key == name.as_bytes())?;
         match e.value {
-            Value::Str { escaped } => unescape(&s.b[e.start..e.end], escaped),
+            Value::Str { escaped } => unescape(e.raw, escaped),
             _ => None,
         }
     };
@@ -108,18 +85,17 @@ pub fn scan(text: &str, check: bool) -> Option<Scanned> {
                     let Some(f) = record.field(e.key) else {
                         break;
                     };
-                    let bytes = &s.b[e.start..e.end];
                     match (record.kind(f), e.value) {
                         (Kind::Items(_), Value::Array) => {
                             let Some(items) = record.items(f) else { break };
-                            match check_items(bytes, &items) {
+                            match check_items(e.raw, &items) {
                                 Some(true) => {}
                                 Some(false) => record.fail(),
                                 None => return None,
                             }
                         }
                         (_, value) => {
-                            let v = scalar(bytes, value)?;
+                            let v = scalar(e.raw, value)?;
                             record.value(f, v.as_scalar());
                         }
                     }
@@ -145,40 +121,14 @@ fn check_items(bytes: &[u8], items: &super::fast::Items) -> Option<bool> {
         if s.peek() != Some(b'{') {
             return Some(false);
         }
-        s.i += 1;
         let mut item = items.item();
-        s.ws();
-        if s.peek() == Some(b'}') {
-            s.i += 1;
-        } else {
-            loop {
-                s.ws();
-                let key = s.plain_key()?;
-                s.ws();
-                s.expect(b':')?;
-                s.ws();
-                let start = s.i;
-                let value = s.value(2)?;
-                let f = item.field(key);
-                if let Some(f) = f {
-                    match value {
-                        Value::Array => {
-                            item.value(f, Scalar::Container);
-                        }
-                        v => {
-                            let scalar = scalar(&s.b[start..s.i], v)?;
-                            item.value(f, scalar.as_scalar());
-                        }
-                    }
-                }
-                s.ws();
-                match s.next()? {
-                    b',' => continue,
-                    b'}' => break,
-                    _ => return None,
-                }
+        s.object(2, |e| {
+            if let Some(f) = item.field(e.key) {
+                let v = scalar(e.raw, e.value)?;
+                item.value(f, v.as_scalar());
             }
-        }
+            Some(())
+        })?;
         if !item.complete() {
             return Some(false);
         }
@@ -257,20 +207,19 @@ fn unescape(quoted: &[u8], escaped: bool) -> Option<Cow<'_, str>> {
         .map(Cow::Owned)
 }
 
+/// A key of an object, and its value: what it is, and its bytes.
 #[derive(Clone, Copy)]
 struct Entry<'a> {
     key: &'a [u8],
     value: Value,
-    start: usize,
-    end: usize,
+    raw: &'a [u8],
 }
 
 impl Entry<'_> {
     const EMPTY: Entry<'static> = Entry {
         key: b"",
         value: Value::Null,
-        start: 0,
-        end: 0,
+        raw: b"",
     };
 }
 
@@ -308,6 +257,38 @@ impl<'a> Scanner<'a> {
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.i += 1;
+        }
+    }
+
+    /// An object at nesting `depth`, handing each of its entries to `each` (whose None stops
+    /// the scan, as a syntax error does).
+    fn object(&mut self, depth: u32, mut each: impl FnMut(Entry<'a>) -> Option<()>) -> Option<()> {
+        self.expect(b'{')?;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            let key = self.plain_key()?;
+            self.ws();
+            self.expect(b':')?;
+            self.ws();
+            let start = self.i;
+            let value = self.value(depth)?;
+            let b: &'a [u8] = self.b;
+            each(Entry {
+                key,
+                value,
+                raw: &b[start..self.i],
+            })?;
+            self.ws();
+            match self.next()? {
+                b',' => continue,
+                b'}' => return Some(()),
+                _ => return None,
+            }
         }
     }
 
