@@ -89,6 +89,10 @@ pub struct Http {
     reads: Gate,
     publishes: Gate,
     token: tokio::sync::Mutex<Option<Token>>,
+    /// The latest refusal of the credentials, and how many there have been: a caller that
+    /// waited for the token while a fetch was refused gets that refusal, rather than asking
+    /// again (a publish has hundreds of batches waiting, each a request of the day's quota).
+    refusal: std::sync::Mutex<(u64, Option<Error>)>,
     generation: AtomicU64,
     log: Option<LogSink>,
     closed: tokio::sync::watch::Sender<bool>,
@@ -261,6 +265,7 @@ impl Http {
             client,
             stats: Stats::default(),
             token: tokio::sync::Mutex::new(None),
+            refusal: std::sync::Mutex::new((0, None)),
             generation: AtomicU64::new(0),
             log,
             closed: tokio::sync::watch::Sender::new(false),
@@ -342,6 +347,7 @@ impl Http {
 
     async fn token_inner(&self) -> Result<(Secret, u64)> {
         self.check_open()?;
+        let refusals = self.refusals().0;
         let mut slot = self.token.lock().await;
         if let Some(t) = slot.as_ref() {
             if Instant::now() < t.refresh_at {
@@ -349,10 +355,32 @@ impl Http {
             }
             self.log(Level::Debug, || "access token near expiry: renewing".into());
         }
-        let t = self.fetch_token().await?;
+        if let (n, Some(e)) = self.refusals() {
+            if n != refusals {
+                return Err(e);
+            }
+        }
+        let t = match self.fetch_token().await {
+            Ok(t) => t,
+            Err(e) => {
+                if matches!(e, Error::Auth { .. }) {
+                    let mut r = self.refusal.lock().unwrap_or_else(|p| p.into_inner());
+                    *r = (r.0 + 1, Some(e.clone()));
+                }
+                return Err(e);
+            }
+        };
         let out = (t.value.clone(), t.generation);
         *slot = Some(t);
         Ok(out)
+    }
+
+    /// How many times the credentials were refused, and the latest refusal.
+    fn refusals(&self) -> (u64, Option<Error>) {
+        self.refusal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Forgets the token of `generation` (refused by the service), unless already replaced.

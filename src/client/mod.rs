@@ -17,8 +17,6 @@ pub mod stats;
 
 #[cfg(test)]
 mod fuzz;
-#[cfg(test)]
-mod roundtrip;
 
 use std::sync::Arc;
 
@@ -88,6 +86,11 @@ impl Client {
     /// The transport (for the event windows and publishing).
     pub fn http(&self) -> &Http {
         &self.http
+    }
+
+    /// Whether the webhook takes arrays, as far as this client's publishes have found out.
+    pub fn webhook_arrays(&self) -> publish::Arrays {
+        self.webhook.arrays()
     }
 
     /// A valid access token (fetched or reused).

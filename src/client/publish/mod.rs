@@ -1019,4 +1019,36 @@ impl Client {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acceptance_is_the_count_of_the_records_posted() {
+        let url = Url::parse("http://127.0.0.1/v2/webhook").expect("url");
+        assert!(acceptance(&url, br#"{"accepted": 3}"#, 3).is_ok());
+        for (body, n) in [
+            (&br#"{"accepted": 2}"#[..], 3),
+            (br#"{"accepted": "3"}"#, 3),
+            (br#"{"accepted": {"n": 3}}"#, 3),
+            (br#"{"data": [], "message": "not the list"}"#, 1),
+            (br#"{"accep"#, 1),
+            (b"<html><body>Bad Gateway</body></html>", 1),
+            (b"", 1),
+            (b"[]", 1),
+        ] {
+            let e = acceptance(&url, body, n).expect_err("not an acceptance");
+            assert!(matches!(e, Error::Decode { .. }), "{e}");
+        }
+    }
+
+    #[test]
+    fn batch_size_is_checked() {
+        for bad in [0, 101] {
+            let o = Options {
+                batch_size: bad,
+                ..Options::default()
+            };
+            assert!(o.check().is_err());
+        }
+    }
+}

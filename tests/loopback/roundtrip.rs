@@ -1,41 +1,21 @@
 //! Round trips of the pure Rust client against the emulator, with no Python: every event of a
 //! range exactly once under each order and bound semantics, past the offset ceiling.
 
-use std::sync::Arc;
-
 use arrow_select::concat::concat_batches;
+use surveillance::client::arrow::Layout;
+use surveillance::client::config::DEFAULT_MAX_RETRIES;
+use surveillance::client::events::{fetch_all, fetch_batches, Event, Query};
+use surveillance::client::{Client, Error, Limits};
+use surveillance::emulator::{Bounds, Faults, Handle, Order};
 
-use super::arrow::Layout;
-use super::events::{fetch_all, fetch_batches, Event, Query};
-use super::{Client, Config, Limits, Secret, Settings};
-use crate::emulator::{spawn, Bounds, DataConfig, Faults, Handle, Order, State};
+use crate::common;
 
 async fn emulator(events_per_day: u64, days: u32) -> Handle {
-    let cfg = DataConfig {
-        seed: 7,
-        sites: 10,
-        days,
-        events_per_day,
-        ..DataConfig::default()
-    };
-    spawn(Arc::new(State::new(&cfg)), 0)
-        .await
-        .expect("emulator listens")
+    common::emulator(7, 10, days, events_per_day).await
 }
 
 fn client_for(h: &Handle, limits: Limits) -> Client {
-    let c = &h.state.creds;
-    let settings = Settings {
-        api_key: Some(Secret::new(c.api_key.clone())),
-        client_id: Some(c.client_id.clone()),
-        client_secret: Some(Secret::new(c.client_secret.clone())),
-        base_url: Some(h.url()),
-        audience: Some(c.audience.clone()),
-        limits: Some(limits),
-        ..Settings::default()
-    };
-    let config = Config::resolve(settings, &|_| None).expect("config");
-    Client::new(config, None).expect("client")
+    common::client_for(h, limits, DEFAULT_MAX_RETRIES)
 }
 
 fn whole(h: &Handle) -> Query {
@@ -129,7 +109,7 @@ async fn dense_millisecond() {
         },
     );
     let err = fetch_all(client, q, None).await.expect_err("too dense");
-    assert!(matches!(err, super::Error::DenseWindow { .. }), "{err}");
+    assert!(matches!(err, Error::DenseWindow { .. }), "{err}");
     h.stop().await;
 }
 

@@ -1,10 +1,15 @@
 //! Publishing against the emulator, over loopback: faults, batches split to isolate bad records,
 //! validation, upserts, regions, cancellation, refused credentials, hostile answers, files.
 
-use super::*;
-use crate::client::{Config, Limits, Secret, Settings};
-use crate::emulator::{spawn, DataConfig, Faults, Handle, Hostile, HostileRule, State};
-use serde_json::json;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use surveillance::client::publish::*;
+use surveillance::client::{Client, Error, Limits, Region, Secret};
+use surveillance::emulator::{Faults, Handle, Hostile, HostileRule};
+use tokio::sync::{mpsc, watch};
+
+use crate::common;
 
 /// One object per body, as API.md describes.
 const ONE_PER_BODY: Options = Options {
@@ -15,33 +20,11 @@ const ONE_PER_BODY: Options = Options {
 };
 
 async fn emulator() -> Handle {
-    let cfg = DataConfig {
-        seed: 3,
-        sites: 2,
-        days: 1,
-        events_per_day: 10,
-        ..DataConfig::default()
-    };
-    spawn(Arc::new(State::new(&cfg)), 0)
-        .await
-        .expect("emulator listens")
+    common::emulator(3, 2, 1, 10).await
 }
 
 fn client_for(h: &Handle, limits: Limits, max_retries: u32) -> Client {
-    let c = &h.state.creds;
-    let settings = Settings {
-        api_key: Some(Secret::new(c.api_key.clone())),
-        client_id: Some(c.client_id.clone()),
-        client_secret: Some(Secret::new(c.client_secret.clone())),
-        base_url: Some(h.url()),
-        eu_base_url: Some(h.eu_url()),
-        audience: Some(c.audience.clone()),
-        limits: Some(limits),
-        max_retries: Some(max_retries),
-        ..Settings::default()
-    };
-    let config = Config::resolve(settings, &|_| None).expect("config");
-    Client::new(config, None).expect("client")
+    common::client_for(h, limits, max_retries)
 }
 
 fn retail(tx: &str, price: f64) -> Value {
@@ -267,14 +250,19 @@ async fn refused_credentials_stop_publishing_with_an_error() {
     let mut config = client.config().clone();
     config.api_key = Secret::new("wrong");
     client = Client::new(config, None).expect("client");
-    let records: Vec<Value> = (0..20_000)
-        .map(|i| retail(&format!("x-{i}"), 1.0))
-        .collect();
+    // More records than fit in flight (256 batches of 100) and in the source's channel.
+    let n = 40_000;
+    let records: Vec<Value> = (0..n).map(|i| retail(&format!("x-{i}"), 1.0)).collect();
     let report = run(&client, records, Options::default()).await;
     assert!(matches!(report.error, Some(Error::Auth { .. })));
     assert_eq!(report.accepted, 0);
     assert_eq!(report.failures.len() as u64, report.total);
-    assert!(report.total < 20_000, "stopped reading: {}", report.total);
+    assert!(report.total < n, "stopped reading: {}", report.total);
+    // Batches that waited for the token while it was refused take that refusal: one request.
+    assert_eq!(
+        client.stats().requests.get("POST /v2/oauth/token"),
+        Some(&1)
+    );
 }
 
 #[tokio::test]
@@ -333,25 +321,6 @@ async fn a_proxy_that_never_lets_through_fails_every_record_with_its_answer() {
     }
 }
 
-#[test]
-fn acceptance_is_the_count_of_the_records_posted() {
-    let url = Url::parse("http://127.0.0.1/v2/webhook").expect("url");
-    assert!(acceptance(&url, br#"{"accepted": 3}"#, 3).is_ok());
-    for (body, n) in [
-        (&br#"{"accepted": 2}"#[..], 3),
-        (br#"{"accepted": "3"}"#, 3),
-        (br#"{"accepted": {"n": 3}}"#, 3),
-        (br#"{"data": [], "message": "not the list"}"#, 1),
-        (br#"{"accep"#, 1),
-        (b"<html><body>Bad Gateway</body></html>", 1),
-        (b"", 1),
-        (b"[]", 1),
-    ] {
-        let e = acceptance(&url, body, n).expect_err("not an acceptance");
-        assert!(matches!(e, Error::Decode { .. }), "{e}");
-    }
-}
-
 #[tokio::test]
 async fn a_webhook_that_stays_rate_limited_stops_with_a_rate_limit_error() {
     let h = emulator().await;
@@ -385,7 +354,7 @@ async fn auto_batches_fall_back_to_one_record_per_body_when_arrays_are_refused()
     let report = run(&client, records.clone(), Options::default()).await;
     assert_eq!(report.accepted, 250, "{:?}", report.failures.first());
     assert_eq!(stored(&h, "us").len(), 250);
-    assert_eq!(client.webhook.arrays(), Arrays::Refused);
+    assert_eq!(client.webhook_arrays(), Arrays::Refused);
     // Found out once: the next publish posts one record per body from the start.
     h.state.clear_published();
     let again = run(&client, records[..20].to_vec(), Options::default()).await;
@@ -411,13 +380,13 @@ async fn a_bad_record_in_an_auto_batch_is_isolated_once_arrays_are_known_to_work
     assert_eq!(report.accepted, 99);
     assert_eq!(report.failures[0].index, 0);
     // The first record alone tells nothing about arrays: they stay unknown.
-    assert_eq!(client.webhook.arrays(), Arrays::Unknown);
+    assert_eq!(client.webhook_arrays(), Arrays::Unknown);
     let mut records: Vec<Value> = (0..100).map(|i| retail(&format!("r-{i}"), 1.0)).collect();
     records[50]["registerId"] = json!("r-1");
     let report = run(&client, records, options).await;
     assert_eq!(report.accepted, 99);
     assert_eq!(report.failures[0].index, 50);
-    assert_eq!(client.webhook.arrays(), Arrays::Accepted);
+    assert_eq!(client.webhook_arrays(), Arrays::Accepted);
 }
 
 #[tokio::test]
@@ -484,22 +453,14 @@ async fn a_large_file_keeps_its_order_across_blocks_and_workers() {
                 panic!("a valid record refused")
             };
             assert_eq!(index, next);
-            assert_eq!(key, crate::webhook::fast::tx_key(&format!("b-{index}")));
+            assert_eq!(
+                key,
+                surveillance::webhook::fast::tx_key(&format!("b-{index}"))
+            );
             next += 1;
         }
     }
     feeder.await.expect("join").expect("read");
     assert_eq!(next, 20_000);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn batch_size_is_checked() {
-    for bad in [0, 101] {
-        let o = Options {
-            batch_size: bad,
-            ..Options::default()
-        };
-        assert!(o.check().is_err());
-    }
 }
