@@ -1,10 +1,13 @@
-"""Shared fixtures: a small emulator per test module, a reset after each test, and a tiny HTTP
-helper built on the standard library only (``urllib.request``), so these tests exercise the
-emulator's wire contract without depending on the project's own client."""
+"""Shared fixtures and helpers: a small emulator per test module, reset around each test (also
+a module's own ``big`` emulator), sample webhook records, the environment of a child process
+pointed at an emulator, and a tiny HTTP helper built on the standard library only
+(``urllib.request``), so the emulator's wire contract is tested without the project's own
+client."""
 
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import urllib.error
 import urllib.parse
@@ -19,6 +22,63 @@ TIMEOUT = 10.0
 PAGE = 100
 OFFSET_CEILING = 10_000
 UTC = timezone.utc
+T0 = 1_794_891_600_000  # 2026-11-17T09:00Z: the times of the sample records below
+
+
+def retail(i: int, **extra: Any) -> dict:
+    """A valid retail record of one item, transaction ``t-{i}``, at ``T0 + i``."""
+    r = {
+        "dataType": "retail",
+        "schemaVersion": "1",
+        "startTime": T0 + i,
+        "endTime": T0 + i + 60_000,
+        "locationId": "store-1",
+        "dataSourceId": "pos-1",
+        "transactionId": f"t-{i}",
+        "status": "sale",
+        "items": [
+            {"time": T0 + i, "quantity": 1, "description": "tea", "unitPrice": 2.5, "type": "SALE"}
+        ],
+    }
+    r.update(extra)
+    return r
+
+
+def other(i: int = 0, **extra: Any) -> dict:
+    """A valid record of the ``other`` model, event ``e{i}``, at ``T0 + i``."""
+    r = {
+        "dataType": "other",
+        "schemaVersion": "1",
+        "startTime": T0 + i,
+        "locationId": "s",
+        "dataSourceId": "d",
+        "eventUniqueId": f"e{i}",
+        "eventType": "door",
+    }
+    r.update(extra)
+    return r
+
+
+def service_env(emu: Any = None, **extra: str) -> dict:
+    """This process's environment for a child: no ``SURVEILLANCE_*`` setting but the quota
+    directory (each test's own), then the service settings of ``emu`` when given, then
+    ``extra``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SURVEILLANCE_") or k == "SURVEILLANCE_QUOTA_DIR"
+    }
+    if emu is not None:
+        env.update(
+            SURVEILLANCE_BASE_URL=emu.url,
+            SURVEILLANCE_EU_BASE_URL=emu.eu_url,
+            SURVEILLANCE_API_KEY=emu.api_key,
+            SURVEILLANCE_CLIENT_ID=emu.client_id,
+            SURVEILLANCE_CLIENT_SECRET=emu.client_secret,
+            SURVEILLANCE_AUDIENCE=emu.audience,
+        )
+    env.update(extra)
+    return env
 
 
 def iso_z(dt: datetime) -> str:
@@ -180,9 +240,10 @@ def _decode(raw: bytes) -> Any:
 
 
 def reset(emu: Any) -> None:
-    """Back to the defaults: no faults, asc/[), no limits, arrays on the webhook, default token
-    lifetime, no stats."""
+    """Back to the defaults: no faults, no hostile answers, asc/[), no limits, arrays on the
+    webhook, default token lifetime, no stats."""
     emu.set_faults()
+    emu.set_hostile()
     emu.set_semantics()
     emu.set_limits()
     emu.set_webhook()
@@ -202,12 +263,12 @@ def emu():
 
 @pytest.fixture(autouse=True)
 def _reset_emulator(request):
-    """Tests that use `emu` start and end with it reset (faults, semantics, limits, stats)."""
-    e = request.getfixturevalue("emu") if "emu" in request.fixturenames else None
-    if e is not None:
+    """Tests that use `emu` (or a module's `big`) start and end with it reset."""
+    used = [request.getfixturevalue(n) for n in ("emu", "big") if n in request.fixturenames]
+    for e in used:
         reset(e)
     yield
-    if e is not None:
+    for e in used:
         reset(e)
 
 
@@ -236,8 +297,6 @@ def make_emu():
 @pytest.fixture
 def clean_env(monkeypatch):
     """`monkeypatch` with every ``SURVEILLANCE_*`` variable removed from the environment."""
-    import os
-
     for var in list(os.environ):
         if var.startswith("SURVEILLANCE_") and var != "SURVEILLANCE_QUOTA_DIR":
             monkeypatch.delenv(var)

@@ -54,13 +54,6 @@ def emu():
         yield emu
 
 
-@pytest.fixture(autouse=True)
-def _reset(emu):
-    yield
-    emu.set_faults()
-    emu.set_semantics()
-
-
 @pytest.fixture(scope="module")
 def client(emu):
     return emu.client()

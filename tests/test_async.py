@@ -20,13 +20,6 @@ def emu():
         yield emu
 
 
-@pytest.fixture(autouse=True)
-def _reset(emu):
-    yield
-    emu.set_faults()
-    emu.set_semantics()
-
-
 def run(coro):
     return asyncio.run(coro)
 

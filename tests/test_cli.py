@@ -21,6 +21,8 @@ import pytest
 import surveillance as sv
 from surveillance import cli
 
+from conftest import service_env
+
 CLI = [sys.executable, "-m", "surveillance.cli"]
 PROGRESS = re.compile(r"events: *\d+%")
 
@@ -91,22 +93,7 @@ def _script() -> list:
 
 
 def _env(emu=None, **extra) -> dict:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("SURVEILLANCE_") or k == "SURVEILLANCE_QUOTA_DIR"
-    }
-    env["PYTHONUNBUFFERED"] = "1"
-    if emu is not None:
-        env.update(
-            SURVEILLANCE_BASE_URL=emu.url,
-            SURVEILLANCE_API_KEY=emu.api_key,
-            SURVEILLANCE_CLIENT_ID=emu.client_id,
-            SURVEILLANCE_CLIENT_SECRET=emu.client_secret,
-            SURVEILLANCE_AUDIENCE=emu.audience,
-        )
-    env.update(extra)
-    return env
+    return service_env(emu, PYTHONUNBUFFERED="1", **extra)
 
 
 #: Client commands read as fast as the emulator answers (the default is the published limit,

@@ -56,16 +56,6 @@ def big():
         yield emu
 
 
-@pytest.fixture(autouse=True)
-def _reset(request):
-    if "big" in request.fixturenames:
-        emu = request.getfixturevalue("big")
-        emu.set_semantics()
-        emu.set_faults()
-        emu.reset_stats()
-    yield
-
-
 def worker_clients(dask_client) -> dict:
     """How many cached clients each worker process holds."""
     return dask_client.run(lambda: len(__import__("surveillance.dask").dask._CLIENTS))

@@ -25,16 +25,6 @@ def big():
         yield emu
 
 
-@pytest.fixture(autouse=True)
-def _reset_big(request):
-    yield
-    if "big" in request.fixturenames:
-        emu = request.getfixturevalue("big")
-        emu.set_semantics()
-        emu.set_faults()
-        emu.set_limits()
-
-
 def ids(events):
     return [e["id"] for e in events]
 

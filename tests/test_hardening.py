@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 import surveillance as sv
 
+from conftest import other
+
 HOSTILE_MODES = ["truncated", "not_array", "html", "huge_string", "slow_body", "no_answer"]
 
 
@@ -17,24 +19,10 @@ def emu():
 
 
 @pytest.fixture(autouse=True)
-def _reset(emu):
+def _clear(emu):
     emu.clear_published()
     yield
-    emu.set_hostile()
-    emu.set_faults()
     emu.clear_published()
-
-
-def other(i: int) -> dict:
-    return {
-        "dataType": "other",
-        "schemaVersion": "1",
-        "startTime": 1794891600000,
-        "locationId": "s",
-        "dataSourceId": "d",
-        "eventUniqueId": f"e{i}",
-        "eventType": "door",
-    }
 
 
 def test_an_html_200_from_a_proxy_is_not_an_acceptance(emu):

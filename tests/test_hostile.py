@@ -22,14 +22,6 @@ def emu():
         yield emu
 
 
-@pytest.fixture(autouse=True)
-def _reset(emu):
-    yield
-    emu.set_hostile()
-    emu.set_faults()
-    emu.set_token_lifetime(4 * 3600)
-
-
 def quick_client(emu, **kwargs):
     kwargs.setdefault("timeout", TIMEOUT)
     kwargs.setdefault("max_retries", 1)

@@ -16,23 +16,13 @@ import time
 import pytest
 import surveillance as sv
 
+from conftest import other
+
 
 @pytest.fixture
 def emu():
     with sv.Emulator(seed=11, sites=4, days=2, events_per_day=3000) as emu:
         yield emu
-
-
-def other(i: int) -> dict:
-    return {
-        "dataType": "other",
-        "schemaVersion": "1",
-        "startTime": 1794891600000 + i,
-        "locationId": "s",
-        "dataSourceId": "d",
-        "eventUniqueId": f"e{i}",
-        "eventType": "door",
-    }
 
 
 def webhook_requests(emu) -> int:

@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 import surveillance as sv
 
+from conftest import service_env
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 FENCES = re.findall(r"^```([^\n`]*)\n(.*?)^```", README.read_text(encoding="utf-8"), re.S | re.M)
 PYTHON = [code for lang, code in FENCES if lang == "python"]
@@ -60,20 +62,7 @@ def shell_env(tmp_path_factory):
     script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m surveillance.cli "$@"\n')
     script.chmod(0o755)
     with sv.Emulator(seed=2, sites=3, days=2, events_per_day=100) as emu:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("SURVEILLANCE_") or k == "SURVEILLANCE_QUOTA_DIR"
-        }
-        env.update(
-            PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
-            SURVEILLANCE_BASE_URL=emu.url,
-            SURVEILLANCE_API_KEY=emu.api_key,
-            SURVEILLANCE_CLIENT_ID=emu.client_id,
-            SURVEILLANCE_CLIENT_SECRET=emu.client_secret,
-            SURVEILLANCE_AUDIENCE=emu.audience,
-        )
-        yield env
+        yield service_env(emu, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 @pytest.mark.parametrize("line", CLI_LINES, ids=[f"sh{i}" for i in range(len(CLI_LINES))])

@@ -14,6 +14,8 @@ from typing import Any, Callable
 import pytest
 import surveillance as sv
 
+from conftest import other
+
 #: Values a careless or hostile caller passes, for any argument.
 BAD: list = [
     -1,
@@ -169,29 +171,17 @@ def test_sync_events(emu, client, tmp_path):
     )
 
 
-def record(i: int = 0) -> dict:
-    return {
-        "dataType": "other",
-        "schemaVersion": "1",
-        "startTime": 1794891600000 + i,
-        "locationId": "s",
-        "dataSourceId": "d",
-        "eventUniqueId": f"e{i}",
-        "eventType": "door",
-    }
-
-
 def test_publish(emu, client):
     fuzz(
         "publish",
         client.publish,
-        {"records": [record()], "progress": False},
+        {"records": [other()], "progress": False},
         secrets_of(emu),
     )
 
 
 def test_validate_and_write_parquet(emu, tmp_path):
-    fuzz("validate", sv.validate, {"record": record()}, secrets_of(emu))
+    fuzz("validate", sv.validate, {"record": other()}, secrets_of(emu))
     table = sv.Client(**client_kwargs(emu)).sites(output="arrow")
     fuzz(
         "write_parquet",
@@ -266,7 +256,7 @@ def test_async_publish(emu):
     fuzz(
         "AsyncClient.publish",
         aclient.publish,
-        {"records": [record()], "progress": False},
+        {"records": [other()], "progress": False},
         secrets_of(emu),
         then=run_async,
     )

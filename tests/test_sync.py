@@ -24,6 +24,8 @@ import pytest
 import surveillance as sv
 from surveillance import sync as svsync
 
+from conftest import service_env
+
 UTC = dt.timezone.utc
 H = dt.timedelta(hours=1)
 #: The command line reads as fast as the emulator answers (its default is the published limit).
@@ -183,21 +185,7 @@ print("done", flush=True)
 
 
 def child_env(emu) -> dict:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("SURVEILLANCE_") or k == "SURVEILLANCE_QUOTA_DIR"
-    }
-    env.update(
-        SURVEILLANCE_BASE_URL=emu.url,
-        SURVEILLANCE_EU_BASE_URL=emu.eu_url,
-        SURVEILLANCE_API_KEY=emu.api_key,
-        SURVEILLANCE_CLIENT_ID=emu.client_id,
-        SURVEILLANCE_CLIENT_SECRET=emu.client_secret,
-        SURVEILLANCE_AUDIENCE=emu.audience,
-        NO_PROXY="127.0.0.1,localhost",
-    )
-    return env
+    return service_env(emu, NO_PROXY="127.0.0.1,localhost")
 
 
 def partition_ids(path) -> dict:

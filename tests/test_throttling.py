@@ -11,24 +11,9 @@ from typing import Any, Callable
 import pytest
 import surveillance as sv
 
-T0 = 1_794_891_600_000
+from conftest import retail
+
 RATE = 20  # the read limit of the emulator below: the published 1/s, scaled 20 times
-
-
-def retail(i: int) -> dict:
-    return {
-        "dataType": "retail",
-        "schemaVersion": "1",
-        "startTime": T0 + i,
-        "endTime": T0 + i + 60_000,
-        "locationId": "store-1",
-        "dataSourceId": "pos-1",
-        "transactionId": f"t-{i}",
-        "status": "sale",
-        "items": [
-            {"time": T0 + i, "quantity": 1, "description": "tea", "unitPrice": 2.5, "type": "SALE"}
-        ],
-    }
 
 
 def timed(f: Callable[[], Any]) -> tuple[Any, float]:
