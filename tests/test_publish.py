@@ -276,6 +276,10 @@ def test_refused_credentials_raise_auth_error_with_the_report(emu):
     assert report.accepted == 0 and report.total == len(report.rejected)
     assert report.total < 100_000  # stopped reading the generator
     assert "wrong-key" not in str(e.value) and "wrong-key" not in repr(report)
+    # Each failure's kind comes from the core, typed: the refused batches and those never sent.
+    kinds = report.counts()
+    assert set(kinds) <= {"refused", "not sent"} and kinds.get("not sent", 0) > 0, kinds
+    assert all(f.status == 403 for f in report.rejected if f.kind == "refused")
 
 
 def test_an_exception_in_the_generator_is_raised_after_publishing_what_it_gave(emu, client):

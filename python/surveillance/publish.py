@@ -90,6 +90,10 @@ class Failure:
         line: its line number in a JSON Lines file (1-based), for a file source.
         record_json: the record as JSON text, as :meth:`PublishReport.write_failures` writes
             it.
+        kind: why, in one word: ``"invalid"`` (kept back by validation), ``"refused"`` (the
+            service answered 4xx), ``"failed"`` (no success after every retry),
+            ``"interrupted"`` (Ctrl-C came before the service accepted it) or ``"not sent"``
+            (publishing stopped on an error).
     """
 
     index: int
@@ -99,26 +103,12 @@ class Failure:
     message: str
     line: Optional[int] = None
     record_json: Optional[str] = field(default=None, repr=False)
+    kind: str = "failed"
 
     @property
     def record(self) -> Any:
         """The record as a dict (parsed from :attr:`record_json`), or None."""
         return None if self.record_json is None else json.loads(self.record_json)
-
-    @property
-    def kind(self) -> str:
-        """``"invalid"`` (kept back by validation), ``"refused"`` (the service answered
-        4xx), ``"failed"`` (no success after every retry), ``"interrupted"`` (Ctrl-C came
-        before the service accepted it) or ``"not sent"`` (publishing stopped on an error)."""
-        if self.problems:
-            return "invalid"
-        if self.status is not None and 400 <= self.status < 500 and self.status != 429:
-            return "refused"
-        if self.message.startswith("not accepted: publishing was interrupted"):
-            return "interrupted"
-        if self.message.startswith("not "):
-            return "not sent"
-        return "failed"
 
     def __str__(self) -> str:
         where = f"record {self.index}" + (f" (line {self.line})" if self.line else "")
@@ -179,6 +169,7 @@ class PublishReport:
                 message=f["message"],
                 line=f["line"],
                 record_json=f["record"],
+                kind=f["kind"],
             )
             for f in data["failures"]
         ]

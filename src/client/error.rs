@@ -33,6 +33,9 @@ pub enum Error {
     /// No usable answer: connection refused or closed, TLS failure.
     #[error("{0}")]
     Transport(String),
+    /// The client was closed (`close()`): nothing more is sent.
+    #[error("the client is closed")]
+    Closed,
     /// The request took longer than the configured timeout.
     #[error("{0}")]
     Timeout(String),
@@ -109,6 +112,7 @@ impl Error {
             },
             Error::Transport(m) => Error::Transport(s(m)),
             Error::Timeout(m) => Error::Timeout(s(m)),
+            Error::Closed => Error::Closed,
             Error::Decode { url, detail } => Error::Decode {
                 url: s(url),
                 detail: s(detail),

@@ -314,7 +314,7 @@ impl Http {
 
     fn check_open(&self) -> Result<()> {
         if *self.closed.borrow() {
-            return Err(Error::Transport("the client is closed".into()));
+            return Err(Error::Closed);
         }
         Ok(())
     }
@@ -328,7 +328,7 @@ impl Http {
         let mut closed = self.closed.subscribe();
         tokio::select! {
             r = fut => r,
-            _ = closed.wait_for(|c| *c) => Err(Error::Transport("the client is closed".into())),
+            _ = closed.wait_for(|c| *c) => Err(Error::Closed),
         }
     }
 

@@ -376,7 +376,7 @@ impl Gate {
             .clone()
             .acquire_owned()
             .await
-            .map_err(|_| Error::Transport("the client is closed".into()))?;
+            .map_err(|_| Error::Closed)?;
         if self.throttle().turn(Instant::now()).is_none() {
             return Ok(Slot(permit));
         }

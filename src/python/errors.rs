@@ -39,7 +39,7 @@ pub fn to_py(e: Error) -> PyErr {
                 _ => ApiError::new_err(args),
             }
         }
-        Error::Transport(_) | Error::Timeout(_) => TransportError::new_err(message),
+        Error::Transport(_) | Error::Timeout(_) | Error::Closed => TransportError::new_err(message),
         Error::Decode { url, .. } => ApiError::new_err((message, 200u16, String::new(), url)),
         Error::Data(_) => ApiError::new_err((message, 200u16, String::new(), String::new())),
         Error::Io(_) => PyOSError::new_err(message),

@@ -17,7 +17,9 @@ use tokio::sync::{mpsc, watch};
 
 use super::client::PyClient;
 use super::{errors, log, runtime};
-use crate::client::publish::{self as core, Input, Options, Progress, ProgressSink, Report};
+use crate::client::publish::{
+    self as core, FailureKind, Input, Options, Progress, ProgressSink, Report,
+};
 use crate::client::redact;
 use crate::client::Region;
 use crate::webhook::{self as rules, Problem, Severity};
@@ -569,6 +571,7 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
     let failures = PyList::empty(py);
     for f in &r.failures {
         let fd = PyDict::new(py);
+        fd.set_item("kind", f.kind.as_str())?;
         fd.set_item("index", f.index)?;
         fd.set_item("line", f.line)?;
         fd.set_item("transactionId", &f.transaction_id)?;
@@ -773,15 +776,17 @@ pub fn publish_records<'py>(
         }
     }
     if let Some(chunk) = pending.take() {
-        let message = if interrupted {
-            "not accepted: publishing was interrupted".to_owned()
+        let (kind, message) = if interrupted {
+            let why = "not accepted: publishing was interrupted";
+            (FailureKind::Interrupted, why.to_owned())
         } else {
-            match &report.error {
+            let why = match &report.error {
                 Some(e) => format!("not sent: publishing stopped: {e}"),
                 None => "not sent: publishing stopped".to_owned(),
-            }
+            };
+            (FailureKind::NotSent, why)
         };
-        report.unsent(chunk, &message);
+        report.unsent(chunk, kind, &message);
         report.failures.sort_by_key(|f| f.index);
     }
     cell.report(py, progress.as_ref(), iter.as_ref().map(|_| index))?;

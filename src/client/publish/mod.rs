@@ -154,9 +154,48 @@ impl Options {
     }
 }
 
+/// Why a record was not accepted, in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// Kept back before sending: errors under its model, not JSON, larger than a body.
+    Invalid,
+    /// The service refused it (a 4xx other than 429).
+    Refused,
+    /// No success after every retry (429, 5xx, network).
+    Failed,
+    /// Publishing was cancelled (Ctrl-C) before the service accepted it.
+    Interrupted,
+    /// Publishing stopped on an error that concerns every record before it was sent.
+    NotSent,
+}
+
+impl FailureKind {
+    /// The kind of a record whose last answer was `status` (None: no answer).
+    pub fn of_status(status: Option<u16>) -> FailureKind {
+        match status {
+            Some(s) if (400..500).contains(&s) && s != 429 => FailureKind::Refused,
+            _ => FailureKind::Failed,
+        }
+    }
+
+    /// Its name for people and for Python: `invalid`, `refused`, `failed`, `interrupted`,
+    /// `not sent`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Invalid => "invalid",
+            FailureKind::Refused => "refused",
+            FailureKind::Failed => "failed",
+            FailureKind::Interrupted => "interrupted",
+            FailureKind::NotSent => "not sent",
+        }
+    }
+}
+
 /// A record that was not accepted, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure {
+    /// Why, in one word.
+    pub kind: FailureKind,
     /// Position in the source (0-based).
     pub index: u64,
     /// Line number in a file (1-based), when the source is one.
@@ -200,13 +239,14 @@ pub struct Report {
 
 impl Report {
     /// Accounts for records taken from a source that publishing never took (it had stopped):
-    /// failures with `message`, or with their problems when their producer refused them.
-    pub fn unsent(&mut self, inputs: Vec<Input>, message: &str) {
+    /// failures of `kind` with `message`, or with their problems when their producer refused
+    /// them.
+    pub fn unsent(&mut self, inputs: Vec<Input>, kind: FailureKind, message: &str) {
         for input in inputs {
             self.total += 1;
             let f = match prepare(input, false) {
                 Err(f) => *f,
-                Ok(rec) => rec.failure(None, message.to_owned()),
+                Ok(rec) => rec.failure(kind, None, message.to_owned()),
             };
             self.failures.push(f);
         }
@@ -371,11 +411,7 @@ fn acceptance(url: &Url, body: &[u8], n: usize) -> Result<()> {
 
 /// Errors after which no other record can succeed either.
 fn is_fatal(e: &Error) -> bool {
-    match e {
-        Error::Auth { .. } | Error::Config(_) => true,
-        Error::Transport(m) => m == "the client is closed",
-        _ => false,
-    }
+    matches!(e, Error::Auth { .. } | Error::Config(_) | Error::Closed)
 }
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -799,7 +835,7 @@ impl Dispatcher {
                         _ => (None, "not sent: publishing stopped".to_owned()),
                     };
                     let key = rec.key;
-                    self.fail(rec, status, message);
+                    self.fail(rec, FailureKind::of_status(status), status, message);
                     self.release(key);
                 }
             }
@@ -831,12 +867,15 @@ impl Dispatcher {
         }
     }
 
-    fn fail(&mut self, rec: Rec, status: Option<u16>, message: String) {
-        self.report.failures.push(rec.failure(status, message));
+    fn fail(&mut self, rec: Rec, kind: FailureKind, status: Option<u16>, message: String) {
+        self.report
+            .failures
+            .push(rec.failure(kind, status, message));
     }
 
-    /// Reports every record not yet accepted: in flight, waiting, or still in the channel.
-    async fn stop(&mut self, rx: &mut mpsc::Receiver<Vec<Input>>, why: &str) {
+    /// Reports every record not yet accepted (in flight, waiting, or still in the channel):
+    /// those with no answer yet as failures of `kind`, with `why`.
+    async fn stop(&mut self, rx: &mut mpsc::Receiver<Vec<Input>>, kind: FailureKind, why: &str) {
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         let ids: Vec<u64> = self.batches.keys().copied().collect();
@@ -848,9 +887,9 @@ impl Dispatcher {
                         match outcome {
                             Some(Outcome::Accepted) => self.report.accepted += 1,
                             Some(Outcome::Failed { status, message }) => {
-                                self.fail(rec, status, message)
+                                self.fail(rec, FailureKind::of_status(status), status, message)
                             }
-                            None => self.fail(rec, None, why.to_owned()),
+                            None => self.fail(rec, kind, None, why.to_owned()),
                         }
                     }
                 }
@@ -867,11 +906,11 @@ impl Dispatcher {
         self.blocked_len = 0;
         self.held.clear();
         for rec in waiting {
-            self.fail(rec, None, why.to_owned());
+            self.fail(rec, kind, None, why.to_owned());
         }
         rx.close();
         while let Some(chunk) = rx.recv().await {
-            self.report.unsent(chunk, why);
+            self.report.unsent(chunk, kind, why);
         }
     }
 
@@ -1001,11 +1040,11 @@ impl Client {
         }
         if cancelled {
             d.report.interrupted = true;
-            d.stop(&mut source, "not accepted: publishing was interrupted")
-                .await;
+            let why = "not accepted: publishing was interrupted";
+            d.stop(&mut source, FailureKind::Interrupted, why).await;
         } else if let Some(e) = d.report.error.clone() {
-            d.stop(&mut source, &format!("not sent: publishing stopped: {e}"))
-                .await;
+            let why = format!("not sent: publishing stopped: {e}");
+            d.stop(&mut source, FailureKind::NotSent, &why).await;
         }
         d.progress(true);
         let mut report = d.report;
@@ -1039,6 +1078,16 @@ mod tests {
             let e = acceptance(&url, body, n).expect_err("not an acceptance");
             assert!(matches!(e, Error::Decode { .. }), "{e}");
         }
+    }
+
+    #[test]
+    fn a_failure_kind_follows_the_last_status() {
+        assert_eq!(FailureKind::of_status(Some(400)), FailureKind::Refused);
+        assert_eq!(FailureKind::of_status(Some(403)), FailureKind::Refused);
+        for failed in [Some(429), Some(500), Some(503), None] {
+            assert_eq!(FailureKind::of_status(failed), FailureKind::Failed);
+        }
+        assert_eq!(FailureKind::NotSent.as_str(), "not sent");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{Failure, Input, MAX_BODY};
+use super::{Failure, FailureKind, Input, MAX_BODY};
 use crate::webhook::fast::key_hash;
 use crate::webhook::scan::scan;
 use crate::webhook::{self, Problem, Severity};
@@ -29,9 +29,10 @@ impl Rec {
         transaction_id_of(&self.text)
     }
 
-    /// The failure of this record, with `status` and `message`.
-    pub fn failure(self, status: Option<u16>, message: String) -> Failure {
+    /// The failure of this record: `kind`, `status` and `message`.
+    pub fn failure(self, kind: FailureKind, status: Option<u16>, message: String) -> Failure {
         Failure {
+            kind,
             index: self.index,
             line: self.line,
             transaction_id: self.transaction_id(),
@@ -178,6 +179,7 @@ pub(super) fn prepare(input: Input, check: bool) -> Result<Rec, Box<Failure>> {
                     text.len()
                 );
                 return Err(Box::new(Failure {
+                    kind: FailureKind::Invalid,
                     index,
                     line,
                     transaction_id: transaction_id_of(&text),
@@ -215,6 +217,7 @@ pub(super) fn rejected(
         m => m,
     };
     Failure {
+        kind: FailureKind::Invalid,
         index,
         line,
         transaction_id: text
