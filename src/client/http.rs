@@ -93,6 +93,8 @@ pub struct Http {
     /// waited for the token while a fetch was refused gets that refusal, rather than asking
     /// again (a publish has hundreds of batches waiting, each a request of the day's quota).
     refusal: std::sync::Mutex<(u64, Option<Error>)>,
+    /// What publishing learned of the webhook (whether it takes arrays), for every publish.
+    pub webhook: Webhook,
     generation: AtomicU64,
     log: Option<LogSink>,
     closed: tokio::sync::watch::Sender<bool>,
@@ -266,6 +268,7 @@ impl Http {
             stats: Stats::default(),
             token: tokio::sync::Mutex::new(None),
             refusal: std::sync::Mutex::new((0, None)),
+            webhook: Webhook::default(),
             generation: AtomicU64::new(0),
             log,
             closed: tokio::sync::watch::Sender::new(false),
@@ -701,6 +704,45 @@ impl Http {
             });
             tokio::time::sleep(wait).await;
         }
+    }
+}
+
+/// Whether the webhook takes JSON arrays, as far as a client has found out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrays {
+    /// Not tried yet, or only successes.
+    Unknown,
+    /// An array of one was accepted.
+    Accepted,
+    /// An array of one was refused where the same record alone was accepted.
+    Refused,
+}
+
+/// What a client learned of the webhook, for all its publishes.
+#[derive(Debug, Default)]
+pub struct Webhook {
+    arrays: std::sync::atomic::AtomicU8,
+}
+
+impl Webhook {
+    /// Whether arrays are taken.
+    pub fn arrays(&self) -> Arrays {
+        match self.arrays.load(Ordering::Relaxed) {
+            1 => Arrays::Accepted,
+            2 => Arrays::Refused,
+            _ => Arrays::Unknown,
+        }
+    }
+
+    pub(crate) fn accept_arrays(&self) {
+        let _ = self
+            .arrays
+            .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// True for the call that found it out first (which says so in the log).
+    pub(crate) fn refuse_arrays(&self) -> bool {
+        self.arrays.swap(2, Ordering::Relaxed) != 2
     }
 }
 

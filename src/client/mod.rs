@@ -36,8 +36,6 @@ use lists::list_all;
 #[derive(Debug, Clone)]
 pub struct Client {
     http: Arc<Http>,
-    /// What publishing learned of the webhook (whether it takes arrays).
-    webhook: Arc<publish::Webhook>,
 }
 
 pub(crate) fn check_uuid(value: &str, name: &str) -> Result<()> {
@@ -74,7 +72,6 @@ impl Client {
     pub fn new(config: Config, log: Option<LogSink>) -> Result<Client> {
         Ok(Client {
             http: Arc::new(Http::new(config, log)?),
-            webhook: Arc::default(),
         })
     }
 
@@ -89,8 +86,8 @@ impl Client {
     }
 
     /// Whether the webhook takes arrays, as far as this client's publishes have found out.
-    pub fn webhook_arrays(&self) -> publish::Arrays {
-        self.webhook.arrays()
+    pub fn webhook_arrays(&self) -> http::Arrays {
+        self.http.webhook.arrays()
     }
 
     /// A valid access token (fetched or reused).

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use surveillance::client::http::Arrays;
 use surveillance::client::publish::*;
 use surveillance::client::{Client, Error, Limits, Region, Secret};
 use surveillance::emulator::{Faults, Handle, Hostile, HostileRule};

@@ -40,7 +40,7 @@ use url::Url;
 
 use super::config::Region;
 use super::error::{Error, Result};
-use super::http::{Call, Class};
+use super::http::{Arrays, Call, Class};
 use super::stats::Tally;
 use super::Client;
 use crate::webhook::Problem;
@@ -530,7 +530,7 @@ async fn split(shared: &Shared, batch: &Batch, range: Range<usize>) -> TaskEnd {
 /// per client). Arrays refused: the batch's other records go again one per request, as every
 /// record of the client from now on; otherwise the batch is split as usual.
 async fn arrays_refused(shared: &Shared, batch: &Batch, range: Range<usize>) -> TaskEnd {
-    let webhook = &shared.client.webhook;
+    let webhook = &shared.client.http().webhook;
     match webhook.arrays() {
         Arrays::Refused => {
             return TaskEnd {
@@ -607,45 +607,6 @@ fn merge(a: TaskEnd, b: TaskEnd) -> TaskEnd {
         fatal: a.fatal.or(b.fatal),
         last: b.last.or(a.last),
         singly: a.singly || b.singly,
-    }
-}
-
-/// Whether the webhook takes JSON arrays, as far as a client has found out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arrays {
-    /// Not tried yet, or only successes.
-    Unknown,
-    /// An array of one was accepted.
-    Accepted,
-    /// An array of one was refused where the same record alone was accepted.
-    Refused,
-}
-
-/// What a client learned of the webhook, for all its publishes.
-#[derive(Debug, Default)]
-pub struct Webhook {
-    arrays: std::sync::atomic::AtomicU8,
-}
-
-impl Webhook {
-    /// Whether arrays are taken.
-    pub fn arrays(&self) -> Arrays {
-        match self.arrays.load(Ordering::Relaxed) {
-            1 => Arrays::Accepted,
-            2 => Arrays::Refused,
-            _ => Arrays::Unknown,
-        }
-    }
-
-    fn accept_arrays(&self) {
-        let _ = self
-            .arrays
-            .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
-    }
-
-    /// True for the call that found it out first (which says so in the log).
-    fn refuse_arrays(&self) -> bool {
-        self.arrays.swap(2, Ordering::Relaxed) != 2
     }
 }
 
@@ -744,7 +705,7 @@ impl Dispatcher {
 
     /// Records per body now: one once the service refused arrays ("auto").
     fn batch_size(&self) -> usize {
-        if self.options.fallback && self.shared.client.webhook.arrays() == Arrays::Refused {
+        if self.options.fallback && self.shared.client.http().webhook.arrays() == Arrays::Refused {
             1
         } else {
             self.options.batch_size
