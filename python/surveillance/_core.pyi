@@ -46,11 +46,11 @@ class Client:
         max_body_bytes: Optional[int] = None,
         max_wait: Optional[float] = None,
     ) -> Client: ...
-    def records(
+    def list_dicts(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
     ) -> list[dict]:
         """Every record of a list (``sites``, ``devices``, ``cameras``, ``reports``), as dicts."""
-    def records_async(
+    def list_dicts_async(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
     ) -> Awaitable[list[dict]]:
         """As ``records``, as an awaitable."""
@@ -74,13 +74,13 @@ class Client:
         self, start_ms: int, end_ms: int, report_id: Optional[str] = None
     ) -> Awaitable[Any]:
         """As ``events_arrow``, as an awaitable (no progress)."""
-    def event_batches(self, start_ms: int, end_ms: int, report_id: Optional[str] = None) -> Any:
+    def events_reader(self, start_ms: int, end_ms: int, report_id: Optional[str] = None) -> Any:
         """The events of the range as a stream of Arrow record batches."""
-    def event_batch_stream(
+    def events_reader_async(
         self, start_ms: int, end_ms: int, report_id: Optional[str] = None
     ) -> BatchStream:
         """The events of the range as record batches for ``async for`` (bounded memory)."""
-    def event_stream(
+    def events_stream(
         self,
         start_ms: int,
         end_ms: int,

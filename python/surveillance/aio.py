@@ -51,7 +51,7 @@ class AsyncClient(_BaseClient):
     async def _list(self, kind: str, output: str, *args: Optional[str]) -> Any:
         _output.check(output)
         if output == "dicts":
-            return await self._inner.records_async(kind, *args)
+            return await self._inner.list_dicts_async(kind, *args)
         return _output.convert(await self._inner.list_arrow_async(kind, *args), output)
 
     async def sites(self, output: str = "dicts") -> Any:
@@ -115,7 +115,7 @@ class AsyncClient(_BaseClient):
             close()
 
     async def _chunks(self, lo: int, hi: int, report_id: Optional[str]) -> AsyncIterator[list]:
-        stream = self._inner.event_stream(lo, hi, report_id, None, 2)
+        stream = self._inner.events_stream(lo, hi, report_id, None, 2)
         try:
             while True:
                 chunk = await stream.next_async(_CHUNK)
@@ -158,7 +158,7 @@ class AsyncClient(_BaseClient):
         object with ``__arrow_c_array__``, e.g. for ``pyarrow.record_batch``), produced as
         windows complete, with bounded memory (``async for batch in ...``)."""
         lo, hi, report_id = time_range(start, end, report_id)
-        stream = self._inner.event_batch_stream(lo, hi, report_id)
+        stream = self._inner.events_reader_async(lo, hi, report_id)
         try:
             while True:
                 batch = await stream.next_async()

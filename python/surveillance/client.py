@@ -279,14 +279,14 @@ class Client(_BaseClient):
         """
         _output.check(output)
         if output == "dicts":
-            return self._inner.records("sites")
+            return self._inner.list_dicts("sites")
         return _output.convert(self._inner.list_arrow("sites"), output)
 
     def devices(self, output: str = "dicts") -> Any:
         """Every recording device of the account (all pages)."""
         _output.check(output)
         if output == "dicts":
-            return self._inner.records("devices")
+            return self._inner.list_dicts("devices")
         return _output.convert(self._inner.list_arrow("devices"), output)
 
     def cameras(
@@ -302,14 +302,14 @@ class Client(_BaseClient):
         _check.text("site_id", site_id, optional=True, longest=100)
         _check.text("device_id", device_id, optional=True, longest=100)
         if output == "dicts":
-            return self._inner.records("cameras", site_id, device_id)
+            return self._inner.list_dicts("cameras", site_id, device_id)
         return _output.convert(self._inner.list_arrow("cameras", site_id, device_id), output)
 
     def reports(self, output: str = "dicts") -> Any:
         """Every report the caller may read (its ``id`` is a ``report_id`` for events)."""
         _output.check(output)
         if output == "dicts":
-            return self._inner.records("reports")
+            return self._inner.list_dicts("reports")
         return _output.convert(self._inner.list_arrow("reports"), output)
 
     # --- events -------------------------------------------------------------------------
@@ -357,7 +357,7 @@ class Client(_BaseClient):
         # Each window becomes dicts here while the next ones are fetched in Rust. The cyclic
         # garbage collector is paused meanwhile: events are trees (no cycles), and collecting
         # while a million containers are created would traverse them again and again.
-        stream = self._inner.event_stream(lo, hi, report_id, callback, _EVENTS_BUFFER)
+        stream = self._inner.events_stream(lo, hi, report_id, callback, _EVENTS_BUFFER)
         events: list = []
         try:
             with paused():
@@ -386,7 +386,7 @@ class Client(_BaseClient):
         """
         lo, hi, report_id = time_range(start, end, report_id)
         callback, close = _progress.make(progress, "events")
-        stream = self._inner.event_stream(lo, hi, report_id, callback)
+        stream = self._inner.events_stream(lo, hi, report_id, callback)
         try:
             for window in stream:
                 yield from window
@@ -439,7 +439,7 @@ class Client(_BaseClient):
         50
         """
         lo, hi, report_id = time_range(start, end, report_id)
-        return self._inner.event_batches(lo, hi, report_id)
+        return self._inner.events_reader(lo, hi, report_id)
 
     # --- incremental sync ---------------------------------------------------------------
     def sync_events(

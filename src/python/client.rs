@@ -206,7 +206,7 @@ impl PyClient {
 
     /// Every record of a list (`sites`, `devices`, `cameras`, `reports`), as a list of dicts.
     #[pyo3(signature = (kind, site_id=None, device_id=None))]
-    fn records<'py>(
+    fn list_dicts<'py>(
         &self,
         py: Python<'py>,
         kind: String,
@@ -217,9 +217,9 @@ impl PyClient {
         to_list(py, records.iter().map(|r| r.get()))
     }
 
-    /// As `records`, as an awaitable.
+    /// As `list_dicts`, as an awaitable.
     #[pyo3(signature = (kind, site_id=None, device_id=None))]
-    fn records_async<'py>(
+    fn list_dicts_async<'py>(
         &self,
         py: Python<'py>,
         kind: String,
@@ -234,7 +234,7 @@ impl PyClient {
     /// batches); at most `buffer` completed windows wait for the consumer (bounded memory)
     /// while the next ones are fetched.
     #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, buffer=2, arrow=false))]
-    fn event_stream(
+    fn events_stream(
         &self,
         start_ms: i64,
         end_ms: i64,
@@ -311,7 +311,7 @@ impl PyClient {
 
     /// The events of the range as a stream of Arrow record batches (bounded memory).
     #[pyo3(signature = (start_ms, end_ms, report_id=None))]
-    fn event_batches(
+    fn events_reader(
         &self,
         py: Python<'_>,
         start_ms: i64,
@@ -324,7 +324,7 @@ impl PyClient {
 
     /// The events of the range as record batches for `async for` (bounded memory).
     #[pyo3(signature = (start_ms, end_ms, report_id=None))]
-    fn event_batch_stream(
+    fn events_reader_async(
         &self,
         start_ms: i64,
         end_ms: i64,
