@@ -1,5 +1,8 @@
-//! The pure Rust client of the service. Knows nothing of Python: configuration, tokens, HTTP with
-//! retries and limits, paging, and the webhook record validator.
+//! The pure Rust client of the service. Knows nothing of Python, nor of the emulator:
+//! configuration (`config`), tokens and HTTP with retries (`http`), rate control (`limits`), the
+//! daily quota (`quota`), lists (`lists`), events in windows past the offset ceiling (`events`,
+//! `plan`), their Arrow and Parquet forms (`arrow`, `parquet`), and webhook publishing
+//! (`publish`, which checks records with the crate's `webhook` module).
 
 pub mod arrow;
 pub mod config;

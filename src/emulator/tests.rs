@@ -272,7 +272,9 @@ async fn token_creation_good_bad_secret_bad_audience_bad_body() {
         bad[field] = json!("https://wrong/");
         post_token(&s, bad).await.error(401);
     }
-    post_token(&s, "not json").await.error(400);
+    for body in ["", "not json", "{", "[]", "\"text\""] {
+        post_token(&s, body).await.error(400);
+    }
     for field in ["audience", "client_id", "client_secret"] {
         let bad = without(good.clone(), field);
         let msg = post_token(&s, bad).await.error(400);
@@ -285,13 +287,28 @@ async fn token_creation_good_bad_secret_bad_audience_bad_body() {
 async fn bearer_missing_or_unknown_is_401() {
     let e = emu().await;
     let key = e.s.creds.api_key.as_str();
-    let basic = format!("Basic {}", e.tok);
-    for auth in [None, Some("Bearer emu.unknown"), Some(&*basic)] {
-        for (m, uri) in [(Method::GET, "/v2/sites"), (Method::POST, "/v2/webhook")] {
+    let (basic, events) = (format!("Basic {}", e.tok), e.events(0, HOUR));
+    let (get, post) = (Method::GET, Method::POST);
+    let endpoints = [
+        (&get, "/v2/sites"),
+        (&get, "/v2/devices"),
+        (&get, "/v2/cameras"),
+        (&get, "/v2/reports"),
+        (&get, events.as_str()),
+        (&post, "/v2/webhook"),
+        (&post, "/eu/v2/webhook"),
+    ];
+    for auth in [
+        None,
+        Some("Bearer emu.unknown"),
+        Some("Bearer "),
+        Some(&*basic),
+    ] {
+        for (m, uri) in endpoints {
             let mut h = vec![("x-api-key", key), JSON];
             h.extend(auth.map(|a| ("authorization", a)));
             let body = Body::from(retail("t").to_string());
-            call(&e.s, m, uri, &h, body).await.error(401);
+            call(&e.s, m.clone(), uri, &h, body).await.error(401);
         }
     }
     assert_eq!(e.s.published_len(), 0);
@@ -350,8 +367,14 @@ async fn list_pages_hold_at_most_100_and_offsets_walk_the_data() {
     for (name, expected) in LISTS.iter().zip(&lists) {
         let path = format!("/v2/{name}");
         assert_eq!(&e.pages(&path).await, expected, "{path}");
-        let page = e.get(format!("{path}?offset=37")).await.list();
         let n = expected.len();
+        let first = e.get(&path).await.list();
+        assert_eq!(
+            first,
+            expected[..100.min(n)],
+            "{path}: no offset is offset 0"
+        );
+        let page = e.get(format!("{path}?offset=37")).await.list();
         assert_eq!(page, expected[37.min(n)..137.min(n)], "{path}");
     }
     let restricted = e.restricted();
@@ -365,7 +388,7 @@ async fn offset_ceiling_and_bad_offsets_are_400_naming_offset() {
     let mut paths = LISTS.map(|name| format!("/v2/{name}?")).to_vec();
     paths.push(events);
     for path in paths {
-        for bad in ["10000", "10001", "-1", "abc", "1.5"] {
+        for bad in ["10000", "25000", "-1", "abc", "1.5", "0x10", "1e3"] {
             let msg = e.get(format!("{path}&offset={bad}")).await.error(400);
             assert!(msg.contains("offset"), "{path} offset={bad}: {msg}");
         }
@@ -390,8 +413,20 @@ async fn cameras_by_site_span_every_device_of_a_multi_device_site() {
     assert_eq!(Some(devices.len() as u64), site["deviceCount"].as_u64());
     let one = devices.iter().next().expect("device");
     let of_one = e.get(format!("/v2/cameras?deviceId={one}")).await.list();
+    let want: Vec<Value> = cams
+        .iter()
+        .filter(|c| c["deviceId"] == *one)
+        .cloned()
+        .collect();
     assert!(!of_one.is_empty() && of_one.len() < cams.len());
-    assert!(of_one.iter().all(|c| c["deviceId"] == *one));
+    assert_eq!(of_one, want);
+    // Both filters: the cameras of that device at that site, none at another site.
+    let both = e.get(format!("/v2/cameras?siteId={id}&deviceId={one}"));
+    assert_eq!(both.await.list(), want);
+    let elsewhere = sites.iter().find(|x| x["id"] != id).expect("another site")["id"].clone();
+    let elsewhere = elsewhere.as_str().expect("id");
+    let none = e.get(format!("/v2/cameras?siteId={elsewhere}&deviceId={one}"));
+    assert_eq!(none.await.list(), Vec::<Value>::new());
 }
 
 #[tokio::test]
@@ -422,7 +457,11 @@ async fn events_time_parameters_are_validated() {
     let no_z = "2026-01-05T00%3A00%3A00.000";
     let offset = "2026-01-05T01%3A00%3A00.000%2B00%3A00";
     let bad_day = "2026-13-45T00%3A00%3A00.000Z";
+    let bad_hour = "2026-01-05T25%3A00%3A00.000Z";
     let cases = [
+        (format!("startTime=&{b}"), "startTime"),
+        (format!("startTime={bad_hour}&{b}"), "startTime"),
+        (format!("{a}&endTime=1767571200000"), "endTime"),
         (b.to_string(), "startTime"),
         (a.to_string(), "endTime"),
         (format!("startTime=yesterday&{b}"), "startTime"),
@@ -480,10 +519,17 @@ async fn bounds_on_exact_event_times_give_the_expected_ids() {
     };
     let truth = |a: i64, b: i64| sorted(e.s.data().truth(a, b, None));
     let (half_open, closed) = (truth(start, end), truth(start, end + 1));
-    let open = truth(start + 1, end);
+    let (open, open_closed) = (truth(start + 1, end), truth(start + 1, end + 1));
     assert!(closed.len() > half_open.len() && half_open.len() > open.len() + 100);
+    assert!(open_closed.len() > open.len() && open_closed != half_open);
     let path = format!("/v2/events?{}", window(start, end));
-    for (bounds, expected) in [("[)", half_open), ("[]", closed), ("()", open)] {
+    let cases = [
+        ("[)", half_open),
+        ("[]", closed),
+        ("()", open),
+        ("(]", open_closed),
+    ];
+    for (bounds, expected) in cases {
         e.s.set_semantics(Order::Asc, Bounds::parse(bounds).expect("bounds"));
         let got = e.pages(&path).await;
         assert_eq!(sorted(ids(&got)), expected, "bounds {bounds}");
@@ -553,6 +599,15 @@ async fn webhook_unknown_or_missing_fields_are_400_naming_them() {
 }
 
 #[tokio::test]
+async fn webhook_body_not_json_or_not_a_record_is_400() {
+    let e = emu().await;
+    for body in ["", "not json", "{", "42", "\"text\""] {
+        e.post("/v2/webhook", body).await.error(400);
+    }
+    assert_eq!(e.s.published_len(), 0);
+}
+
+#[tokio::test]
 async fn webhook_batch_of_100_accepted_101_refused() {
     let e = emu().await;
     let batch = |n: usize| Value::Array((0..n).map(|i| retail(&format!("t-{i}"))).collect());
@@ -599,9 +654,12 @@ async fn webhook_upserts_on_transaction_id() {
 #[tokio::test]
 async fn webhook_eu_route_stores_under_eu() {
     let e = emu().await;
-    assert_eq!(e.post("/eu/v2/webhook", retail("t-eu")).await.status, 200);
+    let r = e.post("/eu/v2/webhook", retail("t-eu")).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), json!({"accepted": 1}));
     assert_eq!(e.s.published(Some("eu")).len(), 1);
     assert_eq!(e.s.published(Some("us")).len(), 0);
+    assert_eq!(e.stored(), vec![retail("t-eu")], "all regions hold it");
 }
 
 #[tokio::test]
@@ -689,8 +747,14 @@ async fn publish_limits_give_429_on_both_webhook_routes_apart_from_reads() {
 async fn latency_is_added_to_every_answer() {
     let e = emu().await;
     e.s.set_faults(with(|f: &mut Faults| f.latency_ms = 150));
-    e.s.set_limits(with(|l: &mut Limits| l.daily_requests = Some(0)));
     let slow = |t: Instant| t.elapsed() >= Duration::from_millis(150);
+    let t = Instant::now();
+    assert_eq!(e.get(e.events(0, HOUR)).await.status, 200);
+    assert!(slow(t), "200 without latency");
+    let t = Instant::now();
+    assert_eq!(e.post("/eu/v2/webhook", retail("t")).await.status, 200);
+    assert!(slow(t), "webhook without latency");
+    e.s.set_limits(with(|l: &mut Limits| l.daily_requests = Some(0)));
     let (t0, bad_key) = (Instant::now(), [("x-api-key", "bad")]);
     let r = call(&e.s, Method::GET, "/v2/sites", &bad_key, Body::empty());
     r.await.error(403);
@@ -705,11 +769,17 @@ async fn latency_is_added_to_every_answer() {
 async fn error_rate_gives_500_or_503_but_not_on_the_token_endpoint() {
     let e = emu().await;
     e.s.set_faults(with(|f: &mut Faults| f.error_rate = 1.0));
-    for uri in ["/v2/sites", "/v2/cameras", "/v2/reports"] {
+    let events = e.events(0, HOUR);
+    for uri in ["/v2/sites", "/v2/cameras", "/v2/reports", &events] {
         let r = e.get(uri).await;
         assert!(r.is_5xx(), "{uri}: {}", r.status);
+        r.error(r.status.as_u16());
     }
-    assert!(e.post("/v2/webhook", retail("t")).await.is_5xx());
+    for path in ["/v2/webhook", "/eu/v2/webhook"] {
+        let r = e.post(path, retail("t")).await;
+        assert!(r.is_5xx(), "{path}: {}", r.status);
+        r.error(r.status.as_u16());
+    }
     assert_eq!(e.s.published_len(), 0);
     assert_eq!(e.new_token().await.status, 200);
 }
@@ -717,13 +787,19 @@ async fn error_rate_gives_500_or_503_but_not_on_the_token_endpoint() {
 #[tokio::test]
 async fn rate_limit_fault_gives_429_with_configured_retry_after() {
     let e = emu().await;
-    e.s.set_faults(with(|f: &mut Faults| {
-        f.rate_limit_rate = 1.0;
-        f.retry_after = 7;
-    }));
-    let r = e.get("/v2/sites").await;
-    r.error(429);
-    assert_eq!(r.retry_after(), 7);
+    for seconds in [0, 7] {
+        e.s.set_faults(with(|f: &mut Faults| {
+            f.rate_limit_rate = 1.0;
+            f.retry_after = seconds;
+        }));
+        let r = e.get("/v2/sites").await;
+        r.error(429);
+        assert_eq!(r.retry_after(), seconds);
+        let r = e.post("/v2/webhook", retail("t")).await;
+        r.error(429);
+        assert_eq!(r.retry_after(), seconds);
+    }
+    assert_eq!(e.s.published_len(), 0);
     // Only the limits of set_limits count as rate_limited.
     assert_eq!(e.s.stats_json()["rate_limited"], 0);
 }
@@ -734,6 +810,11 @@ async fn drop_fault_without_a_connection_is_a_502() {
     e.s.set_faults(with(|f: &mut Faults| f.drop_rate = 1.0));
     assert_eq!(e.get("/v2/sites").await.status, 502);
     assert_eq!(e.s.stats_json()["requests"]["GET /v2/sites"]["dropped"], 1);
+    assert_eq!(
+        e.new_token().await.status,
+        200,
+        "the token endpoint is spared"
+    );
 }
 
 #[tokio::test]
@@ -1199,6 +1280,10 @@ async fn echo_returns_the_request_secrets_included_on_token_reads_and_webhooks()
             "{message}"
         );
         assert!(message.contains(&format!("GET {uri}")), "{message}");
+        assert!(
+            r.headers.get("retry-after").is_none(),
+            "Retry-After on a {status}"
+        );
     }
     // Webhooks: the record as sent; a 429 says to retry at once.
     for (path, status) in [("/v2/webhook", 400), ("/eu/v2/webhook", 429)] {
