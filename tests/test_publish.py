@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 import surveillance as sv
@@ -159,11 +160,21 @@ def test_report_counts_only_its_own_retries_while_other_calls_retry(emu):
             with pytest.raises(sv.ServerError):
                 client.sites()
 
+    def records():
+        for i in range(300):
+            if i == 150:
+                # Hold the publish open until a read has retried meanwhile (publishing 300
+                # records takes less time than a read's backoff).
+                seen = client.stats()["retries"]
+                while client.stats()["retries"] == seen:
+                    time.sleep(0.005)
+            yield retail(i)
+
     reader = threading.Thread(target=failing_reads)
     reader.start()
     try:
         before = client.stats()
-        report = client.publish([retail(i) for i in range(300)], progress=False)
+        report = client.publish(records(), progress=False)
         during = client.stats()["retries"] - before["retries"]
     finally:
         stop.set()
@@ -231,13 +242,15 @@ def test_a_generator_of_a_million_records_keeps_memory_bounded():
 
 # --- publish: interruption and errors ---------------------------------------------------------
 def test_ctrl_c_raises_publish_interrupted_with_a_partial_report(emu, client, tmp_path):
-    emu.set_faults(latency_ms=100)
+    # Arrays of 10, 150 ms each: about 8 rounds of 256 in flight, 1.2 s, whatever the speed of
+    # serializing; Ctrl-C comes after two or three rounds.
+    emu.set_faults(latency_ms=150)
     records = [retail(i) for i in range(20_000)]
-    timer = threading.Timer(0.8, _thread.interrupt_main)
+    timer = threading.Timer(0.4, _thread.interrupt_main)
     timer.start()
     try:
         with pytest.raises(sv.PublishInterrupted) as e:
-            client.publish(records, progress=False)
+            client.publish(records, batch_size=10, progress=False)
     finally:
         timer.cancel()
     assert isinstance(e.value, KeyboardInterrupt)
