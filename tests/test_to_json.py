@@ -444,6 +444,31 @@ def test_a_record_with_no_json_form_is_reported_and_the_others_published(emu):
     emu.clear_published()
 
 
+class _Clearing:
+    """A numpy-like value whose conversion empties the container that holds it."""
+
+    dtype = "object"
+
+    def __init__(self, victim) -> None:
+        self.victim = victim
+
+    def tolist(self) -> int:
+        self.victim.clear()
+        return 1
+
+
+def test_python_code_that_changes_the_record_under_the_walk_is_an_error_not_a_crash():
+    record = retail(0)
+    record["employeeId"] = _Clearing(record)
+    with pytest.raises(ValueError, match="changed size while it was being written"):
+        _core.to_json(record)
+    record = retail(1)
+    items = record["items"]
+    items.insert(1, _Clearing(items))
+    # The list is read again after each element, as json.dumps reads it.
+    assert json.loads(_core.to_json(record))["items"] == [retail(1)["items"][0], 1]
+
+
 # --- the fused check --------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_fused_verdict_and_key_are_the_careful_paths(seed):

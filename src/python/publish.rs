@@ -82,7 +82,7 @@ pub fn validate_record<'py>(
         Ok(text) => problems_of(&text),
         Err(ConvError {
             interrupt: Some(e), ..
-        }) => return Err(e),
+        }) => return Err(*e),
         Err(e) => vec![e.problem()],
     };
     problem_list(py, &problems)
@@ -95,7 +95,7 @@ pub fn validate_record<'py>(
 pub fn record_json(py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<String> {
     Writer::new(py)?.text(record).map_err(|e| {
         if let Some(interrupt) = e.interrupt {
-            return interrupt;
+            return *interrupt;
         }
         let path = e.path();
         if path.is_empty() {
@@ -140,7 +140,7 @@ pub fn check_record<'py>(
         }
         Err(ConvError {
             interrupt: Some(e), ..
-        }) => Err(e),
+        }) => Err(*e),
         Err(e) => Ok((
             None,
             Some(false),
@@ -247,7 +247,7 @@ fn pull<'py>(
                     // Taken from the source, so reported (as not accepted) with the rest.
                     *index += 1;
                     done = true;
-                    raised = Some(interrupt);
+                    raised = Some(*interrupt);
                     break;
                 }
             }

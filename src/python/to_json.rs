@@ -11,8 +11,9 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::Borrowed;
 
-use crate::webhook::fast::{self, other_key, tx_key, Object, Scalar};
+use crate::webhook::fast::{self, other_key, tx_key, FieldRef, Object, Scalar};
 use crate::webhook::models::Kind;
 use crate::webhook::{Problem, Severity};
 
@@ -36,7 +37,10 @@ pub struct ConvError {
     pub message: String,
     /// A KeyboardInterrupt (or another exception that is not an `Exception`) raised by Python
     /// code the conversion called: it stops everything, it is not the record's fault.
-    pub interrupt: Option<PyErr>,
+    /// (Boxed: the error travels up every level of the walk, so it is kept small.)
+    pub interrupt: Option<Box<PyErr>>,
+    /// Not an error: the fast walk met something for the careful walk (see [`Writer`]).
+    careful: bool,
 }
 
 impl ConvError {
@@ -45,16 +49,24 @@ impl ConvError {
             path: Vec::new(),
             message,
             interrupt: None,
+            careful: false,
+        }
+    }
+
+    /// The fast walk gives the record to the careful walk.
+    fn careful() -> Self {
+        ConvError {
+            careful: true,
+            ..ConvError::new(String::new())
         }
     }
 
     /// The error of Python code called for a value: an interrupt, or the value's problem.
     fn python(py: Python<'_>, e: PyErr, message: String) -> Self {
-        let interrupt = (!e.is_instance_of::<PyException>(py)).then_some(e);
+        let interrupt = (!e.is_instance_of::<PyException>(py)).then(|| Box::new(e));
         ConvError {
-            path: Vec::new(),
-            message,
             interrupt,
+            ..ConvError::new(message)
         }
     }
 
@@ -197,35 +209,40 @@ static ESCAPE: [u8; 256] = {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any of the eight bytes of `w` needs an escape: below 0x20, `"` or `\`.
+/// The bytes of `w` that need an escape (below 0x20, `"` or `\`), as their high bits. The
+/// lowest bit set is exact (a borrow only flags bytes above a byte that needs an escape), so
+/// `trailing_zeros() / 8` is the first such byte.
 #[inline]
-fn any_escape(w: u64) -> bool {
+fn escapes(w: u64) -> u64 {
     let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
     let control = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
-    (control | zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\')))) != 0
+    control | zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\')))
 }
 
 /// Writes `s` as a JSON string as `json.dumps(s, ensure_ascii=False)` does: `"` and `\`, and
 /// control characters (short escapes where JSON has them, else `\u00xx`), the rest as it is.
+/// Eight bytes are tested at a time, and the text between escapes is copied in one piece.
 pub fn write_str(out: &mut Vec<u8>, s: &[u8]) {
     out.reserve(s.len() + 2);
     out.push(b'"');
     let mut start = 0;
     let mut i = 0;
     while i < s.len() {
-        if let Some(word) = s.get(i..i + 8) {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(word);
-            if !any_escape(u64::from_le_bytes(w)) {
-                i += 8;
-                continue;
-            }
+        let rest = &s[i..];
+        let n = rest.len().min(8);
+        // A short tail is padded with spaces, which need no escape.
+        let mut w = [b' '; 8];
+        w[..n].copy_from_slice(&rest[..n]);
+        let found = escapes(u64::from_le_bytes(w));
+        if found == 0 {
+            i += n;
+            continue;
         }
-        let b = s[i];
-        let e = ESCAPE[b as usize];
-        if e != 0 {
-            out.extend_from_slice(&s[start..i]);
-            if e == b'u' {
+        let at = i + (found.trailing_zeros() / 8) as usize;
+        let b = s[at];
+        out.extend_from_slice(&s[start..at]);
+        match ESCAPE[b as usize] {
+            b'u' => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 out.extend_from_slice(&[
                     b'\\',
@@ -235,12 +252,11 @@ pub fn write_str(out: &mut Vec<u8>, s: &[u8]) {
                     HEX[(b >> 4) as usize],
                     HEX[(b & 0xf) as usize],
                 ]);
-            } else {
-                out.extend_from_slice(&[b'\\', e]);
             }
-            start = i + 1;
+            e => out.extend_from_slice(&[b'\\', e]),
         }
-        i += 1;
+        start = at + 1;
+        i = at + 1;
     }
     out.extend_from_slice(&s[start..]);
     out.push(b'"');
@@ -340,6 +356,12 @@ pub struct Written {
 /// exact types, and carefully the rest: subclasses of those, datetimes and dates as epoch
 /// milliseconds (naive ones taken as UTC), `Decimal` as a number, numpy scalars and arrays
 /// through `tolist()`, other mappings as objects.
+///
+/// Each record is walked fast first: exact types only, which run no Python code, so the walk
+/// borrows what containers hold without taking references, and reads sizes once. What needs
+/// more (a value of another type, which may run Python code that changes the record under the
+/// walk; a key that is not an exact str; an error, to word it) sends the record back to be
+/// walked again carefully, taking a reference to each value and checking sizes as it goes.
 pub struct Writer<'py> {
     py: Python<'py>,
     known: &'static Known,
@@ -350,6 +372,8 @@ pub struct Writer<'py> {
     open: Vec<*mut ffi::PyObject>,
     /// The record holds something the fast check cannot judge.
     unjudged: bool,
+    /// The careful walk (see above).
+    careful: bool,
 }
 
 impl<'py> Writer<'py> {
@@ -364,6 +388,7 @@ impl<'py> Writer<'py> {
             false_: unsafe { ffi::Py_False() },
             open: Vec::with_capacity(MAX_DEPTH as usize + 2),
             unjudged: false,
+            careful: false,
         })
     }
 
@@ -378,6 +403,24 @@ impl<'py> Writer<'py> {
     /// Appends the JSON of the record `obj` to `out`; with `check`, decides whether it conforms
     /// to its model on the way. On an error, `out` holds a part of the record: cut it back.
     pub fn record(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        out: &mut Vec<u8>,
+        check: bool,
+    ) -> Result<Written, ConvError> {
+        let start = out.len();
+        self.careful = false;
+        match self.walk(obj, out, check) {
+            Err(e) if e.careful => {
+                out.truncate(start);
+                self.careful = true;
+                self.walk(obj, out, check)
+            }
+            done => done,
+        }
+    }
+
+    fn walk(
         &mut self,
         obj: &Bound<'py, PyAny>,
         out: &mut Vec<u8>,
@@ -566,22 +609,37 @@ impl<'py> Writer<'py> {
     ) -> Result<(), ConvError> {
         self.enter(dict.as_any(), depth)?;
         let d = dict.as_ptr();
-        // SAFETY: `d` is a dict; PyDict_Next hands out borrowed references, which are made
-        // owned at once, so that Python code the walk calls cannot free them under it. Size
-        // changes are caught after each value; PyDict_Next itself stays in bounds.
-        let size = unsafe { ffi::PyDict_Size(d) };
+        // SAFETY: `d` is a dict; PyDict_Next stays in bounds and hands out borrowed references.
+        // The fast walk runs no Python code, so nothing can change the dict or free its entries
+        // while they are borrowed; the careful walk takes a reference to each at once, and
+        // catches size changes after each value.
+        let size = if self.careful {
+            unsafe { ffi::PyDict_Size(d) }
+        } else {
+            0
+        };
         let mut pos: ffi::Py_ssize_t = 0;
         let mut k: *mut ffi::PyObject = std::ptr::null_mut();
         let mut v: *mut ffi::PyObject = std::ptr::null_mut();
         out.push(b'{');
         let mut first = true;
         while unsafe { ffi::PyDict_Next(d, &mut pos, &mut k, &mut v) } != 0 {
-            let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
-            let value = unsafe { Bound::from_borrowed_ptr(self.py, v) };
             if !first {
                 out.push(b',');
             }
             first = false;
+            if !self.careful {
+                let (key, value) = unsafe {
+                    (
+                        Borrowed::from_ptr(self.py, k),
+                        Borrowed::from_ptr(self.py, v),
+                    )
+                };
+                self.entry(&key, &value, check.as_deref_mut(), out, depth)?;
+                continue;
+            }
+            let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
+            let value = unsafe { Bound::from_borrowed_ptr(self.py, v) };
             self.entry(&key, &value, check.as_deref_mut(), out, depth)?;
             if unsafe { ffi::PyDict_Size(d) } != size {
                 return Err(ConvError::new(
@@ -605,6 +663,10 @@ impl<'py> Writer<'py> {
         // SAFETY: reads the key's type.
         let exact = unsafe { ffi::PyUnicode_CheckExact(key.as_ptr()) } != 0;
         if !exact {
+            if !self.careful {
+                // Words its error with `repr`, or judges a str subclass: Python code.
+                return Err(ConvError::careful());
+            }
             if !key.is_instance_of::<PyString>() {
                 let shown = key
                     .repr()
@@ -621,27 +683,38 @@ impl<'py> Writer<'py> {
         }
         // A key with no JSON form is reported at its object's path, as before.
         let name = utf8(key)?;
-        write_str(out, name.as_bytes());
-        out.push(b':');
-        self.field(&name, value, check, out, depth)
+        // Unknown, or named twice: the object does not conform (the field's name says so).
+        let field = match check {
+            Some(object) => object.field(name.as_bytes()).map(|f| (object, f)),
+            None => None,
+        };
+        match &field {
+            // A field of the model: its name is the key's text, and needs no escape.
+            Some((object, f)) => {
+                let known = object.name(*f).as_bytes();
+                out.reserve(known.len() + 3);
+                out.push(b'"');
+                out.extend_from_slice(known);
+                out.extend_from_slice(b"\":");
+            }
+            None => {
+                write_str(out, name.as_bytes());
+                out.push(b':');
+            }
+        }
+        self.field(value, field, out, depth)
             .map_err(|e| e.at(Seg::Key(name.as_ref().to_owned())))
     }
 
-    /// The value of the field `name`; with `check`, checked as that field of the object.
+    /// The value of a field; with `check`, checked as that field of its object.
     fn field(
         &mut self,
-        name: &str,
         value: &Bound<'py, PyAny>,
-        check: Option<&mut Object>,
+        check: Option<(&mut Object, FieldRef)>,
         out: &mut Vec<u8>,
         depth: u32,
     ) -> Result<(), ConvError> {
-        let Some(object) = check else {
-            self.value(value, out, depth + 1)?;
-            return Ok(());
-        };
-        let Some(f) = object.field(name.as_bytes()) else {
-            // Unknown, or named twice: the object does not conform (the field's name says so).
+        let Some((object, f)) = check else {
             self.value(value, out, depth + 1)?;
             return Ok(());
         };
@@ -679,11 +752,10 @@ impl<'py> Writer<'py> {
         self.enter(seq, depth)?;
         let p = seq.as_ptr();
         // SAFETY: reads the type; a list subclass is a list.
-        let list = unsafe { ffi::PyList_Check(p) } != 0;
+        let list =
+            unsafe { ffi::Py_TYPE(p) == &raw mut ffi::PyList_Type || ffi::PyList_Check(p) != 0 };
         out.push(b'[');
         let mut conforms = true;
-        // Re-read the length each time, as json.dumps does: Python code the walk calls may
-        // change the list.
         // SAFETY: `p` is a list or a tuple.
         let len = || unsafe {
             if list {
@@ -692,9 +764,13 @@ impl<'py> Writer<'py> {
                 ffi::PyTuple_Size(p)
             }
         };
+        // The careful walk re-reads the length each time, as json.dumps does: Python code it
+        // calls may change the list. The fast walk runs none.
+        let fixed = len();
         let mut at: ffi::Py_ssize_t = 0;
-        while at < len() {
-            // SAFETY: `at` is in bounds; the item is borrowed, then owned at once.
+        while at < if self.careful { len() } else { fixed } {
+            // SAFETY: `at` is in bounds; the item is borrowed (as the dict's entries are, see
+            // `object`), and owned at once by the careful walk.
             let e = unsafe {
                 if list {
                     ffi::PyList_GetItem(p, at)
@@ -706,14 +782,18 @@ impl<'py> Writer<'py> {
                 drop(PyErr::take(self.py));
                 break;
             }
-            let element = unsafe { Bound::from_borrowed_ptr(self.py, e) };
             let i = usize::try_from(at).unwrap_or_default();
             if i > 0 {
                 out.push(b',');
             }
-            let ok = self
-                .element(&element, items, out, depth + 1)
-                .map_err(|e| e.at(Seg::Index(i)))?;
+            let ok = if self.careful {
+                let element = unsafe { Bound::from_borrowed_ptr(self.py, e) };
+                self.element(&element, items, out, depth + 1)
+            } else {
+                let element = unsafe { Borrowed::from_ptr(self.py, e) };
+                self.element(&element, items, out, depth + 1)
+            }
+            .map_err(|e| e.at(Seg::Index(i)))?;
             conforms &= ok;
             at += 1;
         }
@@ -756,6 +836,9 @@ impl<'py> Writer<'py> {
         out: &mut Vec<u8>,
         depth: u32,
     ) -> Result<Seen<'a>, ConvError> {
+        if !self.careful {
+            return Err(ConvError::careful());
+        }
         if obj.is_instance_of::<PyString>() {
             let s = utf8(obj)?;
             write_str(out, s.as_bytes());
@@ -904,16 +987,59 @@ mod tests {
     }
 
     #[test]
-    fn the_escape_test_finds_every_byte_that_needs_one() {
+    fn the_escape_test_finds_the_first_byte_that_needs_one() {
         for b in 0..=255u8 {
             for at in 0..8 {
-                let mut w = [b'a'; 8];
-                w[at] = b;
-                assert_eq!(
-                    any_escape(u64::from_le_bytes(w)),
-                    ESCAPE[b as usize] != 0,
-                    "{b:#x} at {at}"
-                );
+                // Bytes that need an escape, and bytes that do not, after the one tested.
+                for after in [b'a', b'"', 0x00, 0x1f, 0xff] {
+                    let mut w = [b'a'; 8];
+                    w[at] = b;
+                    for x in w.iter_mut().skip(at + 1) {
+                        *x = after;
+                    }
+                    let found = escapes(u64::from_le_bytes(w));
+                    let first = w.iter().position(|&x| ESCAPE[x as usize] != 0);
+                    let got = (found != 0).then(|| (found.trailing_zeros() / 8) as usize);
+                    assert_eq!(got, first, "{b:#x} at {at}, then {after:#x}");
+                }
+            }
+        }
+    }
+
+    /// The escaper of the JSON spec, byte by byte.
+    fn reference(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    #[test]
+    fn strings_of_every_mix_are_escaped_as_the_reference_does() {
+        let alphabet = [
+            "a", "\"", "\\", "\n", "\u{0}", "\u{1f}", " ", "\u{7f}", "é", "😀",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for len in 0..40 {
+            for _ in 0..200 {
+                let mut s = String::new();
+                for _ in 0..len {
+                    state = crate::rng::mix(state);
+                    s.push_str(alphabet[(state % alphabet.len() as u64) as usize]);
+                }
+                assert_eq!(escaped(&s), reference(&s), "{s:?}");
             }
         }
     }
