@@ -11,7 +11,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use pyo3::Borrowed;
+use pyo3::{intern, Borrowed};
 
 use crate::webhook::fast::{self, other_key, tx_key, FieldRef, Object, Scalar};
 use crate::webhook::models::Kind;
@@ -880,7 +880,7 @@ impl<'py> Writer<'py> {
         }
         if obj.is_instance(known.decimal.bind(py)).unwrap_or(false) {
             let finite: bool = obj
-                .call_method0("is_finite")
+                .call_method0(intern!(py, "is_finite"))
                 .and_then(|v| v.extract())
                 .map_err(|e| failed(e, "a decimal"))?;
             if !finite {
@@ -895,12 +895,14 @@ impl<'py> Writer<'py> {
             self.unjudged = true;
             return Ok(Seen::Container);
         }
-        if obj.hasattr("tolist").unwrap_or(false) && obj.hasattr("dtype").unwrap_or(false) {
+        if obj.hasattr(intern!(py, "tolist")).unwrap_or(false)
+            && obj.hasattr(intern!(py, "dtype")).unwrap_or(false)
+        {
             // numpy scalars and arrays (and pandas' extension scalars): as Python values. The
             // value counts as a level of nesting, so that a `tolist()` that answers with another
             // such value cannot recurse for ever.
             let plain = obj
-                .call_method0("tolist")
+                .call_method0(intern!(py, "tolist"))
                 .map_err(|e| failed(e, "a value"))?;
             self.enter(obj, depth)?;
             let seen = self.value(&plain, out, depth + 1)?;
@@ -920,7 +922,7 @@ impl<'py> Writer<'py> {
             self.unjudged = true;
             self.enter(obj, depth)?;
             let entries = obj
-                .call_method0("items")
+                .call_method0(intern!(py, "items"))
                 .and_then(|i| i.try_iter())
                 .map_err(|e| failed(e, "a mapping"))?;
             out.push(b'{');
