@@ -80,6 +80,7 @@ def test_soak_fetch_and_publish_under_every_fault():
                 read_concurrency=READS,
                 publish_per_second=None,
                 publish_concurrency=PUBLISHES,
+                daily_requests=None,
             ),
         )
         # Warm up (pools, runtime threads, caches) before measuring the start.
