@@ -267,7 +267,9 @@ def check_report(report: sv.PublishReport, n: int) -> None:
 
 
 def scenario_unlimited(sizes: dict, repeats: int, out: list) -> None:
-    limits = sv.Limits(publish_per_second=None, publish_concurrency=CONCURRENCY)
+    limits = sv.Limits(
+        publish_per_second=None, publish_concurrency=CONCURRENCY, daily_requests=None
+    )
     with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
         tok = token(emu)
         client = ours_client(emu, limits)
@@ -330,7 +332,9 @@ def scenario_unlimited(sizes: dict, repeats: int, out: list) -> None:
 
 def scenario_latency(sizes: dict, out: list) -> None:
     n = sizes["lat"]
-    limits = sv.Limits(publish_per_second=None, publish_concurrency=CONCURRENCY)
+    limits = sv.Limits(
+        publish_per_second=None, publish_concurrency=CONCURRENCY, daily_requests=None
+    )
     records = [record(i) for i in range(n)]
     ideal = n / CONCURRENCY * LATENCY_MS / 1000
     scen = f"2. latency {LATENCY_MS} ms"
@@ -378,7 +382,7 @@ def scenario_limits(sizes: dict, out: list) -> None:
         for name, run in runs:
             # A fresh bucket for each client: the emulator's starts full (one second of burst).
             emu.set_limits(publish_per_second=RATE, publish_concurrency=IN_FLIGHT)
-            client = ours_client(emu, sv.Limits()) if name == "ours" else None
+            client = ours_client(emu, sv.Limits(daily_requests=None)) if name == "ours" else None
             time.sleep(1.1)
             r = measure(emu, scen, name, n, 1, lambda run=run, client=client: run(client))
             r.note = f"{r.requests / r.seconds / RATE:.2f} of the allowed rate"
@@ -509,7 +513,8 @@ def run_inprocess(quick: bool = False, command: str = "python bench/publish.py")
         f"× {LATENCY_MS} ms.",
         f"- **3**: `emu.set_limits(publish_per_second={RATE:.0f}, publish_concurrency="
         f"{IN_FLIGHT})`, the published webhook limits, fresh for each client; ours with the "
-        "default `sv.Limits()` (the same limits), (a) and (b) paced to 100/s. Allowed rate = "
+        "default `sv.Limits()` rates (the same limits; no daily quota), (a) and (b) paced to "
+        "100/s. Allowed rate = "
         "(requests answered 200 / time) / 100; 429s as sent by the emulator.",
         "- **4**: a fresh process (`subprocess`) with its own emulator publishes a generator; "
         "`VmHWM` is its peak resident size, the emulator included (the generator empties "
@@ -731,7 +736,9 @@ def client_main(spec: dict) -> None:
             client_secret=server.client_secret,
             base_url=server.url,
             audience=server.audience,
-            limits=sv.Limits(publish_per_second=None, publish_concurrency=CONCURRENCY),
+            limits=sv.Limits(
+                publish_per_second=None, publish_concurrency=CONCURRENCY, daily_requests=None
+            ),
         )
         client.access_token()
 
@@ -957,7 +964,8 @@ def run_separate(
         f"- **Records**: the in-process group's `record(i)` (retail, three items), {n:,} per run,"
         f" posted in arrays of {SEPARATE_BATCH} (`batch_size={SEPARATE_BATCH}`), "
         f"{CONCURRENCY} requests in flight for both clients; ours with `sv.Limits("
-        f"publish_per_second=None, publish_concurrency={CONCURRENCY})`.",
+        f"publish_per_second=None, publish_concurrency={CONCURRENCY}, daily_requests=None)` "
+        "(a benchmark posts more than a day's quota on purpose).",
         "- **(b)**: `aiohttp` + `orjson` as in the in-process group: chunks of 100 records, "
         f"`orjson.dumps(chunk)` per body, an `asyncio.Semaphore` of {CONCURRENCY}, one "
         "`aiohttp.ClientSession`. From a file it reads the lines and `orjson.loads` each "

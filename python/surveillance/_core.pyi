@@ -18,6 +18,7 @@ __all__ = [
     "to_json",
     "validate",
     "write_parquet",
+    "_check",
     "__version__",
 ]
 __version__: str
@@ -269,6 +270,14 @@ def validate(record: Any) -> list[dict]:
 
 def to_json(record: Any) -> str:
     """The JSON text of a record, as ``publish`` writes it."""
+
+def _check(
+    record: Any,
+) -> tuple[Optional[str], Optional[bool], int, Optional[int], list[dict]]:
+    """Private, for tests: what ``publish`` makes of a record: its JSON text (None when it has
+    no JSON form), the fused check's verdict (None: left to the careful path), the upsert key
+    hashed in the walk, the key the core finds in the text (None: it refuses the text), and
+    the problems ``validate`` gives."""
 
 def write_parquet(data: Any, path: str) -> int:
     """Writes Arrow data (``__arrow_c_stream__``/``__arrow_c_array__``) to a Parquet file."""

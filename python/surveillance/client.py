@@ -538,6 +538,9 @@ class Client(_BaseClient):
             records: one dict, an iterable or generator of dicts (consumed as it goes), a
                 pandas DataFrame whose rows are records (missing values left out, Timestamps
                 as epoch milliseconds), or the path of a JSON Lines file (read in Rust).
+                A record with no JSON form (NaN or infinity, a key that is not a string, a
+                record that contains itself, containers nested more than 64 levels deep) is
+                kept back with a problem naming the field; the others are published.
             region: ``"us"`` or ``"eu"``; default the client's ``region``.
             batch_size: records per request. ``"auto"`` (the default) posts JSON arrays of 100,
                 which the provider accepts and counts as one request against the daily quota

@@ -31,6 +31,7 @@ mod events;
 mod log;
 mod publish;
 mod runtime;
+mod to_json;
 mod wait;
 
 use pyo3::prelude::*;
@@ -51,6 +52,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(publish::publish_records, m)?)?;
     m.add_function(wrap_pyfunction!(publish::validate_record, m)?)?;
     m.add_function(wrap_pyfunction!(publish::record_json, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::check_record, m)?)?;
     Ok(())
 }
 

@@ -1,21 +1,22 @@
 //! Binding of webhook publishing: `publish` pulls records from a Python iterator in chunks while
-//! holding the GIL briefly, writes each one as JSON text here (no `json.dumps`), and hands the
-//! chunks to the core through a bounded channel; while the channel is full it waits with the GIL
-//! released, checking for signals. Ctrl-C cancels the core, which returns its partial report.
-//! Also `validate` and `to_json`, on the same converter.
+//! holding the GIL briefly, writes each one as JSON into one buffer per chunk and checks it in
+//! the same walk ([`to_json`](super::to_json)), and hands the chunks to the core, ready to post,
+//! through a bounded channel; while the channel is full it waits with the GIL released, checking
+//! for signals. Ctrl-C cancels the core, which returns its partial report. Also `validate` and
+//! `to_json`, on the same writer.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::io::Write as _;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyIterator, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyIterator, PyList, PyString};
 use tokio::sync::{mpsc, watch};
 
 use super::client::PyClient;
+use super::to_json::{ConvError, Writer, Written};
 use super::{errors, log, runtime};
 use crate::client::publish::{
     self as core, FailureKind, Input, Options, Progress, ProgressSink, Report,
@@ -23,381 +24,6 @@ use crate::client::publish::{
 use crate::client::redact;
 use crate::client::Region;
 use crate::webhook::{self as rules, Problem, Severity};
-
-/// Containers nested deeper than this are refused (a record that contains itself).
-const MAX_DEPTH: u32 = 64;
-/// Dict keys whose JSON form is remembered, by object identity.
-const KEY_CACHE: usize = 1024;
-
-// ---------------------------------------------------------------------------------------------
-// Python values to JSON text.
-
-enum Seg {
-    Key(String),
-    Index(usize),
-}
-
-/// Why a value has no JSON form, and where it is.
-struct ConvError {
-    /// Innermost first.
-    path: Vec<Seg>,
-    message: String,
-    /// A KeyboardInterrupt (or another exception that is not an `Exception`) raised by Python
-    /// code the conversion called: it stops everything, it is not the record's fault.
-    interrupt: Option<PyErr>,
-}
-
-impl ConvError {
-    fn new(message: String) -> Self {
-        ConvError {
-            path: Vec::new(),
-            message,
-            interrupt: None,
-        }
-    }
-
-    /// The error of Python code called for a value: an interrupt, or the value's problem.
-    fn python(py: Python<'_>, e: PyErr, message: String) -> Self {
-        let interrupt = (!e.is_instance_of::<PyException>(py)).then_some(e);
-        ConvError {
-            path: Vec::new(),
-            message,
-            interrupt,
-        }
-    }
-
-    fn at(mut self, seg: Seg) -> Self {
-        self.path.push(seg);
-        self
-    }
-
-    /// The path as the validator writes it: `items[3].unitPrice`.
-    fn path(&self) -> String {
-        let mut out = String::new();
-        for seg in self.path.iter().rev() {
-            match seg {
-                Seg::Key(k) => {
-                    if !out.is_empty() {
-                        out.push('.');
-                    }
-                    out.push_str(k);
-                }
-                Seg::Index(i) => out.push_str(&format!("[{i}]")),
-            }
-        }
-        out
-    }
-
-    fn problem(&self) -> Problem {
-        Problem {
-            path: self.path(),
-            message: self.message.clone(),
-            severity: Severity::Error,
-        }
-    }
-}
-
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .qualname()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "object".into())
-}
-
-/// Writes Python records as JSON text: dicts, lists, tuples, str, int, float, bool, None, and
-/// sensibly the rest: datetimes and dates as epoch milliseconds (naive ones taken as UTC),
-/// `Decimal` as a number, numpy scalars and arrays through `tolist()`, other mappings as objects.
-pub struct Converter<'py> {
-    date: Bound<'py, PyAny>,
-    to_ms: Bound<'py, PyAny>,
-    decimal: Bound<'py, PyAny>,
-    mapping: Bound<'py, PyAny>,
-    keys: KeyCache,
-}
-
-/// The JSON form of dict keys, by object address (the object kept alive with it).
-type KeyCache = HashMap<usize, (Py<PyString>, Box<[u8]>), BuildHasherDefault<Identity>>;
-
-/// Hashes an object address: the low bits are alignment, the multiply spreads the rest.
-#[derive(Default)]
-struct Identity(u64);
-
-impl Hasher for Identity {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.0 = ((n as u64) >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-impl<'py> Converter<'py> {
-    /// Looks up the few Python classes the converter recognises.
-    pub fn new(py: Python<'py>) -> PyResult<Self> {
-        Ok(Converter {
-            date: py.import("datetime")?.getattr("date")?,
-            to_ms: py.import("surveillance._time")?.getattr("to_ms")?,
-            decimal: py.import("decimal")?.getattr("Decimal")?,
-            mapping: py.import("collections.abc")?.getattr("Mapping")?,
-            keys: HashMap::default(),
-        })
-    }
-
-    /// The JSON text of `obj`.
-    fn text(&mut self, obj: &Bound<'py, PyAny>) -> Result<String, ConvError> {
-        let mut out = Vec::with_capacity(512);
-        self.value(obj, &mut out, 0)?;
-        // Everything written is UTF-8 (strings come from `to_cow`, the rest is ASCII).
-        String::from_utf8(out).map_err(|e| ConvError::new(format!("not UTF-8: {e}")))
-    }
-
-    fn value(
-        &mut self,
-        obj: &Bound<'py, PyAny>,
-        out: &mut Vec<u8>,
-        depth: u32,
-    ) -> Result<(), ConvError> {
-        if depth > MAX_DEPTH {
-            return Err(ConvError::new(format!(
-                "nested more than {MAX_DEPTH} levels deep (does the record contain itself?)"
-            )));
-        }
-        if let Ok(s) = obj.cast_exact::<PyString>() {
-            return string(s, out);
-        }
-        if let Ok(d) = obj.cast_exact::<PyDict>() {
-            return self.dict(d, out, depth);
-        }
-        if let Ok(f) = obj.cast_exact::<PyFloat>() {
-            return float(f.value(), out);
-        }
-        if obj.is_none() {
-            out.extend_from_slice(b"null");
-            return Ok(());
-        }
-        if let Ok(b) = obj.cast::<PyBool>() {
-            out.extend_from_slice(if b.is_true() { b"true" } else { b"false" });
-            return Ok(());
-        }
-        if let Ok(i) = obj.cast_exact::<PyInt>() {
-            return int(i, out);
-        }
-        if let Ok(l) = obj.cast_exact::<PyList>() {
-            return self.seq(l.iter(), out, depth);
-        }
-        if let Ok(t) = obj.cast_exact::<PyTuple>() {
-            return self.seq(t.iter(), out, depth);
-        }
-        self.other(obj, out, depth)
-    }
-
-    /// Subclasses of the basic types, and the sensible conversions of other types.
-    fn other(
-        &mut self,
-        obj: &Bound<'py, PyAny>,
-        out: &mut Vec<u8>,
-        depth: u32,
-    ) -> Result<(), ConvError> {
-        if let Ok(s) = obj.cast::<PyString>() {
-            return string(s, out);
-        }
-        if let Ok(d) = obj.cast::<PyDict>() {
-            return self.dict(d, out, depth);
-        }
-        if let Ok(f) = obj.cast::<PyFloat>() {
-            return float(f.value(), out);
-        }
-        if let Ok(i) = obj.cast::<PyInt>() {
-            return int(i, out);
-        }
-        if let Ok(l) = obj.cast::<PyList>() {
-            return self.seq(l.iter(), out, depth);
-        }
-        if let Ok(t) = obj.cast::<PyTuple>() {
-            return self.seq(t.iter(), out, depth);
-        }
-        let failed = |e: PyErr, what: &str| {
-            let message = format!(
-                "cannot convert {what} of type `{}` to JSON: {e}",
-                type_name(obj)
-            );
-            ConvError::python(obj.py(), e, message)
-        };
-        if obj.is_instance(&self.date).unwrap_or(false) {
-            let ms = self.to_ms.call1((obj,)).map_err(|e| failed(e, "a date"))?;
-            let ms = ms.cast::<PyInt>().map_err(|e| failed(e.into(), "a date"))?;
-            return int(ms, out);
-        }
-        if obj.is_instance(&self.decimal).unwrap_or(false) {
-            let finite: bool = obj
-                .call_method0("is_finite")
-                .and_then(|v| v.extract())
-                .map_err(|e| failed(e, "a decimal"))?;
-            if !finite {
-                return Err(ConvError::new(format!(
-                    "`{}` has no JSON form (JSON has no NaN or infinity)",
-                    obj.str().map(|s| s.to_string()).unwrap_or_default()
-                )));
-            }
-            let text = obj.str().map_err(|e| failed(e, "a decimal"))?;
-            out.extend_from_slice(text.to_string().as_bytes());
-            return Ok(());
-        }
-        if obj.hasattr("tolist").unwrap_or(false) && obj.hasattr("dtype").unwrap_or(false) {
-            // numpy scalars and arrays (and pandas' extension scalars): as Python values.
-            let plain = obj
-                .call_method0("tolist")
-                .map_err(|e| failed(e, "a value"))?;
-            return self.value(&plain, out, depth + 1);
-        }
-        if obj.is_instance(&self.mapping).unwrap_or(false) {
-            let items = obj
-                .call_method0("items")
-                .and_then(|i| i.try_iter())
-                .map_err(|e| failed(e, "a mapping"))?;
-            out.push(b'{');
-            for (n, item) in items.enumerate() {
-                let item = item.map_err(|e| failed(e, "a mapping"))?;
-                let (k, v): (Bound<'py, PyAny>, Bound<'py, PyAny>) =
-                    item.extract().map_err(|e| failed(e, "a mapping"))?;
-                if n > 0 {
-                    out.push(b',');
-                }
-                self.entry(&k, &v, out, depth)?;
-            }
-            out.push(b'}');
-            return Ok(());
-        }
-        Err(ConvError::new(format!(
-            "a value of type `{}` has no JSON form; use str, int, float, bool, None, dict, list \
-             or datetime",
-            type_name(obj)
-        )))
-    }
-
-    fn dict(
-        &mut self,
-        d: &Bound<'py, PyDict>,
-        out: &mut Vec<u8>,
-        depth: u32,
-    ) -> Result<(), ConvError> {
-        out.push(b'{');
-        for (n, (k, v)) in d.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            self.entry(&k, &v, out, depth)?;
-        }
-        out.push(b'}');
-        Ok(())
-    }
-
-    fn entry(
-        &mut self,
-        k: &Bound<'py, PyAny>,
-        v: &Bound<'py, PyAny>,
-        out: &mut Vec<u8>,
-        depth: u32,
-    ) -> Result<(), ConvError> {
-        self.key(k, out)?;
-        out.push(b':');
-        self.value(v, out, depth + 1).map_err(|e| {
-            let name = k
-                .cast::<PyString>()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            e.at(Seg::Key(name))
-        })
-    }
-
-    fn key(&mut self, k: &Bound<'py, PyAny>, out: &mut Vec<u8>) -> Result<(), ConvError> {
-        if let Ok(s) = k.cast_exact::<PyString>() {
-            // Records share their keys' objects (literals, DataFrame columns): their JSON form
-            // is remembered by identity, and the object kept alive so the identity stays theirs.
-            let id = s.as_ptr() as usize;
-            if let Some((_, json)) = self.keys.get(&id) {
-                out.extend_from_slice(json);
-                return Ok(());
-            }
-            let start = out.len();
-            string(s, out)?;
-            if self.keys.len() < KEY_CACHE {
-                let json: Box<[u8]> = out[start..].into();
-                self.keys.insert(id, (s.clone().unbind(), json));
-            }
-            return Ok(());
-        }
-        if let Ok(s) = k.cast::<PyString>() {
-            return string(s, out);
-        }
-        let shown = k
-            .repr()
-            .map(|r| r.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        Err(ConvError::new(format!(
-            "keys must be strings, found the `{}` key `{shown}`",
-            type_name(k)
-        )))
-    }
-
-    fn seq(
-        &mut self,
-        items: impl Iterator<Item = Bound<'py, PyAny>>,
-        out: &mut Vec<u8>,
-        depth: u32,
-    ) -> Result<(), ConvError> {
-        out.push(b'[');
-        for (i, v) in items.enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            self.value(&v, out, depth + 1)
-                .map_err(|e| e.at(Seg::Index(i)))?;
-        }
-        out.push(b']');
-        Ok(())
-    }
-}
-
-fn string(s: &Bound<'_, PyString>, out: &mut Vec<u8>) -> Result<(), ConvError> {
-    let text = s.to_cow().map_err(|_| {
-        ConvError::new("a string that is not valid Unicode (lone surrogate)".to_owned())
-    })?;
-    serde_json::to_writer(&mut *out, text.as_ref())
-        .map_err(|e| ConvError::new(format!("cannot write a string: {e}")))
-}
-
-fn float(v: f64, out: &mut Vec<u8>) -> Result<(), ConvError> {
-    if !v.is_finite() {
-        return Err(ConvError::new(format!(
-            "`{v}` has no JSON form (JSON has no NaN or infinity); leave the field out instead"
-        )));
-    }
-    serde_json::to_writer(&mut *out, &v)
-        .map_err(|e| ConvError::new(format!("cannot write a number: {e}")))
-}
-
-fn int(i: &Bound<'_, PyInt>, out: &mut Vec<u8>) -> Result<(), ConvError> {
-    if let Ok(v) = i.extract::<i64>() {
-        let _ = write!(out, "{v}");
-    } else if let Ok(v) = i.extract::<u64>() {
-        let _ = write!(out, "{v}");
-    } else {
-        // Larger integers are still JSON numbers; their decimal digits are the JSON form.
-        let digits = i
-            .str()
-            .map_err(|e| ConvError::new(format!("cannot write an integer: {e}")))?;
-        out.extend_from_slice(digits.to_string_lossy().as_bytes());
-    }
-    Ok(())
-}
 
 /// A record's best-effort JSON when it has no exact one (for `write_failures`).
 fn lossy_json(py: Python<'_>, obj: &Bound<'_, PyAny>) -> Option<String> {
@@ -426,6 +52,26 @@ fn problem_dict<'py>(py: Python<'py>, p: &Problem) -> PyResult<Bound<'py, PyDict
     Ok(d)
 }
 
+/// The problems of `text` under its model (JSON text the writer made).
+fn problems_of(text: &str) -> Vec<Problem> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value) => rules::validate(&value),
+        Err(e) => vec![Problem {
+            path: String::new(),
+            message: format!("not valid JSON: {e}"),
+            severity: Severity::Error,
+        }],
+    }
+}
+
+fn problem_list<'py>(py: Python<'py>, problems: &[Problem]) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for p in problems {
+        out.append(problem_dict(py, p)?)?;
+    }
+    Ok(out)
+}
+
 /// The problems of one record under its standard model, as dicts with `path`, `message` and
 /// `severity`; empty when it conforms.
 #[pyfunction]
@@ -434,26 +80,14 @@ pub fn validate_record<'py>(
     py: Python<'py>,
     record: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut conv = Converter::new(py)?;
-    let problems = match conv.text(record) {
-        Ok(text) => match serde_json::from_str::<serde_json::Value>(&text) {
-            Ok(value) => rules::validate(&value),
-            Err(e) => vec![Problem {
-                path: String::new(),
-                message: format!("not valid JSON: {e}"),
-                severity: Severity::Error,
-            }],
-        },
+    let problems = match Writer::new(py)?.text(record) {
+        Ok(text) => problems_of(&text),
         Err(ConvError {
             interrupt: Some(e), ..
-        }) => return Err(e),
+        }) => return Err(*e),
         Err(e) => vec![e.problem()],
     };
-    let out = PyList::empty(py);
-    for p in &problems {
-        out.append(problem_dict(py, p)?)?;
-    }
-    Ok(out)
+    problem_list(py, &problems)
 }
 
 /// The JSON text of a record, as `publish` writes it; ValueError naming the path of a value
@@ -461,10 +95,9 @@ pub fn validate_record<'py>(
 #[pyfunction]
 #[pyo3(name = "to_json")]
 pub fn record_json(py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<String> {
-    let mut conv = Converter::new(py)?;
-    conv.text(record).map_err(|e| {
+    Writer::new(py)?.text(record).map_err(|e| {
         if let Some(interrupt) = e.interrupt {
-            return interrupt;
+            return *interrupt;
         }
         let path = e.path();
         if path.is_empty() {
@@ -473,6 +106,51 @@ pub fn record_json(py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<String
             PyValueError::new_err(format!("{path}: {}", e.message))
         }
     })
+}
+
+/// What `publish` makes of one record, for tests: `(text, verdict, key, text_key, problems)`:
+/// the JSON text (None when the record has no JSON form); the fused check's verdict (None when
+/// it leaves the record to the careful path); the upsert key hashed in the walk; the key the
+/// core's check of the text finds (None when it refuses the text); and the detailed
+/// validator's problems, as `validate` gives them.
+#[pyfunction]
+#[pyo3(name = "_check")]
+#[allow(clippy::type_complexity)]
+pub fn check_record<'py>(
+    py: Python<'py>,
+    record: &Bound<'py, PyAny>,
+) -> PyResult<(
+    Option<String>,
+    Option<bool>,
+    u64,
+    Option<u64>,
+    Bound<'py, PyList>,
+)> {
+    let mut writer = Writer::new(py)?;
+    let mut out = Vec::new();
+    match writer.record(record, &mut out, true) {
+        Ok(written) => {
+            let text = String::from_utf8(out)
+                .map_err(|e| PyValueError::new_err(format!("not UTF-8: {e}")))?;
+            let text_key = match core::check_text(0, None, Bytes::from(text.clone()), false) {
+                Input::Ready { key, .. } => Some(key),
+                _ => None,
+            };
+            let problems = problem_list(py, &problems_of(&text))?;
+            let verdict = written.judged.then_some(written.conforms);
+            Ok((Some(text), verdict, written.key, text_key, problems))
+        }
+        Err(ConvError {
+            interrupt: Some(e), ..
+        }) => Err(*e),
+        Err(e) => Ok((
+            None,
+            Some(false),
+            0,
+            None,
+            problem_list(py, &[e.problem()])?,
+        )),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -510,48 +188,102 @@ impl Cell {
     }
 }
 
-/// Pulls up to `n` records; a Python exception from the iterator ends the chunk early.
+/// A record of a chunk, before the chunk's buffer is frozen.
+enum Pulled {
+    Written {
+        index: u64,
+        range: Range<usize>,
+        written: Written,
+    },
+    Refused(Input),
+}
+
+/// Pulls up to `n` records and writes them into one buffer, shared by the chunk's texts; with
+/// `check`, each one checked in the same walk. A record the walk could not judge, or found
+/// wrong, is checked by the core's careful path here, so that the core never scans a text again
+/// and problems are worded as the detailed validator words them. A Python exception from the
+/// iterator ends the chunk early. `capacity`: the buffer's size to start from, updated.
 fn pull<'py>(
     py: Python<'py>,
     iter: &mut Bound<'py, PyIterator>,
-    conv: &mut Converter<'py>,
+    writer: &mut Writer<'py>,
     index: &mut u64,
     n: usize,
+    check: bool,
+    capacity: &mut usize,
 ) -> (Vec<Input>, bool, Option<PyErr>) {
-    let mut chunk = Vec::with_capacity(n);
-    for _ in 0..n {
+    let mut buf = Vec::with_capacity(*capacity);
+    let mut pulled = Vec::with_capacity(n);
+    let mut done = false;
+    let mut raised = None;
+    while pulled.len() < n {
         let obj = match iter.next() {
-            None => return (chunk, true, None),
-            Some(Err(e)) => return (chunk, true, Some(e)),
+            None => {
+                done = true;
+                break;
+            }
+            Some(Err(e)) => {
+                done = true;
+                raised = Some(e);
+                break;
+            }
             Some(Ok(obj)) => obj,
         };
-        let input = match conv.text(&obj) {
-            Ok(text) => Input::Text {
+        let start = buf.len();
+        match writer.record(&obj, &mut buf, check) {
+            Ok(written) => pulled.push(Pulled::Written {
                 index: *index,
-                line: None,
-                text,
-            },
+                range: start..buf.len(),
+                written,
+            }),
             Err(mut e) => {
+                buf.truncate(start);
                 let interrupt = e.interrupt.take();
-                let input = Input::Rejected {
+                pulled.push(Pulled::Refused(Input::Rejected {
                     index: *index,
                     line: None,
                     problems: vec![e.problem()],
                     text: lossy_json(py, &obj),
-                };
+                }));
                 if let Some(interrupt) = interrupt {
                     // Taken from the source, so reported (as not accepted) with the rest.
                     *index += 1;
-                    chunk.push(input);
-                    return (chunk, true, Some(interrupt));
+                    done = true;
+                    raised = Some(*interrupt);
+                    break;
                 }
-                input
             }
-        };
+        }
         *index += 1;
-        chunk.push(input);
     }
-    (chunk, false, None)
+    if pulled.len() == n {
+        *capacity = buf.len() + buf.len() / 16 + 64;
+    }
+    let bytes = Bytes::from(buf);
+    let chunk = pulled
+        .into_iter()
+        .map(|p| match p {
+            Pulled::Written {
+                index,
+                range,
+                written,
+            } => {
+                let text = bytes.slice(range);
+                if written.judged && (written.conforms || !check) {
+                    Input::Ready {
+                        index,
+                        line: None,
+                        key: written.key,
+                        text,
+                    }
+                } else {
+                    core::check_text(index, None, text, check)
+                }
+            }
+            Pulled::Refused(input) => input,
+        })
+        .collect();
+    (chunk, done, raised)
 }
 
 fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
@@ -653,7 +385,8 @@ pub fn publish_records<'py>(
     };
     let mut task = rt.spawn(async move { core.publish(rx, options, sink, cancel).await });
 
-    let mut conv = Converter::new(py)?;
+    let mut writer = Writer::new(py)?;
+    let mut capacity = 64 * 1024;
     let mut index = 0u64;
     let mut pending: Option<Vec<Input>> = None;
     let mut exhausted = iter.is_none();
@@ -663,7 +396,15 @@ pub fn publish_records<'py>(
     let outcome = loop {
         // Produce: pull a chunk, hand it over, or wait (GIL released) for room or the end.
         if let (Some(it), None, false) = (iter.as_mut(), &pending, exhausted) {
-            let (chunk, done, err) = pull(py, it, &mut conv, &mut index, core::CHUNK);
+            let (chunk, done, err) = pull(
+                py,
+                it,
+                &mut writer,
+                &mut index,
+                core::CHUNK,
+                validate,
+                &mut capacity,
+            );
             exhausted = done;
             if !chunk.is_empty() {
                 pending = Some(chunk);

@@ -101,6 +101,12 @@ impl Object {
         Some(FieldRef(i as u8))
     }
 
+    /// The name of `field` (as the model writes it, which JSON writes with no escape).
+    #[must_use]
+    pub fn name(&self, field: FieldRef) -> &'static str {
+        self.fields[field.0 as usize].name
+    }
+
     /// The kind of value `field` holds.
     #[must_use]
     pub fn kind(&self, field: FieldRef) -> Kind {
@@ -301,6 +307,26 @@ mod tests {
         assert!(!scalar_fits(Kind::SchemaVersion, Scalar::UInt(1)));
         assert!(!scalar_fits(Kind::TableNumber, Scalar::UInt(12)));
         assert!(!scalar_fits(Kind::Text, Scalar::Container));
+    }
+
+    #[test]
+    fn field_names_need_no_escape_in_json() {
+        // Writers copy a known field's name as its key's JSON (`Object::name`).
+        let plain = |f: &Field| {
+            assert!(
+                f.name.bytes().all(|b| b.is_ascii_alphanumeric()),
+                "{}",
+                f.name
+            );
+        };
+        for model in crate::webhook::models::MODELS {
+            for f in model.fields {
+                plain(f);
+                if let Kind::Items(items) = f.kind {
+                    items.iter().for_each(plain);
+                }
+            }
+        }
     }
 
     #[test]

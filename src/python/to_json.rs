@@ -1,0 +1,1080 @@
+//! Python records to JSON bytes in one walk, with the webhook's fast check fused into it: each
+//! value is dispatched on its exact type and appended to a caller's buffer (strings copied from
+//! their UTF-8 with a table escaper, ints by `itoa`, floats by `ryu`), while the record's
+//! fields drive [`fast::Object`] and its upsert key is hashed. No tree, no per-value allocation.
+
+use std::borrow::Cow;
+use std::os::raw::c_int;
+
+use pyo3::exceptions::PyException;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::{intern, Borrowed};
+
+use crate::webhook::fast::{self, other_key, tx_key, FieldRef, Object, Scalar};
+use crate::webhook::models::Kind;
+use crate::webhook::{Problem, Severity};
+
+/// Containers nested deeper than this (the record itself is the first level) are refused: the
+/// record is not sent. `publish`'s docstring says so.
+pub const MAX_DEPTH: u32 = 64;
+
+// ---------------------------------------------------------------------------------------------
+// Errors.
+
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+/// Why a value has no JSON form, and where it is.
+pub struct ConvError {
+    /// Innermost first.
+    path: Vec<Seg>,
+    /// What is wrong, lowercase.
+    pub message: String,
+    /// A KeyboardInterrupt (or another exception that is not an `Exception`) raised by Python
+    /// code the conversion called: it stops everything, it is not the record's fault.
+    /// (Boxed: the error travels up every level of the walk, so it is kept small.)
+    pub interrupt: Option<Box<PyErr>>,
+    /// Not an error: the fast walk met something for the careful walk (see [`Writer`]).
+    careful: bool,
+}
+
+impl ConvError {
+    fn new(message: String) -> Self {
+        ConvError {
+            path: Vec::new(),
+            message,
+            interrupt: None,
+            careful: false,
+        }
+    }
+
+    /// The fast walk gives the record to the careful walk.
+    fn careful() -> Self {
+        ConvError {
+            careful: true,
+            ..ConvError::new(String::new())
+        }
+    }
+
+    /// The error of Python code called for a value: an interrupt, or the value's problem.
+    fn python(py: Python<'_>, e: PyErr, message: String) -> Self {
+        let interrupt = (!e.is_instance_of::<PyException>(py)).then(|| Box::new(e));
+        ConvError {
+            interrupt,
+            ..ConvError::new(message)
+        }
+    }
+
+    fn at(mut self, seg: Seg) -> Self {
+        self.path.push(seg);
+        self
+    }
+
+    /// The path as the validator writes it: `items[3].unitPrice`.
+    pub fn path(&self) -> String {
+        let mut out = String::new();
+        for seg in self.path.iter().rev() {
+            match seg {
+                Seg::Key(k) => {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(k);
+                }
+                Seg::Index(i) => out.push_str(&format!("[{i}]")),
+            }
+        }
+        out
+    }
+
+    /// The error as a validation problem of the record.
+    pub fn problem(&self) -> Problem {
+        Problem {
+            path: self.path(),
+            message: self.message.clone(),
+            severity: Severity::Error,
+        }
+    }
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .qualname()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".into())
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the walk looks up once per interpreter.
+
+/// The classes of the careful path and the interned names the record-level lookups use.
+struct Known {
+    date: Py<PyAny>,
+    to_ms: Py<PyAny>,
+    decimal: Py<PyAny>,
+    mapping: Py<PyAny>,
+    data_type: Py<PyString>,
+    transaction_id: Py<PyString>,
+    location_id: Py<PyString>,
+    event_unique_id: Py<PyString>,
+}
+
+static KNOWN: PyOnceLock<Known> = PyOnceLock::new();
+
+fn known(py: Python<'_>) -> PyResult<&'static Known> {
+    KNOWN.get_or_try_init(py, || {
+        Ok(Known {
+            date: py.import("datetime")?.getattr("date")?.unbind(),
+            to_ms: py.import("surveillance._time")?.getattr("to_ms")?.unbind(),
+            decimal: py.import("decimal")?.getattr("Decimal")?.unbind(),
+            mapping: py.import("collections.abc")?.getattr("Mapping")?.unbind(),
+            data_type: PyString::intern(py, "dataType").unbind(),
+            transaction_id: PyString::intern(py, "transactionId").unbind(),
+            location_id: PyString::intern(py, "locationId").unbind(),
+            event_unique_id: PyString::intern(py, "eventUniqueId").unbind(),
+        })
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strings.
+
+#[cfg(not(windows))]
+extern "C" {
+    // In the stable ABI since 3.10 and exported by every CPython 3 (pyo3-ffi declares it only
+    // for abi3 builds from 3.10). It returns the string's own UTF-8, cached in the object (for
+    // an ASCII string, its data), so nothing is copied or allocated to read it.
+    fn PyUnicode_AsUTF8AndSize(
+        unicode: *mut ffi::PyObject,
+        size: *mut ffi::Py_ssize_t,
+    ) -> *const std::os::raw::c_char;
+}
+
+fn surrogate() -> ConvError {
+    ConvError::new("a string that is not valid Unicode (lone surrogate)".to_owned())
+}
+
+/// The UTF-8 text of a str (or str subclass), borrowed from the object.
+#[cfg(not(windows))]
+fn utf8<'a>(s: &'a Bound<'_, PyAny>) -> Result<Cow<'a, str>, ConvError> {
+    let mut size: ffi::Py_ssize_t = 0;
+    // SAFETY: `s` is a str (the callers checked), alive for 'a, and the GIL is held; the
+    // returned buffer belongs to the object and lives as long as it does.
+    let data = unsafe { PyUnicode_AsUTF8AndSize(s.as_ptr(), &mut size) };
+    if data.is_null() {
+        // The UnicodeEncodeError of a lone surrogate: the record's fault, reported as such.
+        drop(PyErr::take(s.py()));
+        return Err(surrogate());
+    }
+    let len = usize::try_from(size).map_err(|_| surrogate())?;
+    // SAFETY: CPython hands out `size` bytes of valid UTF-8 at `data` (it refuses surrogates).
+    let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) };
+    Ok(Cow::Borrowed(unsafe {
+        std::str::from_utf8_unchecked(bytes)
+    }))
+}
+
+/// The UTF-8 text of a str (or str subclass) (a copy: python3.dll of 3.9 lacks the call above).
+#[cfg(windows)]
+fn utf8<'a>(s: &'a Bound<'_, PyAny>) -> Result<Cow<'a, str>, ConvError> {
+    let s = s.cast::<PyString>().map_err(|_| surrogate())?;
+    s.to_cow()
+        .map(|c| Cow::Owned(c.into_owned()))
+        .map_err(|_| surrogate())
+}
+
+/// For each byte: 0 when it is written as it is, else the letter of its escape (`u`: `\u00XX`).
+static ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        t[c] = b'u';
+        c += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0a] = b'n';
+    t[0x0c] = b'f';
+    t[0x0d] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The bytes of `w` that need an escape (below 0x20, `"` or `\`), as their high bits. The
+/// lowest bit set is exact (a borrow only flags bytes above a byte that needs an escape), so
+/// `trailing_zeros() / 8` is the first such byte.
+#[inline]
+fn escapes(w: u64) -> u64 {
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let control = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+    control | zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\')))
+}
+
+/// Writes `s` as a JSON string as `json.dumps(s, ensure_ascii=False)` does: `"` and `\`, and
+/// control characters (short escapes where JSON has them, else `\u00xx`), the rest as it is.
+/// Eight bytes are tested at a time, and the text between escapes is copied in one piece.
+pub fn write_str(out: &mut Vec<u8>, s: &[u8]) {
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    let mut i = 0;
+    while i < s.len() {
+        let rest = &s[i..];
+        let n = rest.len().min(8);
+        // A short tail is padded with spaces, which need no escape.
+        let mut w = [b' '; 8];
+        w[..n].copy_from_slice(&rest[..n]);
+        let found = escapes(u64::from_le_bytes(w));
+        if found == 0 {
+            i += n;
+            continue;
+        }
+        let at = i + (found.trailing_zeros() / 8) as usize;
+        let b = s[at];
+        out.extend_from_slice(&s[start..at]);
+        match ESCAPE[b as usize] {
+            b'u' => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 0xf) as usize],
+                ]);
+            }
+            e => out.extend_from_slice(&[b'\\', e]),
+        }
+        start = at + 1;
+        i = at + 1;
+    }
+    out.extend_from_slice(&s[start..]);
+    out.push(b'"');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers.
+
+/// Writes a finite float as Python's `repr` does (shortest round trip, as `ryu`, with Python's
+/// exponent form: `1e+16`, `1.5e-05`), so that the text is `json.dumps`'s.
+pub fn write_float(out: &mut Vec<u8>, v: f64) {
+    let mut buf = ryu::Buffer::new();
+    let s = buf.format_finite(v).as_bytes();
+    if let Some(e) = s.iter().position(|&b| b == b'e') {
+        out.extend_from_slice(&s[..=e]);
+        let (sign, digits) = match s.get(e + 1) {
+            Some(b'-') => (b'-', &s[e + 2..]),
+            _ => (b'+', &s[e + 1..]),
+        };
+        out.push(sign);
+        if digits.len() == 1 {
+            out.push(b'0');
+        }
+        out.extend_from_slice(digits);
+        return;
+    }
+    let (negative, body) = match s.strip_prefix(b"-") {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
+    // ryu writes 1e-5 <= |v| < 1e-4 as `0.0000ddd`; Python switches to an exponent there.
+    if let Some(digits) = body.strip_prefix(b"0.0000") {
+        if let Some((first, rest)) = digits.split_first() {
+            if negative {
+                out.push(b'-');
+            }
+            out.push(*first);
+            if !rest.is_empty() {
+                out.push(b'.');
+                out.extend_from_slice(rest);
+            }
+            out.extend_from_slice(b"e-05");
+            return;
+        }
+    }
+    out.extend_from_slice(s);
+}
+
+fn not_finite(v: f64) -> ConvError {
+    ConvError::new(format!(
+        "`{v}` has no JSON form (JSON has no NaN or infinity); leave the field out instead"
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The walk.
+
+/// What a value was, as far as the fast check goes (a string borrowed from its object).
+enum Seen<'a> {
+    Null,
+    Bool,
+    UInt(u64),
+    NegInt,
+    Float(f64),
+    Str(Cow<'a, str>),
+    Container,
+}
+
+impl Seen<'_> {
+    fn scalar(&self) -> Scalar<'_> {
+        match self {
+            Seen::Null => Scalar::Null,
+            Seen::Bool => Scalar::Bool,
+            Seen::UInt(v) => Scalar::UInt(*v),
+            Seen::NegInt => Scalar::NegInt,
+            Seen::Float(f) => Scalar::Float(*f),
+            Seen::Str(s) => Scalar::Str(s),
+            Seen::Container => Scalar::Container,
+        }
+    }
+}
+
+/// What the walk concluded about a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// False when the record holds something the fast check cannot judge (an integer beyond 64
+    /// bits, a `Decimal`, a mapping that is not a dict, a key that is a str subclass): its
+    /// text must go the careful way (the core's `check_text`), for its key and its verdict.
+    pub judged: bool,
+    /// With the check, and `judged`: the record conforms to its model.
+    pub conforms: bool,
+    /// The upsert key, hashed as the core's scan does (0: none); meaningful when `judged`.
+    pub key: u64,
+}
+
+/// Writes Python records as JSON: dicts, lists, tuples, str, int, float, bool, None by their
+/// exact types, and carefully the rest: subclasses of those, datetimes and dates as epoch
+/// milliseconds (naive ones taken as UTC), `Decimal` as a number, numpy scalars and arrays
+/// through `tolist()`, other mappings as objects.
+///
+/// Each record is walked fast first: exact types only, which run no Python code, so the walk
+/// borrows what containers hold without taking references, and reads sizes once. What needs
+/// more (a value of another type, which may run Python code that changes the record under the
+/// walk; a key that is not an exact str; an error, to word it) sends the record back to be
+/// walked again carefully, taking a reference to each value and checking sizes as it goes.
+pub struct Writer<'py> {
+    py: Python<'py>,
+    known: &'static Known,
+    none: *mut ffi::PyObject,
+    true_: *mut ffi::PyObject,
+    false_: *mut ffi::PyObject,
+    /// The containers being written, outermost first (a record that contains itself).
+    open: Vec<*mut ffi::PyObject>,
+    /// The record holds something the fast check cannot judge.
+    unjudged: bool,
+    /// The careful walk (see above).
+    careful: bool,
+}
+
+impl<'py> Writer<'py> {
+    /// A writer; looks up the classes it recognises (once per interpreter).
+    pub fn new(py: Python<'py>) -> PyResult<Self> {
+        Ok(Writer {
+            py,
+            known: known(py)?,
+            // SAFETY: the addresses of the interpreter's singletons (no reference is taken).
+            none: unsafe { ffi::Py_None() },
+            true_: unsafe { ffi::Py_True() },
+            false_: unsafe { ffi::Py_False() },
+            open: Vec::with_capacity(MAX_DEPTH as usize + 2),
+            unjudged: false,
+            careful: false,
+        })
+    }
+
+    /// The JSON text of `obj` (no check).
+    pub fn text(&mut self, obj: &Bound<'py, PyAny>) -> Result<String, ConvError> {
+        let mut out = Vec::with_capacity(512);
+        self.record(obj, &mut out, false)?;
+        // Everything written is UTF-8 (strings come from their UTF-8, the rest is ASCII).
+        String::from_utf8(out).map_err(|e| ConvError::new(format!("not UTF-8: {e}")))
+    }
+
+    /// Appends the JSON of the record `obj` to `out`; with `check`, decides whether it conforms
+    /// to its model on the way. On an error, `out` holds a part of the record: cut it back.
+    pub fn record(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        out: &mut Vec<u8>,
+        check: bool,
+    ) -> Result<Written, ConvError> {
+        let start = out.len();
+        self.careful = false;
+        match self.walk(obj, out, check) {
+            Err(e) if e.careful => {
+                out.truncate(start);
+                self.careful = true;
+                self.walk(obj, out, check)
+            }
+            done => done,
+        }
+    }
+
+    fn walk(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        out: &mut Vec<u8>,
+        check: bool,
+    ) -> Result<Written, ConvError> {
+        self.unjudged = false;
+        self.open.clear();
+        let Ok(dict) = obj.cast::<PyDict>() else {
+            // Not an object, so no model and no key; a mapping of another kind is judged
+            // from its text.
+            self.value(obj, out, 0)?;
+            return Ok(Written {
+                judged: !self.unjudged,
+                conforms: false,
+                key: 0,
+            });
+        };
+        let known = self.known;
+        let data_type = self.lookup_str(dict, &known.data_type);
+        let data_type = match &data_type {
+            Some(v) => utf8(v).ok(),
+            None => None,
+        };
+        let key = match data_type.as_deref() {
+            Some("retail" | "restaurant") => self
+                .lookup_str(dict, &known.transaction_id)
+                .and_then(|v| utf8(&v).ok().filter(|t| !t.is_empty()).map(|t| tx_key(&t)))
+                .unwrap_or(0),
+            Some("other") => {
+                let location = self.lookup_str(dict, &known.location_id);
+                let event = self.lookup_str(dict, &known.event_unique_id);
+                match (location, event) {
+                    (Some(l), Some(e)) => match (utf8(&l), utf8(&e)) {
+                        (Ok(l), Ok(e)) if !l.is_empty() && !e.is_empty() => other_key(&l, &e),
+                        _ => 0,
+                    },
+                    _ => 0,
+                }
+            }
+            _ => 0,
+        };
+        let mut model = if check {
+            data_type.as_deref().and_then(Object::record)
+        } else {
+            None
+        };
+        self.object(dict, model.as_mut(), out, 0)?;
+        Ok(Written {
+            judged: !self.unjudged,
+            conforms: model.is_some_and(|m| m.complete()),
+            key,
+        })
+    }
+
+    /// The value of `name` in `dict` when it is a str (or str subclass).
+    fn lookup_str(
+        &self,
+        dict: &Bound<'py, PyDict>,
+        name: &Py<PyString>,
+    ) -> Option<Bound<'py, PyAny>> {
+        let value = dict.get_item(name.bind(self.py)).ok()??;
+        value.is_instance_of::<PyString>().then_some(value)
+    }
+
+    /// Opens the container `obj`, `depth` containers deep (the record: 0); refuses one that
+    /// is open already (a cycle) or nested too deep. Each `enter` is paired with a pop.
+    fn enter(&mut self, obj: &Bound<'py, PyAny>, depth: u32) -> Result<(), ConvError> {
+        let p = obj.as_ptr();
+        if self.open.contains(&p) {
+            return Err(ConvError::new(
+                "the record contains itself here (a circular reference), which JSON cannot \
+                 hold"
+                    .to_owned(),
+            ));
+        }
+        if depth >= MAX_DEPTH {
+            return Err(ConvError::new(format!(
+                "nested more than {MAX_DEPTH} levels deep"
+            )));
+        }
+        self.open.push(p);
+        Ok(())
+    }
+
+    /// Any value; what it was, for the fast check.
+    fn value<'a>(
+        &mut self,
+        obj: &'a Bound<'py, PyAny>,
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<Seen<'a>, ConvError> {
+        let p = obj.as_ptr();
+        // SAFETY: `p` is a live object; reading its type and comparing addresses.
+        let t = unsafe { ffi::Py_TYPE(p) };
+        unsafe {
+            if t == &raw mut ffi::PyUnicode_Type {
+                let s = utf8(obj)?;
+                write_str(out, s.as_bytes());
+                return Ok(Seen::Str(s));
+            }
+            if t == &raw mut ffi::PyLong_Type {
+                return self.int(obj, out);
+            }
+            if t == &raw mut ffi::PyFloat_Type {
+                return float(ffi::PyFloat_AsDouble(p), out);
+            }
+            if p == self.none {
+                out.extend_from_slice(b"null");
+                return Ok(Seen::Null);
+            }
+            if p == self.true_ {
+                out.extend_from_slice(b"true");
+                return Ok(Seen::Bool);
+            }
+            if p == self.false_ {
+                out.extend_from_slice(b"false");
+                return Ok(Seen::Bool);
+            }
+            if t == &raw mut ffi::PyDict_Type {
+                self.object(obj.cast_unchecked::<PyDict>(), None, out, depth)?;
+                return Ok(Seen::Container);
+            }
+            if t == &raw mut ffi::PyList_Type || t == &raw mut ffi::PyTuple_Type {
+                self.array(obj, None, out, depth)?;
+                return Ok(Seen::Container);
+            }
+        }
+        self.other(obj, out, depth)
+    }
+
+    fn int(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        out: &mut Vec<u8>,
+    ) -> Result<Seen<'static>, ConvError> {
+        let p = obj.as_ptr();
+        let mut overflow: c_int = 0;
+        // SAFETY: `p` is an int (or int subclass); the GIL is held.
+        let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(p, &mut overflow) };
+        if overflow == 0 {
+            if v == -1 {
+                if let Some(e) = PyErr::take(self.py) {
+                    let message = format!("cannot write an integer: {e}");
+                    return Err(ConvError::python(self.py, e, message));
+                }
+            }
+            out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+            return Ok(match u64::try_from(v) {
+                Ok(u) => Seen::UInt(u),
+                Err(_) => Seen::NegInt,
+            });
+        }
+        if overflow > 0 {
+            // SAFETY: as above.
+            let u = unsafe { ffi::PyLong_AsUnsignedLongLong(p) };
+            match PyErr::take(self.py) {
+                None => {
+                    out.extend_from_slice(itoa::Buffer::new().format(u).as_bytes());
+                    return Ok(Seen::UInt(u));
+                }
+                Some(_overflow) => {}
+            }
+        }
+        // Beyond 64 bits: still a JSON number, its decimal digits (int's own, as json.dumps
+        // writes them); a reader may take it as a float or refuse it, so the careful path
+        // judges the record.
+        self.unjudged = true;
+        // SAFETY: as above; a new reference or NULL with an exception set.
+        let digits = unsafe { ffi::PyNumber_ToBase(p, 10) };
+        let digits = unsafe { Bound::from_owned_ptr_or_err(self.py, digits) }.map_err(|e| {
+            let message = format!("cannot write an integer: {e}");
+            ConvError::python(self.py, e, message)
+        })?;
+        out.extend_from_slice(utf8(&digits)?.as_bytes());
+        Ok(Seen::Container)
+    }
+
+    /// An object: a dict or a dict subclass (its own entries, as `dict` iterates them); with
+    /// `check`, each key and value checked as they are written.
+    fn object(
+        &mut self,
+        dict: &Bound<'py, PyDict>,
+        mut check: Option<&mut Object>,
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), ConvError> {
+        self.enter(dict.as_any(), depth)?;
+        let d = dict.as_ptr();
+        // SAFETY: `d` is a dict; PyDict_Next stays in bounds and hands out borrowed references.
+        // The fast walk runs no Python code, so nothing can change the dict or free its entries
+        // while they are borrowed; the careful walk takes a reference to each at once, and
+        // catches size changes after each value.
+        let size = if self.careful {
+            unsafe { ffi::PyDict_Size(d) }
+        } else {
+            0
+        };
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut k: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut v: *mut ffi::PyObject = std::ptr::null_mut();
+        out.push(b'{');
+        let mut first = true;
+        while unsafe { ffi::PyDict_Next(d, &mut pos, &mut k, &mut v) } != 0 {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            if !self.careful {
+                let (key, value) = unsafe {
+                    (
+                        Borrowed::from_ptr(self.py, k),
+                        Borrowed::from_ptr(self.py, v),
+                    )
+                };
+                self.entry(&key, &value, check.as_deref_mut(), out, depth)?;
+                continue;
+            }
+            let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
+            let value = unsafe { Bound::from_borrowed_ptr(self.py, v) };
+            self.entry(&key, &value, check.as_deref_mut(), out, depth)?;
+            if unsafe { ffi::PyDict_Size(d) } != size {
+                return Err(ConvError::new(
+                    "the dict changed size while it was being written".to_owned(),
+                ));
+            }
+        }
+        out.push(b'}');
+        self.open.pop();
+        Ok(())
+    }
+
+    fn entry(
+        &mut self,
+        key: &Bound<'py, PyAny>,
+        value: &Bound<'py, PyAny>,
+        check: Option<&mut Object>,
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), ConvError> {
+        // SAFETY: reads the key's type.
+        let exact = unsafe { ffi::PyUnicode_CheckExact(key.as_ptr()) } != 0;
+        if !exact {
+            if !self.careful {
+                // Words its error with `repr`, or judges a str subclass: Python code.
+                return Err(ConvError::careful());
+            }
+            if !key.is_instance_of::<PyString>() {
+                let shown = key
+                    .repr()
+                    .map(|r| r.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                return Err(ConvError::new(format!(
+                    "keys must be strings, found the `{}` key `{shown}`",
+                    type_name(key)
+                )));
+            }
+            // A str subclass may compare unequal to a key of the same text: the JSON object
+            // could name a field twice, which the careful path judges.
+            self.unjudged = true;
+        }
+        // A key with no JSON form is reported at its object's path, as before.
+        let name = utf8(key)?;
+        // Unknown, or named twice: the object does not conform (the field's name says so).
+        let field = match check {
+            Some(object) => object.field(name.as_bytes()).map(|f| (object, f)),
+            None => None,
+        };
+        match &field {
+            // A field of the model: its name is the key's text, and needs no escape.
+            Some((object, f)) => {
+                let known = object.name(*f).as_bytes();
+                out.reserve(known.len() + 3);
+                out.push(b'"');
+                out.extend_from_slice(known);
+                out.extend_from_slice(b"\":");
+            }
+            None => {
+                write_str(out, name.as_bytes());
+                out.push(b':');
+            }
+        }
+        self.field(value, field, out, depth)
+            .map_err(|e| e.at(Seg::Key(name.as_ref().to_owned())))
+    }
+
+    /// The value of a field; with `check`, checked as that field of its object.
+    fn field(
+        &mut self,
+        value: &Bound<'py, PyAny>,
+        check: Option<(&mut Object, FieldRef)>,
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), ConvError> {
+        let Some((object, f)) = check else {
+            self.value(value, out, depth + 1)?;
+            return Ok(());
+        };
+        if let Kind::Items(_) = object.kind(f) {
+            // SAFETY: reads the value's type.
+            let t = unsafe { ffi::Py_TYPE(value.as_ptr()) };
+            if t == &raw mut ffi::PyList_Type || t == &raw mut ffi::PyTuple_Type {
+                if let Some(items) = object.items(f) {
+                    if !self.array(value, Some(items), out, depth + 1)? {
+                        object.fail();
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        let seen = self.value(value, out, depth + 1)?;
+        if let (Kind::Items(_), Seen::Container) = (object.kind(f), &seen) {
+            // An array of another type (a list subclass, numpy's `tolist()`): its elements
+            // were not checked, so the careful path judges the record.
+            self.unjudged = true;
+        }
+        object.value(f, seen.scalar());
+        Ok(())
+    }
+
+    /// An array from a list or a tuple (or a subclass of either); with `items`, each element
+    /// checked as an item of a record. True when every element conforms.
+    fn array(
+        &mut self,
+        seq: &Bound<'py, PyAny>,
+        items: Option<fast::Items>,
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<bool, ConvError> {
+        self.enter(seq, depth)?;
+        let p = seq.as_ptr();
+        // SAFETY: reads the type; a list subclass is a list.
+        let list =
+            unsafe { ffi::Py_TYPE(p) == &raw mut ffi::PyList_Type || ffi::PyList_Check(p) != 0 };
+        out.push(b'[');
+        let mut conforms = true;
+        // SAFETY: `p` is a list or a tuple.
+        let len = || unsafe {
+            if list {
+                ffi::PyList_Size(p)
+            } else {
+                ffi::PyTuple_Size(p)
+            }
+        };
+        // The careful walk re-reads the length each time, as json.dumps does: Python code it
+        // calls may change the list. The fast walk runs none.
+        let fixed = len();
+        let mut at: ffi::Py_ssize_t = 0;
+        while at < if self.careful { len() } else { fixed } {
+            // SAFETY: `at` is in bounds; the item is borrowed (as the dict's entries are, see
+            // `object`), and owned at once by the careful walk.
+            let e = unsafe {
+                if list {
+                    ffi::PyList_GetItem(p, at)
+                } else {
+                    ffi::PyTuple_GetItem(p, at)
+                }
+            };
+            if e.is_null() {
+                drop(PyErr::take(self.py));
+                break;
+            }
+            let i = usize::try_from(at).unwrap_or_default();
+            if i > 0 {
+                out.push(b',');
+            }
+            let ok = if self.careful {
+                let element = unsafe { Bound::from_borrowed_ptr(self.py, e) };
+                self.element(&element, items, out, depth + 1)
+            } else {
+                let element = unsafe { Borrowed::from_ptr(self.py, e) };
+                self.element(&element, items, out, depth + 1)
+            }
+            .map_err(|e| e.at(Seg::Index(i)))?;
+            conforms &= ok;
+            at += 1;
+        }
+        out.push(b']');
+        self.open.pop();
+        Ok(conforms)
+    }
+
+    /// One element of an array; with `items`, whether it conforms as an item.
+    fn element(
+        &mut self,
+        element: &Bound<'py, PyAny>,
+        items: Option<fast::Items>,
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<bool, ConvError> {
+        let Some(items) = items else {
+            self.value(element, out, depth)?;
+            return Ok(true);
+        };
+        match element.cast::<PyDict>() {
+            Ok(d) => {
+                let mut item = items.item();
+                self.object(d, Some(&mut item), out, depth)?;
+                Ok(item.complete())
+            }
+            _ => {
+                // Not an object: not an item (a mapping of another kind is judged from its
+                // text).
+                self.value(element, out, depth)?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Subclasses of the basic types, and the sensible conversions of other types.
+    fn other<'a>(
+        &mut self,
+        obj: &'a Bound<'py, PyAny>,
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<Seen<'a>, ConvError> {
+        if !self.careful {
+            return Err(ConvError::careful());
+        }
+        if obj.is_instance_of::<PyString>() {
+            let s = utf8(obj)?;
+            write_str(out, s.as_bytes());
+            return Ok(Seen::Str(s));
+        }
+        if let Ok(d) = obj.cast::<PyDict>() {
+            self.object(d, None, out, depth)?;
+            return Ok(Seen::Container);
+        }
+        if let Ok(f) = obj.cast::<PyFloat>() {
+            return float(f.value(), out);
+        }
+        if obj.is_instance_of::<PyInt>() {
+            return self.int(obj, out);
+        }
+        if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+            self.array(obj, None, out, depth)?;
+            return Ok(Seen::Container);
+        }
+        let py = self.py;
+        let failed = |e: PyErr, what: &str| {
+            let message = format!(
+                "cannot convert {what} of type `{}` to JSON: {e}",
+                type_name(obj)
+            );
+            ConvError::python(py, e, message)
+        };
+        let known = self.known;
+        if obj.is_instance(known.date.bind(py)).unwrap_or(false) {
+            let ms = known
+                .to_ms
+                .bind(py)
+                .call1((obj,))
+                .map_err(|e| failed(e, "a date"))?;
+            let ms = ms
+                .cast_into::<PyInt>()
+                .map_err(|e| failed(PyErr::from(e), "a date"))?;
+            return self.int(ms.as_any(), out);
+        }
+        if obj.is_instance(known.decimal.bind(py)).unwrap_or(false) {
+            let finite: bool = obj
+                .call_method0(intern!(py, "is_finite"))
+                .and_then(|v| v.extract())
+                .map_err(|e| failed(e, "a decimal"))?;
+            if !finite {
+                return Err(ConvError::new(format!(
+                    "`{}` has no JSON form (JSON has no NaN or infinity)",
+                    obj.str().map(|s| s.to_string()).unwrap_or_default()
+                )));
+            }
+            let text = obj.str().map_err(|e| failed(e, "a decimal"))?;
+            out.extend_from_slice(text.to_string_lossy().as_bytes());
+            // Its text may be beyond what a reader takes as a number: the careful path judges.
+            self.unjudged = true;
+            return Ok(Seen::Container);
+        }
+        if obj.hasattr(intern!(py, "tolist")).unwrap_or(false)
+            && obj.hasattr(intern!(py, "dtype")).unwrap_or(false)
+        {
+            // numpy scalars and arrays (and pandas' extension scalars): as Python values. The
+            // value counts as a level of nesting, so that a `tolist()` that answers with another
+            // such value cannot recurse for ever.
+            let plain = obj
+                .call_method0(intern!(py, "tolist"))
+                .map_err(|e| failed(e, "a value"))?;
+            self.enter(obj, depth)?;
+            let seen = self.value(&plain, out, depth + 1)?;
+            self.open.pop();
+            return Ok(match seen {
+                Seen::Null => Seen::Null,
+                Seen::Bool => Seen::Bool,
+                Seen::UInt(v) => Seen::UInt(v),
+                Seen::NegInt => Seen::NegInt,
+                Seen::Float(f) => Seen::Float(f),
+                Seen::Str(s) => Seen::Str(Cow::Owned(s.into_owned())),
+                Seen::Container => Seen::Container,
+            });
+        }
+        if obj.is_instance(known.mapping.bind(py)).unwrap_or(false) {
+            // A mapping may name a key twice in its items: the careful path judges the record.
+            self.unjudged = true;
+            self.enter(obj, depth)?;
+            let entries = obj
+                .call_method0(intern!(py, "items"))
+                .and_then(|i| i.try_iter())
+                .map_err(|e| failed(e, "a mapping"))?;
+            out.push(b'{');
+            for (n, entry) in entries.enumerate() {
+                let entry = entry.map_err(|e| failed(e, "a mapping"))?;
+                let (k, v): (Bound<'py, PyAny>, Bound<'py, PyAny>) =
+                    entry.extract().map_err(|e| failed(e, "a mapping"))?;
+                if n > 0 {
+                    out.push(b',');
+                }
+                self.entry(&k, &v, None, out, depth)?;
+            }
+            out.push(b'}');
+            self.open.pop();
+            return Ok(Seen::Container);
+        }
+        Err(ConvError::new(format!(
+            "a value of type `{}` has no JSON form; use str, int, float, bool, None, dict, list \
+             or datetime",
+            type_name(obj)
+        )))
+    }
+}
+
+fn float(v: f64, out: &mut Vec<u8>) -> Result<Seen<'static>, ConvError> {
+    if !v.is_finite() {
+        return Err(not_finite(v));
+    }
+    write_float(out, v);
+    Ok(Seen::Float(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn escaped(s: &str) -> String {
+        let mut out = Vec::new();
+        write_str(&mut out, s.as_bytes());
+        String::from_utf8(out).expect("UTF-8")
+    }
+
+    #[test]
+    fn strings_are_escaped_as_json_dumps_does() {
+        assert_eq!(escaped(""), r#""""#);
+        assert_eq!(
+            escaped("plain text, long enough"),
+            r#""plain text, long enough""#
+        );
+        assert_eq!(escaped("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(escaped("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
+        assert_eq!(escaped("\u{0}\u{1f}\u{7f}"), "\"\\u0000\\u001f\u{7f}\"");
+        assert_eq!(
+            escaped("caf\u{e9} \u{1f600} x"),
+            "\"caf\u{e9} \u{1f600} x\""
+        );
+        // An escape in every position of a word.
+        for i in 0..20 {
+            let mut s = "x".repeat(20);
+            s.replace_range(i..=i, "\"");
+            let want = format!("\"{}\"", s.replace('"', "\\\""));
+            assert_eq!(escaped(&s), want);
+        }
+    }
+
+    #[test]
+    fn the_escape_test_finds_the_first_byte_that_needs_one() {
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                // Bytes that need an escape, and bytes that do not, after the one tested.
+                for after in [b'a', b'"', 0x00, 0x1f, 0xff] {
+                    let mut w = [b'a'; 8];
+                    w[at] = b;
+                    for x in w.iter_mut().skip(at + 1) {
+                        *x = after;
+                    }
+                    let found = escapes(u64::from_le_bytes(w));
+                    let first = w.iter().position(|&x| ESCAPE[x as usize] != 0);
+                    let got = (found != 0).then(|| (found.trailing_zeros() / 8) as usize);
+                    assert_eq!(got, first, "{b:#x} at {at}, then {after:#x}");
+                }
+            }
+        }
+    }
+
+    /// The escaper of the JSON spec, byte by byte.
+    fn reference(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    #[test]
+    fn strings_of_every_mix_are_escaped_as_the_reference_does() {
+        let alphabet = [
+            "a", "\"", "\\", "\n", "\u{0}", "\u{1f}", " ", "\u{7f}", "é", "😀",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for len in 0..40 {
+            for _ in 0..200 {
+                let mut s = String::new();
+                for _ in 0..len {
+                    state = crate::rng::mix(state);
+                    s.push_str(alphabet[(state % alphabet.len() as u64) as usize]);
+                }
+                assert_eq!(escaped(&s), reference(&s), "{s:?}");
+            }
+        }
+    }
+
+    fn float_text(v: f64) -> String {
+        let mut out = Vec::new();
+        write_float(&mut out, v);
+        String::from_utf8(out).expect("UTF-8")
+    }
+
+    #[test]
+    fn floats_are_written_as_python_repr_writes_them() {
+        for (v, want) in [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (3.5, "3.5"),
+            (-2.25, "-2.25"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1e+16"),
+            (1.5e17, "1.5e+17"),
+            (123_456_789_012_345_680.0, "1.2345678901234568e+17"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-0.000_012_34, "-1.234e-05"),
+            (1e-7, "1e-07"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (0.1, "0.1"),
+            (1_794_891_600_000.0, "1794891600000.0"),
+        ] {
+            assert_eq!(float_text(v), want, "{v:e}");
+            assert_eq!(float_text(v).parse::<f64>().ok(), Some(v));
+        }
+    }
+}
