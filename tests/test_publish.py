@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from dataclasses import replace
 
 import pytest
 import surveillance as sv
@@ -150,7 +151,11 @@ def test_report_counts_only_its_own_retries_while_other_calls_retry(emu):
     # Another thread's sites() calls fail and retry on the same client during the publish:
     # the client's totals grow, the report's retries and 429s stay those of the publish.
     emu.clear_published()
-    client = emu.client(max_retries=2)
+    # One batch of 10 at a time, each 20 ms late: the publish lasts 0.6 s, long enough for the
+    # reads (whose retries wait 50 ms on average) to retry during it.
+    one = replace(sv.Limits.unlimited(), publish_concurrency=1)
+    client = emu.client(max_retries=2, limits=one)
+    emu.set_faults(latency_ms=20)
     emu.set_hostile("status", path="/v2/sites", status=503)
     stop = threading.Event()
 
@@ -163,12 +168,13 @@ def test_report_counts_only_its_own_retries_while_other_calls_retry(emu):
     reader.start()
     try:
         before = client.stats()
-        report = client.publish([retail(i) for i in range(300)], progress=False)
+        report = client.publish([retail(i) for i in range(300)], batch_size=10, progress=False)
         during = client.stats()["retries"] - before["retries"]
     finally:
         stop.set()
         reader.join()
         emu.set_hostile(None)
+        emu.set_faults()
         client.close()
         emu.clear_published()
     assert during > 0, "the reads did not retry while publishing: nothing was tested"
@@ -232,12 +238,14 @@ def test_a_generator_of_a_million_records_keeps_memory_bounded():
 # --- publish: interruption and errors ---------------------------------------------------------
 def test_ctrl_c_raises_publish_interrupted_with_a_partial_report(emu, client, tmp_path):
     emu.set_faults(latency_ms=100)
+    # 8 in flight: the 200 requests take 2.5 s, and Ctrl-C comes after 0.8 s.
+    paced = emu.client(max_retries=8, limits=replace(sv.Limits.unlimited(), publish_concurrency=8))
     records = [retail(i) for i in range(20_000)]
     timer = threading.Timer(0.8, _thread.interrupt_main)
     timer.start()
     try:
         with pytest.raises(sv.PublishInterrupted) as e:
-            client.publish(records, progress=False)
+            paced.publish(records, progress=False)
     finally:
         timer.cancel()
     assert isinstance(e.value, KeyboardInterrupt)
