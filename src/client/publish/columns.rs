@@ -931,8 +931,20 @@ fn key_json(name: &str) -> Vec<u8> {
 }
 
 fn string<'a>(s: &'a str, out: &mut Vec<u8>) -> Scalar<'a> {
-    // Escaped as the dict path escapes (serde_json's rules: quote, backslash, controls).
-    let _ = serde_json::to_writer(&mut *out, s);
+    // Escaped as the dict path escapes (serde_json's rules: quote, backslash, controls). Most
+    // strings need none, and the scan without an early exit is vectorised: copied as they are.
+    let bytes = s.as_bytes();
+    let escapes = bytes.iter().fold(false, |any, &b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if escapes {
+        let _ = serde_json::to_writer(&mut *out, s);
+    } else {
+        out.reserve(bytes.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+    }
     Scalar::Str(s)
 }
 

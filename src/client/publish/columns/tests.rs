@@ -427,6 +427,22 @@ fn nan_has_no_json_form_and_keeps_its_row_back() {
 }
 
 #[test]
+fn strings_are_escaped_as_serde_json_escapes_them() {
+    for s in [
+        "plain",
+        "",
+        "quote \" and backslash \\",
+        "controls \u{0}\u{1f}\n\t",
+        "del \u{7f}, é, \u{2028}, 🙂",
+        "a long string without anything to escape, longer than a vector register",
+    ] {
+        let mut out = Vec::new();
+        assert_eq!(super::string(s, &mut out), Scalar::Str(s));
+        assert_eq!(out, serde_json::to_vec(s).expect("a string"), "{s:?}");
+    }
+}
+
+#[test]
 fn strings_of_every_encoding_are_written() {
     let mut dict = StringDictionaryBuilder::<Int32Type>::new();
     dict.append_value("retail");
