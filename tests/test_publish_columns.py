@@ -237,6 +237,17 @@ def test_a_frame_without_items_is_refused_with_the_layout(emu, client):
     assert report.ok and report.accepted == 10
 
 
+def test_a_frame_that_pyarrow_cannot_type_is_published_row_by_row(emu, client):
+    rows = [record(3 * i) for i in range(20)]
+    frame = pd.DataFrame(rows)
+    frame["locationId"] = frame["locationId"].astype(object)
+    frame.loc[5, "locationId"] = 17  # numbers and strings in one column: no Arrow type
+    report = client.publish(frame, progress=False)
+    # As dicts: the row whose value is wrong is kept back with the dict path's problem.
+    assert report.accepted == 19 and [f.index for f in report.rejected] == [5]
+    assert report.rejected[0].problems[0].path == "locationId"
+
+
 def test_an_empty_frame_publishes_nothing(emu, client):
     frame = pd.DataFrame([record(0)]).iloc[0:0]
     report = client.publish(frame, progress=False)
