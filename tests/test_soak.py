@@ -80,6 +80,8 @@ def test_soak_fetch_and_publish_under_every_fault():
                 read_concurrency=READS,
                 publish_per_second=None,
                 publish_concurrency=PUBLISHES,
+                # The soak sends more than a day's 2,400 requests: no daily quota.
+                daily_requests=None,
             ),
         )
         # Warm up (pools, runtime threads, caches) before measuring the start.
