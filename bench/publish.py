@@ -19,9 +19,9 @@ checked: the emulator must hold every record exactly once (``emu.published()``).
 
 **Separate processes** (``--only separate``): the emulator runs alone in a subprocess, driven
 over its stdin and stdout, and every measurement is a fresh client process that builds its
-input (a list of dicts, a JSON Lines file, a pandas DataFrame, a pyarrow Table), fetches its
-token, then times the publish alone: wall time, and the process's own CPU time
-(``getrusage(RUSAGE_SELF)``, user + system, all its threads). ``--server-cpus`` and
+input (a list of dicts, a JSON Lines file, a pandas DataFrame, a pyarrow Table, a polars
+DataFrame), fetches its token, then times the publish alone: wall time, and the process's own
+CPU time (``getrusage(RUSAGE_SELF)``, user + system, all its threads). ``--server-cpus`` and
 ``--client-cpus`` pin them with ``taskset -c`` (default: CPU 1 and CPU 0, when the machine has
 both; an empty list does not pin). Every run is checked against the emulator's store.
 """
@@ -501,20 +501,21 @@ def run_inprocess(quick: bool = False, command: str = "python bench/publish.py")
         "same list of dicts for every client; ours validates each one (the default), the "
         "baselines do not (the row `ours, validate=False` does the same work as they do). "
         "Tokens are fetched before timing.",
-        f"- **1**: ours with `Limits(publish_per_second=None, publish_concurrency={CONCURRENCY})`"
-        f", (b) with {CONCURRENCY} in flight, (a) sequential (at batch 1 on the first "
-        f"{REQUESTS_CAP_B1:,} records: its rate is steady); best of {repeats}. Result: ours' "
-        "records/s over (a)'s and (b)'s. The emulator runs in this process and validates "
-        "every record too, so its own cost is in every figure. `ours, file, validate=False` "
-        "publishes the same records from a JSON Lines file (read in Rust), without "
+        f"- **1**: ours with `Limits(publish_per_second=None, publish_concurrency={CONCURRENCY}"
+        f", daily_requests=None)`, (b) with {CONCURRENCY} in flight, (a) sequential (at batch 1 "
+        f"on the first {REQUESTS_CAP_B1:,} records: its rate is steady); best of {repeats}. "
+        "Result: ours' records/s over (a)'s and (b)'s. The emulator runs in this process and "
+        "validates every record too, so its own cost is in every figure. `ours, file, "
+        "validate=False` publishes the same records from a JSON Lines file (read in Rust), "
+        "without "
         "validation: the least work a client can do, so about the most the emulator "
         "accepts here.",
         f"- **2**: `emu.set_faults(latency_ms={LATENCY_MS})`; ideal = requests / {CONCURRENCY} "
         f"× {LATENCY_MS} ms.",
         f"- **3**: `emu.set_limits(publish_per_second={RATE:.0f}, publish_concurrency="
         f"{IN_FLIGHT})`, the published webhook limits, fresh for each client; ours with the "
-        "default `sv.Limits()` rates (the same limits; no daily quota), (a) and (b) paced to "
-        "100/s. Allowed rate = "
+        "default limits (the same ones; `sv.Limits(daily_requests=None)`: no daily quota, as "
+        "for the baselines), (a) and (b) paced to 100/s. Allowed rate = "
         "(requests answered 200 / time) / 100; 429s as sent by the emulator.",
         "- **4**: a fresh process (`subprocess`) with its own emulator publishes a generator; "
         "`VmHWM` is its peak resident size, the emulator included (the generator empties "
@@ -558,7 +559,7 @@ UNSUPPORTED = "not supported by this version"
 class Row:
     """One row of the separate-process table: an input given to a client."""
 
-    source: str  # "dicts", "file", "frame", "arrow"
+    source: str  # "dicts", "file", "frame", "arrow", "polars"
     client: str  # "ours" or "b"
     validate: bool = True  # ours only
 
@@ -569,18 +570,26 @@ class Row:
             "file": "JSON Lines file",
             "frame": "pandas DataFrame",
             "arrow": "pyarrow Table",
+            "polars": "polars DataFrame",
         }[self.source]
 
     @property
     def label(self) -> str:
         if self.client == "ours":
-            arg = {"dicts": "records", "file": "path", "frame": "df", "arrow": "table"}
+            arg = {
+                "dicts": "records",
+                "file": "path",
+                "frame": "df",
+                "arrow": "table",
+                "polars": "df",
+            }
             return f"ours `publish({arg[self.source]})`, validate={self.validate}"
         return {
             "dicts": "(b) aiohttp + `orjson.dumps(chunk)`",
             "file": "(b) read + `orjson.loads` per line, then as above",
             "frame": '(b) `df.to_dict("records")`, then as above',
             "arrow": "(b) `table.to_pylist()`, then as above",
+            "polars": "(b) `df.to_dicts()`, then as above",
         }[self.source]
 
 
@@ -595,6 +604,8 @@ SEPARATE_ROWS = [
     Row("frame", "b"),
     Row("arrow", "ours", True),
     Row("arrow", "b"),
+    Row("polars", "ours", True),
+    Row("polars", "b"),
 ]
 
 
@@ -725,6 +736,11 @@ def client_main(spec: dict) -> None:
             import pyarrow as pa
 
             data = pa.Table.from_pylist(records)
+        elif row.source == "polars":
+            import polars as pl
+            import pyarrow as pa
+
+            data = pl.from_arrow(pa.Table.from_pylist(records))
         else:
             data = records
         del records  # only the input itself stays alive
@@ -748,7 +764,7 @@ def client_main(spec: dict) -> None:
                     data, batch_size=SEPARATE_BATCH, validate=row.validate, progress=False
                 )
             except TypeError as e:
-                if row.source != "arrow":
+                if row.source not in ("arrow", "polars"):
                     raise
                 return {"unsupported": f"TypeError: {e}"}
             return {"accepted": report.accepted, "rejected": len(report.rejected)}
@@ -767,6 +783,8 @@ def client_main(spec: dict) -> None:
                 rows = data.to_dict("records")  # type: ignore[attr-defined]
             elif row.source == "arrow":
                 rows = data.to_pylist()  # type: ignore[attr-defined]
+            elif row.source == "polars":
+                rows = data.to_dicts()  # type: ignore[attr-defined]
             else:
                 rows = data  # type: ignore[assignment]
             limited = post_aiohttp(server, tok, rows, SEPARATE_BATCH, CONCURRENCY)
@@ -965,16 +983,18 @@ def run_separate(
         f" posted in arrays of {SEPARATE_BATCH} (`batch_size={SEPARATE_BATCH}`), "
         f"{CONCURRENCY} requests in flight for both clients; ours with `sv.Limits("
         f"publish_per_second=None, publish_concurrency={CONCURRENCY}, daily_requests=None)` "
-        "(a benchmark posts more than a day's quota on purpose).",
+        "(no daily quota: its ledger would stop the runs at 2,400 requests a day, and the "
+        "baselines keep none).",
         "- **(b)**: `aiohttp` + `orjson` as in the in-process group: chunks of 100 records, "
         f"`orjson.dumps(chunk)` per body, an `asyncio.Semaphore` of {CONCURRENCY}, one "
         "`aiohttp.ClientSession`. From a file it reads the lines and `orjson.loads` each "
         'before posting; from a DataFrame, `df.to_dict("records")`; from a Table, '
-        "`table.to_pylist()`; all inside the timing. The JSON Lines file (written once before "
-        "any timing with `json.dumps`) and the inputs are the same for both clients; the "
+        "`table.to_pylist()`; from a polars DataFrame, `df.to_dicts()`; all inside the "
+        "timing. The JSON Lines file (written once before any timing with `json.dumps`) and "
+        "the inputs are the same for both clients; the "
         "DataFrame is `pd.DataFrame(records)` (its `items` column holds lists of dicts, no "
         "missing values) and the Table `pa.Table.from_pylist(records)` (`items` is a "
-        "list<struct>).",
+        "list<struct>), the polars DataFrame `pl.from_arrow` of that Table.",
         "- **Ratios**: (b)'s figure over ours for the same input: above 1, ours is better.",
         f"- **Best of {repeats}**: the rows are run in turn, {repeats} time(s); each row shows "
         "its run with the least wall time, and that same run's CPU time (not the least CPU "

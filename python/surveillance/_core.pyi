@@ -10,11 +10,14 @@ __all__ = [
     "BatchStream",
     "Client",
     "columns",
+    "columns_json",
     "Emulator",
     "events_schema",
     "loads",
     "EventStream",
+    "JsonLines",
     "publish",
+    "publish_columns",
     "to_json",
     "validate",
     "write_parquet",
@@ -264,6 +267,35 @@ def publish(
 ) -> tuple[dict, Optional[BaseException]]:
     """Publishes the records of ``source`` (an iterable) or of the JSON Lines file ``path``;
     returns the report as a dict and the exception to raise with it, or None."""
+
+def publish_columns(
+    client: Client,
+    data: Optional[Any] = None,
+    path: Optional[str] = None,
+    *,
+    region: Optional[str] = None,
+    batch_size: Optional[int] = None,
+    validate: bool = True,
+    progress: Optional[Callable[[dict], Any]] = None,
+    cancelled: Optional[Callable[[], bool]] = None,
+) -> tuple[dict, Optional[BaseException]]:
+    """Publishes the rows of Arrow ``data`` (``__arrow_c_stream__``/``__arrow_c_array__``) or
+    of the Parquet file ``path`` as records; returns the report as a dict (with ``rows``, the
+    source's row count when known) and the exception to raise with it, or None. Raises
+    ``ValidationError`` before sending anything when the columns do not fit the models."""
+
+@final
+class JsonLines:
+    """The rows of Arrow data as JSON texts, one per row."""
+
+    def __iter__(self) -> JsonLines: ...
+    def __next__(self) -> str: ...
+
+def columns_json(
+    data: Optional[Any] = None, path: Optional[str] = None, *, skip: int = 0
+) -> JsonLines:
+    """The rows of Arrow ``data`` or of the Parquet file ``path`` after the first ``skip``, as
+    JSON texts written as ``publish_columns`` writes them (unchecked)."""
 
 def validate(record: Any) -> list[dict]:
     """The problems of a record under its standard model (``path``, ``message``, ``severity``)."""

@@ -535,9 +535,20 @@ class Client(_BaseClient):
         one after the other, so the latest one in the source wins.
 
         Args:
-            records: one dict, an iterable or generator of dicts (consumed as it goes), a
-                pandas DataFrame whose rows are records (missing values left out, Timestamps
-                as epoch milliseconds), or the path of a JSON Lines file (read in Rust).
+            records: one dict, an iterable or generator of dicts (consumed as it goes), the
+                path of a JSON Lines file (read in Rust), or columns whose rows are records:
+                a pandas DataFrame (converted with ``pyarrow.Table.from_pandas``), Arrow data
+                (a pyarrow Table or RecordBatchReader, a polars DataFrame, anything with
+                ``__arrow_c_stream__``) or the path of a ``.parquet`` file. Columns are
+                written as records in Rust, with the GIL released. Their layout is the models'
+                own: one column per field, named as the field (``dataType`` included);
+                ``items`` a list of structs whose fields are the item fields
+                (``list<struct<time, quantity, ...>>``); a null leaves the field (or the list
+                element, or the struct field) out of that row's record. Times may be epoch
+                milliseconds, ISO strings, Arrow timestamps of any unit (naive ones are UTC)
+                or dates. The schema is checked once (unknown or legacy names, column types,
+                required columns: :class:`~surveillance.ValidationError` before anything is
+                sent), values per row; failures are indexed by row number.
                 A record with no JSON form (NaN or infinity, a key that is not a string, a
                 record that contains itself, containers nested more than 64 levels deep) is
                 kept back with a problem naming the field; the others are published.
@@ -568,7 +579,10 @@ class Client(_BaseClient):
             ValueError: ``batch_size`` outside 1..100, or ``records`` a path where no file is.
             QuotaExhaustedError: the day's request quota ran out (``.report`` attached: the
                 records not sent are in it, ready to publish again).
-            OSError: the JSON Lines file exists but cannot be read (permissions).
+            ValidationError: columns that do not fit the models (``.problems``): nothing
+                was sent.
+            OSError: the JSON Lines or Parquet file, or an Arrow stream, cannot be read
+                (``.report`` attached when it broke after publishing began).
 
         Example:
             >>> import surveillance as sv

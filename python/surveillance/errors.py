@@ -11,7 +11,7 @@ Every error the package raises on purpose is a :class:`SurveillanceError`::
     │   ├── RateLimitError   429 after every retry
     │   └── ServerError      5xx after every retry
     ├── TransportError       connect, TLS or timeout: no usable answer
-    ├── ValidationError      a record does not conform to its model (.problems)
+    ├── ValidationError      columns that do not fit the models: nothing sent (.problems)
     ├── DenseWindowError     more than 10,000 events share one millisecond
     ├── QuotaExhaustedError  the day's request quota is used up: nothing was sent (.resets_at)
     ├── SyncLockedError      another sync_events run holds the dataset's lock (.path)
@@ -103,15 +103,21 @@ class TransportError(SurveillanceError):
 
 
 class ValidationError(SurveillanceError, ValueError):
-    """A record does not conform to its standard model.
+    """Records do not conform to their standard model, and nothing was sent: raised by
+    :meth:`Client.publish <surveillance.Client.publish>` for columns (a DataFrame, an Arrow
+    table, a Parquet file) whose schema does not fit the models (e.g. a legacy ``storeId``
+    column, a ``locationId`` column of numbers), once for the whole input.
 
     Attributes:
-        problems: the problems found, each with ``path``, ``message`` and ``severity``.
+        problems: the problems found (:class:`surveillance.publish.Problem`: ``path``,
+            ``message`` and ``severity``).
     """
 
     def __init__(self, message: str, problems: Optional[list] = None) -> None:
         super().__init__(message)
-        self.problems = list(problems or [])
+        from .publish import Problem
+
+        self.problems = [Problem(*p) for p in problems or []]
 
     def __reduce__(self) -> Any:
         return (type(self), (str(self), self.problems))

@@ -1,6 +1,7 @@
 """Publishing to the webhook: :func:`validate`, :class:`PublishReport`, and the sources that
-:meth:`Client.publish <surveillance.Client.publish>` accepts (dicts, iterables, pandas
-DataFrames, JSON Lines files). The work is done in Rust (``surveillance._core.publish``)."""
+:meth:`Client.publish <surveillance.Client.publish>` accepts (dicts, iterables, JSON Lines
+files; columns: pandas DataFrames, Arrow data, Parquet files). The work is done in Rust
+(``surveillance._core.publish``; ``surveillance._core.publish_columns`` for columns)."""
 
 from __future__ import annotations
 
@@ -425,6 +426,43 @@ def _is_frame(obj: Any) -> bool:
     return type(obj).__module__.startswith("pandas") and hasattr(obj, "iloc")
 
 
+def _frame_table(frame: Any) -> Any:
+    """A pandas DataFrame as a pyarrow Table (its index left out), to be published from its
+    columns; None when pyarrow is missing or cannot type a column (e.g. one that mixes
+    numbers and strings), which leaves the DataFrame to the row-by-row path."""
+    bad = [c for c in frame.columns if not isinstance(c, str)]
+    if bad:
+        raise TypeError(f"DataFrame column names must be strings, found {bad[:3]!r}")
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return None
+    try:
+        return pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+
+
+def _is_arrow(obj: Any) -> bool:
+    return hasattr(obj, "__arrow_c_stream__") or hasattr(obj, "__arrow_c_array__")
+
+
+def _rereadable(obj: Any) -> bool:
+    """Arrow data that can be exported again (a table, not a one-shot stream): the rows that a
+    stopped publish did not read can then be written by ``write_failures``."""
+    kind = type(obj)
+    return (kind.__module__.split(".")[0], kind.__name__) in {
+        ("pyarrow", "Table"),
+        ("pyarrow", "RecordBatch"),
+        ("polars", "DataFrame"),
+    }
+
+
+def _is_parquet(path: PathLike) -> bool:
+    name = os.fspath(path)
+    return isinstance(name, str) and name.lower().endswith(".parquet")
+
+
 def _json_lines(records: Iterable) -> Iterator[str]:
     for r in records:
         try:
@@ -506,6 +544,9 @@ def publish(
         )
     path: Optional[PathLike] = None
     source: Any = None
+    # Columns: Arrow data, or the path of a Parquet file.
+    arrow: Any = None
+    parquet: Optional[str] = None
     size: Optional[int] = None
     rest: Optional[Callable[[int], Iterator[str]]] = None
     _check.choice("region", region, ("us", "eu"), optional=True, fold=True, config=True)
@@ -517,41 +558,62 @@ def publish(
         if not os.path.isfile(path):
             raise ValueError(
                 f"`records` is a path, but no file {_check.shown(path)} exists: give the path "
-                "of a JSON Lines file, or the records (a dict, a list or iterable of dicts, a "
-                "DataFrame)"
+                "of a JSON Lines or Parquet file, or the records (a dict, a list or iterable of "
+                "dicts, a DataFrame, Arrow data)"
             )
         with open(path, "rb"):  # an unreadable file fails here, as OSError
             pass
-        rest = lambda n: _file_rest(path, n)  # noqa: E731
+        if _is_parquet(path):
+            parquet, path = path, None
+            rest = lambda n: _core.columns_json(None, parquet, skip=n)  # noqa: E731
+        else:
+            rest = lambda n: _file_rest(path, n)  # noqa: E731
     elif isinstance(records, Mapping):
         source, size = iter([records]), 1
     elif _is_frame(records):
         frame = records
-        source, size = _frame_rows(frame), len(frame)
-        rest = lambda n: _json_lines(_frame_rows(frame.iloc[n:]))  # noqa: E731
+        table = _frame_table(frame)
+        size = len(frame)
+        if table is not None:
+            arrow = table
+            rest = lambda n: _core.columns_json(table, skip=n)  # noqa: E731
+        else:
+            source = _frame_rows(frame)
+            rest = lambda n: _json_lines(_frame_rows(frame.iloc[n:]))  # noqa: E731
+    elif _is_arrow(records):
+        arrow = records
+        if _rereadable(records):
+            size = len(records)
+            rest = lambda n: _core.columns_json(records, skip=n)  # noqa: E731
     elif isinstance(records, (list, tuple)):
         seq = records
         source, size = iter(seq), len(seq)
         rest = lambda n: _json_lines(seq[n:])  # noqa: E731
     elif isinstance(records, (bytes, bytearray)) or not hasattr(records, "__iter__"):
         raise TypeError(
-            "`records` must be a dict, an iterable of dicts, a pandas DataFrame or the path "
-            f"of a JSON Lines file, got {type(records).__name__}"
+            "`records` must be a dict, an iterable of dicts, a pandas DataFrame, Arrow data "
+            "(`__arrow_c_stream__`), or the path of a JSON Lines or Parquet file, got "
+            f"{type(records).__name__}"
         )
     else:
         source = iter(records)
     callback, close = _progress(progress, size)
+    options: dict = dict(
+        region=region,
+        batch_size=None if batch_size == "auto" else batch_size,
+        validate=validate,
+        progress=callback,
+        cancelled=cancelled,
+    )
     try:
-        data, error = _core.publish(
-            inner,
-            source,
-            None if path is None else os.fspath(path),
-            region=region,
-            batch_size=None if batch_size == "auto" else batch_size,
-            validate=validate,
-            progress=callback,
-            cancelled=cancelled,
-        )
+        if arrow is not None or parquet is not None:
+            data, error = _core.publish_columns(inner, arrow, parquet, **options)
+            if size is None:
+                size = data["rows"]
+        else:
+            data, error = _core.publish(
+                inner, source, None if path is None else os.fspath(path), **options
+            )
     finally:
         close()
     stopped = data["interrupted"] or data["error"] is not None or error is not None

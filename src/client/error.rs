@@ -72,6 +72,15 @@ pub enum Error {
         /// When requests are taken again (the service's clock, epoch ms).
         resets_at_ms: i64,
     },
+    /// Records cannot be published as they are given (columns that do not fit the webhook's
+    /// models): nothing was sent.
+    #[error("{message}")]
+    Validation {
+        /// What is wrong, with the first problems.
+        message: String,
+        /// Every problem found.
+        problems: Vec<crate::webhook::Problem>,
+    },
     /// More events share one millisecond than the service can page.
     #[error("more than 10,000 events start at `{timestamp}`: the range cannot be split below one millisecond")]
     DenseWindow {
@@ -121,6 +130,10 @@ impl Error {
             Error::Data(m) => Error::Data(s(m)),
             Error::Ceiling { path } => Error::Ceiling { path: s(path) },
             Error::DenseWindow { timestamp } => Error::DenseWindow { timestamp },
+            Error::Validation { message, problems } => Error::Validation {
+                message: s(message),
+                problems,
+            },
             Error::Quota {
                 message,
                 used,

@@ -5,6 +5,7 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::PyErr;
 
 use crate::client::Error;
+use crate::webhook::Severity;
 
 pyo3::import_exception!(surveillance.errors, SurveillanceError);
 pyo3::import_exception!(surveillance.errors, ConfigError);
@@ -17,6 +18,7 @@ pyo3::import_exception!(surveillance.errors, ServerError);
 pyo3::import_exception!(surveillance.errors, TransportError);
 pyo3::import_exception!(surveillance.errors, DenseWindowError);
 pyo3::import_exception!(surveillance.errors, QuotaExhaustedError);
+pyo3::import_exception!(surveillance.errors, ValidationError);
 
 /// Converts a core error into its Python exception, scrubbed of every secret the process
 /// knows (whatever part of the core made it, and whatever server text it quotes).
@@ -51,6 +53,20 @@ pub fn to_py(e: Error) -> PyErr {
             resets_at_ms,
             ..
         } => QuotaExhaustedError::new_err((message, resets_at_ms, used, limit)),
+        Error::Validation { problems, .. } => {
+            // As (path, message, severity) tuples: `ValidationError` makes them `Problem`s.
+            let problems: Vec<(String, String, &str)> = problems
+                .into_iter()
+                .map(|p| {
+                    let severity = match p.severity {
+                        Severity::Error => "error",
+                        Severity::Warning => "warning",
+                    };
+                    (p.path, p.message, severity)
+                })
+                .collect();
+            ValidationError::new_err((message, problems))
+        }
     }
 }
 

@@ -24,6 +24,7 @@ fn tune_allocator() {
 mod aio;
 mod arrow;
 mod client;
+mod columns;
 mod convert;
 mod emulator;
 mod errors;
@@ -50,6 +51,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::columns, m)?)?;
     m.add_function(wrap_pyfunction!(convert::loads, m)?)?;
     m.add_function(wrap_pyfunction!(publish::publish_records, m)?)?;
+    m.add_class::<columns::JsonLines>()?;
+    m.add_function(wrap_pyfunction!(columns::publish_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(columns::columns_json, m)?)?;
     m.add_function(wrap_pyfunction!(publish::validate_record, m)?)?;
     m.add_function(wrap_pyfunction!(publish::record_json, m)?)?;
     m.add_function(wrap_pyfunction!(publish::check_record, m)?)?;

@@ -158,17 +158,17 @@ pub fn check_record<'py>(
 
 /// Latest progress of the core, read by the waiting Python thread.
 #[derive(Default, Clone)]
-struct Cell(std::sync::Arc<std::sync::Mutex<Option<Progress>>>);
+pub(super) struct Cell(std::sync::Arc<std::sync::Mutex<Option<Progress>>>);
 
 impl Cell {
-    fn sink(&self) -> ProgressSink {
+    pub(super) fn sink(&self) -> ProgressSink {
         let cell = self.0.clone();
         std::sync::Arc::new(move |p| {
             *cell.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
         })
     }
 
-    fn report(
+    pub(super) fn report(
         &self,
         py: Python<'_>,
         callback: Option<&Py<PyAny>>,
@@ -286,7 +286,7 @@ fn pull<'py>(
     (chunk, done, raised)
 }
 
-fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
+pub(super) fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("total", r.total)?;
     d.set_item("sent", r.sent)?;

@@ -45,6 +45,7 @@ use super::stats::Tally;
 use super::Client;
 use crate::webhook::Problem;
 
+pub mod columns;
 mod prepare;
 mod source;
 

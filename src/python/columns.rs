@@ -1,0 +1,237 @@
+//! Binding of publishing from columns: Arrow data (anything with `__arrow_c_stream__` or
+//! `__arrow_c_array__`, imported through pyo3-arrow) or a Parquet file, handed to the core's
+//! column source, which reads the batches and writes the records on a thread of its own with
+//! the GIL released. The call waits as `publish` does: GIL released, signals checked every
+//! 50 ms, Ctrl-C cancelling the core, which returns its partial report. Also `columns_json`,
+//! the rows of such data as JSON texts (what `write_failures` writes of the rows not read).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use arrow_array::RecordBatchReader;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3_arrow::input::AnyRecordBatch;
+use tokio::sync::watch;
+
+use super::client::PyClient;
+use super::publish::{report_dict, Cell};
+use super::{errors, log, runtime};
+use crate::client::publish::columns::{self, Columns};
+use crate::client::publish::{self as core, Options};
+use crate::client::Region;
+
+/// The batches of `data` or of the Parquet file `path` (exactly one), and the number of rows
+/// when it is known without reading them.
+fn open_source(
+    data: Option<AnyRecordBatch>,
+    path: Option<PathBuf>,
+) -> PyResult<(Box<dyn RecordBatchReader + Send>, Option<u64>)> {
+    match (data, path) {
+        (Some(data), None) => Ok((data.into_reader()?, None)),
+        (None, Some(path)) => {
+            let (reader, rows) = columns::parquet_batches(&path).map_err(errors::to_py)?;
+            Ok((reader, Some(rows)))
+        }
+        _ => Err(PyValueError::new_err(
+            "give exactly one of `data` and `path`",
+        )),
+    }
+}
+
+/// Publishes the rows of Arrow `data` or of the Parquet file `path` as records (columns named
+/// as the model's fields; `items` a list of structs).
+///
+/// Returns `(report, exception)` as `publish` does; the report dict also holds `rows`, the
+/// source's number of rows when known (a Parquet file). Columns that do not fit the models
+/// raise `ValidationError` before anything is sent.
+#[pyfunction]
+#[pyo3(name = "publish_columns", signature = (client, data=None, path=None, *, region=None, batch_size=None, validate=true, progress=None, cancelled=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn publish_columns<'py>(
+    py: Python<'py>,
+    client: &Bound<'py, PyClient>,
+    data: Option<AnyRecordBatch>,
+    path: Option<PathBuf>,
+    region: Option<String>,
+    batch_size: Option<usize>,
+    validate: bool,
+    progress: Option<Py<PyAny>>,
+    cancelled: Option<Py<PyAny>>,
+) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
+    let core = client.get().core()?;
+    let region = region
+        .as_deref()
+        .map(Region::parse)
+        .transpose()
+        .map_err(errors::to_py)?;
+    let options = Options {
+        region,
+        // None: "auto", arrays of 100 unless the service refuses arrays.
+        batch_size: batch_size.unwrap_or(core::MAX_BATCH),
+        fallback: batch_size.is_none(),
+        validate,
+    };
+    options.check().map_err(errors::to_py)?;
+    core.config()
+        .webhook_url(region.unwrap_or(core.config().region))
+        .map_err(errors::to_py)?;
+    let (reader, rows) = open_source(data, path)?;
+    let rt = runtime::get().map_err(errors::internal)?;
+    log::refresh(py);
+    // The schema check reads the first rows, which a stream may have to wait for.
+    let opened = py.detach(|| Columns::open(reader, validate));
+    py.check_signals()?;
+    let columns = opened.map_err(errors::to_py)?;
+    let (rx, feeder) = {
+        let _guard = rt.enter();
+        columns.source()
+    };
+    let (stop, cancel) = watch::channel(false);
+    let cell = Cell::default();
+    let sink = progress.as_ref().map(|_| cell.sink());
+    let mut task = rt.spawn(async move { core.publish(rx, options, sink, cancel).await });
+
+    let mut raised: Option<PyErr> = None;
+    let outcome = loop {
+        let step = py.detach(|| {
+            rt.block_on(async {
+                tokio::time::timeout(Duration::from_millis(50), &mut task)
+                    .await
+                    .ok()
+            })
+        });
+        log::flush(py);
+        if let Some(done) = step {
+            break Some(done);
+        }
+        // A signal, the caller giving up (an asyncio task cancelled) or a progress callback
+        // that raised: stop as on Ctrl-C.
+        let stopped = cell
+            .report(py, progress.as_ref(), None)
+            .and_then(|()| py.check_signals())
+            .and_then(|()| match &cancelled {
+                Some(c) => c.call0(py)?.is_truthy(py),
+                None => Ok(false),
+            });
+        match stopped {
+            Ok(false) => {}
+            Ok(true) => break None,
+            Err(e) => {
+                raised = Some(e);
+                break None;
+            }
+        }
+    };
+    let interrupted = outcome.is_none();
+    let outcome = match outcome {
+        Some(done) => done,
+        None => {
+            // The core stops at once and reports what it had; the source stops at its next
+            // chunk (its channel is closed), reading no further.
+            stop.send_replace(true);
+            py.detach(|| rt.block_on(&mut task))
+        }
+    };
+    log::flush(py);
+    let report = match outcome {
+        Ok(Ok(report)) => report,
+        Ok(Err(e)) => return Err(errors::to_py(e)),
+        Err(join) => return Err(errors::internal(join)),
+    };
+    if !interrupted && report.error.is_none() {
+        // The source ended (its channel closed): a read error, if any, is the publish's.
+        match py.detach(|| rt.block_on(feeder)) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => raised = Some(errors::to_py(e)),
+            Err(join) => raised = Some(errors::internal(join)),
+        }
+    }
+    if let Err(e) = cell.report(py, progress.as_ref(), None) {
+        raised.get_or_insert(e);
+    }
+    let error = match (raised, report.error.clone()) {
+        (Some(e), _) => Some(e),
+        (None, Some(e)) => Some(errors::to_py(e)),
+        (None, None) => None,
+    };
+    let dict = report_dict(py, &report)?;
+    dict.set_item("rows", rows)?;
+    Ok((dict, error.map(|e| e.into_value(py).into_any())))
+}
+
+/// What [`JsonLines`] reads from.
+struct Lines {
+    reader: Option<Box<dyn RecordBatchReader + Send>>,
+    skip: u64,
+    ready: VecDeque<String>,
+}
+
+/// The rows of Arrow data as JSON texts, one per row, batch by batch.
+#[pyclass(name = "JsonLines", module = "surveillance._core", frozen)]
+pub struct JsonLines(Mutex<Lines>);
+
+#[pymethods]
+impl JsonLines {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(line) = lines.ready.pop_front() {
+                return Ok(Some(line));
+            }
+            let Some(reader) = lines.reader.as_mut() else {
+                return Ok(None);
+            };
+            let next = py.detach(|| reader.next());
+            let batch = match next {
+                None => {
+                    lines.reader = None;
+                    return Ok(None);
+                }
+                Some(Err(e)) => {
+                    lines.reader = None;
+                    return Err(errors::to_py(crate::client::Error::Io(format!(
+                        "cannot read the data: {e}"
+                    ))));
+                }
+                Some(Ok(batch)) => batch,
+            };
+            let n = batch.num_rows() as u64;
+            if lines.skip >= n {
+                lines.skip -= n;
+                continue;
+            }
+            let skip = usize::try_from(lines.skip).unwrap_or(usize::MAX);
+            lines.skip = 0;
+            let rest = batch.slice(skip, batch.num_rows() - skip);
+            let texts = py
+                .detach(|| columns::json_lines(&rest))
+                .map_err(errors::to_py)?;
+            lines.ready.extend(texts);
+        }
+    }
+}
+
+/// The rows of Arrow `data` or of the Parquet file `path`, after the first `skip`, as JSON
+/// texts written as `publish_columns` writes them (unchecked; NaN written as Python writes it).
+#[pyfunction]
+#[pyo3(signature = (data=None, path=None, *, skip=0))]
+pub fn columns_json(
+    data: Option<AnyRecordBatch>,
+    path: Option<PathBuf>,
+    skip: u64,
+) -> PyResult<JsonLines> {
+    let (reader, _) = open_source(data, path)?;
+    Ok(JsonLines(Mutex::new(Lines {
+        reader: Some(reader),
+        skip,
+        ready: VecDeque::new(),
+    })))
+}

@@ -1,0 +1,308 @@
+"""``client.publish`` from columns (pandas DataFrames, pyarrow tables and streams, polars
+DataFrames, Parquet files) against the emulator over real HTTP: the records stored are those
+the dict path stores, the schema is checked once (nothing sent when it does not fit), values
+per row with the dict path's problems and row numbers, and Ctrl-C leaves a report whose
+``write_failures`` finishes the job."""
+
+from __future__ import annotations
+
+import _thread
+import datetime as dt
+import math
+import threading
+from dataclasses import replace
+
+import pytest
+import surveillance as sv
+from surveillance.publish import Problem
+
+pd = pytest.importorskip("pandas")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+T0 = 1_794_891_600_000
+UTC = dt.timezone.utc
+
+
+def record(i: int) -> dict:
+    """Retail, restaurant and other records with three items, optional fields in some rows
+    only, and times as ISO strings, epoch milliseconds and timestamps."""
+    kind = ("retail", "restaurant", "other")[i % 3]
+    r: dict = {
+        "dataType": kind,
+        "schemaVersion": "1",
+        "startTime": f"2026-11-17T05:{i // 60 % 60:02d}:{i % 60:02d}.{i % 1000:03d}Z",
+        "endTime": T0 + i + 60_000,
+        "locationId": f"store-{i % 7}",
+        "dataSourceId": 'pos-"1"',
+    }
+    if kind == "other":
+        r.update(eventUniqueId=f"e-{i}", eventType="door open")
+    else:
+        r.update(transactionId=f"t-{i}", status="sale")
+    if kind == "restaurant":
+        r.update(tableNumber=str(i % 20), guestCount=i % 5 + 1)
+    r["items"] = [
+        {
+            "time": dt.datetime(2026, 11, 17, 5, 0, k, 1234, tzinfo=UTC) + dt.timedelta(seconds=i),
+            "quantity": k + 1,
+            "description": f"item {k} – é",
+            "unitPrice": 2.5 + k / 4,
+            "type": "SALE",
+        }
+        for k in range(3)
+    ]
+    if kind == "other":
+        for item in r["items"]:
+            del item["unitPrice"]  # not an item field of `other`
+    if i % 4 == 0:
+        r["employeeName"] = f"employee {i}"
+    if i % 5 == 0 and kind != "other":
+        r["customerId"] = f"c-{i}"
+    return r
+
+
+def key(r: dict) -> tuple:
+    return (r.get("transactionId", ""), r.get("eventUniqueId", ""))
+
+
+@pytest.fixture
+def client(emu):
+    emu.clear_published()
+    c = emu.client(max_retries=8)
+    yield c
+    c.close()
+    emu.clear_published()
+
+
+def webhook_requests(emu) -> int:
+    return sum(sum(v.values()) for k, v in emu.stats()["requests"].items() if "webhook" in k)
+
+
+def stored(emu) -> list:
+    return sorted(emu.published(), key=key)
+
+
+def test_every_kind_of_columns_stores_what_the_dict_path_stores(emu, client, tmp_path):
+    pl = pytest.importorskip("polars")
+    rows = [record(i) for i in range(600)]
+    report = client.publish(rows, progress=False)
+    assert report.ok, report
+    expected = stored(emu)
+    assert len(expected) == 600
+
+    frame = pd.DataFrame(rows)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    path = tmp_path / "records.parquet"
+    pq.write_table(table, path, row_group_size=250)
+    sources = {
+        "pandas": frame,
+        "pyarrow": table,
+        "polars": pl.from_arrow(table),
+        "stream": table.to_reader(max_chunksize=97),
+        "parquet": str(path),
+    }
+    for name, source in sources.items():
+        emu.clear_published()
+        report = client.publish(source, progress=False)
+        assert (report.total, report.accepted, report.rejected) == (600, 600, []), name
+        assert stored(emu) == expected, name
+
+
+def test_times_of_every_kind_are_epoch_milliseconds(emu, client):
+    table = pa.table(
+        {
+            "dataType": ["other"] * 3,
+            "schemaVersion": ["1"] * 3,
+            "startTime": pa.array(
+                [T0 * 1000 + 999, T0 * 1000, T0 * 1000], pa.timestamp("us", tz="Europe/Paris")
+            ),
+            "endTime": pa.array([dt.date(2026, 11, 18)] * 3, pa.date32()),
+            "locationId": ["l"] * 3,
+            "dataSourceId": ["d"] * 3,
+            "eventUniqueId": pa.array(["a", "b", "c"]).dictionary_encode(),
+            "eventType": pa.array(["x"] * 3, pa.string_view()),
+            "items": pa.array(
+                [[{"time": T0 + 5}], [{"time": T0 + 6}], [None, {"time": None}]],
+                pa.list_(pa.struct([("time", pa.int64())])),
+            ),
+        }
+    )
+    report = client.publish(table, progress=False)
+    assert report.ok, report
+    got = {r["eventUniqueId"]: r for r in emu.published()}
+    midnight = int(dt.datetime(2026, 11, 18, tzinfo=UTC).timestamp() * 1000)
+    assert got["a"]["startTime"] == T0 and got["a"]["endTime"] == midnight
+    assert got["a"]["items"] == [{"time": T0 + 5}]
+    # A null element and a null field are left out.
+    assert got["c"]["items"] == [{}]
+
+
+def test_a_legacy_column_is_refused_once_before_any_request(emu, client):
+    frame = pd.DataFrame([record(3 * i) for i in range(1000)]).rename(
+        columns={"locationId": "storeId"}
+    )
+    before = webhook_requests(emu)
+    with pytest.raises(sv.ValidationError) as e:
+        client.publish(frame, progress=False)
+    assert webhook_requests(emu) == before == 0
+    assert emu.published() == []
+    assert e.value.problems == [
+        Problem(
+            "storeId",
+            "unknown field `storeId`: it is the legacy name of `locationId`; use `locationId`",
+            "error",
+        ),
+        Problem("locationId", "missing required field `locationId`", "error"),
+    ]
+    assert "nothing was sent" in str(e.value) and "storeId" in str(e.value)
+    # The dict path says the same of each row.
+    row = frame.iloc[0].dropna().to_dict()
+    assert set(e.value.problems) <= set(sv.validate(row))
+
+
+def test_a_column_of_the_wrong_type_is_one_problem(emu, client):
+    table = pa.Table.from_pylist([record(3 * i) for i in range(50)])
+    table = table.set_column(
+        table.schema.get_field_index("locationId"), "locationId", pa.array(range(50))
+    )
+    with pytest.raises(sv.ValidationError) as e:
+        client.publish(table, progress=False)
+    assert [str(p) for p in e.value.problems] == [
+        "locationId: expected a string, found a column of `int64`; cast the column to strings"
+    ]
+    assert webhook_requests(emu) == 0
+
+
+def test_bad_values_are_reported_per_row_with_the_dict_paths_problems(emu, client):
+    rows = [record(3 * i) for i in range(300)]
+    rows[3]["transactionId"] = None  # a required field null in a row
+    rows[150]["locationId"] = ""  # an empty id
+    rows[299]["startTime"] = "2026-11-17T05:00:00"  # no zone
+    rows[200]["items"][1]["unitPrice"] = math.nan  # no JSON form
+    table = pa.Table.from_pylist(rows)
+    report = client.publish(table.to_reader(max_chunksize=64), progress=False)
+    assert report.accepted == 296
+    assert [f.index for f in report.rejected] == [3, 150, 200, 299]
+    # The dict path reports the same rows with the same problems and messages.
+    dicts = [{k: v for k, v in r.items() if v is not None} for r in rows]
+    emu.clear_published()
+    expected = client.publish(dicts, progress=False)
+    assert [(f.index, f.problems, f.message) for f in report.rejected] == [
+        (f.index, f.problems, f.message) for f in expected.rejected
+    ]
+    assert report.rejected[2].problems[0].path == "items[1].unitPrice"
+    assert report.rejected[1].transaction_id == "t-450"
+    assert len(emu.published()) == 296
+
+
+def test_without_validation_columns_are_sent_as_they_are(emu, client):
+    frame = pd.DataFrame([record(3 * i) for i in range(20)]).rename(
+        columns={"locationId": "storeId"}
+    )
+    report = client.publish(frame, validate=False, batch_size=10, progress=False)
+    # The service refuses them itself, with its own message.
+    assert report.accepted == 0 and len(report.rejected) == 20
+    assert {f.status for f in report.rejected} == {400}
+    assert "storeId" in report.rejected[0].message
+    assert webhook_requests(emu) > 0
+
+
+def test_items_must_be_a_list_of_structs(emu, client):
+    rows = [record(3 * i) for i in range(5)]
+    for items in (pa.array(["[]"] * 5), pa.array([[1, 2]] * 5)):
+        table = pa.Table.from_pylist(rows)
+        table = table.set_column(table.schema.get_field_index("items"), "items", items)
+        for validate in (True, False):
+            with pytest.raises(sv.ValidationError, match="must be a list of structs") as e:
+                client.publish(table, validate=validate, progress=False)
+            assert [p.path for p in e.value.problems] == ["items"]
+    assert webhook_requests(emu) == 0
+
+
+def test_a_frame_without_items_is_refused_with_the_layout(emu, client):
+    # Retail and restaurant records require items; `other` records do not.
+    frame = pd.DataFrame([record(i) for i in range(30)]).drop(columns="items")
+    with pytest.raises(sv.ValidationError) as e:
+        client.publish(frame, progress=False)
+    (problem,) = e.value.problems
+    assert problem.path == "items"
+    assert problem.message.startswith(
+        "missing required field `items`: add an `items` column, a list of structs, one struct "
+        "per item whose fields are the item fields"
+    )
+    assert webhook_requests(emu) == 0
+    others = frame[frame["dataType"] == "other"].dropna(axis="columns", how="all")
+    report = client.publish(others, progress=False)
+    assert report.ok and report.accepted == 10
+
+
+def test_a_frame_that_pyarrow_cannot_type_is_published_row_by_row(emu, client):
+    rows = [record(3 * i) for i in range(20)]
+    frame = pd.DataFrame(rows)
+    frame["locationId"] = frame["locationId"].astype(object)
+    frame.loc[5, "locationId"] = 17  # numbers and strings in one column: no Arrow type
+    report = client.publish(frame, progress=False)
+    # As dicts: the row whose value is wrong is kept back with the dict path's problem.
+    assert report.accepted == 19 and [f.index for f in report.rejected] == [5]
+    assert report.rejected[0].problems[0].path == "locationId"
+
+
+def test_an_empty_frame_publishes_nothing(emu, client):
+    frame = pd.DataFrame([record(0)]).iloc[0:0]
+    report = client.publish(frame, progress=False)
+    assert (report.total, report.accepted, report.requests, report.ok) == (0, 0, 0, True)
+    report = client.publish(pd.DataFrame(), progress=False)
+    assert report.total == 0
+    assert webhook_requests(emu) == 0
+
+
+def test_ctrl_c_leaves_a_report_whose_failures_finish_the_job(emu, client, tmp_path):
+    emu.set_faults(latency_ms=100)
+    # 8 in flight: the 200 requests take 2.5 s, and Ctrl-C comes after 0.8 s.
+    paced = emu.client(max_retries=8, limits=replace(sv.Limits.unlimited(), publish_concurrency=8))
+    rows = [record(3 * i) for i in range(20_000)]
+    table = pa.Table.from_pylist(rows)
+    timer = threading.Timer(0.8, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(sv.PublishInterrupted) as e:
+            paced.publish(table, progress=False)
+    finally:
+        timer.cancel()
+    report = e.value.report
+    assert report.interrupted and 0 < report.accepted < 20_000
+    assert report.accepted + len(report.rejected) == report.total
+    assert report.unread == 20_000 - report.total
+    # The records not accepted, and the rows not read, are written.
+    path = tmp_path / "rest.jsonl"
+    assert report.write_failures(path) == 20_000 - report.accepted
+    emu.set_faults()
+    again = client.publish(str(path), progress=False)
+    assert again.ok and again.accepted == 20_000 - report.accepted
+    assert sorted(r["transactionId"] for r in emu.published()) == sorted(
+        r["transactionId"] for r in rows
+    )
+
+
+def test_a_stream_that_breaks_raises_after_publishing_what_it_gave(emu, client):
+    table = pa.Table.from_pylist([record(3 * i) for i in range(300)])
+
+    def batches():
+        yield from table.to_batches(max_chunksize=100)[:2]
+        raise RuntimeError("source broke")
+
+    reader = pa.RecordBatchReader.from_batches(table.schema, batches())
+    with pytest.raises(OSError, match="source broke") as e:
+        client.publish(reader, progress=False)
+    report = e.value.report
+    assert report.accepted == 200 and report.unread is None
+    assert len(emu.published()) == 200
+
+
+def test_progress_counts_rows(emu, client):
+    updates: list = []
+    table = pa.Table.from_pylist([record(3 * i) for i in range(1000)])
+    report = client.publish(table, progress=updates.append)
+    assert report.ok
+    assert updates[-1]["accepted"] == 1000 and updates[-1]["read"] == 1000
