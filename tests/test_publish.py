@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 import surveillance as sv
@@ -266,6 +267,29 @@ def test_ctrl_c_inside_a_value_conversion_is_an_interruption_not_a_bad_record(cl
     report = e.value.report
     assert (report.total, report.accepted, report.unread) == (11, 0, 9)
     assert report.write_failures(tmp_path / "rest.jsonl") == 20
+
+
+def test_ctrl_c_in_the_progress_callback_stops_publishing_with_the_report(emu):
+    # 200 arrays, 8 in flight, each answered in 100 ms: Ctrl-C lands in the callback (Python
+    # code the binding runs between waits) at its third update.
+    client = emu.client(limits=sv.Limits(publish_concurrency=8))
+    emu.set_faults(latency_ms=100)
+    updates = []
+
+    def progress(update):
+        updates.append(update)
+        if len(updates) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(sv.PublishInterrupted) as e:
+        client.publish([retail(i) for i in range(20_000)], progress=progress)
+    report = e.value.report
+    assert report.interrupted and report.accepted < 20_000
+    assert report.accepted + len(report.rejected) + report.unread == 20_000
+    # The core stopped: nothing more reaches the service.
+    stored = len(emu.published())
+    time.sleep(0.3)
+    assert len(emu.published()) == stored == report.accepted
 
 
 def test_refused_credentials_raise_auth_error_with_the_report(emu):

@@ -469,17 +469,23 @@ pub fn publish_records<'py>(
                 })
             });
             log::flush(py);
-            cell.report(py, progress.as_ref(), iter.as_ref().map(|_| index))?;
+            // Ctrl-C may land in the progress callback (Python code) as well as between waits;
+            // either way, and on the callback's own error, the core stops and reports.
+            let ticked = cell
+                .report(py, progress.as_ref(), iter.as_ref().map(|_| index))
+                .and_then(|()| py.check_signals());
             last_tick = Instant::now();
-            if let Err(e) = py.check_signals() {
+            if let Err(e) = ticked {
                 interrupted = true;
                 raised = Some(e);
                 break None;
             }
             // The caller gave up (an asyncio task cancelled): stop as on Ctrl-C.
             if let Some(c) = &cancelled {
-                if c.call0(py)?.is_truthy(py)? {
+                let gave_up = c.call0(py).and_then(|r| r.is_truthy(py));
+                if gave_up.as_ref().map_or(true, |g| *g) {
                     interrupted = true;
+                    raised = gave_up.err();
                     break None;
                 }
             }
@@ -530,7 +536,10 @@ pub fn publish_records<'py>(
         report.unsent(chunk, kind, &message);
         report.failures.sort_by_key(|f| f.index);
     }
-    cell.report(py, progress.as_ref(), iter.as_ref().map(|_| index))?;
+    // The last progress update: its error (Ctrl-C in the callback) comes with the report.
+    if let Err(e) = cell.report(py, progress.as_ref(), iter.as_ref().map(|_| index)) {
+        raised.get_or_insert(e);
+    }
     let error = match (raised, report.error.clone()) {
         (Some(e), _) => Some(e),
         (None, Some(e)) => Some(errors::to_py(e)),
