@@ -111,7 +111,7 @@ pub fn publish_columns<'py>(
         // A signal, the caller giving up (an asyncio task cancelled) or a progress callback
         // that raised: stop as on Ctrl-C.
         let stopped = cell
-            .report(py, progress.as_ref(), None)
+            .report(py, progress.as_ref())
             .and_then(|()| py.check_signals())
             .and_then(|()| match &cancelled {
                 Some(c) => c.call0(py)?.is_truthy(py),
@@ -150,7 +150,7 @@ pub fn publish_columns<'py>(
             Err(join) => raised = Some(errors::internal(join)),
         }
     }
-    if let Err(e) = cell.report(py, progress.as_ref(), None) {
+    if let Err(e) = cell.report(py, progress.as_ref()) {
         raised.get_or_insert(e);
     }
     let error = match (raised, report.error.clone()) {

@@ -2,7 +2,7 @@
 //! time order, while the next windows are fetched. Progress goes to a Python callable between waits, never from Rust
 //! threads.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -10,38 +10,11 @@ use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
 use super::convert::to_list;
 use super::{errors, log, runtime};
-use crate::client::events::{self, Event, Keep, Progress, ProgressSink, Query};
+use crate::client::events::{self, Event, Keep, Progress, Query};
 use crate::client::Result;
 
-/// Latest progress, written by the fetch, read by the waiting Python thread.
-#[derive(Default, Clone)]
-pub struct ProgressCell(Arc<Mutex<Option<Progress>>>);
-
-impl ProgressCell {
-    /// The sink for the core.
-    pub fn sink(&self) -> ProgressSink {
-        let cell = self.0.clone();
-        Arc::new(move |p| {
-            *cell.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
-        })
-    }
-
-    /// Hands the latest update, if new, to `callback`.
-    pub fn report(&self, py: Python<'_>, callback: Option<&Py<PyAny>>) -> PyResult<()> {
-        let Some(cb) = callback else { return Ok(()) };
-        let latest = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(p) = latest {
-            let d = pyo3::types::PyDict::new(py);
-            d.set_item("events", p.events)?;
-            d.set_item("requests", p.requests)?;
-            d.set_item("done_ms", p.done_ms)?;
-            d.set_item("total_ms", p.total_ms)?;
-            d.set_item("windows", p.windows)?;
-            cb.call1(py, (d,))?;
-        }
-        Ok(())
-    }
-}
+/// The events fetch's progress cell.
+pub type ProgressCell = super::progress::Cell<Progress>;
 
 /// The receiving end of a fetch, and what is left of the window being handed out in chunks.
 struct Receiving {

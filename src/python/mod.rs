@@ -30,6 +30,7 @@ mod emulator;
 mod errors;
 mod events;
 mod log;
+mod progress;
 mod publish;
 mod runtime;
 mod to_json;

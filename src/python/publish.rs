@@ -18,9 +18,7 @@ use tokio::sync::{mpsc, watch};
 use super::client::PyClient;
 use super::to_json::{ConvError, Writer, Written};
 use super::{errors, log, runtime};
-use crate::client::publish::{
-    self as core, FailureKind, Input, Options, Progress, ProgressSink, Report,
-};
+use crate::client::publish::{self as core, FailureKind, Input, Options, Progress, Report};
 use crate::client::redact;
 use crate::client::Region;
 use crate::webhook::{self as rules, Problem, Severity};
@@ -156,36 +154,21 @@ pub fn check_record<'py>(
 // ---------------------------------------------------------------------------------------------
 // publish.
 
-/// Latest progress of the core, read by the waiting Python thread.
-#[derive(Default, Clone)]
-pub(super) struct Cell(std::sync::Arc<std::sync::Mutex<Option<Progress>>>);
+/// Publishing's progress cell.
+pub(super) type Cell = super::progress::Cell<Progress>;
 
-impl Cell {
-    pub(super) fn sink(&self) -> ProgressSink {
-        let cell = self.0.clone();
-        std::sync::Arc::new(move |p| {
-            *cell.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
-        })
-    }
-
-    pub(super) fn report(
-        &self,
-        py: Python<'_>,
-        callback: Option<&Py<PyAny>>,
-        read: Option<u64>,
-    ) -> PyResult<()> {
-        let Some(cb) = callback else { return Ok(()) };
-        let latest = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(p) = latest {
-            let d = PyDict::new(py);
-            d.set_item("read", read.unwrap_or(p.read))?;
-            d.set_item("accepted", p.accepted)?;
-            d.set_item("rejected", p.rejected)?;
-            d.set_item("requests", p.requests)?;
-            cb.call1(py, (d,))?;
-        }
-        Ok(())
-    }
+/// Hands the latest progress to `callback`, with `read` (the records taken from a Python
+/// iterator, which this thread counts) in place of the core's count when given.
+fn report_read(
+    cell: &Cell,
+    py: Python<'_>,
+    callback: Option<&Py<PyAny>>,
+    read: Option<u64>,
+) -> PyResult<()> {
+    cell.report_with(py, callback, |d| match read {
+        Some(n) => d.set_item("read", n),
+        None => Ok(()),
+    })
 }
 
 /// A record of a chunk, before the chunk's buffer is frozen.
@@ -471,8 +454,7 @@ pub fn publish_records<'py>(
             log::flush(py);
             // Ctrl-C may land in the progress callback (Python code) as well as between waits;
             // either way, and on the callback's own error, the core stops and reports.
-            let ticked = cell
-                .report(py, progress.as_ref(), iter.as_ref().map(|_| index))
+            let ticked = report_read(&cell, py, progress.as_ref(), iter.as_ref().map(|_| index))
                 .and_then(|()| py.check_signals());
             last_tick = Instant::now();
             if let Err(e) = ticked {
@@ -537,7 +519,7 @@ pub fn publish_records<'py>(
         report.failures.sort_by_key(|f| f.index);
     }
     // The last progress update: its error (Ctrl-C in the callback) comes with the report.
-    if let Err(e) = cell.report(py, progress.as_ref(), iter.as_ref().map(|_| index)) {
+    if let Err(e) = report_read(&cell, py, progress.as_ref(), iter.as_ref().map(|_| index)) {
         raised.get_or_insert(e);
     }
     let error = match (raised, report.error.clone()) {
