@@ -345,7 +345,7 @@ def scenario_latency(sizes: dict, out: list) -> None:
         client = ours_client(emu, limits)
 
         def ours():
-            check_report(client.publish(records, progress=False), n)
+            check_report(client.publish(records, batch_size=1, progress=False), n)
 
         o = measure(emu, scen, "ours", n, 1, ours)
         o.note = f"{o.seconds / ideal:.2f}× ideal ({ideal:.2f} s)"
@@ -375,7 +375,7 @@ def scenario_limits(sizes: dict, out: list) -> None:
     with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
         tok = token(emu)
         runs = [
-            ("ours", lambda c: check_report(c.publish(records, progress=False), n)),
+            ("ours", lambda c: check_report(c.publish(records, batch_size=1, progress=False), n)),
             ("(a) requests", lambda c: post_requests(emu, tok, records, 1, per_second=RATE)),
             ("(b) aiohttp", lambda c: post_aiohttp(emu, tok, records, 1, IN_FLIGHT, RATE)),
         ]
@@ -1004,8 +1004,8 @@ def run_separate(
         "`transactionId`s and a digest of them against the expected ones), and ours' report "
         "must accept them all. **requests**: `POST /v2/webhook` answered 200 (other statuses "
         f"in brackets); above records / {SEPARATE_BATCH}, ours sent some arrays before they "
-        "were full: it posts a partial array after 20 ms without a new record (`LINGER` in "
-        "`src/client/publish.rs`), which happens when its input is slower than its posting.",
+        "were full: it posts a partial array after 500 ms without a new record (`LINGER` in "
+        "`src/client/publish/mod.rs`), which happens when its input is slower than its posting.",
     ]
     for m in results:
         if m.unsupported:
