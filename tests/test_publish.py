@@ -292,6 +292,19 @@ def test_ctrl_c_in_the_progress_callback_stops_publishing_with_the_report(emu):
     assert len(emu.published()) == stored == report.accepted
 
 
+def test_the_unread_rest_of_a_file_is_numbered_as_publishing_numbers_it(client, tmp_path):
+    # A line holding a no-break space is a record (not JSON) to publishing, and so to what
+    # writes the unread rest of a stopped publish; a blank line is neither.
+    texts = [json.dumps(retail(i)) for i in range(3)]
+    path = tmp_path / "in.jsonl"
+    lines = [texts[0], "\u00a0", "", f"  {texts[1]}  ", texts[2]]
+    path.write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")
+    report = client.publish(str(path), progress=False)
+    assert (report.total, report.accepted, [f.index for f in report.rejected]) == (4, 3, [1])
+    assert list(sv._core.jsonl_rest(str(path))) == [texts[0], "\u00a0", texts[1], texts[2]]
+    assert list(sv._core.jsonl_rest(str(path), skip=2)) == texts[1:]
+
+
 def test_refused_credentials_raise_auth_error_with_the_report(emu):
     c = emu.client(api_key="wrong-key", max_retries=0)
     with pytest.raises(sv.AuthError) as e:

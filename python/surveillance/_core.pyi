@@ -16,6 +16,7 @@ __all__ = [
     "loads",
     "EventStream",
     "JsonLines",
+    "jsonl_rest",
     "publish",
     "publish_columns",
     "to_json",
@@ -286,7 +287,8 @@ def publish_columns(
 
 @final
 class JsonLines:
-    """The rows of Arrow data as JSON texts, one per row."""
+    """Records as JSON texts, one at a time: the rows of Arrow data, or the records of a JSON
+    Lines file."""
 
     def __iter__(self) -> JsonLines: ...
     def __next__(self) -> str: ...
@@ -296,6 +298,10 @@ def columns_json(
 ) -> JsonLines:
     """The rows of Arrow ``data`` or of the Parquet file ``path`` after the first ``skip``, as
     JSON texts written as ``publish_columns`` writes them (unchecked)."""
+
+def jsonl_rest(path: str, *, skip: int = 0) -> JsonLines:
+    """The records of the JSON Lines file ``path`` after the first ``skip``, numbered as
+    ``publish`` numbers them (non-blank lines), as texts."""
 
 def validate(record: Any) -> list[dict]:
     """The problems of a record under its standard model (``path``, ``message``, ``severity``)."""

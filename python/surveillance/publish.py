@@ -471,19 +471,6 @@ def _json_lines(records: Iterable) -> Iterator[str]:
             yield json.dumps(r, default=str)
 
 
-def _file_rest(path: PathLike, skip: int) -> Iterator[str]:
-    """The records of a JSON Lines file after the first ``skip`` (blank lines not counted)."""
-    seen = 0
-    with open(path, encoding="utf-8-sig", errors="replace") as f:
-        for line in f:
-            text = line.strip()
-            if not text:
-                continue
-            if seen >= skip:
-                yield text
-            seen += 1
-
-
 class _Bar(_progress._Bar):
     """Records read and accepted, on tqdm when installed, else a plain stderr line (closed as
     the events bar is)."""
@@ -551,8 +538,6 @@ def publish(
     rest: Optional[Callable[[int], Iterator[str]]] = None
     _check.choice("region", region, ("us", "eu"), optional=True, fold=True, config=True)
     _check.flag("validate", validate)
-    if batch_size != "auto":
-        _check.integer("batch_size", batch_size, 1, 100)
     if isinstance(records, (str, os.PathLike)):
         path = _check.path("records", records)
         if not os.path.isfile(path):
@@ -567,7 +552,7 @@ def publish(
             parquet, path = path, None
             rest = lambda n: _core.columns_json(None, parquet, skip=n)  # noqa: E731
         else:
-            rest = lambda n: _file_rest(path, n)  # noqa: E731
+            rest = lambda n: _core.jsonl_rest(path, skip=n)  # noqa: E731
     elif isinstance(records, Mapping):
         source, size = iter([records]), 1
     elif _is_frame(records):

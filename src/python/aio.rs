@@ -10,7 +10,7 @@ use pyo3::types::PyList;
 use pyo3_async_runtimes::generic::{self, ContextExt, JoinError, Runtime};
 use pyo3_async_runtimes::TaskLocals;
 
-use super::convert::to_list;
+use super::from_json::to_list;
 use super::{errors, log, runtime};
 use crate::client::events::Event;
 use crate::client::{Record, Result};

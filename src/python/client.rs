@@ -14,8 +14,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3_arrow::{PyRecordBatchReader, PyTable};
 
-use super::convert::to_list;
 use super::events::EventStream;
+use super::from_json::to_list;
 use super::wait::wait;
 use super::{aio, errors, log};
 use crate::client::arrow::Layout;

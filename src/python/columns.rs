@@ -18,11 +18,10 @@ use pyo3_arrow::input::AnyRecordBatch;
 use tokio::sync::watch;
 
 use super::client::PyClient;
-use super::publish::{report_dict, Cell};
+use super::publish::{batch_size_arg, report_dict, Cell};
 use super::{errors, log, runtime};
 use crate::client::publish::columns::{self, Columns};
-use crate::client::publish::{self as core, Options};
-use crate::client::Region;
+use crate::client::publish::{jsonl_rest as core_jsonl_rest, JsonlRest, Options};
 
 /// The batches of `data` or of the Parquet file `path` (exactly one), and the number of rows
 /// when it is known without reading them.
@@ -57,27 +56,16 @@ pub fn publish_columns<'py>(
     data: Option<AnyRecordBatch>,
     path: Option<PathBuf>,
     region: Option<String>,
-    batch_size: Option<usize>,
+    batch_size: Option<Bound<'_, PyAny>>,
     validate: bool,
     progress: Option<Py<PyAny>>,
     cancelled: Option<Py<PyAny>>,
 ) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
     let core = client.get().core()?;
-    let region = region
-        .as_deref()
-        .map(Region::parse)
-        .transpose()
+    let options = Options::new(region.as_deref(), batch_size_arg(batch_size)?, validate)
         .map_err(errors::to_py)?;
-    let options = Options {
-        region,
-        // None: "auto", arrays of 100 unless the service refuses arrays.
-        batch_size: batch_size.unwrap_or(core::MAX_BATCH),
-        fallback: batch_size.is_none(),
-        validate,
-    };
-    options.check().map_err(errors::to_py)?;
     core.config()
-        .webhook_url(region.unwrap_or(core.config().region))
+        .webhook_url(options.region.unwrap_or(core.config().region))
         .map_err(errors::to_py)?;
     let (reader, rows) = open_source(data, path)?;
     let rt = runtime::get().map_err(errors::internal)?;
@@ -164,13 +152,19 @@ pub fn publish_columns<'py>(
 }
 
 /// What [`JsonLines`] reads from.
-struct Lines {
-    reader: Option<Box<dyn RecordBatchReader + Send>>,
-    skip: u64,
-    ready: VecDeque<String>,
+enum Lines {
+    /// Arrow batches, written as JSON row by row.
+    Arrow {
+        reader: Option<Box<dyn RecordBatchReader + Send>>,
+        skip: u64,
+        ready: VecDeque<String>,
+    },
+    /// The records of a JSON Lines file, numbered as the publishing source numbers them.
+    File(JsonlRest),
 }
 
-/// The rows of Arrow data as JSON texts, one per row, batch by batch.
+/// Records as JSON texts, one at a time: the rows of Arrow data, batch by batch, or the
+/// records of a JSON Lines file.
 #[pyclass(name = "JsonLines", module = "surveillance._core", frozen)]
 pub struct JsonLines(Mutex<Lines>);
 
@@ -182,21 +176,31 @@ impl JsonLines {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<String>> {
         let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (reader, skip, ready) = match &mut *lines {
+            Lines::File(rest) => {
+                return py.detach(|| rest.next()).transpose().map_err(errors::to_py);
+            }
+            Lines::Arrow {
+                reader,
+                skip,
+                ready,
+            } => (reader, skip, ready),
+        };
         loop {
-            if let Some(line) = lines.ready.pop_front() {
+            if let Some(line) = ready.pop_front() {
                 return Ok(Some(line));
             }
-            let Some(reader) = lines.reader.as_mut() else {
+            let Some(batches) = reader.as_mut() else {
                 return Ok(None);
             };
-            let next = py.detach(|| reader.next());
+            let next = py.detach(|| batches.next());
             let batch = match next {
                 None => {
-                    lines.reader = None;
+                    *reader = None;
                     return Ok(None);
                 }
                 Some(Err(e)) => {
-                    lines.reader = None;
+                    *reader = None;
                     return Err(errors::to_py(crate::client::Error::Io(format!(
                         "cannot read the data: {e}"
                     ))));
@@ -204,19 +208,27 @@ impl JsonLines {
                 Some(Ok(batch)) => batch,
             };
             let n = batch.num_rows() as u64;
-            if lines.skip >= n {
-                lines.skip -= n;
+            if *skip >= n {
+                *skip -= n;
                 continue;
             }
-            let skip = usize::try_from(lines.skip).unwrap_or(usize::MAX);
-            lines.skip = 0;
-            let rest = batch.slice(skip, batch.num_rows() - skip);
+            let from = usize::try_from(*skip).unwrap_or(usize::MAX);
+            *skip = 0;
+            let rest = batch.slice(from, batch.num_rows() - from);
             let texts = py
                 .detach(|| columns::json_lines(&rest))
                 .map_err(errors::to_py)?;
-            lines.ready.extend(texts);
+            ready.extend(texts);
         }
     }
+}
+
+/// The records of the JSON Lines file `path` after the first `skip`, numbered as `publish`
+/// numbers them (non-blank lines), as texts.
+#[pyfunction]
+#[pyo3(signature = (path, *, skip=0))]
+pub fn jsonl_rest(path: PathBuf, skip: u64) -> JsonLines {
+    JsonLines(Mutex::new(Lines::File(core_jsonl_rest(path, skip))))
 }
 
 /// The rows of Arrow `data` or of the Parquet file `path`, after the first `skip`, as JSON
@@ -229,7 +241,7 @@ pub fn columns_json(
     skip: u64,
 ) -> PyResult<JsonLines> {
     let (reader, _) = open_source(data, path)?;
-    Ok(JsonLines(Mutex::new(Lines {
+    Ok(JsonLines(Mutex::new(Lines::Arrow {
         reader: Some(reader),
         skip,
         ready: VecDeque::new(),

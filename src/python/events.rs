@@ -8,7 +8,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
-use super::convert::to_list;
+use super::from_json::to_list;
 use super::{errors, log, runtime};
 use crate::client::events::{self, Event, Keep, Progress, Query};
 use crate::client::Result;

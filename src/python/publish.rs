@@ -20,7 +20,6 @@ use super::to_json::{ConvError, Writer, Written};
 use super::{errors, log, runtime};
 use crate::client::publish::{self as core, FailureKind, Input, Options, Progress, Report};
 use crate::client::redact;
-use crate::client::Region;
 use crate::webhook::{self as rules, Problem, Severity};
 
 /// A record's best-effort JSON when it has no exact one (for `write_failures`).
@@ -153,6 +152,19 @@ pub fn check_record<'py>(
 
 // ---------------------------------------------------------------------------------------------
 // publish.
+
+/// `batch_size` as given (an int; None for "auto"), for [`Options::new`] to check: an int past
+/// 64 bits gets the same error as any other out of range, rather than an `OverflowError`.
+pub(super) fn batch_size_arg(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<i64>> {
+    value
+        .map(|v| {
+            v.extract::<i64>().map_err(|_| {
+                let shown = v.str().map(|s| s.to_string()).unwrap_or_default();
+                errors::to_py(core::batch_size_error(crate::text::shown(&shown)))
+            })
+        })
+        .transpose()
+}
 
 /// Publishing's progress cell.
 pub(super) type Cell = super::progress::Cell<Progress>;
@@ -319,27 +331,16 @@ pub fn publish_records<'py>(
     source: Option<Bound<'py, PyAny>>,
     path: Option<PathBuf>,
     region: Option<String>,
-    batch_size: Option<usize>,
+    batch_size: Option<Bound<'_, PyAny>>,
     validate: bool,
     progress: Option<Py<PyAny>>,
     cancelled: Option<Py<PyAny>>,
 ) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
     let core = client.get().core()?;
-    let region = region
-        .as_deref()
-        .map(Region::parse)
-        .transpose()
+    let options = Options::new(region.as_deref(), batch_size_arg(batch_size)?, validate)
         .map_err(errors::to_py)?;
-    let options = Options {
-        region,
-        // None: "auto", arrays of 100 unless the service refuses arrays.
-        batch_size: batch_size.unwrap_or(core::MAX_BATCH),
-        fallback: batch_size.is_none(),
-        validate,
-    };
-    options.check().map_err(errors::to_py)?;
     core.config()
-        .webhook_url(region.unwrap_or(core.config().region))
+        .webhook_url(options.region.unwrap_or(core.config().region))
         .map_err(errors::to_py)?;
     let mut iter = match (&source, &path) {
         (Some(s), None) => Some(s.try_iter()?),

@@ -51,7 +51,7 @@ mod source;
 
 pub use prepare::check_text;
 use prepare::{prepare, Rec};
-pub use source::{jsonl_source, values_source};
+pub use source::{jsonl_rest, jsonl_source, values_source, JsonlRest};
 
 /// Most records in one webhook array (the provider's limit).
 pub const MAX_BATCH: usize = 100;
@@ -143,16 +143,37 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The options a caller asked for, checked: `region` by name (None: the client's),
+    /// `batch_size` None for "auto" (arrays of 100, one record per request once the service
+    /// refuses arrays) or from 1 to 100, `validate`. The one place these are checked.
+    pub fn new(region: Option<&str>, batch_size: Option<i64>, validate: bool) -> Result<Options> {
+        let options = Options {
+            region: region.map(Region::parse).transpose()?,
+            batch_size: match batch_size {
+                None => MAX_BATCH,
+                Some(n) => usize::try_from(n).map_err(|_| batch_size_error(n))?,
+            },
+            fallback: batch_size.is_none(),
+            validate,
+        };
+        options.check()?;
+        Ok(options)
+    }
+
     /// Refuses a batch size outside 1..=100.
     pub fn check(&self) -> Result<()> {
         if !(1..=MAX_BATCH).contains(&self.batch_size) {
-            return Err(Error::Argument(format!(
-                "`batch_size` must be between 1 and {MAX_BATCH}, got `{}`",
-                self.batch_size
-            )));
+            return Err(batch_size_error(self.batch_size));
         }
         Ok(())
     }
+}
+
+/// The error of a batch size outside 1..=100 (`n` as the caller wrote it).
+pub fn batch_size_error(n: impl std::fmt::Display) -> Error {
+    Error::Argument(format!(
+        "`batch_size` must be \"auto\" or from 1 to {MAX_BATCH}, got `{n}`"
+    ))
 }
 
 /// Why a record was not accepted, in one word.

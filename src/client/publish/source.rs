@@ -40,11 +40,14 @@ pub fn values_source(
 /// Bytes of the file read at a time (a block's lines are checked together, by one worker).
 const BLOCK: usize = 256 * 1024;
 
+/// A record's index, line number and range in its block.
+type Numbered = (u64, u64, std::ops::Range<usize>);
+
 /// A block of whole lines, with the records' positions in it.
 struct Block {
     bytes: Bytes,
     /// (index, line number, range in `bytes`) of each record (non-blank line), in order.
-    records: Vec<(u64, u64, std::ops::Range<usize>)>,
+    records: Vec<Numbered>,
 }
 
 /// Reads a JSON Lines file into a source: one record per non-blank line, `index` counting
@@ -161,6 +164,58 @@ fn read_blocks(path: &PathBuf, out: &mpsc::Sender<Block>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The records of a JSON Lines file after the first `skip`, numbered as [`jsonl_source`]
+/// numbers them (non-blank lines, ASCII whitespace trimmed, a leading BOM dropped), as text
+/// (bytes that are not UTF-8 replaced): what a stopped publish had not read yet, for
+/// `write_failures`. The file is read in blocks on a thread of its own; iterate from a thread
+/// that is not running async code (the iterator waits for the blocks).
+pub fn jsonl_rest(path: PathBuf, skip: u64) -> JsonlRest {
+    let (tx, rx) = mpsc::channel::<Block>(2);
+    let reader = std::thread::spawn(move || read_blocks(&path, &tx));
+    JsonlRest {
+        rx,
+        reader: Some(reader),
+        block: None,
+        skip,
+    }
+}
+
+/// See [`jsonl_rest`].
+pub struct JsonlRest {
+    rx: mpsc::Receiver<Block>,
+    reader: Option<std::thread::JoinHandle<Result<()>>>,
+    /// The block being read, and its records not yet handed out.
+    block: Option<(Bytes, std::vec::IntoIter<Numbered>)>,
+    skip: u64,
+}
+
+impl Iterator for JsonlRest {
+    type Item = Result<String>;
+
+    fn next(&mut self) -> Option<Result<String>> {
+        loop {
+            if let Some((bytes, records)) = &mut self.block {
+                for (index, _, range) in records.by_ref() {
+                    if index >= self.skip {
+                        return Some(Ok(String::from_utf8_lossy(&bytes[range]).into_owned()));
+                    }
+                }
+                self.block = None;
+            }
+            match self.rx.blocking_recv() {
+                Some(block) => self.block = Some((block.bytes, block.records.into_iter())),
+                None => {
+                    return match self.reader.take()?.join() {
+                        Ok(Ok(())) => None,
+                        Ok(Err(e)) => Some(Err(e)),
+                        Err(_) => Some(Err(Error::Io("the file reader failed".into()))),
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Checks every record of a block.
