@@ -273,6 +273,17 @@ def _reset_emulator(request):
 
 
 @pytest.fixture
+def client(emu):
+    """A client of the module's emulator, retrying 8 times, its webhook store emptied before
+    and after (a module may define its own `client`)."""
+    emu.clear_published()
+    c = emu.client(max_retries=8)
+    yield c
+    c.close()
+    emu.clear_published()
+
+
+@pytest.fixture
 def http(emu) -> Http:
     """A fresh HTTP helper (own token) on the shared emulator."""
     return Http(emu)

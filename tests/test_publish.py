@@ -24,15 +24,6 @@ def tx_ids(records) -> list:
     return sorted(r["transactionId"] for r in records)
 
 
-@pytest.fixture
-def client(emu):
-    emu.clear_published()
-    c = emu.client(max_retries=8)
-    yield c
-    c.close()
-    emu.clear_published()
-
-
 # --- validate ---------------------------------------------------------------------------------
 def test_validate_conforming_record_has_no_problem():
     assert sv.validate(retail(1)) == []

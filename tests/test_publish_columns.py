@@ -16,11 +16,12 @@ import pytest
 import surveillance as sv
 from surveillance.publish import Problem
 
+from conftest import T0
+
 pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-T0 = 1_794_891_600_000
 UTC = dt.timezone.utc
 
 
@@ -64,15 +65,6 @@ def record(i: int) -> dict:
 
 def key(r: dict) -> tuple:
     return (r.get("transactionId", ""), r.get("eventUniqueId", ""))
-
-
-@pytest.fixture
-def client(emu):
-    emu.clear_published()
-    c = emu.client(max_retries=8)
-    yield c
-    c.close()
-    emu.clear_published()
 
 
 def webhook_requests(emu) -> int:

@@ -22,7 +22,9 @@ import surveillance as sv
 from surveillance import _core
 from surveillance._time import to_ms
 
-T0 = 1_794_891_600_000
+from conftest import T0
+from conftest import retail as conftest_retail
+
 SEEDS = range(4)
 PER_SEED = 1_000
 
@@ -358,20 +360,8 @@ def test_odd_types_are_written_as_their_json_values():
 
 # --- values with no JSON form -----------------------------------------------------------------
 def retail(i: int) -> dict:
-    return {
-        "dataType": "retail",
-        "schemaVersion": "1",
-        "startTime": T0 + i,
-        "endTime": T0 + i + 60_000,
-        "locationId": "store-1",
-        "dataSourceId": "pos-1",
-        "transactionId": f"t-{i}",
-        "status": "sale",
-        "items": [
-            {"time": T0 + i, "quantity": 1, "description": "tea", "unitPrice": 2.5, "type": "SALE"}
-            for _ in range(3)
-        ],
-    }
+    item = {"time": T0 + i, "quantity": 1, "description": "tea", "unitPrice": 2.5, "type": "SALE"}
+    return conftest_retail(i, items=[dict(item) for _ in range(3)])
 
 
 def nested(depth: int) -> list:

@@ -18,10 +18,10 @@ use pyo3_arrow::input::AnyRecordBatch;
 use tokio::sync::watch;
 
 use super::client::PyClient;
-use super::publish::{batch_size_arg, report_dict, Cell};
+use super::publish::{publisher, report_dict, Cell};
 use super::{errors, log, runtime};
 use crate::client::publish::columns::{self, Columns};
-use crate::client::publish::{jsonl_rest as core_jsonl_rest, JsonlRest, Options};
+use crate::client::publish::{jsonl_rest as core_jsonl_rest, JsonlRest};
 
 /// The batches of `data` or of the Parquet file `path` (exactly one), and the number of rows
 /// when it is known without reading them.
@@ -61,12 +61,7 @@ pub fn publish_columns<'py>(
     progress: Option<Py<PyAny>>,
     cancelled: Option<Py<PyAny>>,
 ) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
-    let core = client.get().core()?;
-    let options = Options::new(region.as_deref(), batch_size_arg(batch_size)?, validate)
-        .map_err(errors::to_py)?;
-    core.config()
-        .webhook_url(options.region.unwrap_or(core.config().region))
-        .map_err(errors::to_py)?;
+    let (core, options) = publisher(client, region, batch_size, validate)?;
     let (reader, rows) = open_source(data, path)?;
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);

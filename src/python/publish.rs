@@ -153,9 +153,26 @@ pub fn check_record<'py>(
 // ---------------------------------------------------------------------------------------------
 // publish.
 
+/// The core client of a publish and its options, checked (also the webhook's URL for the
+/// region) before anything is read.
+pub(super) fn publisher(
+    client: &Bound<'_, PyClient>,
+    region: Option<String>,
+    batch_size: Option<Bound<'_, PyAny>>,
+    validate: bool,
+) -> PyResult<(crate::client::Client, Options)> {
+    let core = client.get().core()?;
+    let options = Options::new(region.as_deref(), batch_size_arg(batch_size)?, validate)
+        .map_err(errors::to_py)?;
+    core.config()
+        .webhook_url(options.region.unwrap_or(core.config().region))
+        .map_err(errors::to_py)?;
+    Ok((core, options))
+}
+
 /// `batch_size` as given (an int; None for "auto"), for [`Options::new`] to check: an int past
 /// 64 bits gets the same error as any other out of range, rather than an `OverflowError`.
-pub(super) fn batch_size_arg(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<i64>> {
+fn batch_size_arg(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<i64>> {
     value
         .map(|v| {
             v.extract::<i64>().map_err(|_| {
@@ -336,12 +353,7 @@ pub fn publish_records<'py>(
     progress: Option<Py<PyAny>>,
     cancelled: Option<Py<PyAny>>,
 ) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
-    let core = client.get().core()?;
-    let options = Options::new(region.as_deref(), batch_size_arg(batch_size)?, validate)
-        .map_err(errors::to_py)?;
-    core.config()
-        .webhook_url(options.region.unwrap_or(core.config().region))
-        .map_err(errors::to_py)?;
+    let (core, options) = publisher(client, region, batch_size, validate)?;
     let mut iter = match (&source, &path) {
         (Some(s), None) => Some(s.try_iter()?),
         (None, Some(_)) => None,
