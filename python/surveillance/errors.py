@@ -25,7 +25,7 @@ Messages never contain a secret, an API key or a token.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 __all__ = [
     "SurveillanceError",
@@ -44,6 +44,25 @@ __all__ = [
     "PublishError",
     "PublishInterrupted",
 ]
+
+
+class Problem(NamedTuple):
+    """One finding about a record: where, what, and how serious.
+
+    Attributes:
+        path: location in the record, e.g. ``"locationId"`` or ``"items[3].unitPrice"``;
+            empty for the record as a whole.
+        message: what is wrong, lowercase, naming the offending value.
+        severity: ``"error"`` (the service would refuse the record) or ``"warning"`` (it
+            conforms, but something looks wrong or relies on unstated behaviour).
+    """
+
+    path: str
+    message: str
+    severity: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
 
 
 class SurveillanceError(Exception):
@@ -109,14 +128,12 @@ class ValidationError(SurveillanceError, ValueError):
     column, a ``locationId`` column of numbers), once for the whole input.
 
     Attributes:
-        problems: the problems found (:class:`surveillance.publish.Problem`: ``path``,
+        problems: the problems found (:class:`~surveillance.errors.Problem`: ``path``,
             ``message`` and ``severity``).
     """
 
     def __init__(self, message: str, problems: Optional[list] = None) -> None:
         super().__init__(message)
-        from .publish import Problem
-
         self.problems = [Problem(*p) for p in problems or []]
 
     def __reduce__(self) -> Any:

@@ -12,10 +12,11 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from . import _check, _core, _progress
 from ._progress import ProgressArg, _wanted
+from .errors import Problem, PublishError, PublishInterrupted
 
 __all__ = ["Problem", "Failure", "PublishReport", "validate"]
 
@@ -25,25 +26,6 @@ _FRAME_CHUNK = 1000
 PathLike = Union[str, os.PathLike]
 #: ``"auto"`` (arrays of 100, one record per request if the service refuses arrays) or 1..100.
 BatchSize = Union[str, int]
-
-
-class Problem(NamedTuple):
-    """One finding about a record: where, what, and how serious.
-
-    Attributes:
-        path: location in the record, e.g. ``"locationId"`` or ``"items[3].unitPrice"``;
-            empty for the record as a whole.
-        message: what is wrong, lowercase, naming the offending value.
-        severity: ``"error"`` (the service would refuse the record) or ``"warning"`` (it
-            conforms, but something looks wrong or relies on unstated behaviour).
-    """
-
-    path: str
-    message: str
-    severity: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
 
 
 def validate(record: Any) -> list:
@@ -284,7 +266,6 @@ class PublishReport:
         ``client.publish(rows).raise_on_failure()``."""
         if self.ok:
             return self
-        from .errors import PublishError
 
         first = "; ".join(str(f) for f in self.rejected[:3])
         more = f"; and {len(self.rejected) - 3} more" if len(self.rejected) > 3 else ""
@@ -612,7 +593,6 @@ def publish(
     report = PublishReport(data, region=region, batch_size=batch_size, unread=unread, rest=rest_of)
     if error is None:
         return report
-    from .errors import PublishInterrupted
 
     if isinstance(error, KeyboardInterrupt) and not isinstance(error, PublishInterrupted):
         raise PublishInterrupted(report) from None
