@@ -120,7 +120,9 @@ def test_twenty_concurrent_calls_are_exact(emu):
 
 
 def test_the_loop_stays_responsive_during_a_long_fetch(emu):
-    emu.set_faults(latency_ms=2)
+    # 25 ms a page: the fetch lasts over half a second, long enough to watch the loop at any speed
+    # of the client (at 2 ms it had come down to 0.2 s, twenty ticks).
+    emu.set_faults(latency_ms=25)
 
     async def main():
         client = emu.async_client()
