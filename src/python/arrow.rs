@@ -56,9 +56,8 @@ impl Iterator for BatchReader {
         loop {
             // The timer is made inside the runtime (it needs its clock).
             let rx = &mut self.rx;
-            let step = rt.block_on(async {
-                tokio::time::timeout(std::time::Duration::from_millis(50), rx.recv()).await
-            });
+            let step =
+                rt.block_on(async { tokio::time::timeout(super::wait::TICK, rx.recv()).await });
             match step {
                 Ok(Some(Ok(batch))) => return Some(Ok(batch)),
                 // Crosses the C stream interface as text: scrubbed like every exception.

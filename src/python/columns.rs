@@ -8,7 +8,6 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use arrow_array::RecordBatchReader;
 use pyo3::exceptions::PyValueError;
@@ -19,7 +18,7 @@ use tokio::sync::watch;
 
 use super::client::PyClient;
 use super::publish::{publisher, report_dict, Cell};
-use super::{errors, log, runtime};
+use super::{errors, log, runtime, wait};
 use crate::client::publish::columns::{self, Columns};
 use crate::client::publish::{jsonl_rest as core_jsonl_rest, JsonlRest};
 
@@ -78,45 +77,20 @@ pub fn publish_columns<'py>(
     let sink = progress.as_ref().map(|_| cell.sink());
     let mut task = rt.spawn(async move { core.publish(rx, options, sink, cancel).await });
 
-    let mut raised: Option<PyErr> = None;
-    let outcome = loop {
-        let step = py.detach(|| {
-            rt.block_on(async {
-                tokio::time::timeout(Duration::from_millis(50), &mut task)
-                    .await
-                    .ok()
-            })
-        });
-        log::flush(py);
-        if let Some(done) = step {
-            break Some(done);
-        }
-        // A signal, the caller giving up (an asyncio task cancelled) or a progress callback
-        // that raised: stop as on Ctrl-C.
-        let stopped = cell
-            .report(py, progress.as_ref())
-            .and_then(|()| py.check_signals())
-            .and_then(|()| match &cancelled {
-                Some(c) => c.call0(py)?.is_truthy(py),
-                None => Ok(false),
-            });
-        match stopped {
-            Ok(false) => {}
-            Ok(true) => break None,
-            Err(e) => {
-                raised = Some(e);
-                break None;
-            }
-        }
-    };
-    let interrupted = outcome.is_none();
-    let outcome = match outcome {
-        Some(done) => done,
-        None => {
-            // The core stops at once and reports what it had; the source stops at its next
-            // chunk (its channel is closed), reading no further.
+    // A signal, the caller giving up (an asyncio task cancelled) or a progress callback that
+    // raised: the core stops at once and reports what it had; the source stops at its next
+    // chunk (its channel is closed), reading no further.
+    let (outcome, mut raised, interrupted) = match wait::until_done(
+        py,
+        &rt,
+        &mut task,
+        |py| cell.report(py, progress.as_ref()),
+        cancelled.as_ref(),
+    ) {
+        Ok(done) => (done, None, false),
+        Err(stopped) => {
             stop.send_replace(true);
-            py.detach(|| rt.block_on(&mut task))
+            (py.detach(|| rt.block_on(&mut task)), stopped, true)
         }
     };
     log::flush(py);

@@ -3,13 +3,12 @@
 //! threads.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
 use super::from_json::to_list;
-use super::{errors, log, runtime};
+use super::{errors, log, runtime, wait};
 use crate::client::events::{self, Event, Keep, Progress, Query};
 use crate::client::Result;
 
@@ -82,50 +81,40 @@ impl EventStream {
         let rt = runtime::get().map_err(errors::internal)?;
         log::refresh(py);
         loop {
-            let step = py.detach(|| {
-                rt.block_on(async {
-                    let mut r = self.rx.lock().await;
-                    if !r.rest.is_empty() {
-                        let events: Vec<Event> = r.rest.drain(..).collect();
-                        return Ok(Some(Ok(Handout::Dicts(events))));
-                    }
-                    let arrow = self.arrow;
-                    tokio::time::timeout(Duration::from_millis(50), r.rx.recv())
-                        .await
-                        .map(|got| {
-                            got.map(|window| {
-                                window.and_then(|w| {
-                                    self.frontier
-                                        .store(w.until_ms, std::sync::atomic::Ordering::Relaxed);
-                                    if arrow {
-                                        w.record_batch().map(Handout::Batch)
-                                    } else {
-                                        Ok(Handout::Dicts(w.events))
-                                    }
-                                })
-                            })
-                        })
+            let step = wait::step(py, &rt, wait::TICK, async {
+                let mut r = self.rx.lock().await;
+                if !r.rest.is_empty() {
+                    let events: Vec<Event> = r.rest.drain(..).collect();
+                    return Some(Ok(Handout::Dicts(events)));
+                }
+                r.rx.recv().await.map(|window| {
+                    window.and_then(|w| {
+                        self.frontier
+                            .store(w.until_ms, std::sync::atomic::Ordering::Relaxed);
+                        if self.arrow {
+                            w.record_batch().map(Handout::Batch)
+                        } else {
+                            Ok(Handout::Dicts(w.events))
+                        }
+                    })
                 })
             });
-            log::flush(py);
-            self.cell.report(py, self.progress.as_ref())?;
+            if let Err(e) = wait::ticked(py, |py| self.cell.report(py, self.progress.as_ref())) {
+                self.task.abort();
+                return Err(e);
+            }
             match step {
-                Ok(Some(Ok(Handout::Dicts(events)))) => {
+                Some(Some(Ok(Handout::Dicts(events)))) => {
                     return to_list(py, events.iter().map(Event::text)).map(|l| Some(l.into_any()))
                 }
-                Ok(Some(Ok(Handout::Batch(batch)))) => {
+                Some(Some(Ok(Handout::Batch(batch)))) => {
                     return Ok(Some(
                         Bound::new(py, pyo3_arrow::PyRecordBatch::new(batch))?.into_any(),
                     ))
                 }
-                Ok(Some(Err(e))) => return Err(errors::to_py(e)),
-                Ok(None) => return Ok(None),
-                Err(_) => {
-                    if let Err(e) = py.check_signals() {
-                        self.task.abort();
-                        return Err(e);
-                    }
-                }
+                Some(Some(Err(e))) => return Err(errors::to_py(e)),
+                Some(None) => return Ok(None),
+                None => {}
             }
         }
     }

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::client::PyClient;
 use super::to_json::{ConvError, Writer, Written};
-use super::{errors, log, runtime};
+use super::{errors, log, runtime, wait};
 use crate::client::publish::{self as core, FailureKind, Input, Options, Progress, Report};
 use crate::client::redact;
 use crate::webhook::{self as rules, Problem, Severity};
@@ -440,49 +440,43 @@ pub fn publish_records<'py>(
             tx = None;
         }
         let producing = tx.is_some() && !wait_for_room;
-        if !producing || last_tick.elapsed() >= Duration::from_millis(50) {
-            let step = py.detach(|| {
-                rt.block_on(async {
-                    let room = async {
-                        match (&tx, wait_for_room) {
-                            (Some(sender), true) => {
-                                let _ = sender.reserve().await;
-                            }
-                            _ => std::future::pending::<()>().await,
+        if !producing || last_tick.elapsed() >= wait::TICK {
+            // Wait for the core, for room in its channel, or (producing) not at all.
+            let budget = if producing {
+                Duration::ZERO
+            } else {
+                wait::TICK
+            };
+            let step = wait::step(py, &rt, budget, async {
+                let room = async {
+                    match (&tx, wait_for_room) {
+                        (Some(sender), true) => {
+                            let _ = sender.reserve().await;
                         }
-                    };
-                    let budget = if producing {
-                        Duration::ZERO
-                    } else {
-                        Duration::from_millis(50)
-                    };
-                    tokio::select! {
-                        biased;
-                        done = &mut task => Some(done),
-                        _ = room => None,
-                        _ = tokio::time::sleep(budget) => None,
+                        _ => std::future::pending::<()>().await,
                     }
-                })
-            });
-            log::flush(py);
-            // Ctrl-C may land in the progress callback (Python code) as well as between waits;
-            // either way, and on the callback's own error, the core stops and reports.
-            let ticked = report_read(&cell, py, progress.as_ref(), iter.as_ref().map(|_| index))
-                .and_then(|()| py.check_signals());
-            last_tick = Instant::now();
-            if let Err(e) = ticked {
-                interrupted = true;
-                raised = Some(e);
-                break None;
-            }
-            // The caller gave up (an asyncio task cancelled): stop as on Ctrl-C.
-            if let Some(c) = &cancelled {
-                let gave_up = c.call0(py).and_then(|r| r.is_truthy(py));
-                if gave_up.as_ref().map_or(true, |g| *g) {
-                    interrupted = true;
-                    raised = gave_up.err();
-                    break None;
+                };
+                tokio::select! {
+                    biased;
+                    done = &mut task => Some(done),
+                    _ = room => None,
                 }
+            })
+            .flatten();
+            // Ctrl-C may land in the progress callback (Python code) as well as between waits;
+            // either way, on the callback's own error, and when the caller gives up, the core
+            // stops and reports.
+            let read = iter.as_ref().map(|_| index);
+            let ticked = wait::between(
+                py,
+                |py| report_read(&cell, py, progress.as_ref(), read),
+                cancelled.as_ref(),
+            );
+            last_tick = Instant::now();
+            if let Err(stopped) = ticked {
+                interrupted = true;
+                raised = stopped;
+                break None;
             }
             if let Some(done) = step {
                 break Some(done);

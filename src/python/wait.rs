@@ -1,16 +1,82 @@
-//! Running a core future from a sync binding: on the shared runtime, with the GIL released,
-//! waking every 50 ms to check for signals (Ctrl-C drops the future, which cancels its requests)
-//! and to hand buffered log lines to Python.
+//! Waiting for core work from a sync binding, one way for every call (lists, events, streams,
+//! publishing): on the shared runtime with the GIL released, in steps of at most [`TICK`].
+//! Between steps the Python thread hands buffered log lines to Python, reports progress, checks
+//! for signals (Ctrl-C) and asks a caller that may give up (an asyncio task cancelled). A wait
+//! that stops leaves the work to its caller: dropped (`wait`), or told to stop and report
+//! (publishing).
 
 use std::future::Future;
 use std::time::Duration;
 
 use pyo3::prelude::*;
+use tokio::runtime::Runtime;
+use tokio::task::{JoinError, JoinHandle};
 
 use super::{errors, log, runtime};
 use crate::client::Result;
 
-/// Runs `fut` to completion, or until a signal handler raises.
+/// The longest the Python thread waits without looking at signals and progress.
+pub const TICK: Duration = Duration::from_millis(50);
+
+/// Why a wait stopped before its work was done: the exception to raise (a signal handler's, a
+/// progress callback's, or `cancelled`'s own), or None when the caller gave up.
+pub type Stopped = Option<PyErr>;
+
+/// One step: waits up to `budget` for `fut` with the GIL released, then hands the log lines
+/// buffered meanwhile to Python. None: the budget ran out first.
+pub fn step<F>(py: Python<'_>, rt: &Runtime, budget: Duration, fut: F) -> Option<F::Output>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    let done = py.detach(|| rt.block_on(async { tokio::time::timeout(budget, fut).await.ok() }));
+    log::flush(py);
+    done
+}
+
+/// Between steps: `tick` (a progress update, Python code that Ctrl-C may interrupt too), then
+/// pending signals.
+pub fn ticked(py: Python<'_>, tick: impl FnOnce(Python<'_>) -> PyResult<()>) -> PyResult<()> {
+    tick(py).and_then(|()| py.check_signals())
+}
+
+/// As [`ticked`], then `cancelled` (called; a true answer is the caller giving up).
+pub fn between(
+    py: Python<'_>,
+    tick: impl FnOnce(Python<'_>) -> PyResult<()>,
+    cancelled: Option<&Py<PyAny>>,
+) -> std::result::Result<(), Stopped> {
+    ticked(py, tick).map_err(Some)?;
+    match cancelled.map(|c| c.call0(py).and_then(|r| r.is_truthy(py))) {
+        None | Some(Ok(false)) => Ok(()),
+        Some(Ok(true)) => Err(None),
+        Some(Err(e)) => Err(Some(e)),
+    }
+}
+
+/// Waits for a spawned `task`, calling `tick` and asking `cancelled` between steps. On a stop
+/// the task is left running: the caller decides how it ends.
+pub fn until_done<T>(
+    py: Python<'_>,
+    rt: &Runtime,
+    task: &mut JoinHandle<T>,
+    mut tick: impl FnMut(Python<'_>) -> PyResult<()>,
+    cancelled: Option<&Py<PyAny>>,
+) -> std::result::Result<std::result::Result<T, JoinError>, Stopped>
+where
+    T: Send + 'static,
+{
+    loop {
+        let done = step(py, rt, TICK, &mut *task);
+        between(py, &mut tick, cancelled)?;
+        if let Some(done) = done {
+            return Ok(done);
+        }
+    }
+}
+
+/// Runs `fut` to completion, or until a signal handler raises (the future is then dropped,
+/// which cancels its requests).
 pub fn wait<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
 where
     T: Send + 'static,
@@ -19,11 +85,11 @@ where
     wait_with(py, fut, |_| Ok(()))
 }
 
-/// As `wait`, calling `tick` with the GIL between waits (progress updates).
+/// As `wait`, calling `tick` with the GIL between steps (progress updates).
 pub fn wait_with<T, F>(
     py: Python<'_>,
     fut: F,
-    mut tick: impl FnMut(Python<'_>) -> PyResult<()>,
+    tick: impl FnMut(Python<'_>) -> PyResult<()>,
 ) -> PyResult<T>
 where
     T: Send + 'static,
@@ -31,27 +97,13 @@ where
 {
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
-    let mut handle = rt.spawn(fut);
-    loop {
-        let step = py.detach(|| {
-            rt.block_on(async {
-                tokio::time::timeout(Duration::from_millis(50), &mut handle).await
-            })
-        });
-        log::flush(py);
-        if let Err(e) = tick(py) {
-            handle.abort();
-            return Err(e);
-        }
-        match step {
-            Ok(Ok(result)) => return result.map_err(errors::to_py),
-            Ok(Err(join)) => return Err(errors::internal(join)),
-            Err(_elapsed) => {
-                if let Err(interrupt) = py.check_signals() {
-                    handle.abort();
-                    return Err(interrupt);
-                }
-            }
+    let mut task = rt.spawn(fut);
+    match until_done(py, &rt, &mut task, tick, None) {
+        Ok(Ok(result)) => result.map_err(errors::to_py),
+        Ok(Err(join)) => Err(errors::internal(join)),
+        Err(stopped) => {
+            task.abort();
+            Err(stopped.unwrap_or_else(|| errors::internal("the wait stopped")))
         }
     }
 }
