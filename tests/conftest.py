@@ -13,7 +13,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import datetime, timedelta, timezone
-from typing import Any, NamedTuple
+from typing import Any, Iterator, NamedTuple
 
 import pytest
 import surveillance as sv
@@ -251,14 +251,21 @@ def reset(emu: Any) -> None:
     emu.reset_stats()
 
 
-@pytest.fixture(scope="module")
-def emu():
-    """A small emulator shared by a test module (bursts exist: events_per_day >= 2000)."""
-    e = sv.Emulator(seed=0, sites=12, days=3, events_per_day=3000)
-    try:
-        yield e
-    finally:
-        e.stop()
+def emulator_fixture(**options: Any) -> Any:
+    """A module-scoped fixture of an emulator of `options`, stopped after the module: assigned
+    to a module-level name, it is the fixture of that name."""
+
+    def fixture() -> Iterator[Any]:
+        with sv.Emulator(**options) as e:
+            yield e
+
+    args = ", ".join(f"{k}={v!r}" for k, v in options.items())
+    fixture.__doc__ = f"``sv.Emulator({args})``, shared by the test module."
+    return pytest.fixture(scope="module")(fixture)
+
+
+#: A small emulator shared by a test module (bursts exist: events_per_day >= 2000).
+emu = emulator_fixture(seed=0, sites=12, days=3, events_per_day=3000)
 
 
 @pytest.fixture(autouse=True)

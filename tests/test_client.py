@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pytest
 import surveillance as sv
 
-from conftest import OFFSET_CEILING, PAGE
+from conftest import OFFSET_CEILING, PAGE, emulator_fixture
 
 KINDS = ["sites", "devices", "cameras", "reports"]
 FOUR_HOURS = 4 * 3600
@@ -28,14 +28,8 @@ FOUR_HOURS = 4 * 3600
 # helpers and fixtures
 
 
-@pytest.fixture(scope="module")
-def paged():
-    """An emulator whose sites, devices and cameras span several pages (150, ~200, ~1,700)."""
-    e = sv.Emulator(seed=0, sites=150, days=1, events_per_day=100)
-    try:
-        yield e
-    finally:
-        e.stop()
+#: An emulator whose sites, devices and cameras span several pages (150, ~200, ~1,700).
+paged = emulator_fixture(seed=0, sites=150, days=1, events_per_day=100)
 
 
 @pytest.fixture(scope="module")

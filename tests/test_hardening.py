@@ -7,15 +7,12 @@ from __future__ import annotations
 import pytest
 import surveillance as sv
 
-from conftest import other
+from conftest import emulator_fixture, other
 
 HOSTILE_MODES = ["truncated", "not_array", "html", "huge_string", "slow_body", "no_answer"]
 
 
-@pytest.fixture(scope="module")
-def emu():
-    with sv.Emulator(seed=7, sites=2, days=1, events_per_day=10) as emu:
-        yield emu
+emu = emulator_fixture(seed=7, sites=2, days=1, events_per_day=10)
 
 
 @pytest.fixture(autouse=True)
