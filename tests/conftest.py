@@ -1,14 +1,19 @@
 """Shared fixtures and helpers: a small emulator per test module, reset around each test (also
-a module's own ``big`` emulator), sample webhook records, the environment of a child process
-pointed at an emulator, and a tiny HTTP helper built on the standard library only
-(``urllib.request``), so the emulator's wire contract is tested without the project's own
-client."""
+a module's own ``big`` emulator), module emulators of other options, sample webhook records,
+the environment of a child process pointed at an emulator, Ctrl-C after a delay, and a tiny
+HTTP helper built on the standard library only (``urllib.request``), so the emulator's wire
+contract is tested without the project's own client."""
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 import json
 import os
+import signal
 import ssl
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -310,6 +315,32 @@ def make_emu():
     yield make
     for e in made:
         e.stop()
+
+
+@contextlib.contextmanager
+def interrupt_after(seconds: float, *, kill: bool = False) -> Iterator[dict]:
+    """Ctrl-C `seconds` into the block unless it ends first (the timer is cancelled on the way
+    out): ``_thread.interrupt_main()``, or with `kill` a real SIGINT sent to this process. Inside
+    the block SIGINT raises KeyboardInterrupt in the main thread whatever the parent set: an
+    inherited SIG_IGN (a background job of a shell) is replaced until the block ends. Yields a
+    dict whose ``"at"`` is the ``time.monotonic()`` at which the interrupt was sent."""
+    sent: dict = {}
+
+    def fire() -> None:
+        sent["at"] = time.monotonic()
+        if kill:
+            os.kill(os.getpid(), signal.SIGINT)
+        else:
+            _thread.interrupt_main()
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(seconds, fire)
+    timer.start()
+    try:
+        yield sent
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture
