@@ -1,19 +1,24 @@
 """Shared fixtures and helpers: a small emulator per test module, reset around each test (also
-a module's own ``big`` emulator), sample webhook records, the environment of a child process
-pointed at an emulator, and a tiny HTTP helper built on the standard library only
-(``urllib.request``), so the emulator's wire contract is tested without the project's own
-client."""
+a module's own ``big`` emulator), module emulators of other options, sample webhook records,
+the environment of a child process pointed at an emulator, Ctrl-C after a delay, and a tiny
+HTTP helper built on the standard library only (``urllib.request``), so the emulator's wire
+contract is tested without the project's own client."""
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 import json
 import os
+import signal
 import ssl
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import datetime, timedelta, timezone
-from typing import Any, NamedTuple
+from typing import Any, Iterator, NamedTuple
 
 import pytest
 import surveillance as sv
@@ -251,14 +256,21 @@ def reset(emu: Any) -> None:
     emu.reset_stats()
 
 
-@pytest.fixture(scope="module")
-def emu():
-    """A small emulator shared by a test module (bursts exist: events_per_day >= 2000)."""
-    e = sv.Emulator(seed=0, sites=12, days=3, events_per_day=3000)
-    try:
-        yield e
-    finally:
-        e.stop()
+def emulator_fixture(**options: Any) -> Any:
+    """A module-scoped fixture of an emulator of `options`, stopped after the module: assigned
+    to a module-level name, it is the fixture of that name."""
+
+    def fixture() -> Iterator[Any]:
+        with sv.Emulator(**options) as e:
+            yield e
+
+    args = ", ".join(f"{k}={v!r}" for k, v in options.items())
+    fixture.__doc__ = f"``sv.Emulator({args})``, shared by the test module."
+    return pytest.fixture(scope="module")(fixture)
+
+
+#: A small emulator shared by a test module (bursts exist: events_per_day >= 2000).
+emu = emulator_fixture(seed=0, sites=12, days=3, events_per_day=3000)
 
 
 @pytest.fixture(autouse=True)
@@ -303,6 +315,32 @@ def make_emu():
     yield make
     for e in made:
         e.stop()
+
+
+@contextlib.contextmanager
+def interrupt_after(seconds: float, *, kill: bool = False) -> Iterator[dict]:
+    """Ctrl-C `seconds` into the block unless it ends first (the timer is cancelled on the way
+    out): ``_thread.interrupt_main()``, or with `kill` a real SIGINT sent to this process. Inside
+    the block SIGINT raises KeyboardInterrupt in the main thread whatever the parent set: an
+    inherited SIG_IGN (a background job of a shell) is replaced until the block ends. Yields a
+    dict whose ``"at"`` is the ``time.monotonic()`` at which the interrupt was sent."""
+    sent: dict = {}
+
+    def fire() -> None:
+        sent["at"] = time.monotonic()
+        if kill:
+            os.kill(os.getpid(), signal.SIGINT)
+        else:
+            _thread.interrupt_main()
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(seconds, fire)
+    timer.start()
+    try:
+        yield sent
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import pytest
 import surveillance as sv
 from surveillance import cli
 
-from conftest import service_env
+from conftest import emulator_fixture, service_env
 
 CLI = [sys.executable, "-m", "surveillance.cli"]
 PROGRESS = re.compile(r"events: *\d+%")
@@ -145,13 +145,7 @@ def _run_in_pty(args, env, cwd) -> tuple:
     return status, b"".join(chunks).decode("utf-8", "replace")
 
 
-@pytest.fixture(scope="module")
-def cli_emu():
-    e = sv.Emulator(seed=5, sites=4, days=2, events_per_day=300)
-    try:
-        yield e
-    finally:
-        e.stop()
+cli_emu = emulator_fixture(seed=5, sites=4, days=2, events_per_day=300)
 
 
 DAY = ["--start", "2026-01-05", "--end", "2026-01-07"]

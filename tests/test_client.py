@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pytest
 import surveillance as sv
 
-from conftest import OFFSET_CEILING, PAGE
+from conftest import OFFSET_CEILING, PAGE, emulator_fixture, interrupt_after
 
 KINDS = ["sites", "devices", "cameras", "reports"]
 FOUR_HOURS = 4 * 3600
@@ -28,14 +28,8 @@ FOUR_HOURS = 4 * 3600
 # helpers and fixtures
 
 
-@pytest.fixture(scope="module")
-def paged():
-    """An emulator whose sites, devices and cameras span several pages (150, ~200, ~1,700)."""
-    e = sv.Emulator(seed=0, sites=150, days=1, events_per_day=100)
-    try:
-        yield e
-    finally:
-        e.stop()
+#: An emulator whose sites, devices and cameras span several pages (150, ~200, ~1,700).
+paged = emulator_fixture(seed=0, sites=150, days=1, events_per_day=100)
 
 
 @pytest.fixture(scope="module")
@@ -581,34 +575,14 @@ def test_giving_up_is_logged_at_warning(emu, caplog):
 # interrupts, GIL, threads, pickling, fork
 
 
-@pytest.fixture
-def sigint_raises():
-    """SIGINT raises KeyboardInterrupt in the main thread during the test."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def test_sigint_interrupts_a_call(make_emu, sigint_raises):
+def test_sigint_interrupts_a_call(make_emu):
     e = make_emu(latency_ms=5000)
     client = e.client()
-    sent: dict = {}
-
-    def fire() -> None:
-        sent["at"] = time.monotonic()
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(0.3, fire)
     started = time.monotonic()
-    timer.start()
-    try:
+    with interrupt_after(0.3, kill=True) as sent:
         with pytest.raises(KeyboardInterrupt):
             client.sites()
         caught = time.monotonic()
-    finally:
-        timer.cancel()
     assert "at" in sent
     assert caught - sent["at"] < 0.5, f"interrupted {caught - sent['at']:.2f} s after SIGINT"
     assert caught - started < 2.0

@@ -7,15 +7,12 @@ from __future__ import annotations
 import pytest
 import surveillance as sv
 
-from conftest import other
+from conftest import emulator_fixture, interrupt_after, other
 
 HOSTILE_MODES = ["truncated", "not_array", "html", "huge_string", "slow_body", "no_answer"]
 
 
-@pytest.fixture(scope="module")
-def emu():
-    with sv.Emulator(seed=7, sites=2, days=1, events_per_day=10) as emu:
-        yield emu
+emu = emulator_fixture(seed=7, sites=2, days=1, events_per_day=10)
 
 
 @pytest.fixture(autouse=True)
@@ -77,38 +74,8 @@ def test_a_persistent_bad_webhook_answer_fails_every_record(emu, mode):
 
 
 # --- Ctrl-C while native code consumes an Arrow stream ------------------------------------------
-@pytest.fixture
-def sigint_raises():
-    """SIGINT raises KeyboardInterrupt in the main thread during the test (whatever the parent
-    set: an inherited SIG_IGN is replaced for the test)."""
-    import signal
-
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def interrupt_after(seconds: float) -> tuple:
-    import os
-    import signal
-    import threading
-    import time
-
-    sent: dict = {}
-
-    def fire() -> None:
-        sent["at"] = time.monotonic()
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(seconds, fire)
-    timer.start()
-    return timer, sent
-
-
 @pytest.mark.parametrize("consumer", ["read_all", "write_parquet"])
-def test_ctrl_c_while_native_code_reads_event_batches(make_emu, sigint_raises, tmp_path, consumer):
+def test_ctrl_c_while_native_code_reads_event_batches(make_emu, tmp_path, consumer):
     import time
 
     import pyarrow as pa
@@ -118,16 +85,13 @@ def test_ctrl_c_while_native_code_reads_event_batches(make_emu, sigint_raises, t
     client = slow.client(limits=sv.Limits(None, 16, None, None, None))
     stream = client.event_batches(slow.start, slow.end)  # the first window arrives here
     target = tmp_path / "events.parquet"
-    timer, sent = interrupt_after(0.3)
-    try:
+    with interrupt_after(0.3, kill=True) as sent:
         with pytest.raises(KeyboardInterrupt):
             if consumer == "read_all":
                 pa.RecordBatchReader.from_stream(stream).read_all()
             else:
                 sv.write_parquet(stream, target)
         caught = time.monotonic()
-    finally:
-        timer.cancel()
     assert "at" in sent
     assert caught - sent["at"] < 0.1 + 0.05, f"{caught - sent['at']:.3f} s after SIGINT"
     assert not target.exists() and not list(tmp_path.iterdir())  # nothing left behind

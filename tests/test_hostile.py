@@ -13,13 +13,12 @@ import time
 import pytest
 import surveillance as sv
 
+from conftest import emulator_fixture
+
 TIMEOUT = 1.0
 
 
-@pytest.fixture(scope="module")
-def emu():
-    with sv.Emulator(seed=4, sites=4, days=1, events_per_day=3_000) as emu:
-        yield emu
+emu = emulator_fixture(seed=4, sites=4, days=1, events_per_day=3_000)
 
 
 def quick_client(emu, **kwargs):
@@ -170,10 +169,7 @@ def test_hostile_pages_leave_the_client_usable(emu):
 
 
 # --- TLS ----------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tls_emu():
-    with sv.Emulator(seed=4, sites=3, days=1, events_per_day=500, tls=True) as emu:
-        yield emu
+tls_emu = emulator_fixture(seed=4, sites=3, days=1, events_per_day=500, tls=True)
 
 
 def test_tls_with_the_ca_bundle_argument(tls_emu):

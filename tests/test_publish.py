@@ -5,7 +5,6 @@ report, every kind of source, and the ``validate``/``publish`` commands."""
 
 from __future__ import annotations
 
-import _thread
 import datetime as dt
 import json
 import subprocess
@@ -17,7 +16,7 @@ import time
 import pytest
 import surveillance as sv
 
-from conftest import T0, retail, service_env
+from conftest import T0, interrupt_after, retail, service_env
 
 
 def tx_ids(records) -> list:
@@ -211,13 +210,8 @@ def test_ctrl_c_raises_publish_interrupted_with_a_partial_report(emu, tmp_path):
     client = emu.client(limits=sv.Limits(publish_concurrency=8))
     emu.set_faults(latency_ms=100)
     records = [retail(i) for i in range(20_000)]
-    timer = threading.Timer(0.8, _thread.interrupt_main)
-    timer.start()
-    try:
-        with pytest.raises(sv.PublishInterrupted) as e:
-            client.publish(records, progress=False)
-    finally:
-        timer.cancel()
+    with interrupt_after(0.8), pytest.raises(sv.PublishInterrupted) as e:
+        client.publish(records, progress=False)
     assert isinstance(e.value, KeyboardInterrupt)
     report = e.value.report
     assert report.interrupted and not report.ok

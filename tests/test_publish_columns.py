@@ -6,17 +6,15 @@ per row with the dict path's problems and row numbers, and Ctrl-C leaves a repor
 
 from __future__ import annotations
 
-import _thread
 import datetime as dt
 import math
-import threading
 from dataclasses import replace
 
 import pytest
 import surveillance as sv
 from surveillance.publish import Problem
 
-from conftest import T0
+from conftest import T0, interrupt_after
 
 pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")
@@ -255,13 +253,8 @@ def test_ctrl_c_leaves_a_report_whose_failures_finish_the_job(emu, client, tmp_p
     paced = emu.client(max_retries=8, limits=replace(sv.Limits.unlimited(), publish_concurrency=8))
     rows = [record(3 * i) for i in range(20_000)]
     table = pa.Table.from_pylist(rows)
-    timer = threading.Timer(0.8, _thread.interrupt_main)
-    timer.start()
-    try:
-        with pytest.raises(sv.PublishInterrupted) as e:
-            paced.publish(table, progress=False)
-    finally:
-        timer.cancel()
+    with interrupt_after(0.8), pytest.raises(sv.PublishInterrupted) as e:
+        paced.publish(table, progress=False)
     report = e.value.report
     assert report.interrupted and 0 < report.accepted < 20_000
     assert report.accepted + len(report.rejected) == report.total

@@ -16,7 +16,7 @@ import time
 import pytest
 import surveillance as sv
 
-from conftest import other
+from conftest import emulator_fixture, other
 
 
 @pytest.fixture
@@ -170,10 +170,7 @@ def test_batch_size_one_stays_available(emu):
 
 
 # --- planning ---------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def dense():
-    with sv.Emulator(seed=5, sites=30, days=3, events_per_day=40_000) as emu:
-        yield emu
+dense = emulator_fixture(seed=5, sites=30, days=3, events_per_day=40_000)
 
 
 def event_requests(client) -> int:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 import surveillance as sv
 
-from conftest import other
+from conftest import emulator_fixture, other
 
 #: Values a careless or hostile caller passes, for any argument.
 BAD: list = [
@@ -40,10 +40,7 @@ LIMIT = 15.0
 ALLOWED = (sv.SurveillanceError, TypeError, ValueError)
 
 
-@pytest.fixture(scope="module")
-def emu():
-    with sv.Emulator(seed=2, sites=2, days=1, events_per_day=50) as emu:
-        yield emu
+emu = emulator_fixture(seed=2, sites=2, days=1, events_per_day=50)
 
 
 def secrets_of(emu: Any) -> list:

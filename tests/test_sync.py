@@ -24,7 +24,7 @@ import pytest
 import surveillance as sv
 from surveillance import sync as svsync
 
-from conftest import service_env
+from conftest import emulator_fixture, service_env
 
 UTC = dt.timezone.utc
 H = dt.timedelta(hours=1)
@@ -34,14 +34,8 @@ MIN = dt.timedelta(minutes=1)
 START = dt.datetime(2026, 1, 5, tzinfo=UTC)
 
 
-@pytest.fixture(scope="module")
-def emu():
-    """Three days of events, 2,500 a day (a dense burst each day); never changed by a test."""
-    e = sv.Emulator(seed=11, sites=8, days=3, events_per_day=2500)
-    try:
-        yield e
-    finally:
-        e.stop()
+#: Three days of events, 2,500 a day (a dense burst each day); never changed by a test.
+emu = emulator_fixture(seed=11, sites=8, days=3, events_per_day=2500)
 
 
 @pytest.fixture(scope="module")
