@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod emulator;
+pub mod limits;
 pub mod rng;
 pub mod text;
 pub mod time;

@@ -4,6 +4,7 @@ fails if the point it names were false."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -655,6 +656,33 @@ def test_pickled_client_fetches_and_holds_no_token(emu, capsys):
     mine = capsys.readouterr().out
     copy.diagnose()
     assert capsys.readouterr().out == mine
+
+
+def test_the_native_calls_take_their_settings_by_name_and_refuse_unknown_ones(emu):
+    # The Python layer hands its checked arguments on as keywords (limits by field name): a
+    # name the native side does not know is an error, never silently dropped.
+    from surveillance import _core
+
+    with pytest.raises(TypeError, match="unexpected keyword argument `bogus`"):
+        _core.Client(api_key="k", bogus=1)
+    with pytest.raises(TypeError, match="Limits.*unexpected keyword argument `reads`"):
+        _core.Client(limits={"reads": 1})
+    with pytest.raises(TypeError, match="unexpected keyword argument `bogus`"):
+        emu._inner.set_limits(bogus=1)
+    client = emu.client()
+    with pytest.raises(TypeError, match="unexpected keyword argument `bogus`"):
+        _core.publish(client._inner, iter([]), bogus=1)
+    assert emu.stats()["requests"] == {}
+    # Limits given by name come back by name.
+    limits = sv.Limits(50.0, 4, 20.0, 7, 100)
+    assert client._inner.config()["limits"] == {
+        "read_per_second": None,
+        "read_concurrency": None,
+        "publish_per_second": None,
+        "publish_concurrency": None,
+        "daily_requests": None,
+    }
+    assert emu.client(limits=limits)._inner.config()["limits"] == dataclasses.asdict(limits)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

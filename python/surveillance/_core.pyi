@@ -27,30 +27,12 @@ __all__ = [
 ]
 __version__: str
 
-_LimitsTuple = tuple[Optional[float], Optional[int], Optional[float], Optional[int], Optional[int]]
-
 @final
 class Client:
     """The native client (see :class:`surveillance.Client`)."""
 
-    def __new__(
-        cls,
-        api_key: Optional[str] = None,
-        client_id: Optional[str] = None,
-        client_secret: Optional[str] = None,
-        *,
-        region: Optional[str] = None,
-        base_url: Optional[str] = None,
-        eu_base_url: Optional[str] = None,
-        audience: Optional[str] = None,
-        timeout: Optional[float] = None,
-        max_retries: Optional[int] = None,
-        limits: Optional[_LimitsTuple] = None,
-        ca_bundle: Optional[str] = None,
-        trust_env: Optional[bool] = None,
-        max_body_bytes: Optional[int] = None,
-        max_wait: Optional[float] = None,
-    ) -> Client: ...
+    def __new__(cls, **settings: Any) -> Client:
+        """The arguments of :class:`surveillance.Client`, checked there, as keywords."""
     def list_dicts(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
     ) -> list[dict]:
@@ -129,17 +111,9 @@ class Client:
 class Emulator:
     """A running emulator of the service on a loopback port (see :class:`surveillance.Emulator`)."""
 
-    def __new__(
-        cls,
-        seed: int = 0,
-        sites: int = 20,
-        days: int = 14,
-        events_per_day: int = 5000,
-        latency_ms: int = 0,
-        start: str = "2026-01-05",
-        port: int = 0,
-        tls: bool = False,
-    ) -> Emulator: ...
+    def __new__(cls, **settings: Any) -> Emulator:
+        """The arguments of :class:`surveillance.Emulator`, checked there, as keywords (the
+        start day as ``YYYY-MM-DD``)."""
     @property
     def url(self) -> str:
         """Base URL of the service (no ``/v2``)."""
@@ -191,15 +165,9 @@ class Emulator:
         """Replaces the injected faults."""
     def set_semantics(self, order: str = "asc", bounds: str = "[)") -> None:
         """Sets the order and bound inclusivity of the events endpoint."""
-    def set_limits(
-        self,
-        read_per_second: Optional[float] = None,
-        read_concurrency: Optional[int] = None,
-        publish_per_second: Optional[float] = None,
-        publish_concurrency: Optional[int] = None,
-        daily_requests: Optional[int] = None,
-    ) -> None:
-        """Enforces (or lifts, with None) the provider's published limits."""
+    def set_limits(self, **limits: Optional[float]) -> None:
+        """Enforces (or lifts, with None) the provider's published limits, given by the names
+        of :class:`surveillance.Limits`'s fields."""
     def set_webhook(self, arrays: bool = True) -> None:
         """Whether the webhook accepts a JSON array of records as a body."""
     def set_token_lifetime(self, seconds: int) -> None:
@@ -259,31 +227,24 @@ def publish(
     client: Client,
     source: Optional[Any] = None,
     path: Optional[str] = None,
-    *,
-    region: Optional[str] = None,
-    batch_size: Optional[int] = None,
-    validate: bool = True,
-    progress: Optional[Callable[[dict], Any]] = None,
-    cancelled: Optional[Callable[[], bool]] = None,
+    **options: Any,
 ) -> tuple[dict, Optional[BaseException]]:
     """Publishes the records of ``source`` (an iterable) or of the JSON Lines file ``path``;
-    returns the report as a dict and the exception to raise with it, or None."""
+    returns the report as a dict and the exception to raise with it, or None. The options,
+    as keywords: ``region``, ``batch_size`` (None: "auto"), ``validate``, ``progress`` (called
+    with a dict between waits) and ``cancelled`` (called between waits; true stops)."""
 
 def publish_columns(
     client: Client,
     data: Optional[Any] = None,
     path: Optional[str] = None,
-    *,
-    region: Optional[str] = None,
-    batch_size: Optional[int] = None,
-    validate: bool = True,
-    progress: Optional[Callable[[dict], Any]] = None,
-    cancelled: Optional[Callable[[], bool]] = None,
+    **options: Any,
 ) -> tuple[dict, Optional[BaseException]]:
     """Publishes the rows of Arrow ``data`` (``__arrow_c_stream__``/``__arrow_c_array__``) or
     of the Parquet file ``path`` as records; returns the report as a dict (with ``rows``, the
-    source's row count when known) and the exception to raise with it, or None. Raises
-    ``ValidationError`` before sending anything when the columns do not fit the models."""
+    source's row count when known) and the exception to raise with it, or None; the options of
+    :func:`publish`. Raises ``ValidationError`` before sending anything when the columns do not
+    fit the models."""
 
 @final
 class JsonLines:

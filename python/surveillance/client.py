@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Optional, Union
 
 from . import _check, _core, _output, _progress
@@ -64,15 +64,6 @@ class Limits:
         """No client-side limit and no daily budget (the client still slows down on 429, and
         still counts its requests)."""
         return cls(None, None, None, None, None)
-
-    def _as_tuple(self) -> tuple:
-        return (
-            self.read_per_second,
-            self.read_concurrency,
-            self.publish_per_second,
-            self.publish_concurrency,
-            self.daily_requests,
-        )
 
 
 @dataclass(frozen=True)
@@ -151,6 +142,10 @@ class _BaseClient:
         max_body_bytes: Optional[int] = None,
         max_wait: float = 60.0,
     ) -> None:
+        # The arguments as given, before any other name is bound: the native client takes
+        # them as keywords.
+        settings = dict(locals())
+        del settings["self"]
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"`limits` must be a surveillance.Limits, got {type(limits).__name__}")
         for name, value in (("api_key", api_key), ("client_secret", client_secret)):
@@ -166,22 +161,13 @@ class _BaseClient:
         _check.flag("trust_env", trust_env)
         _check.integer("max_body_bytes", max_body_bytes, 1024, 2**40, optional=True, config=True)
         _check.number("max_wait", max_wait, 0, 86_400, config=True)
-        self._inner = _core.Client(
-            api_key,
-            client_id,
-            client_secret,
-            region=region,
-            base_url=base_url,
-            eu_base_url=eu_base_url,
-            audience=audience,
+        settings.update(
             timeout=float(timeout),
-            max_retries=max_retries,
-            limits=None if limits is None else limits._as_tuple(),
-            ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
-            trust_env=trust_env,
-            max_body_bytes=max_body_bytes,
             max_wait=float(max_wait),
+            limits=None if limits is None else asdict(limits),
+            ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
         )
+        self._inner = _core.Client(**settings)
 
     @classmethod
     def _of(cls, inner: Any) -> Any:
@@ -629,5 +615,5 @@ def _quota(text: str) -> dict:
 
 
 def _restore(cls: type, config: dict) -> Any:
-    limits = Limits(*config.pop("limits"))
+    limits = Limits(**config.pop("limits"))
     return cls(limits=limits, **config)

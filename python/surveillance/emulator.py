@@ -51,6 +51,10 @@ class Emulator:
         port: int = 0,
         tls: bool = False,
     ) -> None:
+        # The arguments as given, before any other name is bound: the native emulator takes
+        # them as keywords.
+        settings = dict(locals())
+        del settings["self"]
         _check.integer("seed", seed, 0, 2**64 - 1, config=True)
         _check.integer("sites", sites, 1, 10_000, config=True)
         _check.integer("days", days, 1, 3_660, config=True)
@@ -64,17 +68,9 @@ class Emulator:
         _check.integer("port", port, 0, 65_535, config=True)
         _check.flag("tls", tls)
         day = _as_date(start)
-        self._inner = _core.Emulator(
-            seed=seed,
-            sites=sites,
-            days=days,
-            events_per_day=events_per_day,
-            latency_ms=latency_ms,
-            start=str(day)[:10],
-            port=port,
-            tls=tls,
-        )
-        self._limits: tuple = (None, None, None, None, None)
+        settings["start"] = str(day)[:10]
+        self._inner = _core.Emulator(**settings)
+        self._limits: dict = {}
         self._ca_dir: Optional[tempfile.TemporaryDirectory] = None
 
     # --- connection details -------------------------------------------------------------
@@ -282,6 +278,8 @@ class Emulator:
         >>> daily["used"], daily["limit"]
         (0, 2400)
         """
+        limits = dict(locals())  # the limits as given, by name
+        del limits["self"]
         for name, rate in (
             ("read_per_second", read_per_second),
             ("publish_per_second", publish_per_second),
@@ -293,20 +291,8 @@ class Emulator:
         ):
             _check.integer(name, n, 1, 100_000, optional=True)
         _check.integer("daily_requests", daily_requests, 0, 2**40, optional=True)
-        self._limits = (
-            read_per_second,
-            read_concurrency,
-            publish_per_second,
-            publish_concurrency,
-            daily_requests,
-        )
-        self._inner.set_limits(
-            read_per_second,
-            read_concurrency,
-            publish_per_second,
-            publish_concurrency,
-            daily_requests,
-        )
+        self._limits = limits
+        self._inner.set_limits(**limits)
 
     def set_webhook(self, arrays: bool = True) -> None:
         """Sets how the webhook takes its bodies.
@@ -391,9 +377,8 @@ class Emulator:
 
         if "limits" not in kwargs:
             lim = self._limits
-            kwargs["limits"] = (
-                Limits.unlimited() if not any(v is not None for v in lim) else Limits(*lim)
-            )
+            enforced = any(v is not None for v in lim.values())
+            kwargs["limits"] = Limits(**lim) if enforced else Limits.unlimited()
         settings: dict = {
             "api_key": self.api_key,
             "client_id": self.client_id,

@@ -320,8 +320,8 @@ impl Config {
                 None
             }
         });
-        let limits = s.limits.unwrap_or_default();
-        limits.check()?;
+        let limits = s.limits.unwrap_or(Limits::PUBLISHED);
+        limits.check().map_err(Error::Config)?;
         Ok(Config {
             api_key,
             client_id,

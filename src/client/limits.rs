@@ -10,76 +10,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::{Error, Result};
 
-/// Requests per second and requests in flight, for reads and for publishing, and requests a
-/// day; None lifts one.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Limits {
-    /// GET requests per second.
-    pub read_per_second: Option<f64>,
-    /// GET requests in flight.
-    pub read_concurrency: Option<usize>,
-    /// Webhook requests per second.
-    pub publish_per_second: Option<f64>,
-    /// Webhook requests in flight.
-    pub publish_concurrency: Option<usize>,
-    /// Requests a day with one API key, all endpoints (see [`super::quota`]).
-    pub daily_requests: Option<u64>,
-}
-
-/// The provider's published daily quota per API key.
-pub const DAILY_REQUESTS: u64 = 2_400;
-
-impl Default for Limits {
-    /// The provider's published limits: reads 1/s and 3 in flight, webhook 100/s and 200, and
-    /// 2,400 requests a day.
-    fn default() -> Self {
-        Limits {
-            read_per_second: Some(1.0),
-            read_concurrency: Some(3),
-            publish_per_second: Some(100.0),
-            publish_concurrency: Some(200),
-            daily_requests: Some(DAILY_REQUESTS),
-        }
-    }
-}
-
-impl Limits {
-    /// No client-side limit (the client still slows down when the service answers 429).
-    pub fn unlimited() -> Self {
-        Limits {
-            read_per_second: None,
-            read_concurrency: None,
-            publish_per_second: None,
-            publish_concurrency: None,
-            daily_requests: None,
-        }
-    }
-
-    /// Refuses rates that are not positive and concurrencies of zero.
-    pub fn check(&self) -> Result<()> {
-        for (name, v) in [
-            ("read_per_second", self.read_per_second),
-            ("publish_per_second", self.publish_per_second),
-        ] {
-            if v.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
-                return Err(Error::Config(format!(
-                    "`{name}` must be a positive number or None"
-                )));
-            }
-        }
-        for (name, v) in [
-            ("read_concurrency", self.read_concurrency),
-            ("publish_concurrency", self.publish_concurrency),
-        ] {
-            if v == Some(0) {
-                return Err(Error::Config(format!(
-                    "`{name}` must be at least 1 or None"
-                )));
-            }
-        }
-        Ok(())
-    }
-}
+pub use crate::limits::{Limits, DAILY_REQUESTS};
 
 /// In flight at most when a concurrency is unlimited (a sanity cap on sockets).
 const UNLIMITED_CONCURRENCY: usize = 512;
@@ -694,15 +625,8 @@ mod tests {
 
     #[test]
     fn published_limits_are_the_default() {
-        let l = Limits::default();
+        let l = Limits::PUBLISHED;
         assert_eq!(l.read_per_second, Some(1.0));
         assert_eq!(l.publish_concurrency, Some(200));
-        assert!(Limits {
-            read_per_second: Some(0.0),
-            ..l
-        }
-        .check()
-        .is_err());
-        assert!(Limits::unlimited().check().is_ok());
     }
 }

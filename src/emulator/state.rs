@@ -91,20 +91,7 @@ pub struct Faults {
     pub corrupt_rate: f64,
 }
 
-/// The provider's published limits, when enforced (`set_limits`); None = no limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Limits {
-    /// GET requests per second.
-    pub read_per_second: Option<f64>,
-    /// GET requests in flight.
-    pub read_concurrency: Option<usize>,
-    /// Webhook requests per second.
-    pub publish_per_second: Option<f64>,
-    /// Webhook requests in flight.
-    pub publish_concurrency: Option<usize>,
-    /// Requests per day, all endpoints.
-    pub daily_requests: Option<u64>,
-}
+pub use crate::limits::Limits;
 
 /// A token bucket holding up to one second of requests.
 #[derive(Debug)]
@@ -398,7 +385,7 @@ impl State {
             faults: Mutex::new(Faults::default()),
             hostile: Mutex::new(None),
             fault_counter: AtomicU64::new(0),
-            limits: Mutex::new(Limits::default()),
+            limits: Mutex::new(Limits::NONE),
             buckets: Mutex::new((Bucket::new(), Bucket::new())),
             daily: Mutex::new(Daily::default()),
             webhook_arrays: AtomicBool::new(true),

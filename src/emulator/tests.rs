@@ -681,7 +681,10 @@ async fn webhook_mixed_array_stores_valid_records_and_names_the_bad_index() {
 #[tokio::test]
 async fn read_per_second_limit_gives_429_with_retry_after() {
     let e = emu().await;
-    e.s.set_limits(with(|l: &mut Limits| l.read_per_second = Some(2.0)));
+    e.s.set_limits(Limits {
+        read_per_second: Some(2.0),
+        ..Limits::NONE
+    });
     for _ in 0..2 {
         assert_eq!(e.get("/v2/sites").await.status, 200);
     }
@@ -694,7 +697,10 @@ async fn read_per_second_limit_gives_429_with_retry_after() {
 #[tokio::test]
 async fn daily_quota_counts_every_endpoint() {
     let e = emu().await;
-    e.s.set_limits(with(|l: &mut Limits| l.daily_requests = Some(3)));
+    e.s.set_limits(Limits {
+        daily_requests: Some(3),
+        ..Limits::NONE
+    });
     assert_eq!(e.get("/v2/sites").await.status, 200);
     assert_eq!(e.new_token().await.status, 200);
     assert_eq!(e.post("/v2/webhook", retail("t")).await.status, 200);
@@ -707,7 +713,10 @@ async fn daily_quota_counts_every_endpoint() {
 #[tokio::test]
 async fn read_concurrency_limit_refuses_the_second_request_in_flight() {
     let e = emu().await;
-    e.s.set_limits(with(|l: &mut Limits| l.read_concurrency = Some(1)));
+    e.s.set_limits(Limits {
+        read_concurrency: Some(1),
+        ..Limits::NONE
+    });
     e.s.set_faults(with(|f: &mut Faults| f.latency_ms = 300));
     let (a, b) = tokio::join!(e.get("/v2/sites"), e.get("/v2/devices"));
     let mut statuses = [a.status.as_u16(), b.status.as_u16()];
@@ -720,7 +729,10 @@ async fn read_concurrency_limit_refuses_the_second_request_in_flight() {
 #[tokio::test]
 async fn publish_limits_give_429_on_both_webhook_routes_apart_from_reads() {
     let e = emu().await;
-    e.s.set_limits(with(|l: &mut Limits| l.publish_per_second = Some(3.0)));
+    e.s.set_limits(Limits {
+        publish_per_second: Some(3.0),
+        ..Limits::NONE
+    });
     for i in 0..3 {
         let r = e.post("/v2/webhook", retail(&format!("t-{i}"))).await;
         assert_eq!(r.status, 200);
@@ -731,7 +743,10 @@ async fn publish_limits_give_429_on_both_webhook_routes_apart_from_reads() {
     let read = e.get("/v2/sites").await;
     assert_eq!(read.status, 200, "reads have their own limits");
     assert_eq!(e.s.published_len(), 3);
-    e.s.set_limits(with(|l: &mut Limits| l.publish_concurrency = Some(1)));
+    e.s.set_limits(Limits {
+        publish_concurrency: Some(1),
+        ..Limits::NONE
+    });
     e.s.set_faults(with(|f: &mut Faults| f.latency_ms = 300));
     let (a, b) = tokio::join!(
         e.post("/v2/webhook", retail("c-1")),
@@ -754,7 +769,10 @@ async fn latency_is_added_to_every_answer() {
     let t = Instant::now();
     assert_eq!(e.post("/eu/v2/webhook", retail("t")).await.status, 200);
     assert!(slow(t), "webhook without latency");
-    e.s.set_limits(with(|l: &mut Limits| l.daily_requests = Some(0)));
+    e.s.set_limits(Limits {
+        daily_requests: Some(0),
+        ..Limits::NONE
+    });
     let (t0, bad_key) = (Instant::now(), [("x-api-key", "bad")]);
     let r = call(&e.s, Method::GET, "/v2/sites", &bad_key, Body::empty());
     r.await.error(403);
@@ -1079,7 +1097,10 @@ async fn every_answer_carries_one_date_from_the_emulators_clock() {
         }));
         near(&e.get_with("/v2/sites", &tok).await);
     }
-    e.s.set_limits(with(|l: &mut Limits| l.daily_requests = Some(0)));
+    e.s.set_limits(Limits {
+        daily_requests: Some(0),
+        ..Limits::NONE
+    });
     let r = e.get_with("/v2/sites", &tok).await;
     r.error(429);
     near(&r);
@@ -1151,7 +1172,10 @@ async fn daily_quota_is_per_utc_day_of_the_emulators_clock() {
     let s = small();
     to_noon(&s);
     let e = emu_of(s).await;
-    e.s.set_limits(with(|l: &mut Limits| l.daily_requests = Some(3)));
+    e.s.set_limits(Limits {
+        daily_requests: Some(3),
+        ..Limits::NONE
+    });
     for uri in ["/v2/sites", "/v2/devices", "/v2/reports"] {
         assert_eq!(e.get(uri).await.status, 200, "{uri}");
     }
@@ -1195,7 +1219,10 @@ async fn daily_counts_restart_when_the_quota_is_set_anew_or_lifted_not_when_chan
     let s = small();
     to_noon(&s);
     let e = emu_of(s).await;
-    let quota = |n: Option<u64>| with(|l: &mut Limits| l.daily_requests = n);
+    let quota = |n: Option<u64>| Limits {
+        daily_requests: n,
+        ..Limits::NONE
+    };
     e.get("/v2/sites").await;
     assert_eq!(
         e.s.stats_json()["daily"]["used"],

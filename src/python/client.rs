@@ -2,7 +2,6 @@
 //! through `wait`, returns JSON text for the Python layer to load. Rebuilt after `fork()`.
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -16,19 +15,12 @@ use pyo3_arrow::{PyRecordBatchReader, PyTable};
 
 use super::events::EventStream;
 use super::from_json::to_list;
+use super::kwargs::{self, Keywords};
 use super::wait::wait;
 use super::{aio, errors, log};
 use crate::client::arrow::Layout;
 use crate::client::events::{self, Query};
-use crate::client::{self, config, Config, Limits, Secret, Settings};
-
-type LimitsTuple = (
-    Option<f64>,
-    Option<usize>,
-    Option<f64>,
-    Option<usize>,
-    Option<u64>,
-);
+use crate::client::{self, config, Config, Secret, Settings};
 
 /// Seconds given as a float, as a duration: above 0 (or from 0, unless `positive`) up to `max`;
 /// a `ConfigError` naming `name` and the range otherwise (`Duration::from_secs_f64` panics on
@@ -147,55 +139,40 @@ fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> client::Result<PyTable
 
 #[pymethods]
 impl PyClient {
+    /// The settings of `surveillance.Client`, as keywords (checked there; see `Settings`).
     #[new]
-    #[pyo3(signature = (api_key=None, client_id=None, client_secret=None, *, region=None, base_url=None,
-        eu_base_url=None, audience=None, timeout=None, max_retries=None, limits=None, ca_bundle=None,
-        trust_env=None, max_body_bytes=None, max_wait=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        api_key: Option<String>,
-        client_id: Option<String>,
-        client_secret: Option<String>,
-        region: Option<String>,
-        base_url: Option<String>,
-        eu_base_url: Option<String>,
-        audience: Option<String>,
-        timeout: Option<f64>,
-        max_retries: Option<u32>,
-        limits: Option<LimitsTuple>,
-        ca_bundle: Option<PathBuf>,
-        trust_env: Option<bool>,
-        max_body_bytes: Option<usize>,
-        max_wait: Option<f64>,
-    ) -> PyResult<Self> {
-        let timeout = timeout
+    #[pyo3(signature = (**settings))]
+    fn new(settings: Option<Bound<'_, PyDict>>) -> PyResult<Self> {
+        let given = Keywords::new("Client", settings);
+        let timeout = given
+            .get("timeout")?
             .map(|t| seconds("timeout", t, true, config::MAX_TIMEOUT_SECS))
             .transpose()?;
-        let max_wait = max_wait
+        let max_wait = given
+            .get("max_wait")?
             .map(|t| seconds("max_wait", t, false, config::MAX_WAIT_SECS))
             .transpose()?;
+        let limits = given
+            .get::<Bound<'_, PyDict>>("limits")?
+            .map(|d| kwargs::limits(Keywords::new("Limits", Some(d))))
+            .transpose()?;
         let settings = Settings {
-            api_key: api_key.map(Secret::new),
-            client_id,
-            client_secret: client_secret.map(Secret::new),
-            region,
-            base_url,
-            eu_base_url,
-            audience,
+            api_key: given.get::<String>("api_key")?.map(Secret::new),
+            client_id: given.get("client_id")?,
+            client_secret: given.get::<String>("client_secret")?.map(Secret::new),
+            region: given.get("region")?,
+            base_url: given.get("base_url")?,
+            eu_base_url: given.get("eu_base_url")?,
+            audience: given.get("audience")?,
             timeout,
-            max_retries,
-            limits: limits.map(|(rps, rc, pps, pc, daily)| Limits {
-                read_per_second: rps,
-                read_concurrency: rc,
-                publish_per_second: pps,
-                publish_concurrency: pc,
-                daily_requests: daily,
-            }),
-            ca_bundle,
-            trust_env,
-            max_body_bytes,
+            max_retries: given.get("max_retries")?,
+            limits,
+            ca_bundle: given.get("ca_bundle")?,
+            trust_env: given.get("trust_env")?,
+            max_body_bytes: given.get("max_body_bytes")?,
             max_wait,
         };
+        given.done()?;
         let config = Config::from_settings(settings).map_err(errors::to_py)?;
         let core = client::Client::new(config.clone(), Some(log::sink())).map_err(errors::to_py)?;
         Ok(PyClient {
@@ -426,17 +403,7 @@ impl PyClient {
         d.set_item("audience", &c.audience)?;
         d.set_item("timeout", c.timeout.as_secs_f64())?;
         d.set_item("max_retries", c.max_retries)?;
-        let l = c.limits;
-        d.set_item(
-            "limits",
-            (
-                l.read_per_second,
-                l.read_concurrency,
-                l.publish_per_second,
-                l.publish_concurrency,
-                l.daily_requests,
-            ),
-        )?;
+        d.set_item("limits", kwargs::limits_dict(py, &c.limits)?)?;
         d.set_item(
             "ca_bundle",
             c.ca_bundle.as_ref().map(|p| p.display().to_string()),

@@ -17,8 +17,8 @@ use pyo3_arrow::input::AnyRecordBatch;
 use tokio::sync::watch;
 
 use super::client::PyClient;
-use super::publish::{publisher, report_dict, Cell};
-use super::{errors, log, runtime, wait};
+use super::publish::{Cell, Publishing};
+use super::{errors, log, report, runtime, wait};
 use crate::client::publish::columns::{self, Columns};
 use crate::client::publish::{jsonl_rest as core_jsonl_rest, JsonlRest};
 
@@ -47,20 +47,21 @@ fn open_source(
 /// source's number of rows when known (a Parquet file). Columns that do not fit the models
 /// raise `ValidationError` before anything is sent.
 #[pyfunction]
-#[pyo3(name = "publish_columns", signature = (client, data=None, path=None, *, region=None, batch_size=None, validate=true, progress=None, cancelled=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(name = "publish_columns", signature = (client, data=None, path=None, **options))]
 pub fn publish_columns<'py>(
     py: Python<'py>,
     client: &Bound<'py, PyClient>,
     data: Option<AnyRecordBatch>,
     path: Option<PathBuf>,
-    region: Option<String>,
-    batch_size: Option<Bound<'_, PyAny>>,
-    validate: bool,
-    progress: Option<Py<PyAny>>,
-    cancelled: Option<Py<PyAny>>,
+    options: Option<Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
-    let (core, options) = publisher(client, region, batch_size, validate)?;
+    let Publishing {
+        core,
+        options,
+        progress,
+        cancelled,
+    } = Publishing::new("publish_columns", client, options)?;
+    let validate = options.validate;
     let (reader, rows) = open_source(data, path)?;
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
@@ -110,14 +111,9 @@ pub fn publish_columns<'py>(
     if let Err(e) = cell.report(py, progress.as_ref()) {
         raised.get_or_insert(e);
     }
-    let error = match (raised, report.error.clone()) {
-        (Some(e), _) => Some(e),
-        (None, Some(e)) => Some(errors::to_py(e)),
-        (None, None) => None,
-    };
-    let dict = report_dict(py, &report)?;
+    let (dict, error) = report::outcome(py, &report, raised)?;
     dict.set_item("rows", rows)?;
-    Ok((dict, error.map(|e| e.into_value(py).into_any())))
+    Ok((dict, error))
 }
 
 /// What [`JsonLines`] reads from.

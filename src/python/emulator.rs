@@ -7,10 +7,12 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
+use super::kwargs::{self, Keywords};
 use super::runtime;
 use crate::emulator::{
-    self, Bounds, DataConfig, Faults, Handle, Hostile, HostileRule, Limits, Order, State,
+    self, Bounds, DataConfig, Faults, Handle, Hostile, HostileRule, Order, State,
 };
 
 /// A running emulator of the service on a loopback port (see `surveillance.Emulator`).
@@ -28,32 +30,28 @@ impl Drop for PyEmulator {
 
 #[pymethods]
 impl PyEmulator {
+    /// The settings of `surveillance.Emulator`, as keywords (checked there), the start day as
+    /// `YYYY-MM-DD`.
     #[new]
-    #[pyo3(signature = (seed=0, sites=20, days=14, events_per_day=5000, latency_ms=0, start="2026-01-05", port=0, tls=false))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        seed: u64,
-        sites: usize,
-        days: u32,
-        events_per_day: u64,
-        latency_ms: u64,
-        start: &str,
-        port: u16,
-        tls: bool,
-    ) -> PyResult<Self> {
-        let start = NaiveDate::parse_from_str(start, "%Y-%m-%d").map_err(|_| {
-            PyValueError::new_err(format!(
-                "`start` must be a date like `2026-01-05`, got `{start}`"
-            ))
-        })?;
+    #[pyo3(signature = (**settings))]
+    fn new(py: Python<'_>, settings: Option<Bound<'_, PyDict>>) -> PyResult<Self> {
+        let given = Keywords::new("Emulator", settings);
+        let start: String = given.need("start")?;
         let cfg = DataConfig {
-            seed,
-            sites,
-            days,
-            events_per_day,
-            start,
+            seed: given.need("seed")?,
+            sites: given.need("sites")?,
+            days: given.need("days")?,
+            events_per_day: given.need("events_per_day")?,
+            start: NaiveDate::parse_from_str(&start, "%Y-%m-%d").map_err(|_| {
+                PyValueError::new_err(format!(
+                    "`start` must be a date like `2026-01-05`, got `{start}`"
+                ))
+            })?,
         };
+        let latency_ms: u64 = given.need("latency_ms")?;
+        let port: u16 = given.need("port")?;
+        let tls: bool = given.need("tls")?;
+        given.done()?;
         let rt = runtime::get()
             .map_err(|e| PyOSError::new_err(format!("cannot start the runtime: {e}")))?;
         let handle = py.detach(move || {
@@ -202,33 +200,12 @@ impl PyEmulator {
         Ok(())
     }
 
-    /// Enforces (or lifts, with None) the provider's published limits.
-    #[pyo3(signature = (read_per_second=None, read_concurrency=None, publish_per_second=None, publish_concurrency=None, daily_requests=None))]
-    fn set_limits(
-        &self,
-        read_per_second: Option<f64>,
-        read_concurrency: Option<usize>,
-        publish_per_second: Option<f64>,
-        publish_concurrency: Option<usize>,
-        daily_requests: Option<u64>,
-    ) -> PyResult<()> {
-        for (name, v) in [
-            ("read_per_second", read_per_second),
-            ("publish_per_second", publish_per_second),
-        ] {
-            if v.is_some_and(|v| v.is_nan() || v <= 0.0) {
-                return Err(PyValueError::new_err(format!(
-                    "`{name}` must be positive or None"
-                )));
-            }
-        }
-        self.handle.state.set_limits(Limits {
-            read_per_second,
-            read_concurrency,
-            publish_per_second,
-            publish_concurrency,
-            daily_requests,
-        });
+    /// Enforces (or lifts, with None) the provider's published limits, given by name.
+    #[pyo3(signature = (**limits))]
+    fn set_limits(&self, limits: Option<Bound<'_, PyDict>>) -> PyResult<()> {
+        let limits = kwargs::limits(Keywords::new("set_limits", limits))?;
+        limits.check().map_err(PyValueError::new_err)?;
+        self.handle.state.set_limits(limits);
         Ok(())
     }
 

@@ -16,10 +16,11 @@ use pyo3::types::{PyDict, PyIterator, PyList, PyString};
 use tokio::sync::{mpsc, watch};
 
 use super::client::PyClient;
+use super::kwargs::Keywords;
+use super::report::{self, problem_list};
 use super::to_json::{ConvError, Writer, Written};
 use super::{errors, log, runtime, wait};
-use crate::client::publish::{self as core, FailureKind, Input, Options, Progress, Report};
-use crate::client::redact;
+use crate::client::publish::{self as core, FailureKind, Input, Options, Progress};
 use crate::webhook::{self as rules, Problem, Severity};
 
 /// A record's best-effort JSON when it has no exact one (for `write_failures`).
@@ -35,20 +36,6 @@ fn lossy_json(py: Python<'_>, obj: &Bound<'_, PyAny>) -> Option<String> {
 // ---------------------------------------------------------------------------------------------
 // validate and to_json.
 
-fn problem_dict<'py>(py: Python<'py>, p: &Problem) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("path", &p.path)?;
-    d.set_item("message", &p.message)?;
-    d.set_item(
-        "severity",
-        match p.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        },
-    )?;
-    Ok(d)
-}
-
 /// The problems of `text` under its model (JSON text the writer made).
 fn problems_of(text: &str) -> Vec<Problem> {
     match serde_json::from_str::<serde_json::Value>(text) {
@@ -59,14 +46,6 @@ fn problems_of(text: &str) -> Vec<Problem> {
             severity: Severity::Error,
         }],
     }
-}
-
-fn problem_list<'py>(py: Python<'py>, problems: &[Problem]) -> PyResult<Bound<'py, PyList>> {
-    let out = PyList::empty(py);
-    for p in problems {
-        out.append(problem_dict(py, p)?)?;
-    }
-    Ok(out)
 }
 
 /// The problems of one record under its standard model, as dicts with `path`, `message` and
@@ -153,21 +132,42 @@ pub fn check_record<'py>(
 // ---------------------------------------------------------------------------------------------
 // publish.
 
-/// The core client of a publish and its options, checked (also the webhook's URL for the
-/// region) before anything is read.
-pub(super) fn publisher(
-    client: &Bound<'_, PyClient>,
-    region: Option<String>,
-    batch_size: Option<Bound<'_, PyAny>>,
-    validate: bool,
-) -> PyResult<(crate::client::Client, Options)> {
-    let core = client.get().core()?;
-    let options = Options::new(region.as_deref(), batch_size_arg(batch_size)?, validate)
-        .map_err(errors::to_py)?;
-    core.config()
-        .webhook_url(options.region.unwrap_or(core.config().region))
-        .map_err(errors::to_py)?;
-    Ok((core, options))
+/// What both publish bindings take besides their source, as keywords (`region`, `batch_size`,
+/// `validate`, `progress`, `cancelled`), checked before anything is read: the core client, the
+/// options (the webhook's URL for their region too), the progress callback and `cancelled`.
+pub(super) struct Publishing {
+    pub core: crate::client::Client,
+    pub options: Options,
+    pub progress: Option<Py<PyAny>>,
+    pub cancelled: Option<Py<PyAny>>,
+}
+
+impl Publishing {
+    pub(super) fn new(
+        call: &'static str,
+        client: &Bound<'_, PyClient>,
+        options: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let given = Keywords::new(call, options);
+        let region: Option<String> = given.get("region")?;
+        let batch_size = batch_size_arg(given.get("batch_size")?)?;
+        let validate = given.get("validate")?.unwrap_or(true);
+        let progress = given.get("progress")?;
+        let cancelled = given.get("cancelled")?;
+        given.done()?;
+        let core = client.get().core()?;
+        let options =
+            Options::new(region.as_deref(), batch_size, validate).map_err(errors::to_py)?;
+        core.config()
+            .webhook_url(options.region.unwrap_or(core.config().region))
+            .map_err(errors::to_py)?;
+        Ok(Publishing {
+            core,
+            options,
+            progress,
+            cancelled,
+        })
+    }
 }
 
 /// `batch_size` as given (an int; None for "auto"), for [`Options::new`] to check: an int past
@@ -298,41 +298,6 @@ fn pull<'py>(
     (chunk, done, raised)
 }
 
-pub(super) fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("total", r.total)?;
-    d.set_item("sent", r.sent)?;
-    d.set_item("accepted", r.accepted)?;
-    d.set_item("requests", r.requests)?;
-    d.set_item("retries", r.retries)?;
-    d.set_item("rate_limited", r.rate_limited)?;
-    d.set_item("elapsed", r.elapsed.as_secs_f64())?;
-    d.set_item("interrupted", r.interrupted)?;
-    d.set_item(
-        "error",
-        r.error.as_ref().map(|e| e.clone().scrubbed().to_string()),
-    )?;
-    let failures = PyList::empty(py);
-    for f in &r.failures {
-        let fd = PyDict::new(py);
-        fd.set_item("kind", f.kind.as_str())?;
-        fd.set_item("index", f.index)?;
-        fd.set_item("line", f.line)?;
-        fd.set_item("transactionId", &f.transaction_id)?;
-        fd.set_item("status", f.status)?;
-        let problems = PyList::empty(py);
-        for p in &f.problems {
-            problems.append(problem_dict(py, p)?)?;
-        }
-        fd.set_item("problems", problems)?;
-        fd.set_item("message", redact::scrub(&f.message))?;
-        fd.set_item("record", &f.record)?;
-        failures.append(fd)?;
-    }
-    d.set_item("failures", failures)?;
-    Ok(d)
-}
-
 /// Publishes the records of `source` (an iterator) or of the JSON Lines file `path`.
 ///
 /// Returns `(report, exception)`: the report as a dict, and the exception to raise with it
@@ -340,20 +305,21 @@ pub(super) fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'p
 /// publishing), or None. Invalid arguments raise at once. `cancelled`, when given, is called
 /// between waits: a true answer stops publishing as an interruption.
 #[pyfunction]
-#[pyo3(name = "publish", signature = (client, source=None, path=None, *, region=None, batch_size=None, validate=true, progress=None, cancelled=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(name = "publish", signature = (client, source=None, path=None, **options))]
 pub fn publish_records<'py>(
     py: Python<'py>,
     client: &Bound<'py, PyClient>,
     source: Option<Bound<'py, PyAny>>,
     path: Option<PathBuf>,
-    region: Option<String>,
-    batch_size: Option<Bound<'_, PyAny>>,
-    validate: bool,
-    progress: Option<Py<PyAny>>,
-    cancelled: Option<Py<PyAny>>,
+    options: Option<Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
-    let (core, options) = publisher(client, region, batch_size, validate)?;
+    let Publishing {
+        core,
+        options,
+        progress,
+        cancelled,
+    } = Publishing::new("publish", client, options)?;
+    let validate = options.validate;
     let mut iter = match (&source, &path) {
         (Some(s), None) => Some(s.try_iter()?),
         (None, Some(_)) => None,
@@ -529,11 +495,5 @@ pub fn publish_records<'py>(
     if let Err(e) = report_read(&cell, py, progress.as_ref(), iter.as_ref().map(|_| index)) {
         raised.get_or_insert(e);
     }
-    let error = match (raised, report.error.clone()) {
-        (Some(e), _) => Some(e),
-        (None, Some(e)) => Some(errors::to_py(e)),
-        (None, None) => None,
-    };
-    let dict = report_dict(py, &report)?;
-    Ok((dict, error.map(|e| e.into_value(py).into_any())))
+    report::outcome(py, &report, raised)
 }

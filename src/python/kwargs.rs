@@ -1,0 +1,85 @@
+//! Keyword arguments taken by name. The native constructors (`Client`, `Emulator`) and the two
+//! publish calls receive, as keywords, what the Python layer documents and checks once, so the
+//! list of names is written there and where the binding builds the core's settings, not again
+//! in a signature and a stub. Limits cross the same way, by their field names.
+
+use pyo3::conversion::FromPyObjectOwned;
+use pyo3::exceptions::PyTypeError as TypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::limits::Limits;
+
+/// The keyword arguments of one call, taken one by one; [`Keywords::done`] refuses any left.
+pub struct Keywords<'py> {
+    call: &'static str,
+    given: Option<Bound<'py, PyDict>>,
+}
+
+impl<'py> Keywords<'py> {
+    /// The keywords `given` to `call` (the name errors show).
+    pub fn new(call: &'static str, given: Option<Bound<'py, PyDict>>) -> Self {
+        Keywords { call, given }
+    }
+
+    /// The argument `name`, None when it is absent or None.
+    pub fn get<T: FromPyObjectOwned<'py>>(&self, name: &str) -> PyResult<Option<T>> {
+        let Some(given) = &self.given else {
+            return Ok(None);
+        };
+        let Some(value) = given.get_item(name)? else {
+            return Ok(None);
+        };
+        given.del_item(name)?;
+        if value.is_none() {
+            return Ok(None);
+        }
+        value.extract::<T>().map(Some).map_err(|e| {
+            let e: PyErr = e.into();
+            TypeError::new_err(format!("{}(): `{name}`: {e}", self.call))
+        })
+    }
+
+    /// The argument `name`, which must be given.
+    pub fn need<T: FromPyObjectOwned<'py>>(&self, name: &str) -> PyResult<T> {
+        self.get(name)?.ok_or_else(|| {
+            TypeError::new_err(format!("{}() needs the argument `{name}`", self.call))
+        })
+    }
+
+    /// The end of the arguments: one that was not taken is a name the call does not know.
+    pub fn done(self) -> PyResult<()> {
+        match self.given.as_ref().and_then(|g| g.keys().iter().next()) {
+            Some(name) => Err(TypeError::new_err(format!(
+                "{}() got an unexpected keyword argument `{name}`",
+                self.call
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Limits given by their field names (`dataclasses.asdict` of a `surveillance.Limits`, or the
+/// keywords of `Emulator.set_limits`); an absent or None field lifts that limit.
+pub fn limits(given: Keywords<'_>) -> PyResult<Limits> {
+    let limits = Limits {
+        read_per_second: given.get("read_per_second")?,
+        read_concurrency: given.get("read_concurrency")?,
+        publish_per_second: given.get("publish_per_second")?,
+        publish_concurrency: given.get("publish_concurrency")?,
+        daily_requests: given.get("daily_requests")?,
+    };
+    given.done()?;
+    Ok(limits)
+}
+
+/// Limits as a dict of their field names, as [`limits`] takes them.
+pub fn limits_dict<'py>(py: Python<'py>, l: &Limits) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("read_per_second", l.read_per_second)?;
+    d.set_item("read_concurrency", l.read_concurrency)?;
+    d.set_item("publish_per_second", l.publish_per_second)?;
+    d.set_item("publish_concurrency", l.publish_concurrency)?;
+    d.set_item("daily_requests", l.daily_requests)?;
+    Ok(d)
+}
