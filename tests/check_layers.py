@@ -1,0 +1,215 @@
+"""The layering rules of the house, checked by ``run-tests`` before anything is built.
+
+1. The core knows nothing of Python: only ``src/python`` (behind the ``python`` feature) names
+   PyO3 or the bindings.
+2. The client and the emulator do not import each other outside their tests: both read the
+   crate's neutral modules (``webhook``, ``limits``, ``time``, ``rng``, ``text``), so the test
+   server is its own reading of the spec.
+3. No import loop: neither between the Rust files of the crate (``use`` and paths through
+   ``crate::``, ``super::``, ``self::`` or a child module; a child naming its parent module's
+   own items is not an arrow) nor between the modules of the Python package (imports under
+   ``if TYPE_CHECKING:`` aside).
+
+Run as ``python3 tests/check_layers.py`` from the project's root; exits 1 naming each breach.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+import sys
+
+SRC = pathlib.Path("src")
+PACKAGE = pathlib.Path("python/surveillance")
+CORE = ("client", "emulator", "webhook", "limits.rs", "time.rs", "rng.rs", "text.rs")
+
+
+# --- Rust ---------------------------------------------------------------------------------------
+def _module_dir(f: pathlib.Path) -> pathlib.Path:
+    """The folder that stands for the module of file `f` (`a/mod.rs` and `a.rs`: `a`)."""
+    if f.name in ("mod.rs", "lib.rs"):
+        return f.parent
+    return f.with_suffix("")
+
+
+def _file_of(parts: list[str], base: pathlib.Path) -> pathlib.Path | None:
+    """The deepest file that a path's segments under `base` reach."""
+    found = None
+    here = base
+    for p in parts:
+        here = here / p
+        if (here.with_suffix(".rs")).is_file():
+            found = here.with_suffix(".rs")
+        elif (here / "mod.rs").is_file():
+            found = here / "mod.rs"
+        else:
+            break
+    return found
+
+
+def _expand(tree: str) -> list[str]:
+    """The paths of a `use` tree: `a::{b, c::{d, e}}` -> `a::b`, `a::c::d`, `a::c::e`."""
+    tree = tree.strip()
+    brace = tree.find("{")
+    if brace < 0:
+        return [tree]
+    head, body = tree[:brace], tree[brace + 1 : tree.rindex("}")]
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(body):
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "," and depth == 0:
+            items.append(body[start:i])
+            start = i + 1
+    items.append(body[start:])
+    return [p for item in items if item.strip() for p in _expand(head + item.strip())]
+
+
+def _test_files(texts: dict[pathlib.Path, str]) -> set[pathlib.Path]:
+    """Files that are test modules as a whole (`#[cfg(test)] mod x;`)."""
+    tests = set()
+    for f, t in texts.items():
+        for m in re.findall(r"#\[cfg\(test\)\]\s*mod (\w+);", t):
+            tests |= {_module_dir(f) / f"{m}.rs", _module_dir(f) / m / "mod.rs"}
+    return tests
+
+
+def rust_imports() -> dict[pathlib.Path, set[pathlib.Path]]:
+    """File -> the files it names, outside tests."""
+    texts = {f: f.read_text() for f in SRC.rglob("*.rs")}
+    tests = _test_files(texts)
+    graph: dict[pathlib.Path, set[pathlib.Path]] = {}
+    for f, t in texts.items():
+        if f in tests:
+            continue
+        code = re.split(r"#\[cfg\(test\)\]\s*mod tests \{", t)[0]
+        code = re.sub(r"//[^\n]*", "", code)
+        children = set(re.findall(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod (\w+);", code, re.M))
+        paths = [p for u in re.findall(r"\buse\s+([^;]+);", code, re.S) for p in _expand(u)]
+        paths += re.findall(r"\b(?:crate|super|self)(?:::\w+)+", code)
+        here = _module_dir(f)
+        out = set()
+        for path in paths:
+            parts = [p for p in re.split(r"\s*::\s*", path.split(" as ")[0].strip()) if p]
+            if not parts:
+                continue
+            if parts[0] == "crate":
+                base, rest = SRC, parts[1:]
+            elif parts[0] == "super":
+                base, rest = here.parent, parts[1:]
+                while rest and rest[0] == "super":
+                    base, rest = base.parent, rest[1:]
+            elif parts[0] == "self":
+                base, rest = here, parts[1:]
+            elif parts[0] in children:
+                base, rest = here, parts
+            else:
+                continue
+            target = _file_of(rest, base) if rest else None
+            if target is None:
+                target = base / "mod.rs" if (base / "mod.rs").is_file() else None
+                if base == SRC:
+                    target = SRC / "lib.rs"
+            # A module's own items (its mod.rs) are its children's context, as farm-studio
+            # reads it: a child naming them is not an arrow of a loop.
+            inside = target is not None and target.name in ("mod.rs", "lib.rs")
+            if inside and f.is_relative_to(target.parent):
+                continue
+            if target is not None and target != f and target not in tests:
+                out.add(target)
+        graph[f] = out
+    return graph
+
+
+# --- Python -------------------------------------------------------------------------------------
+def python_imports() -> dict[pathlib.Path, set[pathlib.Path]]:
+    """Module -> the package's modules it imports (at any depth, TYPE_CHECKING aside)."""
+    graph: dict[pathlib.Path, set[pathlib.Path]] = {}
+    for f in PACKAGE.glob("*.py"):
+        tree = ast.parse(f.read_text(), str(f))
+        skip = {
+            id(n)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)
+        }
+        out = set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level == 1 or (node.module or "").startswith("surveillance"):
+                    mod = (node.module or "").removeprefix("surveillance").strip(".")
+                    names = [mod] if mod else [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [
+                    a.name.removeprefix("surveillance.")
+                    for a in node.names
+                    if a.name.startswith("surveillance.")
+                ]
+            for name in names:
+                target = PACKAGE / f"{name.split('.')[0]}.py"
+                if target.is_file() and target != f:
+                    out.add(target)
+        graph[f] = out
+    return graph
+
+
+def cycles(graph: dict[pathlib.Path, set[pathlib.Path]]) -> list[list[pathlib.Path]]:
+    """One loop through each strongly connected group of more than one file."""
+    index: dict[pathlib.Path, int] = {}
+    low: dict[pathlib.Path, int] = {}
+    stack: list[pathlib.Path] = []
+    groups = []
+
+    def visit(v: pathlib.Path) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def main() -> int:
+    bad = []
+    rust = rust_imports()
+    python_layer = SRC / "python"
+    for f, targets in rust.items():
+        text = f.read_text()
+        if not f.is_relative_to(python_layer) and f.relative_to(SRC).parts[0] in CORE:
+            if re.search(r"\bpyo3\b|crate::python\b", text.split("#[cfg(test)]")[0]):
+                bad.append(f"{f}: the core names the Python bindings")
+        for part, other in (("client", "emulator"), ("emulator", "client")):
+            if f.is_relative_to(SRC / part):
+                for t in targets:
+                    if t.is_relative_to(SRC / other):
+                        bad.append(f"{f} imports {t}: the {part} and the {other} stay apart")
+    for kind, graph in (("Rust", rust), ("Python", python_imports())):
+        for group in cycles(graph):
+            bad.append(f"{kind} import loop: " + " <-> ".join(map(str, group)))
+    for line in bad:
+        print(line, file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
