@@ -153,16 +153,9 @@ class Emulator:
     @property
     def restricted_report_id(self) -> str:
         """A report that exists but that the caller may not read."""
-    def set_faults(
-        self,
-        error_rate: float = 0.0,
-        rate_limit_rate: float = 0.0,
-        drop_rate: float = 0.0,
-        latency_ms: int = 0,
-        retry_after: int = 0,
-        corrupt_rate: float = 0.0,
-    ) -> None:
-        """Replaces the injected faults."""
+    def set_faults(self, **faults: float) -> None:
+        """Replaces the injected faults, given by the names of
+        :meth:`surveillance.Emulator.set_faults`'s arguments (each one left out is none)."""
     def set_semantics(self, order: str = "asc", bounds: str = "[)") -> None:
         """Sets the order and bound inclusivity of the events endpoint."""
     def set_limits(self, **limits: Optional[float]) -> None:

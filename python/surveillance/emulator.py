@@ -223,6 +223,8 @@ class Emulator:
         ...     len(emu.client(max_retries=10).sites())  # the client retries the 429s
         2
         """
+        faults = dict(locals())  # the faults as given, by name
+        del faults["self"]
         for name, rate in (
             ("error_rate", error_rate),
             ("rate_limit_rate", rate_limit_rate),
@@ -232,9 +234,7 @@ class Emulator:
             _check.number(name, rate, 0, 1)
         _check.integer("latency_ms", latency_ms, 0, 60_000)
         _check.integer("retry_after", retry_after, 0, 86_400)
-        self._inner.set_faults(
-            error_rate, rate_limit_rate, drop_rate, latency_ms, retry_after, corrupt_rate
-        )
+        self._inner.set_faults(**faults)
 
     def set_semantics(self, order: str = "asc", bounds: str = "[)") -> None:
         """Sets how ``/v2/events`` orders and bounds a window.

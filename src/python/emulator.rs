@@ -160,26 +160,21 @@ impl PyEmulator {
             .unwrap_or_default()
     }
 
-    /// Replaces the injected faults.
-    #[pyo3(signature = (error_rate=0.0, rate_limit_rate=0.0, drop_rate=0.0, latency_ms=0, retry_after=0, corrupt_rate=0.0))]
-    fn set_faults(
-        &self,
-        error_rate: f64,
-        rate_limit_rate: f64,
-        drop_rate: f64,
-        latency_ms: u64,
-        retry_after: u64,
-        corrupt_rate: f64,
-    ) -> PyResult<()> {
+    /// Replaces the injected faults, given by name (each one left out is none).
+    #[pyo3(signature = (**faults))]
+    fn set_faults(&self, faults: Option<Bound<'_, PyDict>>) -> PyResult<()> {
         // Ranges are checked once, by `surveillance.Emulator.set_faults`.
-        self.handle.state.set_faults(Faults {
-            error_rate,
-            rate_limit_rate,
-            drop_rate,
-            latency_ms,
-            retry_after,
-            corrupt_rate,
-        });
+        let given = Keywords::new("set_faults", faults);
+        let faults = Faults {
+            error_rate: given.get("error_rate")?.unwrap_or(0.0),
+            rate_limit_rate: given.get("rate_limit_rate")?.unwrap_or(0.0),
+            drop_rate: given.get("drop_rate")?.unwrap_or(0.0),
+            latency_ms: given.get("latency_ms")?.unwrap_or(0),
+            retry_after: given.get("retry_after")?.unwrap_or(0),
+            corrupt_rate: given.get("corrupt_rate")?.unwrap_or(0.0),
+        };
+        given.done()?;
+        self.handle.state.set_faults(faults);
         Ok(())
     }
 
