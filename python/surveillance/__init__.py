@@ -8,28 +8,13 @@ transactions to the service's webhook. :class:`Emulator` runs the service locall
 True
 """
 
+from . import errors
 from ._core import __version__
 from ._output import write_parquet
 from .aio import AsyncClient
 from .client import Client, EventPlan, Limits
 from .emulator import Emulator
-from .errors import (
-    ApiError,
-    AuthError,
-    BadRequestError,
-    ConfigError,
-    DenseWindowError,
-    NotFoundError,
-    PublishError,
-    PublishInterrupted,
-    QuotaExhaustedError,
-    RateLimitError,
-    ServerError,
-    SurveillanceError,
-    SyncLockedError,
-    TransportError,
-    ValidationError,
-)
+from .errors import *  # noqa: F403 (the exceptions, as errors.__all__ lists them)
 from .publish import PublishReport, validate
 from .sync import SyncResult
 
@@ -41,22 +26,8 @@ __all__ = [
     "EventPlan",
     "Emulator",
     "write_parquet",
-    "SurveillanceError",
-    "ConfigError",
-    "AuthError",
-    "ApiError",
-    "BadRequestError",
-    "NotFoundError",
-    "RateLimitError",
-    "ServerError",
-    "TransportError",
-    "ValidationError",
-    "DenseWindowError",
-    "QuotaExhaustedError",
-    "SyncLockedError",
     "SyncResult",
     "validate",
     "PublishReport",
-    "PublishError",
-    "PublishInterrupted",
 ]
+__all__ += errors.__all__
