@@ -1,5 +1,6 @@
-//! Binding of the client: `surveillance._core.Client`. Extracts arguments, runs core futures
-//! through `wait`, returns JSON text for the Python layer to load. Rebuilt after `fork()`.
+//! Binding of the client: `surveillance._core.Client`. Takes its settings by name (`kwargs`),
+//! runs core futures through `wait`, returns Python objects, Arrow tables and streams. Rebuilt
+//! after `fork()`.
 
 use std::future::Future;
 use std::sync::Mutex;

@@ -1,9 +1,10 @@
 //! Binding of webhook publishing: `publish` pulls records from a Python iterator in chunks while
 //! holding the GIL briefly, writes each one as JSON into one buffer per chunk and checks it in
 //! the same walk ([`to_json`](super::to_json)), and hands the chunks to the core, ready to post,
-//! through a bounded channel; while the channel is full it waits with the GIL released, checking
-//! for signals. Ctrl-C cancels the core, which returns its partial report. Also `validate` and
-//! `to_json`, on the same writer.
+//! through a bounded channel; while the channel is full it waits with the GIL released
+//! ([`wait`](super::wait)'s steps). Ctrl-C cancels the core, which returns its partial report
+//! ([`report`](super::report) converts it). The options of both publish bindings are taken here
+//! ([`Publishing`]). Also `validate` and `to_json`, on the same writer.
 
 use std::ops::Range;
 use std::path::PathBuf;
