@@ -277,6 +277,32 @@ def test_ctrl_c_in_the_progress_callback_stops_publishing_with_the_report(emu):
     assert len(emu.published()) == stored == report.accepted
 
 
+@pytest.mark.parametrize("source", ["records", "columns"])
+def test_a_stop_that_comes_as_publishing_ends_keeps_the_whole_report(emu, client, source):
+    # The record is accepted within the first wait, so the progress callback's error, or the
+    # caller giving up, usually comes in the very step where the core ends: the report is
+    # whole, and the finished core is not awaited again (that was a panic).
+    from surveillance import _core
+
+    rows = [retail(0)]
+    if source == "columns":
+        rows = pytest.importorskip("pyarrow").Table.from_pylist(rows)
+    publish = _core.publish if source == "records" else _core.publish_columns
+
+    def progress(update):
+        if update["accepted"] == 1:
+            raise RuntimeError("from the callback")
+
+    with pytest.raises(RuntimeError, match="from the callback") as e:
+        client.publish(rows, progress=progress)
+    assert e.value.report.accepted == 1
+    for _ in range(5):
+        report, error = publish(client._inner, rows, cancelled=lambda: True)
+        assert error is None
+        assert report["accepted"] + len(report["failures"]) == report["total"] <= 1
+    assert len(emu.published()) == 1  # one transaction, stored once
+
+
 def test_the_unread_rest_of_a_file_is_numbered_as_publishing_numbers_it(client, tmp_path):
     # A line holding a no-break space is a record (not JSON) to publishing, and so to what
     # writes the unread rest of a stopped publish; a blank line is neither.

@@ -18,7 +18,8 @@ use tokio::sync::watch;
 
 use super::client::PyClient;
 use super::publish::{Cell, Publishing};
-use super::{errors, log, report, runtime, wait};
+use super::wait::{self, Waited};
+use super::{errors, log, report, runtime};
 use crate::client::publish::columns::{self, Columns};
 use crate::client::publish::{jsonl_rest as core_jsonl_rest, JsonlRest};
 
@@ -88,8 +89,9 @@ pub fn publish_columns<'py>(
         |py| cell.report(py, progress.as_ref()),
         cancelled.as_ref(),
     ) {
-        Ok(done) => (done, None, false),
-        Err(stopped) => {
+        Waited::Ended(done, None) => (done, None, false),
+        Waited::Ended(done, Some(stopped)) => (done, stopped, true),
+        Waited::Stopped(stopped) => {
             stop.send_replace(true);
             (py.detach(|| rt.block_on(&mut task)), stopped, true)
         }

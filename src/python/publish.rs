@@ -443,7 +443,8 @@ pub fn publish_records<'py>(
             if let Err(stopped) = ticked {
                 interrupted = true;
                 raised = stopped;
-                break None;
+                // A core that ended in this step has its whole report (and a spent handle).
+                break step;
             }
             if let Some(done) = step {
                 break Some(done);

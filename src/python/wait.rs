@@ -54,23 +54,33 @@ pub fn between(
     }
 }
 
-/// Waits for a spawned `task`, calling `tick` and asking `cancelled` between steps. On a stop
-/// the task is left running: the caller decides how it ends.
+/// How [`until_done`] ended.
+pub enum Waited<T> {
+    /// The task ended, with its output; with a stop when one came in the same step (the
+    /// output is whole, and the handle is spent: it must not be awaited again).
+    Ended(std::result::Result<T, JoinError>, Option<Stopped>),
+    /// A stop came first: the task is still running, for the caller to end.
+    Stopped(Stopped),
+}
+
+/// Waits for a spawned `task`, calling `tick` and asking `cancelled` between steps.
 pub fn until_done<T>(
     py: Python<'_>,
     rt: &Runtime,
     task: &mut JoinHandle<T>,
     mut tick: impl FnMut(Python<'_>) -> PyResult<()>,
     cancelled: Option<&Py<PyAny>>,
-) -> std::result::Result<std::result::Result<T, JoinError>, Stopped>
+) -> Waited<T>
 where
     T: Send + 'static,
 {
     loop {
         let done = step(py, rt, TICK, &mut *task);
-        between(py, &mut tick, cancelled)?;
-        if let Some(done) = done {
-            return Ok(done);
+        let stopped = between(py, &mut tick, cancelled).err();
+        match (done, stopped) {
+            (Some(done), stopped) => return Waited::Ended(done, stopped),
+            (None, Some(stopped)) => return Waited::Stopped(stopped),
+            (None, None) => {}
         }
     }
 }
@@ -99,9 +109,9 @@ where
     log::refresh(py);
     let mut task = rt.spawn(fut);
     match until_done(py, &rt, &mut task, tick, None) {
-        Ok(Ok(result)) => result.map_err(errors::to_py),
-        Ok(Err(join)) => Err(errors::internal(join)),
-        Err(stopped) => {
+        Waited::Ended(Ok(result), None) => result.map_err(errors::to_py),
+        Waited::Ended(Err(join), None) => Err(errors::internal(join)),
+        Waited::Ended(_, Some(stopped)) | Waited::Stopped(stopped) => {
             task.abort();
             Err(stopped.unwrap_or_else(|| errors::internal("the wait stopped")))
         }
