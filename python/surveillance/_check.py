@@ -112,7 +112,10 @@ def number(
     if isinstance(value, (bool, str, bytes)) or not hasattr(value, "__float__"):
         alternatives = " or None" if optional else ""
         raise TypeError(f"`{name}` must be a number{alternatives}, got {kind(value)}")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an int past a float's range (10**400) is out of every range
+        v = math.inf if value > 0 else -math.inf
     ok = math.isfinite(v) and (low < v if above else low <= v) and v <= high
     if not ok:
         start = f"above {low:g}" if above else f"from {low:g}"

@@ -562,13 +562,13 @@ def _publish(args: argparse.Namespace) -> int:
     except PublishInterrupted as e:
         report, status = e.report, 130
     # After Ctrl-C, the records merely not reached yet are counted, not listed.
-    listed = [f for f in report.rejected if f.kind != "interrupted"]
+    listed = [f for f in report.failures if f.kind != "interrupted"]
     for failure in listed[:_SHOWN]:
         print(f"{args.file}: {failure}")
     if len(listed) > _SHOWN:
         print(f"... and {len(listed) - _SHOWN:,} more")
     print(report.summary())
-    if args.failures and (report.rejected or report.interrupted):
+    if args.failures and (report.failures or report.interrupted):
         n = report.write_failures(args.failures)
         print(f"wrote {n:,} records not accepted to {args.failures}")
     if status:

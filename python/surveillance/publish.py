@@ -74,9 +74,12 @@ class Failure:
         record_json: the record as JSON text, as :meth:`PublishReport.write_failures` writes
             it.
         kind: why, in one word: ``"invalid"`` (kept back by validation), ``"refused"`` (the
-            service answered 4xx), ``"failed"`` (no success after every retry),
-            ``"interrupted"`` (Ctrl-C came before the service accepted it) or ``"not sent"``
-            (publishing stopped on an error).
+            service answered 4xx, or its answer listed the record as failed), ``"failed"`` (no
+            success after every retry), ``"interrupted"`` (Ctrl-C came before the service
+            accepted it), ``"not sent"`` (publishing stopped on an error before it left) or
+            ``"unconfirmed"`` (sent, but nothing proves whether the service stored it: every
+            answer was a page that is not the API's, such as a proxy's or a captive portal's
+            HTML, or none came before publishing stopped; publishing it again is safe).
     """
 
     index: int
@@ -102,14 +105,23 @@ class Failure:
 
 class PublishReport:
     """What :meth:`Client.publish <surveillance.Client.publish>` did. Every record taken
-    from the source is accounted for: ``total == accepted + len(rejected)``.
+    from the source is accounted for: ``total == accepted + len(rejected) +
+    len(unconfirmed)``.
+
+    What the service's answers prove decides: a 2xx whose body is JSON of any shape, or empty
+    (or a plain ``OK``), accepts every record posted, unless the body counts fewer accepted or
+    lists records as failed; a 2xx that is plainly not the API's (an HTML page from a proxy or
+    a captive portal) proves nothing, and its records end ``unconfirmed`` after the retries.
 
     Attributes:
         total: records taken from the source.
-        sent: records posted to the service at least once.
+        sent: records that left the machine at least once.
         accepted: records the service accepted.
         rejected: the records not accepted, in source order (list of :class:`Failure`).
-        requests: bodies posted (first attempts).
+        unconfirmed: the records sent whose fate no answer proves (list of :class:`Failure`
+            of kind ``"unconfirmed"``): neither accepted nor refused.
+        requests: requests that left the machine, retries included (each one of the day's
+            quota).
         retries: this publish's requests sent again (not those of other calls on the client).
         rate_limited: 429 answers to this publish's requests.
         elapsed: wall time in seconds.
@@ -143,7 +155,7 @@ class PublishReport:
         self.batch_size = batch_size
         self.unread = unread
         self._rest = rest
-        self.rejected: list = [
+        failures = [
             Failure(
                 index=f["index"],
                 transaction_id=f["transactionId"],
@@ -156,6 +168,8 @@ class PublishReport:
             )
             for f in data["failures"]
         ]
+        self.rejected: list = [f for f in failures if f.kind != "unconfirmed"]
+        self.unconfirmed: list = [f for f in failures if f.kind == "unconfirmed"]
 
     @classmethod
     def _empty(cls, **counts: Any) -> PublishReport:
@@ -180,10 +194,21 @@ class PublishReport:
         state["_rest"] = None
         return state
 
+    def __setstate__(self, state: dict) -> None:
+        state.setdefault("unconfirmed", [])  # reports pickled before the list existed
+        self.__dict__.update(state)
+
     @property
     def ok(self) -> bool:
         """True when every record of the source was accepted."""
-        return not self.rejected and not self.interrupted and not self.unread
+        return (
+            not self.rejected and not self.unconfirmed and not self.interrupted and not self.unread
+        )
+
+    @property
+    def failures(self) -> list:
+        """Every record not accepted, rejected or unconfirmed, in source order."""
+        return sorted(self.rejected + self.unconfirmed, key=lambda f: f.index)
 
     @property
     def rate(self) -> float:
@@ -250,13 +275,16 @@ class PublishReport:
             out.rejected.extend(
                 dataclasses.replace(f, index=f.index + offset) for f in part.rejected
             )
+            out.unconfirmed.extend(
+                dataclasses.replace(f, index=f.index + offset) for f in part.unconfirmed
+            )
             offset += count
         return out
 
     def counts(self) -> dict:
-        """Rejected records by kind (see :attr:`Failure.kind`)."""
+        """Records not accepted by kind (see :attr:`Failure.kind`)."""
         out: dict = {}
-        for f in self.rejected:
+        for f in self.failures:
             out[f.kind] = out.get(f.kind, 0) + 1
         return out
 
@@ -267,27 +295,29 @@ class PublishReport:
         if self.ok:
             return self
 
-        first = "; ".join(str(f) for f in self.rejected[:3])
-        more = f"; and {len(self.rejected) - 3} more" if len(self.rejected) > 3 else ""
+        failures = self.failures
+        first = "; ".join(str(f) for f in failures[:3])
+        more = f"; and {len(failures) - 3} more" if len(failures) > 3 else ""
         unread = f"; {self.unread:,} records not read" if self.unread else ""
         reason = " (interrupted)" if self.interrupted else ""
         raise PublishError(
-            f"{len(self.rejected):,} of {self.total:,} records not accepted{reason}{unread}: "
-            f"{first}{more}; see `report.rejected`, or `report.write_failures(path)` to "
-            f"publish them again",
+            f"{len(failures):,} of {self.total:,} records not accepted{reason}{unread}: "
+            f"{first}{more}; see `report.rejected` and `report.unconfirmed`, or "
+            f"`report.write_failures(path)` to publish them again",
             report=self,
         )
 
     def write_failures(self, path: PathLike) -> int:
-        """Writes the records not accepted to ``path`` as JSON Lines, ready to publish again
-        (``client.publish(path)``); returns how many lines were written.
+        """Writes the records not accepted (rejected and unconfirmed) to ``path`` as JSON
+        Lines, ready to publish again (``client.publish(path)``); returns how many lines were
+        written.
 
         After an interruption it also writes the records of a list, DataFrame or file source
         that were not read yet, so that publishing the file completes the job.
         """
         n = 0
         with open(path, "w", encoding="utf-8") as out:
-            for f in self.rejected:
+            for f in self.failures:
                 text = f.record_json if f.record_json is not None else json.dumps(None)
                 out.write(text)
                 out.write("\n")
@@ -300,13 +330,20 @@ class PublishReport:
         return n
 
     def summary(self) -> str:
-        """One line: records, accepted, rejected by kind, requests, retries, time."""
-        kinds = ", ".join(f"{v:,} {k}" for k, v in sorted(self.counts().items()))
+        """One line: records, accepted, rejected by kind, unconfirmed, requests, retries,
+        time."""
+        counts = self.counts()
+        counts.pop("unconfirmed", None)
+        kinds = ", ".join(f"{v:,} {k}" for k, v in sorted(counts.items()))
         rejected = f"{len(self.rejected):,} rejected" + (f" ({kinds})" if kinds else "")
         parts = [
             f"{self.total:,} records",
             f"{self.accepted:,} accepted",
             rejected,
+        ]
+        if self.unconfirmed:
+            parts.append(f"{len(self.unconfirmed):,} unconfirmed")
+        parts += [
             f"{self.requests:,} requests",
             f"{self.retries:,} retries",
             f"{self.elapsed:.2f} s",
@@ -324,10 +361,11 @@ class PublishReport:
 
     def __str__(self) -> str:
         lines = [f"PublishReport: {self.summary()}"]
-        for f in self.rejected[:10]:
+        failures = self.failures
+        for f in failures[:10]:
             lines.append(f"  {f}")
-        if len(self.rejected) > 10:
-            lines.append(f"  ... and {len(self.rejected) - 10:,} more")
+        if len(failures) > 10:
+            lines.append(f"  ... and {len(failures) - 10:,} more")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -337,6 +375,7 @@ class PublishReport:
             ("records", f"{self.total:,}"),
             ("accepted", f"{self.accepted:,}"),
             ("rejected", f"{len(self.rejected):,}"),
+            ("unconfirmed", f"{len(self.unconfirmed):,}"),
             (
                 "requests / retries / 429s",
                 f"{self.requests:,} / {self.retries:,} / {self.rate_limited:,}",
@@ -351,7 +390,8 @@ class PublishReport:
             f"<tr><th style='text-align:left'>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows
         )
         out = [f"<b>PublishReport</b> ({esc(state)})<table>{head}</table>"]
-        if self.rejected:
+        failures = self.failures
+        if failures:
             body = "".join(
                 "<tr>"
                 + "".join(
@@ -365,13 +405,9 @@ class PublishReport:
                     )
                 )
                 + "</tr>"
-                for f in self.rejected[:20]
+                for f in failures[:20]
             )
-            more = (
-                f"<p>... and {len(self.rejected) - 20:,} more</p>"
-                if len(self.rejected) > 20
-                else ""
-            )
+            more = f"<p>... and {len(failures) - 20:,} more</p>" if len(failures) > 20 else ""
             out.append(
                 "<table><tr><th>index</th><th>transactionId</th><th>status</th>"
                 f"<th>kind</th><th>message</th></tr>{body}</table>{more}"

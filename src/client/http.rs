@@ -1,13 +1,16 @@
 //! The HTTP layer: one reqwest client (rustls, gzip, keep-alive pool), the token cache with a
 //! single renewal for all callers, and `send`: limits, timeouts, retries with full-jitter
-//! backoff that honour `Retry-After`, a 401 renewing the token once, a cap on body size.
+//! backoff that honour `Retry-After`, a refused token renewed at every expiry, a cap on body
+//! size.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{
+    HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE, DATE, LOCATION, RETRY_AFTER, WWW_AUTHENTICATE,
+};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use url::Url;
@@ -18,6 +21,7 @@ use super::limits::Gate;
 use super::quota::Ledger;
 use super::redact;
 use super::stats::{Stats, Tally};
+use super::words;
 
 /// Severity of a log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +60,9 @@ pub struct Call {
     /// Counts this call's retries and 429s, besides the client's totals (`stats`): the
     /// figures of one operation while others run on the same client.
     pub tally: Option<Arc<Tally>>,
+    /// Counts the times this call's request left the machine (retries included), so that its
+    /// caller knows whether an unanswered request may have reached the service.
+    pub sent: Option<Arc<AtomicU64>>,
 }
 
 impl Call {
@@ -68,6 +75,7 @@ impl Call {
             body: None,
             class: Class::Read,
             tally: None,
+            sent: None,
         }
     }
 }
@@ -96,6 +104,9 @@ pub struct Http {
     /// What publishing learned of the webhook (whether it takes arrays), for every publish.
     pub webhook: Webhook,
     generation: AtomicU64,
+    /// The newest token generation that got a success: a refusal of it, or of an older one, is
+    /// an expiry.
+    worked: AtomicU64,
     log: Option<LogSink>,
     closed: tokio::sync::watch::Sender<bool>,
     /// The daily quota, shared with every client of the machine that uses the same key.
@@ -134,10 +145,16 @@ pub fn backoff(attempt: u32, retry_after: Option<Duration>) -> Duration {
     }
 }
 
+/// Renewals of the token within one call at most (each a token request of the day's quota):
+/// a service whose tokens stop working at once would otherwise be asked forever.
+const MAX_RENEWALS: u32 = 8;
+
 /// The longest `Retry-After` taken as it is (two days; a wait that long is a quota anyway).
 const MAX_RETRY_AFTER_MS: i64 = 2 * 86_400_000;
 
-/// Reads `Retry-After` as seconds (integer or decimal) or an HTTP date.
+/// Reads `Retry-After` as seconds (integer or decimal) or an HTTP date. A date is read against
+/// the answer's own `Date` when it has one (the service's clock, not this machine's, which may
+/// be off by minutes), else against this machine's clock.
 pub fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
     let raw = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(secs) = raw.parse::<f64>() {
@@ -149,10 +166,42 @@ pub fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
         return None;
     }
     let when = chrono::DateTime::parse_from_rfc2822(raw).ok()?;
-    let wait = when.timestamp_millis() - chrono::Utc::now().timestamp_millis();
+    let now = headers
+        .get(DATE)
+        .and_then(|d| d.to_str().ok())
+        .and_then(|d| chrono::DateTime::parse_from_rfc2822(d.trim()).ok())
+        .map_or_else(
+            || chrono::Utc::now().timestamp_millis(),
+            |d| d.timestamp_millis(),
+        );
+    let wait = when.timestamp_millis() - now;
     Some(Duration::from_millis(
         wait.clamp(0, MAX_RETRY_AFTER_MS) as u64
     ))
+}
+
+/// Whether a 403 refuses the bearer token (expired, revoked, invalid) rather than the API key
+/// or the resource: `WWW-Authenticate` says `invalid_token`, or the body speaks of the token
+/// and not of the key. Such a 403 is an expiry, as a 401 is.
+pub fn refuses_token(headers: &HeaderMap, body: &[u8]) -> bool {
+    let challenge = headers
+        .get_all(WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.to_ascii_lowercase().contains("invalid_token"));
+    if challenge {
+        return true;
+    }
+    let text = String::from_utf8_lossy(&body[..body.len().min(4096)]).to_ascii_lowercase();
+    let of_key = ["api key", "api-key", "api_key", "apikey"]
+        .iter()
+        .any(|k| text.contains(k));
+    text.contains("token") && !of_key
+}
+
+/// `detail` of an error message: the service's words, or that the answer had none.
+fn detail_of(body: &[u8]) -> String {
+    words::of_body(body).unwrap_or_else(|| "no details in the answer".to_owned())
 }
 
 fn describe(e: &reqwest::Error) -> String {
@@ -194,14 +243,6 @@ pub fn body_start(body: &[u8]) -> String {
         .filter(|c| !c.is_control())
         .take(80)
         .collect()
-}
-
-/// The message of an error body: `message`, `error_description` or `error` of a JSON object.
-fn body_message(body: &[u8]) -> Option<String> {
-    let v: Value = serde_json::from_slice(body).ok()?;
-    ["message", "error_description", "error"]
-        .iter()
-        .find_map(|k| v.get(k).and_then(Value::as_str).map(str::to_string))
 }
 
 impl Http {
@@ -252,6 +293,8 @@ impl Http {
         })?;
         redact::register(config.api_key.expose());
         redact::register(config.client_secret.expose());
+        // The form HTTP Basic authentication gives the pair, which token endpoints echo.
+        redact::register_basic(&config.client_id, config.client_secret.expose());
         let l = config.limits;
         let ledger = Ledger::open(
             config.base_url.as_str(),
@@ -270,6 +313,7 @@ impl Http {
             refusal: std::sync::Mutex::new((0, None)),
             webhook: Webhook::default(),
             generation: AtomicU64::new(0),
+            worked: AtomicU64::new(0),
             log,
             closed: tokio::sync::watch::Sender::new(false),
         })
@@ -419,12 +463,35 @@ impl Http {
                     }
                 }
                 Ok((status, headers, bytes)) => {
-                    let detail = body_message(&bytes).unwrap_or_else(|| truncate(&bytes));
+                    let detail = detail_of(&bytes);
                     let code = status.as_u16();
-                    if !matches!(code, 429 | 500 | 502 | 503 | 504) {
+                    if matches!(code, 400 | 401 | 403) {
                         return Err(Error::Auth {
                             message: format!("the service refused the token request ({status}): {detail}; check `client_id`, `client_secret`, `api_key` and `audience`"),
                             status: Some(code),
+                        });
+                    }
+                    if !matches!(code, 429 | 500 | 502 | 503 | 504) {
+                        // Not a verdict on the credentials: the address is wrong.
+                        let to = headers
+                            .get(LOCATION)
+                            .and_then(|l| l.to_str().ok())
+                            .map(|l| format!(" to `{}`", crate::text::shown(l)))
+                            .unwrap_or_default();
+                        let what = if status.is_redirection() {
+                            format!("was redirected ({status}{to})")
+                        } else {
+                            format!("answered {status}: {detail}")
+                        };
+                        return Err(Error::Status {
+                            status: code,
+                            body: truncate(&bytes),
+                            url: shown(&url),
+                            message: format!(
+                                "the token endpoint `POST {}` {what}; check `base_url` (the \
+                                 service's address, without `/v2`)",
+                                url.path()
+                            ),
                         });
                     }
                     if status == StatusCode::TOO_MANY_REQUESTS {
@@ -483,6 +550,7 @@ impl Http {
                 url: shown(url),
                 detail: "the token answer has no `access_token`".into(),
             })?;
+        // `expires_in` missing, 0 or unreadable: an hour, renewed sooner if refused.
         let lifetime = match v.get("expires_in") {
             Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0),
             Some(Value::String(s)) => s.trim().parse().unwrap_or(0.0),
@@ -589,7 +657,9 @@ impl Http {
     async fn send_inner<T>(&self, call: &Call, check: impl Fn(Bytes) -> Result<T>) -> Result<T> {
         let gate = self.gate(call.class);
         let mut attempt = 0u32;
-        let mut renewed = false;
+        // A token that never worked, refused after this call renewed it: the credentials.
+        let mut renewed_fresh = false;
+        let mut renewals = 0u32;
         loop {
             let (token, generation) = self.token().await?;
             let slot = gate.acquire().await?;
@@ -597,6 +667,12 @@ impl Http {
             self.ledger.spend()?;
             let started = Instant::now();
             self.stats.request(call.route);
+            if let Some(t) = &call.tally {
+                t.sent.fetch_add(1, Ordering::Relaxed);
+            }
+            if let Some(n) = &call.sent {
+                n.fetch_add(1, Ordering::Relaxed);
+            }
             let outcome = self
                 .unless_closed(self.exchange(
                     &call.method,
@@ -609,6 +685,8 @@ impl Http {
             let (err, retry_after) = match outcome {
                 Ok((status, _, body)) if status.is_success() => {
                     let size = body.len();
+                    // The token worked: a later refusal of it is an expiry, renewed.
+                    self.worked.fetch_max(generation, Ordering::SeqCst);
                     match check(body) {
                         Ok(value) => {
                             gate.on_success(started);
@@ -628,22 +706,42 @@ impl Http {
                         Err(e) => return Err(e),
                     }
                 }
-                Ok((StatusCode::UNAUTHORIZED, _, _)) if !renewed => {
-                    renewed = true;
-                    self.log(Level::Debug, || {
-                        format!(
-                            "{} {} -> 401: renewing the access token",
+                Ok((status, headers, body))
+                    if status == StatusCode::UNAUTHORIZED
+                        || (status == StatusCode::FORBIDDEN && refuses_token(&headers, &body)) =>
+                {
+                    // Renewed at every expiry of a token that worked, for as long as the job
+                    // runs; a token fresh from the token endpoint refused on its first use
+                    // means the credentials (or the key) are refused.
+                    let worked = self.worked.load(Ordering::SeqCst) >= generation;
+                    if (worked || !renewed_fresh) && renewals < MAX_RENEWALS {
+                        renewed_fresh |= !worked;
+                        renewals += 1;
+                        self.log(Level::Debug, || {
+                            format!(
+                                "{} {} -> {}: renewing the access token",
+                                call.method,
+                                call.url.path(),
+                                status.as_u16()
+                            )
+                        });
+                        self.invalidate(generation).await;
+                        continue;
+                    }
+                    return Err(Error::Auth {
+                        message: format!(
+                            "`{} {}` was refused ({status}) with a new access token: {}",
                             call.method,
-                            call.url.path()
-                        )
+                            call.url.path(),
+                            detail_of(&body)
+                        ),
+                        status: Some(status.as_u16()),
                     });
-                    self.invalidate(generation).await;
-                    continue;
                 }
                 Ok((status, headers, body)) => {
                     let code = status.as_u16();
-                    let detail = body_message(&body).unwrap_or_else(|| truncate(&body));
-                    if code == 401 || code == 403 {
+                    let detail = detail_of(&body);
+                    if code == 403 {
                         return Err(Error::Auth {
                             message: format!(
                                 "`{} {}` was refused ({status}): {detail}",

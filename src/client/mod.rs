@@ -18,6 +18,7 @@ pub mod publish;
 pub mod quota;
 pub mod redact;
 pub mod stats;
+pub mod words;
 
 #[cfg(test)]
 mod fuzz;

@@ -64,6 +64,40 @@ pub fn register(secret: &str) {
     }
 }
 
+/// Remembers the HTTP Basic form of a client id and secret (`base64(id:secret)`), which token
+/// endpoints echo in `Authorization: Basic ...`.
+pub fn register_basic(client_id: &str, secret: &str) {
+    if secret.len() < MIN_LEN {
+        return;
+    }
+    let pair = format!("{client_id}:{secret}");
+    let encoded = base64(pair.as_bytes());
+    register(&encoded);
+    register(encoded.trim_end_matches('='));
+}
+
+/// Standard base64 with padding (RFC 4648), for [`register_basic`].
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18u32, 12, 6, 0].iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> shift) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// Remembers an access token (the last few dozen are kept).
 pub fn register_token(token: &str) {
     if token.len() < MIN_LEN {
@@ -152,6 +186,22 @@ fn is_token_byte(b: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base64_is_the_standard_alphabet_with_padding() {
+        assert_eq!(
+            base64(b"Aladdin:open sesame"),
+            "QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
+        );
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(base64(b"abc"), "YWJj");
+        register_basic("emu-client-1", "emu-secret-basic-form");
+        let echoed = format!(
+            "Authorization: Basic {}",
+            base64(b"emu-client-1:emu-secret-basic-form")
+        );
+        assert!(!scrub(&echoed).contains(&base64(b"emu-client-1:emu-secret-basic-form")));
+    }
 
     #[test]
     fn secrets_and_their_echoed_forms_are_masked() {

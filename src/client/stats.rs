@@ -14,9 +14,11 @@ pub struct Stats {
     bytes_received: AtomicU64,
 }
 
-/// Retries and 429s of one operation (a publish), counted by the calls it makes.
+/// Requests, retries and 429s of one operation (a publish), counted by the calls it makes.
 #[derive(Debug, Default)]
 pub struct Tally {
+    /// Requests that left the machine (retries included; not those the quota held back).
+    pub sent: AtomicU64,
     /// Requests sent again after a failure.
     pub retries: AtomicU64,
     /// 429 answers received.

@@ -24,7 +24,6 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::ops::Range;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,7 +31,6 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use reqwest::Method;
-use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -43,8 +41,11 @@ use super::error::{Error, Result};
 use super::http::{Arrays, Call, Class};
 use super::stats::Tally;
 use super::Client;
+use crate::client::words;
 use crate::webhook::Problem;
+use answer::Said;
 
+mod answer;
 pub mod columns;
 mod prepare;
 mod source;
@@ -72,6 +73,8 @@ const GIVE_UP_AFTER: u32 = 8;
 /// A partial batch waits this long for more records when the source is slow: an array that
 /// goes out half full costs a request of the day's quota as a full one does.
 const LINGER: Duration = Duration::from_millis(500);
+/// Stopped by an error, the requests in flight have this long to bring their answers.
+const DRAIN: Duration = Duration::from_secs(10);
 
 /// One record from the source, with its position (0-based, in the order of the source).
 #[derive(Debug)]
@@ -189,6 +192,10 @@ pub enum FailureKind {
     Interrupted,
     /// Publishing stopped on an error that concerns every record before it was sent.
     NotSent,
+    /// Sent, but nothing proves either way whether the service stored it: every answer was
+    /// a page that is not the API's (a proxy, a captive portal), or none came before
+    /// publishing stopped. Publishing it again is safe (the service upserts).
+    Unconfirmed,
 }
 
 impl FailureKind {
@@ -201,7 +208,7 @@ impl FailureKind {
     }
 
     /// Its name for people and for Python: `invalid`, `refused`, `failed`, `interrupted`,
-    /// `not sent`.
+    /// `not sent`, `unconfirmed`.
     pub fn as_str(self) -> &'static str {
         match self {
             FailureKind::Invalid => "invalid",
@@ -209,6 +216,7 @@ impl FailureKind {
             FailureKind::Failed => "failed",
             FailureKind::Interrupted => "interrupted",
             FailureKind::NotSent => "not sent",
+            FailureKind::Unconfirmed => "unconfirmed",
         }
     }
 }
@@ -239,13 +247,13 @@ pub struct Failure {
 pub struct Report {
     /// Records taken from the source.
     pub total: u64,
-    /// Records posted to the service at least once.
+    /// Records that left the machine at least once.
     pub sent: u64,
     /// Records the service accepted.
     pub accepted: u64,
     /// Records not accepted, in source order.
     pub failures: Vec<Failure>,
-    /// Bodies posted (first attempts; see `retries`).
+    /// Requests that left the machine, retries included: each is one of the day's quota.
     pub requests: u64,
     /// Requests sent again by this client during the publish (all its calls).
     pub retries: u64,
@@ -284,7 +292,7 @@ pub struct Progress {
     pub accepted: u64,
     /// Records not accepted.
     pub rejected: u64,
-    /// Bodies posted.
+    /// Requests sent.
     pub requests: u64,
 }
 
@@ -296,10 +304,27 @@ pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 enum Outcome {
     Accepted,
     Failed {
+        kind: FailureKind,
         status: Option<u16>,
         message: String,
+        problems: Vec<Problem>,
     },
 }
+
+impl Outcome {
+    fn failed(kind: FailureKind, status: Option<u16>, message: String) -> Outcome {
+        Outcome::Failed {
+            kind,
+            status,
+            message,
+            problems: Vec::new(),
+        }
+    }
+}
+
+/// The request of a batch in flight: the records it holds, and how many times it left the
+/// machine (retries included).
+type Posting = (Vec<usize>, Arc<AtomicU64>);
 
 /// Records posted together, with their outcomes as they become known (so that a cancelled
 /// publish still knows which halves of a split batch were accepted).
@@ -307,8 +332,16 @@ enum Outcome {
 struct Batch {
     recs: Vec<Rec>,
     outcomes: Mutex<Vec<Option<Outcome>>>,
+    /// Records that left the machine at least once.
+    posted: Mutex<Vec<bool>>,
+    /// The request in flight (a batch holds at most one at a time).
+    posting: Mutex<Option<Posting>>,
     /// Posted with this many rounds already used.
     round: u32,
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Batch {
@@ -317,24 +350,73 @@ impl Batch {
         Batch {
             recs,
             outcomes: Mutex::new(vec![None; n]),
+            posted: Mutex::new(vec![false; n]),
+            posting: Mutex::new(None),
             round,
         }
     }
 
-    fn set(&self, range: Range<usize>, outcome: &Outcome) {
-        let mut o = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
-        for slot in &mut o[range] {
-            *slot = Some(outcome.clone());
+    fn set(&self, idx: &[usize], outcome: &Outcome) {
+        let mut o = locked(&self.outcomes);
+        for &i in idx {
+            o[i] = Some(outcome.clone());
         }
     }
 
     fn accepted(&self, i: usize) -> bool {
-        let o = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
-        matches!(o.get(i), Some(Some(Outcome::Accepted)))
+        matches!(locked(&self.outcomes).get(i), Some(Some(Outcome::Accepted)))
+    }
+
+    /// Whether record `i` was refused alone with a message that ends with `words`
+    /// (normalized).
+    fn refused_with(&self, i: usize, words: &str) -> bool {
+        matches!(
+            locked(&self.outcomes).get(i),
+            Some(Some(Outcome::Failed { kind: FailureKind::Refused, message, .. }))
+                if normalized(message).ends_with(words)
+        )
+    }
+
+    /// A request of `idx` is about to be sent: its counter of departures.
+    fn begin(&self, idx: &[usize]) -> Arc<AtomicU64> {
+        let sent = Arc::new(AtomicU64::new(0));
+        *locked(&self.posting) = Some((idx.to_vec(), sent.clone()));
+        sent
+    }
+
+    /// The request of `begin` has its answer (or none will come).
+    fn end(&self) {
+        if let Some((idx, sent)) = locked(&self.posting).take() {
+            if sent.load(Ordering::Relaxed) > 0 {
+                let mut p = locked(&self.posted);
+                for i in idx {
+                    p[i] = true;
+                }
+            }
+        }
+    }
+
+    /// The records of a request that left and whose answer never came (the task was
+    /// stopped): they may have been stored.
+    fn unanswered(&self) -> Vec<usize> {
+        match locked(&self.posting).take() {
+            Some((idx, sent)) if sent.load(Ordering::Relaxed) > 0 => {
+                let mut p = locked(&self.posted);
+                for &i in &idx {
+                    p[i] = true;
+                }
+                idx
+            }
+            _ => Vec::new(),
+        }
     }
 
     fn take_outcomes(&self) -> Vec<Option<Outcome>> {
-        std::mem::take(&mut *self.outcomes.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *locked(&self.outcomes))
+    }
+
+    fn posted_count(&self) -> u64 {
+        locked(&self.posted).iter().filter(|p| **p).count() as u64
     }
 }
 
@@ -343,6 +425,8 @@ impl Batch {
 struct TaskEnd {
     /// A retryable error ended some records: they may be posted again in a later round.
     retryable: bool,
+    /// Some records got no proof either way (an answer that is not the API's).
+    unconfirmed: bool,
     /// An error that concerns every record: publishing stops.
     fatal: Option<Error>,
     /// The last error that ended records of the batch after every retry.
@@ -357,14 +441,16 @@ struct Shared {
     client: Client,
     url: Url,
     route: &'static str,
-    requests: AtomicU64,
     tally: Arc<Tally>,
     /// `batch_size="auto"`: fall back to one record per request if arrays are refused.
     fallback: bool,
+    /// Refusals found systematic in this publish (normalized words): a body refused with one
+    /// of them is not split record by record.
+    systematic: Mutex<HashSet<String>>,
 }
 
 /// The body of `recs`: one object alone when `as_array` is false and there is one record.
-fn body_of(recs: &[Rec], as_array: bool) -> Bytes {
+fn body_of(recs: &[&Rec], as_array: bool) -> Bytes {
     if recs.len() == 1 && !as_array {
         return recs[0].text.clone();
     }
@@ -381,107 +467,139 @@ fn body_of(recs: &[Rec], as_array: bool) -> Bytes {
     Bytes::from(body)
 }
 
-/// The message of a refusal: the `message` (or `error`) of a JSON body, else the body's text.
-fn refusal_message(status: u16, body: &str, fallback: &str) -> String {
-    let from_json = serde_json::from_str::<Value>(body).ok().and_then(|v| {
-        ["message", "error_description", "error"]
-            .iter()
-            .find_map(|k| v.get(k).and_then(Value::as_str).map(str::to_owned))
-    });
-    let detail = from_json.unwrap_or_else(|| {
-        let t = body.trim();
-        if t.is_empty() {
-            fallback.to_owned()
-        } else {
-            t.chars().take(500).collect()
-        }
-    });
-    format!("the service refused the record ({status}): {detail}")
+/// The message of a record refused with `status` (None: in a 2xx answer), in the service's
+/// words.
+fn refusal_message(status: Option<u16>, words: &str) -> String {
+    match status {
+        Some(s) => format!("the service refused the record ({s}): {words}"),
+        None => format!("the service's answer lists the record as not accepted: {words}"),
+    }
 }
 
-/// Checks that `body` is the service's acceptance of the `n` records posted: a JSON object
-/// whose `accepted` is `n`. Anything else that comes with a 2xx status (a proxy's HTML page, a
-/// cut body, an object without the count) is no proof that the records were stored: it is an
-/// [`Error::Decode`], which the HTTP layer retries like a 5xx.
-fn acceptance(url: &Url, body: &[u8], n: usize) -> Result<()> {
-    #[derive(Deserialize)]
-    struct Answer {
-        accepted: u64,
-    }
-    match serde_json::from_slice::<Answer>(body) {
-        Ok(a) if a.accepted == n as u64 => Ok(()),
-        outcome => {
-            let what = match outcome {
-                Ok(a) => format!("it counts {} accepted", a.accepted),
-                Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
-                    "it has no `accepted` count".to_owned()
-                }
-                Err(_) => "it is not JSON".to_owned(),
-            };
-            Err(Error::Decode {
-                url: url.path().to_owned(),
-                detail: format!(
-                    "the answer is not the service's acceptance of {n} record{} \
-                     (`{{\"accepted\": {n}}}`): {what}; it starts with `{}`",
-                    if n == 1 { "" } else { "s" },
-                    super::http::body_start(body)
-                ),
-            })
-        }
-    }
+/// Words compared across refusals: lowercase, digits and spacing folded.
+fn normalized(words: &str) -> String {
+    let folded: String = words
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '#' } else { c })
+        .collect();
+    folded.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Errors after which no other record can succeed either.
 fn is_fatal(e: &Error) -> bool {
-    matches!(e, Error::Auth { .. } | Error::Config(_) | Error::Closed)
+    matches!(
+        e,
+        Error::Auth { .. } | Error::Config(_) | Error::Closed | Error::Quota { .. }
+    )
 }
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Posts `range` of the batch; splits it when the service refuses it as a whole.
+/// Posts the records `idx` of the batch (an array when more than one, or when `as_array`),
+/// and reads what the answer proves about each. `parent` holds the normalized words of the
+/// refusal of the body these records were split from, if they were.
 fn post_range<'a>(
     shared: &'a Shared,
     batch: &'a Batch,
-    range: Range<usize>,
+    idx: Vec<usize>,
     as_array: bool,
+    parent: Option<String>,
 ) -> BoxFuture<'a, TaskEnd> {
     Box::pin(async move {
+        let recs: Vec<&Rec> = idx.iter().map(|&i| &batch.recs[i]).collect();
+        let sent = batch.begin(&idx);
         let call = Call {
             method: Method::POST,
             url: shared.url.clone(),
             route: shared.route,
-            body: Some(body_of(&batch.recs[range.clone()], as_array)),
+            body: Some(body_of(&recs, as_array)),
             class: Class::Publish,
             tally: Some(shared.tally.clone()),
+            sent: Some(sent.clone()),
         };
-        shared.requests.fetch_add(1, Ordering::Relaxed);
-        let n = range.len();
-        let accepted = |body: Bytes| acceptance(&shared.url, &body, n);
-        match shared.client.http().send_checked(&call, accepted).await {
-            Ok(_) => {
-                batch.set(range, &Outcome::Accepted);
+        let read = |body: Bytes| match answer::success(&body, &recs) {
+            Said::NoProof => Err(Error::Decode {
+                url: shared.url.path().to_owned(),
+                detail: format!(
+                    "the answer is not the API's (no proof that the service stored the \
+                     record{}): it starts with `{}`",
+                    if recs.len() == 1 { "" } else { "s" },
+                    super::http::body_start(&body)
+                ),
+            }),
+            said => Ok(said),
+        };
+        let result = shared.client.http().send_checked(&call, read).await;
+        batch.end();
+        match result {
+            Ok(Said::All) => {
+                batch.set(&idx, &Outcome::Accepted);
                 TaskEnd::default()
             }
-            Err(Error::Status { status: 400, .. }) if as_array && shared.fallback => {
-                arrays_refused(shared, batch, range).await
+            Ok(Said::Named {
+                failed,
+                rest_stored,
+            }) => named(shared, batch, idx, failed, rest_stored, None, as_array).await,
+            Ok(Said::Unnamed(words)) => {
+                refused_whole(shared, batch, idx, None, words, parent).await
             }
-            Err(Error::Status { status, .. })
-                if matches!(status, 400 | 413 | 422) && range.len() > 1 =>
-            {
-                split(shared, batch, range).await
+            Ok(Said::NoProof) => unreachable_no_proof(batch, &idx),
+            Err(Error::Status { status, body, .. }) if matches!(status, 400 | 422) => {
+                let recs: Vec<&Rec> = idx.iter().map(|&i| &batch.recs[i]).collect();
+                if let Some(Said::Named {
+                    failed,
+                    rest_stored,
+                }) = answer::refusal(body.as_bytes(), &recs)
+                {
+                    return named(
+                        shared,
+                        batch,
+                        idx,
+                        failed,
+                        rest_stored,
+                        Some(status),
+                        as_array,
+                    )
+                    .await;
+                }
+                let words = words::of_body(body.as_bytes())
+                    .unwrap_or_else(|| "no details in the answer".to_owned());
+                if status == 400 && as_array && shared.fallback {
+                    return arrays_refused(shared, batch, idx, words).await;
+                }
+                refused_whole(shared, batch, idx, Some(status), words, parent).await
+            }
+            Err(Error::Status { status: 413, .. }) if idx.len() > 1 => {
+                // Too large as a whole: halves, with no refusal of the records to compare.
+                split(shared, batch, idx, None).await
             }
             Err(Error::Status {
-                status,
-                body,
-                message,
-                ..
-            }) if matches!(status, 400 | 413 | 422) => {
-                let outcome = Outcome::Failed {
-                    status: Some(status),
-                    message: refusal_message(status, &body, &message),
-                };
-                batch.set(range, &outcome);
+                status: 413, body, ..
+            }) => {
+                let words = words::of_body(body.as_bytes())
+                    .unwrap_or_else(|| "the body is too large".to_owned());
+                batch.set(
+                    &idx,
+                    &Outcome::failed(
+                        FailureKind::Refused,
+                        Some(413),
+                        refusal_message(Some(413), &words),
+                    ),
+                );
                 TaskEnd::default()
+            }
+            Err(e @ Error::Decode { .. }) => {
+                // A 2xx that is not the API's, after every retry: neither accepted nor refused.
+                batch.set(
+                    &idx,
+                    &Outcome::failed(FailureKind::Unconfirmed, None, e.to_string()),
+                );
+                TaskEnd {
+                    unconfirmed: true,
+                    last: Some(e),
+                    ..TaskEnd::default()
+                }
             }
             Err(e) => {
                 let status = match &e {
@@ -489,11 +607,17 @@ fn post_range<'a>(
                     Error::Auth { status, .. } => *status,
                     _ => None,
                 };
-                let outcome = Outcome::Failed {
-                    status,
-                    message: e.to_string(),
+                let left = sent.load(Ordering::Relaxed) > 0;
+                let kind = match &e {
+                    // Held back by the day's quota before it left: never sent.
+                    Error::Quota { .. } | Error::Closed if !left => FailureKind::NotSent,
+                    _ => FailureKind::of_status(status),
                 };
-                batch.set(range, &outcome);
+                let message = match kind {
+                    FailureKind::NotSent => format!("not sent: {e}"),
+                    _ => e.to_string(),
+                };
+                batch.set(&idx, &Outcome::failed(kind, status, message));
                 if is_fatal(&e) {
                     TaskEnd {
                         fatal: Some(e),
@@ -509,6 +633,220 @@ fn post_range<'a>(
             }
         }
     })
+}
+
+/// `read` turns no proof into an error, so it never comes as a value; were it to, its
+/// records are unconfirmed.
+fn unreachable_no_proof(batch: &Batch, idx: &[usize]) -> TaskEnd {
+    batch.set(
+        idx,
+        &Outcome::failed(
+            FailureKind::Unconfirmed,
+            None,
+            "the answer is not the API's: no proof that the service stored it".to_owned(),
+        ),
+    );
+    TaskEnd {
+        unconfirmed: true,
+        ..TaskEnd::default()
+    }
+}
+
+/// The answer names the records of `idx` that failed: they are refused with the service's
+/// words; the others are accepted, or, when a count says they were not stored either (a
+/// service that stores all or nothing), posted again without the failed ones.
+async fn named(
+    shared: &Shared,
+    batch: &Batch,
+    idx: Vec<usize>,
+    failed: Vec<answer::Named>,
+    rest_stored: bool,
+    status: Option<u16>,
+    as_array: bool,
+) -> TaskEnd {
+    let mut is_failed = vec![false; idx.len()];
+    for f in failed {
+        is_failed[f.pos] = true;
+        batch.set(
+            &[idx[f.pos]],
+            &Outcome::Failed {
+                kind: FailureKind::Refused,
+                status,
+                message: refusal_message(status, &f.words),
+                problems: f.problems,
+            },
+        );
+    }
+    let rest: Vec<usize> = idx
+        .iter()
+        .zip(&is_failed)
+        .filter(|(_, f)| !**f)
+        .map(|(i, _)| *i)
+        .collect();
+    if rest.is_empty() {
+        return TaskEnd::default();
+    }
+    if rest_stored {
+        batch.set(&rest, &Outcome::Accepted);
+        return TaskEnd::default();
+    }
+    post_range(shared, batch, rest, as_array, None).await
+}
+
+/// Records to post alone before a refusal of a body is taken as systematic.
+const PROBES: usize = 3;
+
+/// The service refused the records `idx` as a whole, naming none. One record is refused with
+/// the service's words. More are split in halves to find those at fault, unless the refusal is
+/// systematic: when a part of a refused body is refused with the same words (or those words
+/// were found systematic before in this publish), three of its records are posted alone, and
+/// if each is refused the same way the rest are reported with that refusal, not tried one by
+/// one (a refusal of every record would otherwise cost 2n - 1 requests).
+async fn refused_whole(
+    shared: &Shared,
+    batch: &Batch,
+    idx: Vec<usize>,
+    status: Option<u16>,
+    words: String,
+    parent: Option<String>,
+) -> TaskEnd {
+    if idx.len() == 1 {
+        batch.set(
+            &idx,
+            &Outcome::failed(
+                FailureKind::Refused,
+                status,
+                refusal_message(status, &words),
+            ),
+        );
+        return TaskEnd::default();
+    }
+    let norm = normalized(&words);
+    let known = locked(&shared.systematic).contains(&norm);
+    if idx.len() > PROBES && (known || parent.as_deref() == Some(norm.as_str())) {
+        let probes = [idx[0], idx[idx.len() / 2], idx[idx.len() - 1]];
+        let mut end = TaskEnd::default();
+        for p in probes {
+            end = merge(end, post_range(shared, batch, vec![p], false, None).await);
+        }
+        let rest: Vec<usize> = idx
+            .iter()
+            .copied()
+            .filter(|i| !probes.contains(i))
+            .collect();
+        if probes.iter().all(|&p| batch.refused_with(p, &norm)) {
+            locked(&shared.systematic).insert(norm);
+            let message = format!(
+                "{}; not posted alone: the refusal looks systematic (the body, its parts and \
+                 {PROBES} of its records alone were all refused with these words)",
+                refusal_message(status, &words)
+            );
+            batch.set(
+                &rest,
+                &Outcome::failed(FailureKind::Refused, status, message),
+            );
+            return end;
+        }
+        return merge(end, split(shared, batch, rest, Some(norm)).await);
+    }
+    split(shared, batch, idx, Some(norm)).await
+}
+
+/// Posts `idx` in two halves, one after the other, so that a batch never holds more than one
+/// request.
+async fn split(shared: &Shared, batch: &Batch, idx: Vec<usize>, parent: Option<String>) -> TaskEnd {
+    if idx.len() == 1 {
+        return post_range(shared, batch, idx, false, parent).await;
+    }
+    let mid = idx.len() / 2;
+    let a = post_range(shared, batch, idx[..mid].to_vec(), false, parent.clone()).await;
+    let b = post_range(shared, batch, idx[mid..].to_vec(), false, parent).await;
+    merge(a, b)
+}
+
+/// An array body refused with 400 naming no record ("auto" batches): is it the array the
+/// service refuses, or a record in it? Its first record alone, then the same record in an
+/// array of one, tell (once per client). Arrays refused: the batch's other records go again
+/// one per request, as every record of the client from now on; otherwise the refusal is
+/// handled as any other.
+async fn arrays_refused(shared: &Shared, batch: &Batch, idx: Vec<usize>, words: String) -> TaskEnd {
+    let webhook = &shared.client.http().webhook;
+    match webhook.arrays() {
+        Arrays::Refused => {
+            return TaskEnd {
+                singly: true,
+                ..TaskEnd::default()
+            }
+        }
+        Arrays::Accepted => return refused_whole(shared, batch, idx, Some(400), words, None).await,
+        Arrays::Unknown => {}
+    }
+    let first = idx[0];
+    let alone = post_range(shared, batch, vec![first], false, None).await;
+    if !batch.accepted(first) {
+        // The first record is refused alone too: it is at fault (perhaps with others).
+        let rest = idx[1..].to_vec();
+        if rest.is_empty() {
+            return alone;
+        }
+        let rest = post_range(shared, batch, rest, false, None).await;
+        return merge(alone, rest);
+    }
+    let recs = [&batch.recs[first]];
+    let call = Call {
+        method: Method::POST,
+        url: shared.url.clone(),
+        route: shared.route,
+        body: Some(body_of(&recs, true)),
+        class: Class::Publish,
+        tally: Some(shared.tally.clone()),
+        sent: None,
+    };
+    let one = shared
+        .client
+        .http()
+        .send_checked(&call, |body: Bytes| Ok(answer::success(&body, &recs)))
+        .await;
+    match one {
+        Err(Error::Status { status: 400, .. }) => {
+            if webhook.refuse_arrays() {
+                shared.client.http().warn(
+                    "the webhook refuses JSON arrays (400 to a record in an array of one, 200 \
+                     to the same record alone): this client posts one record per request from \
+                     now on"
+                        .to_owned(),
+                );
+            }
+            TaskEnd {
+                singly: true,
+                ..TaskEnd::default()
+            }
+        }
+        Ok(_) => {
+            webhook.accept_arrays();
+            let rest = idx[1..].to_vec();
+            if rest.is_empty() {
+                return alone;
+            }
+            let rest = post_range(shared, batch, rest, false, None).await;
+            merge(alone, rest)
+        }
+        // No verdict (the service failed): the records without an outcome go again.
+        Err(_) => TaskEnd {
+            singly: true,
+            ..TaskEnd::default()
+        },
+    }
+}
+
+fn merge(a: TaskEnd, b: TaskEnd) -> TaskEnd {
+    TaskEnd {
+        retryable: a.retryable || b.retryable,
+        unconfirmed: a.unconfirmed || b.unconfirmed,
+        fatal: a.fatal.or(b.fatal),
+        last: b.last.or(a.last),
+        singly: a.singly || b.singly,
+    }
 }
 
 /// Hashes of upsert keys are already mixed: they are their own hash.
@@ -532,105 +870,6 @@ impl Hasher for KeyHasher {
 }
 
 type Keyed = BuildHasherDefault<KeyHasher>;
-
-/// Refused as a whole: splits `range` in halves to find the records at fault. Halves are posted
-/// one after the other so that a batch never holds more than one request.
-async fn split(shared: &Shared, batch: &Batch, range: Range<usize>) -> TaskEnd {
-    let mid = range.start + range.len() / 2;
-    let a = post_range(shared, batch, range.start..mid, false).await;
-    let b = post_range(shared, batch, mid..range.end, false).await;
-    TaskEnd {
-        retryable: a.retryable || b.retryable,
-        fatal: a.fatal.or(b.fatal),
-        last: b.last.or(a.last),
-        singly: a.singly || b.singly,
-    }
-}
-
-/// An array body refused with 400 ("auto" batches): is it the array the service refuses, or a
-/// record in it? Its first record alone, then the same record in an array of one, tell (once
-/// per client). Arrays refused: the batch's other records go again one per request, as every
-/// record of the client from now on; otherwise the batch is split as usual.
-async fn arrays_refused(shared: &Shared, batch: &Batch, range: Range<usize>) -> TaskEnd {
-    let webhook = &shared.client.http().webhook;
-    match webhook.arrays() {
-        Arrays::Refused => {
-            return TaskEnd {
-                singly: true,
-                ..TaskEnd::default()
-            }
-        }
-        Arrays::Accepted if range.len() > 1 => return split(shared, batch, range).await,
-        Arrays::Accepted => return post_range(shared, batch, range, false).await,
-        Arrays::Unknown => {}
-    }
-    let first = range.start..range.start + 1;
-    let alone = post_range(shared, batch, first.clone(), false).await;
-    if !batch.accepted(range.start) {
-        // The first record is refused alone too: it is at fault (perhaps with others).
-        let rest = post_range_split(shared, batch, range.start + 1..range.end).await;
-        return merge(alone, rest);
-    }
-    let call = Call {
-        method: Method::POST,
-        url: shared.url.clone(),
-        route: shared.route,
-        body: Some(body_of(&batch.recs[first], true)),
-        class: Class::Publish,
-        tally: Some(shared.tally.clone()),
-    };
-    shared.requests.fetch_add(1, Ordering::Relaxed);
-    let one = shared
-        .client
-        .http()
-        .send_checked(&call, |body: Bytes| acceptance(&shared.url, &body, 1))
-        .await;
-    match one {
-        Err(Error::Status { status: 400, .. }) => {
-            if webhook.refuse_arrays() {
-                shared.client.http().warn(
-                    "the webhook refuses JSON arrays (400 to a record in an array of one, 200 \
-                     to the same record alone): this client posts one record per request from \
-                     now on"
-                        .to_owned(),
-                );
-            }
-            TaskEnd {
-                singly: true,
-                ..TaskEnd::default()
-            }
-        }
-        Ok(()) => {
-            webhook.accept_arrays();
-            let rest = post_range_split(shared, batch, range.start + 1..range.end).await;
-            merge(alone, rest)
-        }
-        // No verdict (the service failed): the records without an outcome go again.
-        Err(_) => TaskEnd {
-            singly: true,
-            ..TaskEnd::default()
-        },
-    }
-}
-
-/// Posts `range`, split in halves when it holds more than one record (the usual isolation of
-/// a refused batch's records).
-async fn post_range_split(shared: &Shared, batch: &Batch, range: Range<usize>) -> TaskEnd {
-    match range.len() {
-        0 => TaskEnd::default(),
-        1 => post_range(shared, batch, range, false).await,
-        _ => split(shared, batch, range).await,
-    }
-}
-
-fn merge(a: TaskEnd, b: TaskEnd) -> TaskEnd {
-    TaskEnd {
-        retryable: a.retryable || b.retryable,
-        fatal: a.fatal.or(b.fatal),
-        last: b.last.or(a.last),
-        singly: a.singly || b.singly,
-    }
-}
 
 /// The state of one publish, owned by the dispatcher loop.
 struct Dispatcher {
@@ -719,8 +958,8 @@ impl Dispatcher {
         let shared = self.shared.clone();
         let as_array = self.batch_size() > 1;
         self.tasks.spawn(async move {
-            let n = batch.recs.len();
-            let end = post_range(&shared, &batch, 0..n, as_array).await;
+            let idx: Vec<usize> = (0..batch.recs.len()).collect();
+            let end = post_range(&shared, &batch, idx, as_array, None).await;
             (id, end)
         });
     }
@@ -759,7 +998,6 @@ impl Dispatcher {
                     recs.push(rec);
                 }
             }
-            self.report.sent += recs.len() as u64;
             self.spawn(Batch::new(recs, 0));
         }
     }
@@ -782,9 +1020,10 @@ impl Dispatcher {
             .count();
         if accepted > 0 {
             self.failed_in_a_row = 0;
-        } else if end.retryable {
+        } else if end.retryable || end.unconfirmed {
             self.failed_in_a_row += 1;
         }
+        self.report.sent += batch.posted_count();
         let retry_round = end.retryable
             && batch.round < ROUNDS
             && self.report.error.is_none()
@@ -801,11 +1040,11 @@ impl Dispatcher {
                     self.report.accepted += 1;
                     self.release(rec.key);
                 }
-                Some(Outcome::Failed { status, message })
-                    if retry_round && !matches!(status, Some(400 | 413 | 422)) =>
-                {
+                Some(Outcome::Failed {
+                    kind: FailureKind::Failed,
+                    ..
+                }) if retry_round => {
                     // Keeps its key held: nothing newer with that key may overtake it.
-                    let _ = message;
                     again.push(rec);
                 }
                 None if end.singly => {
@@ -813,12 +1052,15 @@ impl Dispatcher {
                     self.again.push_back(Batch::new(vec![rec], round));
                 }
                 outcome => {
-                    let (status, message) = match outcome {
-                        Some(Outcome::Failed { status, message }) => (status, message),
-                        _ => (None, "not sent: publishing stopped".to_owned()),
-                    };
                     let key = rec.key;
-                    self.fail(rec, FailureKind::of_status(status), status, message);
+                    let outcome = outcome.unwrap_or_else(|| {
+                        Outcome::failed(
+                            FailureKind::NotSent,
+                            None,
+                            "not sent: publishing stopped".to_owned(),
+                        )
+                    });
+                    self.fail(rec, outcome);
                     self.release(key);
                 }
             }
@@ -850,30 +1092,61 @@ impl Dispatcher {
         }
     }
 
-    fn fail(&mut self, rec: Rec, kind: FailureKind, status: Option<u16>, message: String) {
-        self.report
-            .failures
-            .push(rec.failure(kind, status, message));
+    fn fail(&mut self, rec: Rec, outcome: Outcome) {
+        match outcome {
+            Outcome::Accepted => self.report.accepted += 1,
+            Outcome::Failed {
+                kind,
+                status,
+                message,
+                problems,
+            } => {
+                let mut f = rec.failure(kind, status, message);
+                f.problems = problems;
+                self.report.failures.push(f);
+            }
+        }
     }
 
     /// Reports every record not yet accepted (in flight, waiting, or still in the channel):
-    /// those with no answer yet as failures of `kind`, with `why`.
+    /// those never sent as failures of `kind`, with `why`. Stopped by an error, the requests in
+    /// flight are given [`DRAIN`] to bring their answers, which count as they say; a request
+    /// that left and got no answer leaves its records unconfirmed (interrupted, when
+    /// cancelled).
     async fn stop(&mut self, rx: &mut mpsc::Receiver<Vec<Input>>, kind: FailureKind, why: &str) {
+        if kind != FailureKind::Interrupted {
+            let deadline = tokio::time::Instant::now() + DRAIN;
+            while !self.tasks.is_empty() {
+                match tokio::time::timeout_at(deadline, self.tasks.join_next()).await {
+                    Ok(Some(Ok((id, end)))) => self.finish(id, end),
+                    Ok(Some(Err(_))) => {}
+                    Ok(None) | Err(_) => break,
+                }
+            }
+        }
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         let ids: Vec<u64> = self.batches.keys().copied().collect();
         for id in ids {
             if let Some(batch) = self.batches.remove(&id) {
+                let unanswered = batch.unanswered();
+                self.report.sent += batch.posted_count();
                 let outcomes = batch.take_outcomes();
                 if let Ok(batch) = Arc::try_unwrap(batch) {
-                    for (rec, outcome) in batch.recs.into_iter().zip(outcomes) {
-                        match outcome {
-                            Some(Outcome::Accepted) => self.report.accepted += 1,
-                            Some(Outcome::Failed { status, message }) => {
-                                self.fail(rec, FailureKind::of_status(status), status, message)
+                    for (i, (rec, outcome)) in batch.recs.into_iter().zip(outcomes).enumerate() {
+                        let outcome = match outcome {
+                            Some(o) => o,
+                            None if unanswered.contains(&i) => {
+                                let (k, m) = if kind == FailureKind::Interrupted {
+                                    (kind, "not confirmed: publishing was interrupted while its request was in flight (it may have been stored)".to_owned())
+                                } else {
+                                    (FailureKind::Unconfirmed, format!("sent, but no answer came before publishing stopped (it may have been stored): {why}"))
+                                };
+                                Outcome::failed(k, None, m)
                             }
-                            None => self.fail(rec, kind, None, why.to_owned()),
-                        }
+                            None => Outcome::failed(kind, None, why.to_owned()),
+                        };
+                        self.fail(rec, outcome);
                     }
                 }
             }
@@ -889,7 +1162,7 @@ impl Dispatcher {
         self.blocked_len = 0;
         self.held.clear();
         for rec in waiting {
-            self.fail(rec, kind, None, why.to_owned());
+            self.fail(rec, Outcome::failed(kind, None, why.to_owned()));
         }
         rx.close();
         while let Some(chunk) = rx.recv().await {
@@ -907,7 +1180,7 @@ impl Dispatcher {
             read: self.report.total,
             accepted: self.report.accepted,
             rejected: self.report.failures.len() as u64,
-            requests: self.shared.requests.load(Ordering::Relaxed),
+            requests: self.shared.tally.sent.load(Ordering::Relaxed),
         });
     }
 }
@@ -956,9 +1229,9 @@ impl Client {
                 client: self.clone(),
                 url,
                 route,
-                requests: AtomicU64::new(0),
                 tally: Arc::default(),
                 fallback: options.fallback,
+                systematic: Mutex::new(HashSet::new()),
             }),
             options,
             in_flight_max,
@@ -1032,7 +1305,7 @@ impl Client {
         d.progress(true);
         let mut report = d.report;
         report.failures.sort_by_key(|f| f.index);
-        report.requests = d.shared.requests.load(Ordering::Relaxed);
+        report.requests = d.shared.tally.sent.load(Ordering::Relaxed);
         report.retries = d.shared.tally.retries.load(Ordering::Relaxed);
         report.rate_limited = d.shared.tally.rate_limited.load(Ordering::Relaxed);
         report.elapsed = started.elapsed();
@@ -1043,25 +1316,6 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn acceptance_is_the_count_of_the_records_posted() {
-        let url = Url::parse("http://127.0.0.1/v2/webhook").expect("url");
-        assert!(acceptance(&url, br#"{"accepted": 3}"#, 3).is_ok());
-        for (body, n) in [
-            (&br#"{"accepted": 2}"#[..], 3),
-            (br#"{"accepted": "3"}"#, 3),
-            (br#"{"accepted": {"n": 3}}"#, 3),
-            (br#"{"data": [], "message": "not the list"}"#, 1),
-            (br#"{"accep"#, 1),
-            (b"<html><body>Bad Gateway</body></html>", 1),
-            (b"", 1),
-            (b"[]", 1),
-        ] {
-            let e = acceptance(&url, body, n).expect_err("not an acceptance");
-            assert!(matches!(e, Error::Decode { .. }), "{e}");
-        }
-    }
 
     #[test]
     fn a_failure_kind_follows_the_last_status() {
