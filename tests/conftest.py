@@ -246,13 +246,14 @@ def _decode(raw: bytes) -> Any:
 
 def reset(emu: Any) -> None:
     """Back to the defaults: no faults, no hostile answers, asc/[), no limits, arrays on the
-    webhook, default token lifetime, no stats."""
+    webhook, default token lifetime, the default dialect, no stats."""
     emu.set_faults()
     emu.set_hostile()
     emu.set_semantics()
     emu.set_limits()
     emu.set_webhook()
     emu.set_token_lifetime(14399)
+    emu.set_dialect()
     emu.reset_stats()
 
 

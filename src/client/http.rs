@@ -146,8 +146,11 @@ pub fn backoff(attempt: u32, retry_after: Option<Duration>) -> Duration {
 }
 
 /// Renewals of the token within one call at most (each a token request of the day's quota):
-/// a service whose tokens stop working at once would otherwise be asked forever.
-const MAX_RENEWALS: u32 = 8;
+/// a sanity bound on a service whose tokens stop working as soon as they are issued.
+const MAX_RENEWALS: u32 = 64;
+/// New tokens refused, with no success in between, before the credentials are taken as
+/// refused.
+const FRESH_REFUSALS: u32 = 2;
 
 /// The longest `Retry-After` taken as it is (two days; a wait that long is a quota anyway).
 const MAX_RETRY_AFTER_MS: i64 = 2 * 86_400_000;
@@ -223,11 +226,15 @@ fn shown(url: &Url) -> String {
     }
 }
 
+/// Bytes of an error body kept in the error (a webhook refusal that names the failures of 100
+/// records is read from it whole).
+const BODY_KEPT: usize = 256 * 1024;
+
 fn truncate(body: &[u8]) -> String {
     // Scrubbed whole before it is cut, so that a cut cannot leave part of a secret behind.
     let text = String::from_utf8_lossy(body);
     let text = redact::scrub(&text);
-    let mut end = text.len().min(2048);
+    let mut end = text.len().min(BODY_KEPT);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
@@ -657,8 +664,9 @@ impl Http {
     async fn send_inner<T>(&self, call: &Call, check: impl Fn(Bytes) -> Result<T>) -> Result<T> {
         let gate = self.gate(call.class);
         let mut attempt = 0u32;
-        // A token that never worked, refused after this call renewed it: the credentials.
-        let mut renewed_fresh = false;
+        // Refusals of tokens not known to have worked, since a token last worked.
+        let mut fresh_refusals = 0u32;
+        let mut seen_worked = self.worked.load(Ordering::SeqCst);
         let mut renewals = 0u32;
         loop {
             let (token, generation) = self.token().await?;
@@ -711,11 +719,19 @@ impl Http {
                         || (status == StatusCode::FORBIDDEN && refuses_token(&headers, &body)) =>
                 {
                     // Renewed at every expiry of a token that worked, for as long as the job
-                    // runs; a token fresh from the token endpoint refused on its first use
-                    // means the credentials (or the key) are refused.
-                    let worked = self.worked.load(Ordering::SeqCst) >= generation;
-                    if (worked || !renewed_fresh) && renewals < MAX_RENEWALS {
-                        renewed_fresh |= !worked;
+                    // runs. New tokens refused while none works (not one success since) mean
+                    // the credentials (or the key) are refused; a success in between (other
+                    // requests used the new token up first) starts the count again.
+                    let worked_now = self.worked.load(Ordering::SeqCst);
+                    let worked = worked_now >= generation;
+                    if !worked {
+                        if worked_now > seen_worked {
+                            seen_worked = worked_now;
+                            fresh_refusals = 0;
+                        }
+                        fresh_refusals += 1;
+                    }
+                    if (worked || fresh_refusals <= FRESH_REFUSALS) && renewals < MAX_RENEWALS {
                         renewals += 1;
                         self.log(Level::Debug, || {
                             format!(
