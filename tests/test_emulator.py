@@ -1,14 +1,15 @@
-"""The Python API of `surveillance.Emulator`: its constructor's arguments, the data it generates
-(as `resources()`, `truth()` and the served events show it), its settings (`set_faults`,
-`set_limits`, `set_webhook`, `set_token_lifetime`, `advance_clock`, ...), `add_events`,
-`published()`, `stats()`, its lifecycle and HTTPS. Also the parts of the wire contract that the
-Rust tests of `src/emulator/tests.rs` (where the HTTP rules are tested) leave out: the shape of
-sites, devices, cameras and events, the webhook's record models (WEBHOOK-MODELS.md), the body
-size limit over a socket. Requests go over plain HTTP with the standard library."""
+"""The Python API of `surveillance.Emulator`: its constructor's arguments, the data it generates (as
+`resources()`, `truth()` and the served events show it), its settings (`set_faults`, `set_limits`,
+`set_webhook`, `set_dialect`, `set_token_lifetime`, `advance_clock`, ...), `add_events`,
+`published()`, `stats()`, its lifecycle and HTTPS. Also the parts of the wire contract that the Rust
+tests of `src/emulator/tests.rs` (where the HTTP rules are tested) leave out: the shape of sites,
+devices, cameras and events, the webhook's record models (WEBHOOK-MODELS.md), the body size limit
+over a socket. Requests go over plain HTTP with the standard library."""
 
 from __future__ import annotations
 
 import email.utils
+import inspect
 import json
 import os
 import re
@@ -26,6 +27,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+import surveillance as sv
 
 from conftest import PAGE, Http, Resp, parse_ts
 
@@ -999,3 +1001,147 @@ def test_tls(make_emu):
     with pytest.raises(urllib.error.URLError) as info:
         untrusted.open(e.url + "/v2/sites", timeout=5).close()
     assert isinstance(info.value.reason, ssl.SSLCertVerificationError)
+
+
+# ------------------------------------------------------------------------------------------------
+# dialects (the answers of each are tested in src/emulator/tests.rs)
+
+DIALECTS = {
+    "webhook_answer": (
+        "accepted_count",
+        "status_object",
+        "empty_object",
+        "status_ok",
+        "success_flag",
+        "received_count",
+        "no_content",
+        "empty_200",
+        "queued",
+        "plain_ok",
+        "proxy_html",
+    ),
+    "webhook_errors": (
+        "indexed",
+        "by_transaction_id",
+        "failures_list",
+        "message_only",
+        "all_or_nothing",
+    ),
+    "error_body": (
+        "error_message",
+        "detail",
+        "errors_list",
+        "oauth",
+        "plain_text",
+        "html",
+        "empty",
+    ),
+    "retry_after": ("seconds", "http_date", "absent"),
+    "token_answer": (
+        "standard",
+        "no_expires_in",
+        "string_expires_in",
+        "zero_expires_in",
+        "no_token_type",
+    ),
+    "expired_token": ("401", "403_message", "403_www_authenticate"),
+    "token_requests": (None, int),
+}
+NAMED = [name for name in DIALECTS if name != "token_requests"]
+
+
+def test_dialects_list_every_setting_with_its_default_first():
+    assert sv.Emulator.DIALECTS == DIALECTS
+    params = inspect.signature(sv.Emulator.set_dialect).parameters
+    assert list(params)[1:] == list(DIALECTS)
+    for name, values in DIALECTS.items():
+        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+        assert params[name].default == values[0], name
+    sv.Emulator.DIALECTS["error_body"] = ("mine",)  # a copy: the checks keep their own
+    try:
+        assert sv.Emulator.DIALECTS != DIALECTS
+    finally:
+        sv.Emulator.DIALECTS["error_body"] = DIALECTS["error_body"]
+
+
+@pytest.mark.parametrize("name", NAMED)
+def test_set_dialect_refuses_an_unknown_value_naming_the_setting_and_its_values(make_emu, name):
+    e = make_emu(sites=2, events_per_day=10)
+    e.set_dialect(error_body="detail")
+    with pytest.raises(ValueError) as info:
+        e.set_dialect(**{name: "klingon"})
+    message = str(info.value)
+    assert f"`{name}`" in message and "'klingon'" in message, message
+    assert all(repr(value) in message for value in DIALECTS[name]), message
+    for wrong in (1, None, b"detail"):
+        with pytest.raises(TypeError, match=name):
+            e.set_dialect(**{name: wrong})
+    r = Http(e).get("/v2/nowhere")
+    assert r.status == 404 and r.body == {"detail": "no route for `GET /v2/nowhere`"}, r
+
+
+def test_set_dialect_refuses_bad_token_requests_and_positional_or_unknown_arguments(make_emu):
+    e = make_emu(sites=2, events_per_day=10)
+    for wrong in (0, -1, 2**32 + 1):
+        with pytest.raises(ValueError, match="token_requests"):
+            e.set_dialect(token_requests=wrong)
+    for wrong in (True, "3", 2.0):
+        with pytest.raises(TypeError, match="token_requests"):
+            e.set_dialect(token_requests=wrong)
+    with pytest.raises(TypeError):
+        e.set_dialect("no_content")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        e.set_dialect(webhook_reply="no_content")  # type: ignore[call-arg]
+    e.set_dialect(token_requests=1)
+    e.set_dialect(token_requests=2**32)
+    assert Http(e).get("/v2/sites").status == 200
+
+
+def test_set_dialect_replaces_every_setting(make_emu):
+    e = make_emu(sites=2, events_per_day=10)
+    h = Http(e)
+    e.set_dialect(error_body="detail", token_answer="string_expires_in", token_requests=1)
+    assert h.get("/v2/nowhere").body == {"detail": "no route for `GET /v2/nowhere`"}
+    assert h.token_request().body["expires_in"] == "14399"
+    r = h.get("/v2/sites")
+    assert r.status == 401 and r.body == {"detail": "access token expired"}, r
+    e.set_dialect(token_answer="string_expires_in")  # the others back to their defaults
+    assert_error(h.get("/v2/nowhere"), 404, "no route")
+    assert h.get("/v2/sites").status == 200, "no limit on a token's requests"
+    e.set_dialect()
+    assert h.token_request().body["expires_in"] == 14_399
+    assert_error(h.get("/v2/nowhere"), 404, "no route")
+
+
+@pytest.mark.parametrize("name", list(DIALECTS))
+def test_every_dialect_serves_reads_and_webhooks_over_a_socket(make_emu, name):
+    e = make_emu(sites=2, events_per_day=10)
+    for value in DIALECTS[name]:
+        e.set_dialect(**{name: 10 if value is int else value})
+        h = Http(e)
+        assert h.token_request().status == 200, value
+        assert h.get_all("/v2/sites") == e.resources("sites"), value
+        r = h.post("/v2/webhook", json=retail())
+        assert r.status in (200, 202, 204), (value, r)
+        bad = h.post("/v2/webhook", json=retail(storeId="s"))
+        want = 200 if value == "proxy_html" else 400
+        assert bad.status == want, (value, bad)
+        assert h.get("/v2/nowhere").status == 404, value
+    stored = len(e.published())
+    assert stored == len(DIALECTS[name]) - (name == "webhook_answer"), "proxy_html stores none"
+
+
+def test_retry_after_as_an_http_date_over_a_socket(make_emu):
+    e = make_emu(sites=2, events_per_day=10)
+    h = Http(e)
+    h.token()
+    e.advance_clock(-40 * 86_400)
+    e.set_faults(rate_limit_rate=1.0, retry_after=30)
+    e.set_dialect(retry_after="http_date")
+    r = h.get("/v2/sites")
+    assert r.status == 429, r
+    at = email.utils.parsedate_to_datetime(r.headers["Retry-After"])
+    assert timedelta(seconds=29) <= at - emu_now(r) <= timedelta(seconds=30), r.headers
+    e.set_dialect(retry_after="absent")
+    r = h.get("/v2/sites")
+    assert r.status == 429 and "Retry-After" not in r.headers, r.headers

@@ -4,7 +4,7 @@ The public, documented classes are :class:`surveillance.Client` and
 :class:`surveillance.Emulator`, which hold these native objects.
 """
 
-from typing import Any, Awaitable, Callable, Optional, final
+from typing import Any, Awaitable, Callable, ClassVar, Optional, Union, final
 
 __all__ = [
     "BatchStream",
@@ -156,6 +156,12 @@ class Emulator:
     def set_faults(self, **faults: float) -> None:
         """Replaces the injected faults, given by the names of
         :meth:`surveillance.Emulator.set_faults`'s arguments (each one left out is none)."""
+    DIALECTS: ClassVar[dict[str, tuple]]
+    """Each dialect setting and its values, the default first: a tuple of names, or for
+    ``token_requests`` ``(None, int)``."""
+    def set_dialect(self, **dialect: Optional[Union[str, int]]) -> None:
+        """Replaces the dialect, given by the names of :meth:`surveillance.Emulator.set_dialect`'s
+        arguments (each one left out is its default)."""
     def set_semantics(self, order: str = "asc", bounds: str = "[)") -> None:
         """Sets the order and bound inclusivity of the events endpoint."""
     def set_limits(self, **limits: Optional[float]) -> None:

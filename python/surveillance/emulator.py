@@ -27,8 +27,11 @@ class Emulator:
     hours in local time, with dense bursts of events that share one millisecond. It serves the
     seven endpoints of the service with its rules (tokens, 100 records a page, offset ceiling,
     webhook validation), and misbehaves on request (:meth:`set_faults`, :meth:`set_limits`,
-    :meth:`set_semantics`, :meth:`set_hostile`, :meth:`set_webhook`). Every answer carries a
-    ``Date`` header from the emulator's own clock, which :meth:`advance_clock` moves.
+    :meth:`set_semantics`, :meth:`set_hostile`, :meth:`set_webhook`). Where the service's
+    documentation shows nothing (the webhook's answer, error bodies, ``Retry-After``, the token's
+    body, expired tokens) it speaks any of the plausible answers (:meth:`set_dialect`). Every
+    answer carries a ``Date`` header from the emulator's own clock, which :meth:`advance_clock`
+    moves.
 
     Example:
         >>> import surveillance as sv
@@ -38,6 +41,10 @@ class Emulator:
         True
         100
     """
+
+    #: Each setting of :meth:`set_dialect` and its values, the default first (``token_requests``:
+    #: ``(None, int)``, None or a number of requests).
+    DIALECTS: dict[str, tuple] = dict(_core.Emulator.DIALECTS)
 
     def __init__(
         self,
@@ -248,6 +255,110 @@ class Emulator:
         _check.choice("bounds", bounds, ("[)", "[]", "()", "(]"))
         self._inner.set_semantics(order, bounds)
 
+    def set_dialect(
+        self,
+        *,
+        webhook_answer: str = "accepted_count",
+        webhook_errors: str = "indexed",
+        error_body: str = "error_message",
+        retry_after: str = "seconds",
+        token_answer: str = "standard",
+        expired_token: str = "401",
+        token_requests: Optional[int] = None,
+    ) -> None:
+        """Speaks a dialect where the service's documentation shows nothing (calling it again
+        replaces every setting: one left out is its default). The defaults are the emulator's
+        usual answers; the other values mimic what the real service, or something in front of
+        it, may answer instead, to test a pipeline against each. :attr:`DIALECTS` lists them.
+
+        Args:
+            webhook_answer: the webhook's answer to a body whose records are all valid (they
+                are stored, but under ``"proxy_html"``):
+                ``"accepted_count"`` 200 ``{"accepted": n}``;
+                ``"status_object"`` 200 ``{"status": "accepted", "transactionId": KEY,
+                "upserted": false}``, KEY the first record's ``transactionId`` (its
+                ``eventUniqueId`` for an ``other`` record);
+                ``"empty_object"`` 200 ``{}``;
+                ``"status_ok"`` 200 ``{"status": "ok"}``;
+                ``"success_flag"`` 200 ``{"success": true}``;
+                ``"received_count"`` 200 ``{"received": n}``;
+                ``"no_content"`` 204 without a body;
+                ``"empty_200"`` 200, ``Content-Type: application/json`` and an empty body;
+                ``"queued"`` 202 ``{"status": "queued"}``;
+                ``"plain_ok"`` 200 ``text/plain`` ``OK``;
+                ``"proxy_html"`` a captive portal or login proxy in front of the service:
+                every webhook request that passes the key and token checks is answered 200
+                with an HTML login page, whatever its body, and nothing is stored.
+            webhook_errors: the webhook's 400 answer to a body holding invalid records (a
+                single object is record 0). The valid records of an array are stored, as the
+                provider processes records independently, but under ``"all_or_nothing"``:
+                ``"indexed"`` ``{"error": "validation_failed", "message": ..., "errors":
+                [{"index", "path", "message"}], "accepted": n}``;
+                ``"by_transaction_id"`` ``{"error": "validation_failed", "failed":
+                [{"transactionId": KEY, "reason": "PATH: MESSAGE"}]}`` (the key named
+                ``eventUniqueId`` for an ``other`` record; ``"index": i`` instead for a record
+                without a key);
+                ``"failures_list"`` ``{"error": "validation_error", "failures": [{"record":
+                i, "field": PATH, "reason": MESSAGE}]}``;
+                ``"message_only"`` ``{"message": "one or more records failed validation"}``,
+                naming no record;
+                ``"all_or_nothing"`` as ``"indexed"``, but nothing of the body is stored and
+                ``accepted`` is 0.
+            error_body: the body of every other error answer (401, 403, 404, 413, 415, 429,
+                5xx, a bad offset, a refused token request...), usually ``{"error": CODE,
+                "message": TEXT}``:
+                ``"error_message"`` that;
+                ``"detail"`` ``{"detail": TEXT}``;
+                ``"errors_list"`` ``{"errors": [{"code": CODE, "message": TEXT}]}``;
+                ``"oauth"`` ``{"error": CODE, "error_description": TEXT}``;
+                ``"plain_text"`` TEXT as ``text/plain``;
+                ``"html"`` a ``text/html`` page whose title and heading are the status and
+                its reason (``404 Not Found``) and whose paragraph is TEXT;
+                ``"empty"`` no body at all.
+                The webhook's validation answer and :meth:`set_hostile`'s ``echo`` keep their
+                own bodies.
+            retry_after: the form of every ``Retry-After`` sent (on 429s; 503s send none):
+                ``"seconds"``;
+                ``"http_date"`` the instant the wait ends as an HTTP date, on the emulator's
+                clock (that of ``Date``);
+                ``"absent"`` no header at all.
+            token_answer: the token endpoint's answer:
+                ``"standard"`` ``{"access_token", "expires_in": 14399, "token_type":
+                "Bearer"}``;
+                ``"no_expires_in"`` without ``expires_in``;
+                ``"string_expires_in"`` ``"expires_in": "14399"``;
+                ``"zero_expires_in"`` ``"expires_in": 0``;
+                ``"no_token_type"`` without ``token_type``.
+                Whatever it says, a token lives its real lifetime.
+            expired_token: the answer to an expired, revoked or unknown bearer token:
+                ``"401"`` 401, the error body saying which;
+                ``"403_message"`` 403, the error body saying ``the access token has
+                expired``, ``... has been revoked`` or ``... is not valid``;
+                ``"403_www_authenticate"`` 403, ``WWW-Authenticate: Bearer
+                error="invalid_token"`` and the error body's text ``forbidden``.
+                A request without a token stays 401, and a bad ``x-api-key`` 403 ``missing or
+                invalid `x-api-key` header``.
+            token_requests: None, or the number of data requests (reads and webhooks) each
+                token is accepted for; past them it is refused as ``expired_token`` says an
+                expired token is, as a service that shortens tokens' lives without notice.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     emu.set_dialect(webhook_answer="no_content", error_body="html", token_requests=5)
+        ...     len(emu.client().sites())
+        ...     emu.set_dialect()  # every setting back to its default
+        2
+        >>> sv.Emulator.DIALECTS["retry_after"]
+        ('seconds', 'http_date', 'absent')
+        """
+        dialect = dict(locals())  # the settings as given, by name
+        del dialect["self"]
+        for name, value in dialect.items():
+            if name != "token_requests":
+                _check.choice(name, value, self.DIALECTS[name])
+        _check.integer("token_requests", token_requests, 1, 2**32, optional=True)
+        self._inner.set_dialect(**dialect)
+
     def set_limits(
         self,
         read_per_second: Optional[float] = None,
@@ -328,7 +439,8 @@ class Emulator:
         self._inner.advance_clock(_check.number("seconds", seconds, -1e11, 1e11))
 
     def revoke_tokens(self) -> None:
-        """Every token issued so far is refused (401) from now on."""
+        """Every token issued so far is refused (401, or as :meth:`set_dialect`'s
+        ``expired_token`` says) from now on."""
         self._inner.revoke_tokens()
 
     def add_events(

@@ -1,6 +1,7 @@
 //! The emulator's HTTP surface: `router(state)` with the seven endpoints of API.md, the
-//! gateway every request passes first (api key, limits, faults, latency, bearer token), and the
-//! `Date` every answer carries from the emulator's clock.
+//! gateway every request passes first (api key, limits, faults, latency, bearer token), the
+//! dialect its error answers are spoken in, and the `Date` every answer carries from the
+//! emulator's clock.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +18,8 @@ use serde_json::{json, Value};
 use tokio::sync::Notify;
 
 use super::data::Data;
-use super::state::{Class, Fault, Hostile, Order, State, Verdict};
+use super::dialect::{ErrorBody, ExpiredToken, Failure, Rendered, RetryAfter, WebhookAnswer};
+use super::state::{Class, Fault, Hostile, Order, Refusal, State, Verdict};
 use crate::webhook as validate;
 
 /// Lets a handler close its connection without answering (the `drop_rate` fault).
@@ -58,13 +60,37 @@ impl ApiError {
     }
 }
 
+/// The code and text of an [`ApiError`], kept with its answer so that [`spoken`] can say them
+/// in the dialect's error body.
+#[derive(Debug, Clone)]
+struct Said {
+    code: &'static str,
+    text: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        json_response(
+        let mut r = json_response(
             self.0,
             json!({"error": self.1, "message": self.2}).to_string(),
-        )
+        );
+        r.extensions_mut().insert(Said {
+            code: self.1,
+            text: self.2,
+        });
+        r
     }
+}
+
+/// An answer with `status` and a body of its own type (none when the type is None).
+fn rendered(status: StatusCode, (kind, body): Rendered) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    if let Some(kind) = kind {
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    }
+    r
 }
 
 fn json_response(status: StatusCode, body: String) -> Response {
@@ -107,6 +133,7 @@ pub fn router(state: Shared) -> Router {
         .route("/eu/v2/webhook", post(webhook_eu))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), gateway))
+        .layer(middleware::from_fn_with_state(state.clone(), spoken))
         .layer(middleware::from_fn_with_state(state.clone(), dated))
         .with_state(state)
 }
@@ -128,6 +155,74 @@ async fn dated(AxState(state): AxState<Shared>, req: Request, next: Next) -> Res
         response.headers_mut().insert(header::DATE, value);
     }
     response
+}
+
+/// Says the error answers in the dialect's words: the body of every error answer made as an
+/// [`ApiError`] (not the webhook's validation answer, nor an echo) in the shape of
+/// `error_body`, and any `Retry-After` in the form of `retry_after`.
+async fn spoken(AxState(state): AxState<Shared>, req: Request, next: Next) -> Response {
+    let mut response = next.run(req).await;
+    let dialect = state.dialect();
+    let said = response.extensions_mut().remove::<Said>();
+    if let Some(said) = said.filter(|_| dialect.error_body != ErrorBody::ErrorMessage) {
+        let status = response.status();
+        let reason = status.canonical_reason().unwrap_or("Error");
+        let head = format!("{} {reason}", status.as_u16());
+        let (kind, body) = dialect.error_body.render(&head, said.code, &said.text);
+        *response.body_mut() = Body::from(body);
+        let headers = response.headers_mut();
+        headers.remove(header::CONTENT_LENGTH);
+        match kind {
+            Some(kind) => headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind)),
+            None => headers.remove(header::CONTENT_TYPE),
+        };
+    }
+    match dialect.retry_after {
+        RetryAfter::Seconds => {}
+        RetryAfter::Absent => {
+            response.headers_mut().remove(header::RETRY_AFTER);
+        }
+        RetryAfter::HttpDate => {
+            let seconds = response
+                .headers()
+                .get(header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<i64>().ok());
+            // The instant the wait ends, on the clock of `Date` (both name whole seconds, so
+            // the date less `Date` is the wait in seconds).
+            let at = seconds
+                .and_then(|s| s.checked_mul(1000))
+                .and_then(|ms| state.now_ms().checked_add(ms));
+            if let Some(value) = at.and_then(|ms| HeaderValue::from_str(&http_date(ms)).ok()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+        }
+    }
+    response
+}
+
+/// The answer to a bearer token refused for `why`, as the dialect's `expired_token` says.
+fn refuse_token(why: Refusal, how: ExpiredToken) -> Response {
+    match how {
+        ExpiredToken::Status401 => ApiError(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            why.reason().into(),
+        )
+        .into_response(),
+        ExpiredToken::Message403 => {
+            ApiError(StatusCode::FORBIDDEN, "forbidden", why.sentence().into()).into_response()
+        }
+        ExpiredToken::WwwAuthenticate403 => {
+            let mut r =
+                ApiError(StatusCode::FORBIDDEN, "forbidden", "forbidden".into()).into_response();
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer error=\"invalid_token\""),
+            );
+            r
+        }
+    }
 }
 
 /// Every request passes here: statistics, api key, quota and limits, faults, latency, token.
@@ -216,12 +311,21 @@ async fn gateway(AxState(state): AxState<Shared>, req: Request, next: Next) -> R
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
         let refused = match bearer {
-            None => Some("missing `Authorization: Bearer` header"),
-            Some(token) => state.check_token(token.trim()),
+            None => Some(
+                ApiError(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                    "missing `Authorization: Bearer` header".into(),
+                )
+                .into_response(),
+            ),
+            Some(token) => state
+                .use_token(token.trim())
+                .map(|why| refuse_token(why, state.dialect().expired_token)),
         };
-        if let Some(why) = refused {
-            state.count(&route, "401");
-            return ApiError(StatusCode::UNAUTHORIZED, "unauthorized", why.into()).into_response();
+        if let Some(r) = refused {
+            state.count(&route, r.status().as_str());
+            return r;
         }
     }
     let response = match hostile {
@@ -386,10 +490,8 @@ async fn token(AxState(state): AxState<Shared>, body: Body) -> Result<Response, 
         ));
     }
     let (token, lifetime) = state.issue_token();
-    Ok(json_response(
-        StatusCode::OK,
-        json!({"access_token": token, "expires_in": lifetime, "token_type": "Bearer"}).to_string(),
-    ))
+    let body = state.dialect().token_answer.body(&token, lifetime);
+    Ok(json_response(StatusCode::OK, body.to_string()))
 }
 
 fn offset_of(p: &HashMap<String, String>) -> Result<usize, ApiError> {
@@ -570,7 +672,24 @@ async fn webhook_eu(AxState(state): AxState<Shared>, headers: HeaderMap, body: B
     webhook(state, "eu", headers, body).await
 }
 
+/// The key field of a webhook record and its value (`transactionId` of retail and restaurant
+/// records, `eventUniqueId` of others), when it has one.
+fn key_field(record: &Value) -> Option<(&'static str, String)> {
+    let field = match record.get("dataType")?.as_str()? {
+        "retail" | "restaurant" => "transactionId",
+        "other" => "eventUniqueId",
+        _ => return None,
+    };
+    let key = record.get(field)?.as_str().filter(|k| !k.is_empty())?;
+    Some((field, key.to_string()))
+}
+
 async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: Body) -> Response {
+    let dialect = state.dialect();
+    if dialect.webhook_answer == WebhookAnswer::ProxyHtml {
+        // A login page in front of the service answers whatever is sent, and passes nothing on.
+        return rendered(StatusCode::OK, dialect.webhook_answer.render(0, "").1);
+    }
     let json_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -617,49 +736,40 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
         Value::Array(items) => items,
         other => vec![other],
     };
-    let mut errors = Vec::new();
+    let mut failures = Vec::new();
     let mut good = Vec::new();
     for (index, record) in records.iter().enumerate() {
         let problems: Vec<_> = validate::validate(record)
             .into_iter()
             .filter(|p| p.severity == validate::Severity::Error)
             .collect();
+        let failure = |path: &str, message: &str| Failure {
+            index,
+            key: key_field(record),
+            path: path.to_string(),
+            message: message.to_string(),
+        };
         match (problems.is_empty(), validate::upsert_key(record)) {
             (true, Some(key)) => good.push((key, record.to_string())),
-            (true, None) => errors
-                .push(json!({"index": index, "path": "", "message": "record has no upsert key"})),
-            (false, _) => errors.extend(
-                problems
-                    .iter()
-                    .map(|p| json!({"index": index, "path": p.path, "message": p.message})),
-            ),
+            (true, None) => failures.push(failure("", "record has no upsert key")),
+            (false, _) => failures.extend(problems.iter().map(|p| failure(&p.path, &p.message))),
         }
+    }
+    if !failures.is_empty() && !dialect.webhook_errors.stores_valid() {
+        good.clear();
     }
     let accepted = good.len();
     state.store_published(region, good);
-    if errors.is_empty() {
-        return json_response(StatusCode::OK, json!({"accepted": accepted}).to_string());
+    if failures.is_empty() {
+        let first = records.first().and_then(key_field).map(|(_, key)| key);
+        let (status, body) = dialect
+            .webhook_answer
+            .render(accepted, first.as_deref().unwrap_or(""));
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+        return rendered(status, body);
     }
-    let summary: Vec<String> = errors
-        .iter()
-        .take(5)
-        .map(|e| {
-            format!(
-                "record {}: {}: {}",
-                e["index"],
-                e["path"].as_str().unwrap_or(""),
-                e["message"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
     json_response(
         StatusCode::BAD_REQUEST,
-        json!({
-            "error": "validation_failed",
-            "message": summary.join("; "),
-            "errors": errors,
-            "accepted": accepted,
-        })
-        .to_string(),
+        dialect.webhook_errors.body(&failures, accepted).to_string(),
     )
 }

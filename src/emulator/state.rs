@@ -1,5 +1,5 @@
-//! The emulator's mutable state: data, credentials, tokens and clock, semantics, faults, limits,
-//! statistics and the webhook store. Everything a test can script lives here, behind small locks.
+//! The emulator's mutable state: data, credentials, tokens and clock, semantics, dialect,
+//! faults, limits, statistics and the webhook store. Everything a test can script lives here, behind small locks.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::data::{Data, DataConfig};
+use super::dialect::Dialect;
 use crate::rng::{mix, Rng};
 
 /// Lifetime of a token in seconds, as the service reports it (just under 4 hours).
@@ -144,6 +145,39 @@ struct TokenInfo {
     issued_ms: i64,
     lifetime_s: u64,
     generation: u64,
+    /// Data requests it was accepted for.
+    uses: u64,
+}
+
+/// Why a bearer token is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No token was issued with this value.
+    Unknown,
+    /// Issued before `revoke_tokens`.
+    Revoked,
+    /// Past its lifetime, or past the requests the dialect gives a token.
+    Expired,
+}
+
+impl Refusal {
+    /// The reason in the words of the 401 answer.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Refusal::Unknown => "unknown access token",
+            Refusal::Revoked => "access token revoked",
+            Refusal::Expired => "access token expired",
+        }
+    }
+
+    /// The reason as a sentence, for a 403 that explains itself.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Refusal::Unknown => "the access token is not valid",
+            Refusal::Revoked => "the access token has been revoked",
+            Refusal::Expired => "the access token has expired",
+        }
+    }
 }
 
 /// Counters behind `stats()`.
@@ -219,6 +253,7 @@ pub struct State {
     token_lifetime: AtomicU64,
     token_counter: AtomicU64,
     semantics: Mutex<(Order, Bounds)>,
+    dialect: Mutex<Dialect>,
     faults: Mutex<Faults>,
     hostile: Mutex<Option<HostileRule>>,
     fault_counter: AtomicU64,
@@ -382,6 +417,7 @@ impl State {
                     end_inclusive: false,
                 },
             )),
+            dialect: Mutex::new(Dialect::default()),
             faults: Mutex::new(Faults::default()),
             hostile: Mutex::new(None),
             fault_counter: AtomicU64::new(0),
@@ -450,24 +486,32 @@ impl State {
                 issued_ms: self.now_ms(),
                 lifetime_s: lifetime,
                 generation: self.token_generation.load(Ordering::SeqCst),
+                uses: 0,
             },
         );
         lock(&self.stats).tokens_issued += 1;
         (token, lifetime)
     }
 
-    /// Why a bearer token is refused, or None when it is good.
-    pub fn check_token(&self, token: &str) -> Option<&'static str> {
-        let tokens = lock(&self.tokens);
-        let Some(info) = tokens.get(token) else {
-            return Some("unknown access token");
+    /// Why a bearer token is refused, or None when it is good (and then counts one use of it,
+    /// which the dialect's `token_requests` limits).
+    pub fn use_token(&self, token: &str) -> Option<Refusal> {
+        let limit = self.dialect().token_requests;
+        let mut tokens = lock(&self.tokens);
+        let Some(info) = tokens.get_mut(token) else {
+            return Some(Refusal::Unknown);
         };
         if info.generation < self.revoked_generation.load(Ordering::SeqCst) {
-            return Some("access token revoked");
+            return Some(Refusal::Revoked);
         }
-        if self.now_ms() - info.issued_ms >= info.lifetime_s as i64 * 1000 + 1000 {
-            return Some("access token expired");
+        let lifetime_ms = (info.lifetime_s as i64).saturating_mul(1000) + 1000;
+        if self.now_ms() - info.issued_ms >= lifetime_ms {
+            return Some(Refusal::Expired);
         }
+        if limit.is_some_and(|n| info.uses >= n) {
+            return Some(Refusal::Expired);
+        }
+        info.uses += 1;
         None
     }
 
@@ -479,6 +523,16 @@ impl State {
     /// Sets the order and bounds of the events endpoint.
     pub fn set_semantics(&self, order: Order, bounds: Bounds) {
         *lock(&self.semantics) = (order, bounds);
+    }
+
+    /// The dialect spoken where API.md says "not shown".
+    pub fn dialect(&self) -> Dialect {
+        *lock(&self.dialect)
+    }
+
+    /// Replaces the dialect.
+    pub fn set_dialect(&self, dialect: Dialect) {
+        *lock(&self.dialect) = dialect;
     }
 
     /// Current faults.

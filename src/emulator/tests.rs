@@ -13,7 +13,10 @@ use tokio::net::TcpStream;
 use tower::ServiceExt;
 
 use super::data::Zone;
-use super::{router, Bounds, DataConfig, Faults, Limits, Order, State};
+use super::dialect::{
+    ErrorBody, ExpiredToken, RetryAfter, TokenAnswer, WebhookAnswer, WebhookErrors,
+};
+use super::{router, Bounds, DataConfig, Dialect, Faults, Limits, Order, State};
 
 const HOUR: i64 = 3_600_000;
 const NO_UUID: &str = "00000000-0000-4000-8000-000000000000";
@@ -1355,4 +1358,469 @@ async fn webhook_without_arrays_refuses_every_array_and_stores_nothing() {
     let both = json!([retail("b-1"), retail("b-2")]);
     assert_eq!(e.post("/v2/webhook", both).await.status, 200);
     assert_eq!(e.s.published_len(), 3);
+}
+
+// Dialects: the answers API.md leaves "not shown" (`set_dialect`).
+
+fn speak(s: &State, f: impl FnOnce(&mut Dialect)) {
+    s.set_dialect(with(f));
+}
+
+fn content_type(r: &Resp) -> &str {
+    let kind = r.headers.get("content-type");
+    kind.map_or("", |v| v.to_str().expect("ascii"))
+}
+
+fn other(location: &str, event: &str) -> Value {
+    json!({"dataType": "other", "schemaVersion": "1", "startTime": 1_763_355_600_000i64,
+        "locationId": location, "dataSourceId": "door", "eventUniqueId": event,
+        "eventType": "alarm"})
+}
+
+#[tokio::test]
+async fn webhook_answers_of_every_dialect_store_as_today_but_the_proxy() {
+    let e = emu().await;
+    assert_eq!(e.s.dialect(), Dialect::default());
+    let text = "text/plain; charset=utf-8";
+    let html = "text/html; charset=utf-8";
+    let json_ = "application/json";
+    let cases = [
+        ("accepted_count", 200, json_, r#"{"accepted":2}"#),
+        ("status_object", 200, json_, ""),
+        ("empty_object", 200, json_, "{}"),
+        ("status_ok", 200, json_, r#"{"status":"ok"}"#),
+        ("success_flag", 200, json_, r#"{"success":true}"#),
+        ("received_count", 200, json_, r#"{"received":2}"#),
+        ("no_content", 204, "", ""),
+        ("empty_200", 200, json_, ""),
+        ("queued", 202, json_, r#"{"status":"queued"}"#),
+        ("plain_ok", 200, text, "OK"),
+        ("proxy_html", 200, html, ""),
+    ];
+    assert_eq!(cases.len(), WebhookAnswer::NAMES.len());
+    for (n, (name, status, kind, body)) in cases.into_iter().enumerate() {
+        let answer = WebhookAnswer::parse(name).expect(name);
+        speak(&e.s, |d| d.webhook_answer = answer);
+        let before = e.s.published_len();
+        let (a, b) = (format!("{name}-a"), format!("{name}-b"));
+        let path = ["/v2/webhook", "/eu/v2/webhook"][n % 2];
+        let r = e.post(path, json!([retail(&a), retail(&b)])).await;
+        let got = String::from_utf8_lossy(&r.body);
+        assert_eq!(
+            (r.status.as_u16(), content_type(&r)),
+            (status, kind),
+            "{name}"
+        );
+        match answer {
+            WebhookAnswer::StatusObject => {
+                let want = json!({"status": "accepted", "transactionId": a, "upserted": false});
+                assert_eq!(r.json(), want);
+            }
+            WebhookAnswer::ProxyHtml => {
+                assert!(got.contains("<form") && got.contains("password"), "{got}");
+            }
+            _ => assert_eq!(got, body, "{name}"),
+        }
+        let stored = if answer == WebhookAnswer::ProxyHtml {
+            0
+        } else {
+            2
+        };
+        assert_eq!(e.s.published_len(), before + stored, "{name}");
+    }
+    // The key of an "other" record is its eventUniqueId; a single object is a body too.
+    speak(&e.s, |d| d.webhook_answer = WebhookAnswer::StatusObject);
+    let r = e.post("/v2/webhook", other("loc-1", "ev-9")).await;
+    assert_eq!(r.json()["transactionId"], "ev-9");
+    // The proxy answers whatever is sent, and stores nothing.
+    speak(&e.s, |d| d.webhook_answer = WebhookAnswer::ProxyHtml);
+    let before = e.s.published_len();
+    for body in [json!({"dataType": "retail"}), json!("text"), retail("p-1")] {
+        let r = e.post("/v2/webhook", body).await;
+        assert_eq!((r.status.as_u16(), content_type(&r)), (200, html));
+    }
+    assert_eq!(e.s.published_len(), before);
+    let counted = &e.s.stats_json()["requests"]["POST /v2/webhook"];
+    assert_eq!(counted["204"], 1, "{counted}");
+}
+
+#[tokio::test]
+async fn webhook_errors_of_every_dialect() {
+    let e = emu().await;
+    let mut bad = retail("bad-1");
+    bad["registerId"] = json!("r-1");
+    let keyless = without(retail("x"), "transactionId");
+    let mut bad_other = other("loc-1", "ev-1");
+    bad_other["eventType"] = json!(7);
+    let body = json!([retail("good-0"), bad, keyless, bad_other]);
+    for name in WebhookErrors::NAMES {
+        let how = WebhookErrors::parse(name).expect(name);
+        speak(&e.s, |d| d.webhook_errors = how);
+        e.s.clear_published();
+        let r = e.post("/v2/webhook", &body).await;
+        assert_eq!(r.status, 400, "{name}");
+        assert_eq!(content_type(&r), "application/json");
+        let v = r.json();
+        let stored = if how == WebhookErrors::AllOrNothing {
+            vec![]
+        } else {
+            vec![retail("good-0")]
+        };
+        assert_eq!(e.stored(), stored, "{name}");
+        match how {
+            WebhookErrors::Indexed | WebhookErrors::AllOrNothing => {
+                assert_eq!(v["error"], "validation_failed");
+                assert_eq!(v["accepted"], stored.len());
+                let message = v["message"].as_str().expect("message");
+                assert!(message.contains("record 1: registerId"), "{message}");
+                let errors = v["errors"].as_array().expect("errors");
+                let indexes: HashSet<_> = errors.iter().map(|x| x["index"].clone()).collect();
+                assert_eq!(indexes, HashSet::from([json!(1), json!(2), json!(3)]));
+                assert!(errors
+                    .iter()
+                    .all(|x| x["path"].is_string() && x["message"].is_string()));
+            }
+            WebhookErrors::ByTransactionId => {
+                assert_eq!(v.as_object().map(|m| m.len()), Some(2), "{v}");
+                assert_eq!(v["error"], "validation_failed");
+                let failed = v["failed"].as_array().expect("failed");
+                let find = |k: &str, want: Value| {
+                    let hit = failed.iter().find(|x| x[k] == want);
+                    hit.unwrap_or_else(|| panic!("no {k} {want} in {v}"))["reason"].clone()
+                };
+                let reason = find("transactionId", json!("bad-1"));
+                assert!(reason.as_str().expect("reason").starts_with("registerId: "));
+                let reason = find("eventUniqueId", json!("ev-1"));
+                assert!(reason.as_str().expect("reason").starts_with("eventType: "));
+                find("index", json!(2));
+                assert!(failed
+                    .iter()
+                    .all(|x| x.get("index").is_none() || x["index"] == 2));
+            }
+            WebhookErrors::FailuresList => {
+                assert_eq!(v.as_object().map(|m| m.len()), Some(2), "{v}");
+                assert_eq!(v["error"], "validation_error");
+                let failures = v["failures"].as_array().expect("failures");
+                let first = failures
+                    .iter()
+                    .find(|x| x["record"] == 1)
+                    .expect("record 1");
+                assert_eq!(first["field"], "registerId");
+                assert!(first["reason"].is_string());
+                let records: HashSet<_> = failures.iter().map(|x| x["record"].clone()).collect();
+                assert_eq!(records, HashSet::from([json!(1), json!(2), json!(3)]));
+            }
+            WebhookErrors::MessageOnly => {
+                assert_eq!(
+                    v,
+                    json!({"message": "one or more records failed validation"})
+                );
+            }
+        }
+        // One invalid object alone: the same shapes, at index 0.
+        let mut single = retail("single");
+        single["storeId"] = json!("s");
+        let v = e.post("/v2/webhook", single).await.json();
+        match how {
+            WebhookErrors::Indexed | WebhookErrors::AllOrNothing => {
+                assert_eq!(v["errors"][0]["index"], 0)
+            }
+            WebhookErrors::ByTransactionId => {
+                assert_eq!(v["failed"][0]["transactionId"], "single")
+            }
+            WebhookErrors::FailuresList => assert_eq!(v["failures"][0]["record"], 0),
+            WebhookErrors::MessageOnly => assert!(v.get("message").is_some()),
+        }
+    }
+    // The error body's dialect leaves the validation answer alone.
+    speak(&e.s, |d| d.error_body = ErrorBody::Detail);
+    let v = e.post("/v2/webhook", &body).await.json();
+    assert_eq!(v["error"], "validation_failed");
+    assert!(v["errors"].is_array());
+}
+
+#[tokio::test]
+async fn error_bodies_of_every_dialect() {
+    let e = emu().await;
+    let good_token = token_body(&e.s);
+    for name in ErrorBody::NAMES {
+        let shape = ErrorBody::parse(name).expect(name);
+        speak(&e.s, |d| d.error_body = shape);
+        let bad_key = [("x-api-key", "wrong")];
+        let answers = [
+            (e.get("/v2/nowhere").await, 404, "not_found", "no route"),
+            (
+                e.get("/v2/sites?offset=10000").await,
+                400,
+                "bad_request",
+                "offset",
+            ),
+            (
+                call(&e.s, Method::GET, "/v2/sites", &bad_key, Body::empty()).await,
+                403,
+                "forbidden",
+                "x-api-key",
+            ),
+            (post_token(&e.s, "{").await, 400, "bad_request", "not JSON"),
+            (
+                post_token(&e.s, without(good_token.clone(), "audience")).await,
+                400,
+                "bad_request",
+                "audience",
+            ),
+            (
+                e.post("/v2/webhook", "[]").await,
+                400,
+                "bad_request",
+                "empty array",
+            ),
+        ];
+        for (r, status, code, words) in answers {
+            let text = String::from_utf8_lossy(&r.body).into_owned();
+            assert_eq!(r.status, status, "{name}: {text}");
+            let kind = content_type(&r);
+            match shape {
+                ErrorBody::ErrorMessage => {
+                    assert_eq!(r.json()["error"], code);
+                    assert!(r.error(status).contains(words), "{text}");
+                }
+                ErrorBody::Detail => {
+                    let v = r.json();
+                    assert_eq!(v.as_object().map(|m| m.len()), Some(1), "{v}");
+                    assert!(v["detail"].as_str().expect("detail").contains(words));
+                }
+                ErrorBody::ErrorsList => {
+                    let v = r.json();
+                    assert_eq!(v["errors"][0]["code"], code);
+                    let message = v["errors"][0]["message"].as_str().expect("message");
+                    assert!(message.contains(words), "{v}");
+                }
+                ErrorBody::Oauth => {
+                    let v = r.json();
+                    assert_eq!(v.as_object().map(|m| m.len()), Some(2), "{v}");
+                    assert_eq!(v["error"], code);
+                    let description = v["error_description"].as_str().expect("description");
+                    assert!(description.contains(words), "{v}");
+                }
+                ErrorBody::PlainText => {
+                    assert_eq!(kind, "text/plain; charset=utf-8");
+                    assert!(text.contains(words) && !text.starts_with('{'), "{text}");
+                }
+                ErrorBody::Html => {
+                    assert_eq!(kind, "text/html; charset=utf-8");
+                    let reason = r.status.canonical_reason().expect("reason");
+                    let head = format!("{status} {reason}");
+                    assert!(text.contains(&format!("<title>{head}</title>")), "{text}");
+                    assert!(text.contains(&format!("<h1>{head}</h1>")), "{text}");
+                    assert!(text.contains("<p>") && text.contains(words), "{text}");
+                }
+                ErrorBody::Empty => {
+                    assert_eq!((kind, text.as_str()), ("", ""));
+                }
+            }
+        }
+    }
+    // An echo's body is the echo, in every dialect.
+    use super::{Hostile, HostileRule};
+    e.s.set_hostile(Some(HostileRule {
+        mode: Hostile::Echo(500),
+        path: "/v2/sites".into(),
+        remaining: Some(1),
+    }));
+    let r = e.get("/v2/sites").await;
+    assert_eq!(r.json()["request"]["method"], "GET");
+}
+
+#[tokio::test]
+async fn retry_after_in_seconds_as_a_date_or_absent() {
+    let e = emu().await;
+    e.s.advance_clock(3.0 * 86_400.0);
+    let tok = token(&e.s).await;
+    e.s.set_faults(with(|f: &mut Faults| {
+        f.rate_limit_rate = 1.0;
+        f.retry_after = 7;
+    }));
+    for name in RetryAfter::NAMES {
+        let form = RetryAfter::parse(name).expect(name);
+        speak(&e.s, |d| d.retry_after = form);
+        let r = e.get_with("/v2/sites", &tok).await;
+        r.error(429);
+        let header = r
+            .headers
+            .get("retry-after")
+            .map(|v| v.to_str().expect("ascii"));
+        match form {
+            RetryAfter::Seconds => assert_eq!(r.retry_after(), 7),
+            RetryAfter::Absent => assert_eq!(header, None),
+            RetryAfter::HttpDate => {
+                let text = header.expect("Retry-After");
+                assert!(text.ends_with(" GMT") && text.len() == 29, "{text}");
+                let at = chrono::DateTime::parse_from_rfc2822(text).expect("an HTTP date");
+                let wait = at.timestamp_millis() - date_of(&r.headers);
+                // Read a moment apart, the two may name seconds that follow each other.
+                assert!((6_000..=7_000).contains(&wait), "{text}: {wait} ms");
+            }
+        }
+    }
+    // The 429s of the limits, too; injected 503s stay without one.
+    e.s.set_faults(Faults::default());
+    e.s.set_limits(Limits {
+        daily_requests: Some(0),
+        ..Limits::NONE
+    });
+    speak(&e.s, |d| d.retry_after = RetryAfter::HttpDate);
+    let r = e.get_with("/v2/sites", &tok).await;
+    r.error(429);
+    let text = r.headers.get("retry-after").expect("Retry-After");
+    let at = chrono::DateTime::parse_from_rfc2822(text.to_str().expect("ascii"));
+    let midnight = at.expect("an HTTP date").timestamp_millis();
+    assert_eq!(
+        midnight % 86_400_000,
+        0,
+        "the quota's wait ends at midnight"
+    );
+    e.s.set_limits(Limits::NONE);
+    e.s.set_faults(with(|f: &mut Faults| f.error_rate = 1.0));
+    for _ in 0..4 {
+        let r = e.get_with("/v2/sites", &tok).await;
+        assert!(r.is_5xx() && r.headers.get("retry-after").is_none());
+    }
+}
+
+#[tokio::test]
+async fn token_answers_of_every_dialect() {
+    let s = small();
+    for name in TokenAnswer::NAMES {
+        let answer = TokenAnswer::parse(name).expect(name);
+        speak(&s, |d| d.token_answer = answer);
+        let v = post_token(&s, token_body(&s)).await.json();
+        let tok = v["access_token"]
+            .as_str()
+            .expect("access_token")
+            .to_string();
+        let keys = v.as_object().map(|m| m.len());
+        match answer {
+            TokenAnswer::Standard => {
+                assert_eq!(v["expires_in"], 14_399);
+                assert_eq!((v["token_type"].clone(), keys), (json!("Bearer"), Some(3)));
+            }
+            TokenAnswer::NoExpiresIn => {
+                assert_eq!((v.get("expires_in"), keys), (None, Some(2)), "{v}")
+            }
+            TokenAnswer::StringExpiresIn => assert_eq!(v["expires_in"], "14399"),
+            TokenAnswer::ZeroExpiresIn => assert_eq!(v["expires_in"], 0),
+            TokenAnswer::NoTokenType => {
+                assert_eq!((v.get("token_type"), keys), (None, Some(2)), "{v}");
+                assert_eq!(v["expires_in"], 14_399);
+            }
+        }
+        // Whatever it says, the token lives its real lifetime.
+        let e = Emu { s: s.clone(), tok };
+        assert_eq!(e.get("/v2/sites").await.status, 200);
+        s.advance_clock(600.0);
+        assert_eq!(e.get("/v2/sites").await.status, 200, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn expired_revoked_or_unknown_tokens_in_every_dialect() {
+    let e = emu().await;
+    let key = e.s.creds.api_key.clone();
+    for name in ExpiredToken::NAMES {
+        let how = ExpiredToken::parse(name).expect(name);
+        speak(&e.s, |d| d.expired_token = how);
+        let revoked = token(&e.s).await;
+        e.s.revoke_tokens();
+        let expired = token(&e.s).await;
+        e.s.advance_clock(14_401.0);
+        for (tok, why) in [
+            (expired.as_str(), "expired"),
+            (revoked.as_str(), "revoked"),
+            ("emu.unknown", ""),
+        ] {
+            let r = e.get_with("/v2/sites", tok).await;
+            let message = match how {
+                ExpiredToken::Status401 => r.error(401),
+                _ => r.error(403),
+            };
+            let challenge = r.headers.get("www-authenticate");
+            match how {
+                ExpiredToken::Status401 => {
+                    assert!(message.contains(why) && challenge.is_none(), "{message}")
+                }
+                ExpiredToken::Message403 => {
+                    assert!(message.starts_with("the access token "), "{message}");
+                    assert!(message.contains(why) && challenge.is_none(), "{message}");
+                }
+                ExpiredToken::WwwAuthenticate403 => {
+                    assert_eq!(message, "forbidden");
+                    let challenge = challenge.expect("WWW-Authenticate");
+                    assert_eq!(challenge, r#"Bearer error="invalid_token""#);
+                }
+            }
+        }
+        // A bad key stays its own 403, a missing token a 401.
+        let h = [("x-api-key", "wrong"), ("authorization", "Bearer x")];
+        let r = call(&e.s, Method::GET, "/v2/sites", &h, Body::empty()).await;
+        assert_eq!(r.error(403), "missing or invalid `x-api-key` header");
+        assert!(r.headers.get("www-authenticate").is_none());
+        let h = [("x-api-key", key.as_str())];
+        call(&e.s, Method::GET, "/v2/sites", &h, Body::empty())
+            .await
+            .error(401);
+    }
+    let counted = &e.s.stats_json()["requests"]["GET /v2/sites"];
+    assert_eq!(
+        (counted["401"].clone(), counted["403"].clone()),
+        (json!(6), json!(9))
+    );
+}
+
+#[tokio::test]
+async fn token_requests_count_each_tokens_data_requests() {
+    let e = emu().await;
+    speak(&e.s, |d| d.token_requests = Some(3));
+    let other = token(&e.s).await;
+    for uri in ["/v2/sites", "/v2/devices", "/v2/reports"] {
+        assert_eq!(e.get(uri).await.status, 200);
+    }
+    assert!(e.get("/v2/sites").await.error(401).contains("expired"));
+    // Per token: another one still has its three.
+    assert_eq!(e.get_with("/v2/sites", &other).await.status, 200);
+    // The webhook counts; refused and faulted requests do not.
+    let post = |tok: &str| {
+        let bearer = format!("Bearer {tok}");
+        let key = e.s.creds.api_key.clone();
+        let s = e.s.clone();
+        async move {
+            let h = [
+                ("x-api-key", key.as_str()),
+                ("authorization", &*bearer),
+                JSON,
+            ];
+            let body = Body::from(retail("tr-1").to_string());
+            call(&s, Method::POST, "/v2/webhook", &h, body).await
+        }
+    };
+    assert_eq!(post(&other).await.status, 200);
+    e.s.set_faults(with(|f: &mut Faults| f.error_rate = 1.0));
+    assert!(e.get_with("/v2/sites", &other).await.is_5xx());
+    e.s.set_faults(Faults::default());
+    assert_eq!(e.get_with("/v2/sites", &other).await.status, 200);
+    e.get_with("/v2/sites", &other).await.error(401);
+    // Refused as the dialect refuses an expired token.
+    speak(&e.s, |d| {
+        d.token_requests = Some(1);
+        d.expired_token = ExpiredToken::Message403;
+    });
+    let fresh = token(&e.s).await;
+    assert_eq!(e.get_with("/v2/sites", &fresh).await.status, 200);
+    let message = e.get_with("/v2/sites", &fresh).await.error(403);
+    assert_eq!(message, "the access token has expired");
+    // The token endpoint itself does not count.
+    assert_eq!(e.new_token().await.status, 200);
+    // Replacing the dialect lifts the limit: the uses counted so far stay, unlimited.
+    e.s.set_dialect(Dialect::default());
+    assert_eq!(e.get_with("/v2/sites", &fresh).await.status, 200);
+    assert_eq!(e.get("/v2/sites").await.status, 200);
 }

@@ -7,12 +7,15 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyInt, PyTuple};
 
 use super::kwargs::{self, Keywords};
 use super::runtime;
+use crate::emulator::dialect::{
+    ErrorBody, ExpiredToken, RetryAfter, TokenAnswer, WebhookAnswer, WebhookErrors,
+};
 use crate::emulator::{
-    self, Bounds, DataConfig, Faults, Handle, Hostile, HostileRule, Order, State,
+    self, Bounds, DataConfig, Dialect, Faults, Handle, Hostile, HostileRule, Order, State,
 };
 
 /// A running emulator of the service on a loopback port (see `surveillance.Emulator`).
@@ -175,6 +178,45 @@ impl PyEmulator {
         };
         given.done()?;
         self.handle.state.set_faults(faults);
+        Ok(())
+    }
+
+    /// Each dialect setting and its values, the default first: a tuple of names, or for
+    /// `token_requests` `(None, int)`.
+    #[classattr]
+    #[pyo3(name = "DIALECTS")]
+    fn dialects(py: Python<'_>) -> PyResult<Py<PyDict>> {
+        let d = PyDict::new(py);
+        for (setting, names) in Dialect::CHOICES {
+            d.set_item(setting, PyTuple::new(py, names)?)?;
+        }
+        let counted = [py.None().into_bound(py), py.get_type::<PyInt>().into_any()];
+        d.set_item("token_requests", PyTuple::new(py, counted)?)?;
+        Ok(d.unbind())
+    }
+
+    /// Replaces the dialect, given by setting name (each one left out is its default).
+    #[pyo3(signature = (**dialect))]
+    fn set_dialect(&self, dialect: Option<Bound<'_, PyDict>>) -> PyResult<()> {
+        // Values are checked by `surveillance.Emulator.set_dialect`; a name is still refused
+        // here if unknown, never taken for the default.
+        let given = Keywords::new("set_dialect", dialect);
+        let dialect = Dialect {
+            webhook_answer: choice(&given, "webhook_answer", WebhookAnswer::parse)?,
+            webhook_errors: choice(&given, "webhook_errors", WebhookErrors::parse)?,
+            error_body: choice(&given, "error_body", ErrorBody::parse)?,
+            retry_after: choice(&given, "retry_after", RetryAfter::parse)?,
+            token_answer: choice(&given, "token_answer", TokenAnswer::parse)?,
+            expired_token: choice(&given, "expired_token", ExpiredToken::parse)?,
+            token_requests: given.get("token_requests")?,
+        };
+        given.done()?;
+        if dialect.token_requests == Some(0) {
+            return Err(PyValueError::new_err(
+                "`token_requests` must be at least 1, or None",
+            ));
+        }
+        self.handle.state.set_dialect(dialect);
         Ok(())
     }
 
@@ -341,4 +383,26 @@ impl PyEmulator {
         crate::client::quota::advance_clock(&self.url(), None);
         Ok(())
     }
+}
+
+/// The dialect setting `name` given by its value's name (absent or None: its default).
+fn choice<T: Default>(
+    given: &Keywords<'_>,
+    name: &str,
+    parse: fn(&str) -> Option<T>,
+) -> PyResult<T> {
+    let Some(value) = given.get::<String>(name)? else {
+        return Ok(T::default());
+    };
+    parse(&value).ok_or_else(|| {
+        let names = Dialect::CHOICES
+            .iter()
+            .find(|(setting, _)| *setting == name)
+            .map_or(&[][..], |(_, names)| names);
+        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        PyValueError::new_err(format!(
+            "`{name}` must be one of {}, got `{value}`",
+            names.join(", ")
+        ))
+    })
 }
