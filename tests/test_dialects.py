@@ -308,3 +308,19 @@ def test_a_token_endpoint_at_the_wrong_address_is_not_a_credentials_error(emu, s
 def test_numbers_past_a_float_are_named_errors(emu, call):
     with pytest.raises(ValueError, match="must be a number"):
         call(emu)
+
+
+def test_sent_counts_each_record_once_however_often_it_left(emu):
+    """A record posted in an array the service refuses, then alone, or posted again in a later
+    round after a 503, left the machine: it counts once in ``sent``."""
+    records = [retail(i) for i in range(200)]
+    emu.set_webhook(arrays=False)
+    report = emu.client().publish(records, progress=False)
+    assert (report.accepted, report.sent, len(emu.published())) == (200, 200, 200)
+    assert report.requests > 200  # the arrays, then each record alone
+    emu.set_webhook()
+    emu.clear_published()
+    emu.set_hostile("status", path="/v2/webhook", status=503, count=4)
+    report = emu.client(max_retries=0).publish(records, batch_size=50, progress=False)
+    assert (report.accepted, report.sent, len(emu.published())) == (200, 200, 200)
+    assert report.requests == 4 + 4

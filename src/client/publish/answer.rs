@@ -427,6 +427,7 @@ mod tests {
                 line: None,
                 key: i as u64 + 1,
                 text: Bytes::from(format!(r#"{{"dataType":"retail","transactionId":"T{i}"}}"#)),
+                posted: false,
             })
             .collect()
     }

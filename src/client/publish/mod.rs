@@ -415,8 +415,8 @@ impl Batch {
         std::mem::take(&mut *locked(&self.outcomes))
     }
 
-    fn posted_count(&self) -> u64 {
-        locked(&self.posted).iter().filter(|p| **p).count() as u64
+    fn take_posted(&self) -> Vec<bool> {
+        std::mem::take(&mut *locked(&self.posted))
     }
 }
 
@@ -1023,7 +1023,7 @@ impl Dispatcher {
         } else if end.retryable || end.unconfirmed {
             self.failed_in_a_row += 1;
         }
-        self.report.sent += batch.posted_count();
+        let posted = batch.take_posted();
         let retry_round = end.retryable
             && batch.round < ROUNDS
             && self.report.error.is_none()
@@ -1034,7 +1034,8 @@ impl Dispatcher {
         };
         let round = batch.round;
         let mut again = Vec::new();
-        for (rec, outcome) in batch.recs.into_iter().zip(outcomes) {
+        for ((mut rec, outcome), p) in batch.recs.into_iter().zip(outcomes).zip(posted) {
+            self.count_sent(&mut rec, p);
             match outcome {
                 Some(Outcome::Accepted) => {
                     self.report.accepted += 1;
@@ -1092,6 +1093,14 @@ impl Dispatcher {
         }
     }
 
+    /// Counts a record in `sent` the first time it is known to have left the machine.
+    fn count_sent(&mut self, rec: &mut Rec, posted: bool) {
+        if posted && !rec.posted {
+            self.report.sent += 1;
+        }
+        rec.posted |= posted;
+    }
+
     fn fail(&mut self, rec: Rec, outcome: Outcome) {
         match outcome {
             Outcome::Accepted => self.report.accepted += 1,
@@ -1130,10 +1139,12 @@ impl Dispatcher {
         for id in ids {
             if let Some(batch) = self.batches.remove(&id) {
                 let unanswered = batch.unanswered();
-                self.report.sent += batch.posted_count();
+                let posted = batch.take_posted();
                 let outcomes = batch.take_outcomes();
                 if let Ok(batch) = Arc::try_unwrap(batch) {
-                    for (i, (rec, outcome)) in batch.recs.into_iter().zip(outcomes).enumerate() {
+                    let recs = batch.recs.into_iter().zip(outcomes).zip(posted);
+                    for (i, ((mut rec, outcome), p)) in recs.enumerate() {
+                        self.count_sent(&mut rec, p);
                         let outcome = match outcome {
                             Some(o) => o,
                             None if unanswered.contains(&i) => {

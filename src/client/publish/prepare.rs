@@ -21,6 +21,8 @@ pub(super) struct Rec {
     pub key: u64,
     /// Its JSON text.
     pub text: Bytes,
+    /// It left the machine at least once (in an earlier batch, when posted again).
+    pub posted: bool,
 }
 
 impl Rec {
@@ -194,6 +196,7 @@ pub(super) fn prepare(input: Input, check: bool) -> Result<Rec, Box<Failure>> {
                 line,
                 key,
                 text,
+                posted: false,
             })
         }
         Input::Rejected {
