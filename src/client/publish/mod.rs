@@ -449,6 +449,21 @@ struct Shared {
     systematic: Mutex<HashSet<String>>,
 }
 
+impl Shared {
+    /// The webhook request of `body`, counted in the publish's tally (and in `sent`).
+    fn call(&self, body: Bytes, sent: Option<Arc<AtomicU64>>) -> Call {
+        Call {
+            method: Method::POST,
+            url: self.url.clone(),
+            route: self.route,
+            body: Some(body),
+            class: Class::Publish,
+            tally: Some(self.tally.clone()),
+            sent,
+        }
+    }
+}
+
 /// The body of `recs`: one object alone when `as_array` is false and there is one record.
 fn body_of(recs: &[&Rec], as_array: bool) -> Bytes {
     if recs.len() == 1 && !as_array {
@@ -509,15 +524,7 @@ fn post_range<'a>(
     Box::pin(async move {
         let recs: Vec<&Rec> = idx.iter().map(|&i| &batch.recs[i]).collect();
         let sent = batch.begin(&idx);
-        let call = Call {
-            method: Method::POST,
-            url: shared.url.clone(),
-            route: shared.route,
-            body: Some(body_of(&recs, as_array)),
-            class: Class::Publish,
-            tally: Some(shared.tally.clone()),
-            sent: Some(sent.clone()),
-        };
+        let call = shared.call(body_of(&recs, as_array), Some(sent.clone()));
         let read = |body: Bytes| match answer::success(&body, &recs) {
             Said::NoProof => Err(Error::Decode {
                 url: shared.url.path().to_owned(),
@@ -546,7 +553,6 @@ fn post_range<'a>(
             }
             Ok(Said::NoProof) => unreachable_no_proof(batch, &idx),
             Err(Error::Status { status, body, .. }) if matches!(status, 400 | 422) => {
-                let recs: Vec<&Rec> = idx.iter().map(|&i| &batch.recs[i]).collect();
                 if let Some(Said::Named {
                     failed,
                     rest_stored,
@@ -579,15 +585,7 @@ fn post_range<'a>(
             }) => {
                 let words = words::of_body(body.as_bytes())
                     .unwrap_or_else(|| "the body is too large".to_owned());
-                batch.set(
-                    &idx,
-                    &Outcome::failed(
-                        FailureKind::Refused,
-                        Some(413),
-                        refusal_message(Some(413), &words),
-                    ),
-                );
-                TaskEnd::default()
+                refused_whole(shared, batch, idx, Some(413), words, None).await
             }
             Err(e @ Error::Decode { .. }) => {
                 // A 2xx that is not the API's, after every retry: neither accepted nor refused.
@@ -793,15 +791,7 @@ async fn arrays_refused(shared: &Shared, batch: &Batch, idx: Vec<usize>, words: 
         return merge(alone, rest);
     }
     let recs = [&batch.recs[first]];
-    let call = Call {
-        method: Method::POST,
-        url: shared.url.clone(),
-        route: shared.route,
-        body: Some(body_of(&recs, true)),
-        class: Class::Publish,
-        tally: Some(shared.tally.clone()),
-        sent: None,
-    };
+    let call = shared.call(body_of(&recs, true), None);
     let one = shared
         .client
         .http()
