@@ -265,7 +265,12 @@ def test_events_to_parquet_csv_and_jsonl_hold_every_event(tmp_path, cli_emu):
     for name in ("e.parquet", "e.csv", "e.jsonl"):
         out = _run(["events", *DAY, "-o", name], env, cwd=tmp_path)
         assert out.returncode == 0, out.stderr
-        assert out.stdout == f"wrote {len(truth):,} events to {name}\n"
+        # The summary line says what the fetch spent: requests, and the day's share of them.
+        assert re.fullmatch(
+            rf"wrote {len(truth):,} events to {re.escape(name)}: \d+ requests, "
+            r"[\d.]+% of the day's 2,400 \([\d,]+ left\)\n",
+            out.stdout,
+        ), out.stdout
         assert out.stderr == ""  # piped: no progress bar
     table = pq.read_table(tmp_path / "e.parquet")
     assert table.column("id").to_pylist() == truth
@@ -324,7 +329,7 @@ def test_lists_in_every_format(tmp_path, cli_emu, kind):
     for name in (f"{kind}.parquet", f"{kind}.csv", f"{kind}.jsonl"):
         out = _run([kind, "-o", name], env, cwd=tmp_path)
         assert out.returncode == 0, out.stderr
-        assert out.stdout == f"wrote {len(expected):,} {kind} to {name}\n"
+        assert out.stdout.startswith(f"wrote {len(expected):,} {kind} to {name}: "), out.stdout
     assert sorted(pq.read_table(tmp_path / f"{kind}.parquet").column("id").to_pylist()) == sorted(
         expected
     )

@@ -12,7 +12,7 @@ from . import errors
 from ._core import __version__
 from ._output import write_parquet
 from .aio import AsyncClient
-from .client import Client, EventPlan, Limits
+from .client import Client, Cost, EventPlan, Limits
 from .emulator import Emulator
 from .errors import *  # noqa: F403 (the exceptions, as errors.__all__ lists them)
 from .publish import PublishReport, validate
@@ -24,6 +24,7 @@ __all__ = [
     "AsyncClient",
     "Limits",
     "EventPlan",
+    "Cost",
     "Emulator",
     "write_parquet",
     "SyncResult",

@@ -8,7 +8,7 @@ import asyncio
 import functools
 import json
 import threading
-from typing import Any, AsyncIterator, Optional
+from typing import Any, AsyncIterator, Callable, Optional, TypeVar, cast
 
 from . import _check, _output, _progress
 from . import publish as _publish
@@ -22,6 +22,21 @@ __all__ = ["AsyncClient"]
 
 #: Events converted to dicts per step of the event loop (a few milliseconds of work).
 _CHUNK = 500
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _ametered(method: _F) -> _F:
+    """Leaves what each call of the coroutine ``method`` spent in ``last_cost`` (calls running
+    at the same time on one client count in each other's)."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._meter():
+            return await method(self, *args, **kwargs)
+
+    return cast(_F, wrapper)
 
 
 class AsyncClient(_BaseClient):
@@ -54,14 +69,17 @@ class AsyncClient(_BaseClient):
             return await self._inner.list_dicts_async(kind, *args)
         return _output.convert(await self._inner.list_arrow_async(kind, *args), output)
 
+    @_ametered
     async def sites(self, output: str = "dicts") -> Any:
         """Every site of the account (see :meth:`Client.sites`)."""
         return await self._list("sites", output)
 
+    @_ametered
     async def devices(self, output: str = "dicts") -> Any:
         """Every recording device of the account (see :meth:`Client.devices`)."""
         return await self._list("devices", output)
 
+    @_ametered
     async def cameras(
         self,
         site_id: Optional[str] = None,
@@ -73,11 +91,13 @@ class AsyncClient(_BaseClient):
         _check.text("device_id", device_id, optional=True, longest=100)
         return await self._list("cameras", output, site_id, device_id)
 
+    @_ametered
     async def reports(self, output: str = "dicts") -> Any:
         """Every report the caller may read (see :meth:`Client.reports`)."""
         return await self._list("reports", output)
 
     # --- events -------------------------------------------------------------------------
+    @_ametered
     async def events(
         self,
         start: TimeLike,
@@ -100,7 +120,7 @@ class AsyncClient(_BaseClient):
         if output != "dicts":
             table = await self._inner.events_arrow_async(lo, hi, report_id)
             return _output.convert(table, output)
-        callback, close = _progress.make(progress, "events")
+        callback, close = _progress.make(progress, "events", self.quota()["limit"])
         events: list = []
         try:
             # The collector is paused while the list grows (see _gcpause): its full passes over
@@ -143,6 +163,7 @@ class AsyncClient(_BaseClient):
             for event in chunk:
                 yield event
 
+    @_ametered
     async def plan_events(
         self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None
     ) -> EventPlan:
@@ -169,6 +190,7 @@ class AsyncClient(_BaseClient):
             stream.close()
 
     # --- publishing ---------------------------------------------------------------------
+    @_ametered
     async def publish(
         self,
         records: Any,

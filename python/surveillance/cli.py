@@ -360,7 +360,7 @@ def _write_events_parquet(
 
     lo, hi = to_ms(start, "start"), to_ms(end, "end")
     stream = client.event_batches(start, end, report)
-    callback, close = _progress_bar(progress, "events")
+    callback, close = _progress_bar(progress, "events", client.quota()["limit"])
     count = 0
     try:
         reader = pa.RecordBatchReader.from_stream(stream)
@@ -436,9 +436,15 @@ def _events(args: argparse.Namespace) -> int:
         ]
         _print_table(rows, ["startTime", "duration_sec", "title", "subtitle", "site"])
         return 0
-    count = _export_events(client, args.start, args.end, args.report, fmt, args.output, progress)
+    with client._meter():
+        count = _export_events(
+            client, args.start, args.end, args.report, fmt, args.output, progress
+        )
     if args.output:
-        print(f"wrote {count:,} events to {args.output}")
+        print(f"wrote {count:,} events to {args.output}: {client.last_cost}")
+    elif sys.stderr.isatty():
+        # Piped data goes to stdout alone; the cost is said where a person reads it.
+        print(f"surveillance: {count:,} events: {client.last_cost}", file=sys.stderr)
     return 0
 
 
@@ -465,6 +471,7 @@ def _sync(args: argparse.Namespace) -> int:
         args.dir, args.start, report_id=args.report, until=args.until, settle=args.settle
     )
     print(f"{args.dir}: {result}")
+    print(f"cost: {client.last_cost}")
     return 0
 
 
@@ -568,6 +575,7 @@ def _publish(args: argparse.Namespace) -> int:
     if len(listed) > _SHOWN:
         print(f"... and {len(listed) - _SHOWN:,} more")
     print(report.summary())
+    print(f"cost: {client.last_cost}")
     if args.failures and (report.failures or report.interrupted):
         n = report.write_failures(args.failures)
         print(f"wrote {n:,} records not accepted to {args.failures}")
@@ -630,7 +638,7 @@ def _list(kind: str, args: argparse.Namespace) -> int:
             target.discard()
             raise
     if args.output:
-        print(f"wrote {count:,} {kind} to {args.output}")
+        print(f"wrote {count:,} {kind} to {args.output}: {client.last_cost}")
     return 0
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, TypeVar, Union, cast
 
 from . import _check, _core, _output, _progress
 from . import publish as _publish
@@ -15,7 +16,7 @@ from ._progress import ProgressArg
 from ._time import TimeLike, time_range
 from .sync import SettleLike, SyncResult
 
-__all__ = ["Client", "Limits", "EventPlan"]
+__all__ = ["Client", "Limits", "EventPlan", "Cost"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,74 @@ class EventPlan:
         return ", ".join(parts) + f" (plan: {self.probes:,} requests)"
 
 
+@dataclass(frozen=True)
+class Cost:
+    """What a call spent of the daily request quota: :attr:`Client.last_cost` after each
+    fetch, sync, list or publish.
+
+    Attributes:
+        requests: requests this client sent during the call (token requests and retries
+            included: the service counts them all). Calls running at the same time on the
+            same client, from other threads, count here too.
+        limit: the day's quota (None without one, as with :meth:`Limits.unlimited`).
+        used: requests sent today by every client of the machine with the same key, after
+            the call.
+        remaining: what is left of today's quota (None without one).
+
+    >>> print(Cost(requests=12, limit=2400, used=570, remaining=1830))
+    12 requests, 0.5% of the day's 2,400 (1,830 left)
+    >>> Cost(requests=12, limit=2400, used=570, remaining=1830).share
+    0.005
+    """
+
+    requests: int
+    limit: Optional[int] = None
+    used: int = 0
+    remaining: Optional[int] = None
+
+    @property
+    def share(self) -> Optional[float]:
+        """``requests`` as a share of the day's quota (0.005 is half a percent), or None."""
+        return None if not self.limit else self.requests / self.limit
+
+    def __str__(self) -> str:
+        text = f"{self.requests:,} request{'' if self.requests == 1 else 's'}"
+        if self.limit:
+            text += f", {100 * self.requests / self.limit:.1f}% of the day's {self.limit:,}"
+            if self.remaining is not None:
+                text += f" ({self.remaining:,} left)"
+        return text
+
+
+class _Meter:
+    """Counts what one call of a client sends: ``with client._meter(): ...`` leaves
+    :class:`Cost` in ``client.last_cost``, whether the call ends or raises."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._before = client._sent()
+
+    def __enter__(self) -> _Meter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._client._settle_cost(self._before)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _metered(method: _F) -> _F:
+    """Leaves what each call of ``method`` spent in ``last_cost``."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._meter():
+            return method(self, *args, **kwargs)
+
+    return cast(_F, wrapper)
+
+
 def _duration(seconds: float) -> str:
     """``45 s``, ``7 min``, ``2 h 5 min``, ``3 d 4 h``."""
     s = int(round(seconds))
@@ -168,6 +237,26 @@ class _BaseClient:
             ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
         )
         self._inner = _core.Client(**settings)
+
+    #: What the last fetch, sync, list or publish of this client spent (:class:`Cost`); None
+    #: before the first.
+    last_cost: Optional[Cost] = None
+
+    def _sent(self) -> int:
+        """Requests this client has sent, every endpoint together."""
+        return sum(json.loads(self._inner.stats_json())["requests"].values())
+
+    def _meter(self) -> _Meter:
+        return _Meter(self)
+
+    def _settle_cost(self, before: int) -> None:
+        quota = self.quota()
+        self.last_cost = Cost(
+            requests=self._sent() - before,
+            limit=quota["limit"],
+            used=quota["used"],
+            remaining=quota["remaining"],
+        )
 
     @classmethod
     def _of(cls, inner: Any) -> Any:
@@ -256,6 +345,7 @@ class Client(_BaseClient):
     """
 
     # --- lists --------------------------------------------------------------------------
+    @_metered
     def sites(self, output: str = "dicts") -> Any:
         """Every site of the account (all pages).
 
@@ -268,6 +358,7 @@ class Client(_BaseClient):
             return self._inner.list_dicts("sites")
         return _output.convert(self._inner.list_arrow("sites"), output)
 
+    @_metered
     def devices(self, output: str = "dicts") -> Any:
         """Every recording device of the account (all pages)."""
         _output.check(output)
@@ -275,6 +366,7 @@ class Client(_BaseClient):
             return self._inner.list_dicts("devices")
         return _output.convert(self._inner.list_arrow("devices"), output)
 
+    @_metered
     def cameras(
         self,
         site_id: Optional[str] = None,
@@ -291,6 +383,7 @@ class Client(_BaseClient):
             return self._inner.list_dicts("cameras", site_id, device_id)
         return _output.convert(self._inner.list_arrow("cameras", site_id, device_id), output)
 
+    @_metered
     def reports(self, output: str = "dicts") -> Any:
         """Every report the caller may read (its ``id`` is a ``report_id`` for events)."""
         _output.check(output)
@@ -299,6 +392,7 @@ class Client(_BaseClient):
         return _output.convert(self._inner.list_arrow("reports"), output)
 
     # --- events -------------------------------------------------------------------------
+    @_metered
     def events(
         self,
         start: TimeLike,
@@ -333,7 +427,7 @@ class Client(_BaseClient):
         """
         _output.check(output)
         lo, hi, report_id = time_range(start, end, report_id)
-        callback, close = _progress.make(progress, "events")
+        callback, close = _progress.make(progress, "events", self.quota()["limit"])
         if output != "dicts":
             try:
                 table = self._inner.events_arrow(lo, hi, report_id, callback)
@@ -371,15 +465,17 @@ class Client(_BaseClient):
         50
         """
         lo, hi, report_id = time_range(start, end, report_id)
-        callback, close = _progress.make(progress, "events")
+        callback, close = _progress.make(progress, "events", self.quota()["limit"])
         stream = self._inner.events_stream(lo, hi, report_id, callback)
         try:
-            for window in stream:
-                yield from window
+            with self._meter():
+                for window in stream:
+                    yield from window
         finally:
             stream.close()
             close()
 
+    @_metered
     def plan_events(
         self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None
     ) -> EventPlan:
@@ -428,6 +524,7 @@ class Client(_BaseClient):
         return self._inner.events_reader(lo, hi, report_id)
 
     # --- incremental sync ---------------------------------------------------------------
+    @_metered
     def sync_events(
         self,
         path: Union[str, os.PathLike],
@@ -502,6 +599,7 @@ class Client(_BaseClient):
         return _sync.sync_events(self, path, start, report_id=report_id, until=until, settle=settle)
 
     # --- publishing ---------------------------------------------------------------------
+    @_metered
     def publish(
         self,
         records: Any,

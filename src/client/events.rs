@@ -35,8 +35,26 @@ const MIN_MS: i64 = -62_135_596_800_000;
 const MAX_MS: i64 = 253_402_300_799_999;
 /// Pages requested ahead in a window whose size is unknown.
 pub(crate) const LOOKAHEAD: usize = 4;
+/// The share of an unsorted window's sample fetched first when it is split under a quota.
+const FIRST_PART: f64 = 0.35;
+/// The events an estimated part of an unsorted window aims at (the ceiling is 10,000).
+const PART_EVENTS: f64 = 7_000.0;
 /// Requests in flight when no read concurrency is configured.
 pub const DEFAULT_IN_FLIGHT: usize = 16;
+
+/// What a client's fetches found of the service's events, for its later fetches: whether the
+/// service sorts them, and the most events a millisecond seen in a window of each report (or
+/// of all events), so that a later fetch of a range surely under the ceiling walks it without
+/// asking its ceiling page again.
+#[derive(Debug, Default)]
+pub struct Shape {
+    unsorted: bool,
+    density: std::collections::HashMap<Option<String>, f64>,
+}
+
+/// A window whose estimate from the densest window seen times this factor is still under the
+/// ceiling page is walked without it, sorted or not.
+const SAFETY: f64 = 4.0;
 
 /// One event: its sort key and the JSON the service sent.
 #[derive(Debug)]
@@ -227,6 +245,21 @@ enum Mode {
     Paging { end: Option<usize> },
     /// Over the ceiling; the pages 0..=9,900 are fetched and checked for `order`.
     Full { order: Order },
+    /// Under a daily quota: one page at a time, the next asked when the last came back full,
+    /// so that no request is spent past the window's end.
+    Walking,
+    /// A part of an unsorted window that waits for its size to be estimated (`Sizing`).
+    Deferred,
+}
+
+/// What an unsorted window's split left to size: the parent's sample of times (a page of an
+/// unsorted answer is a uniform sample of its window), and the window whose size it waits for.
+#[derive(Debug, Clone)]
+struct Sizing {
+    /// The parent window's sampled startTimes, sorted.
+    samples: Arc<Vec<i64>>,
+    /// The deferred window this one's exact size calibrates (the parent's rest).
+    rest: u64,
 }
 
 #[derive(Debug)]
@@ -243,6 +276,13 @@ struct Window {
     launched: HashSet<usize>,
     in_flight: usize,
     done: bool,
+    /// Sized from a sample with enough margin under the ceiling that it is walked without
+    /// asking its ceiling page, sorted or not.
+    safe: bool,
+    /// When set, this window's exact size, once known, sizes the parent's rest.
+    sizing: Option<Sizing>,
+    /// A deferred window: the parent's samples that fall in it.
+    samples: Option<Vec<i64>>,
 }
 
 impl Window {
@@ -258,7 +298,27 @@ impl Window {
             launched: HashSet::new(),
             in_flight: 0,
             done: false,
+            safe: false,
+            sizing: None,
+            samples: None,
         }
+    }
+
+    /// The times of its pages, in the service's order (offset by offset).
+    fn times(&self) -> Vec<i64> {
+        self.pages
+            .values()
+            .flat_map(|p| p.events.iter().map(|e| e.start_ms))
+            .collect()
+    }
+
+    /// Its events in `[ws, we)`, once every page is in.
+    fn kept(&self) -> usize {
+        self.pages
+            .values()
+            .flat_map(|p| p.events.iter())
+            .filter(|e| e.start_ms >= self.ws && e.start_ms < self.we)
+            .count()
     }
 }
 
@@ -276,6 +336,10 @@ struct Planner {
     sink: Option<ProgressSink>,
     /// Events per millisecond seen in the last full window, to size the pages ahead.
     density: Option<f64>,
+    /// A daily quota is set: every request must carry events (see [`Planner::frugal`]).
+    frugal: bool,
+    /// A window of this query came back in no order of startTime.
+    unsorted: bool,
 }
 
 fn dense(ms: i64) -> Error {
@@ -293,17 +357,32 @@ impl Planner {
     /// day of one site) fit in one page, and a request is the scarcest thing there is; a
     /// large range pays one round trip of latency for it, not a request.
     fn add_first_window(&mut self, ws: i64, we: i64) {
+        self.add_opening(ws, we, false);
+    }
+
+    /// A window that asks page 0 alone first. `safe`: sized from a sample well under the
+    /// ceiling, so walked without its ceiling page even when the service does not sort.
+    fn add_opening(&mut self, ws: i64, we: i64, safe: bool) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.progress.windows += 1;
         let mut w = Window::new(id, ws, we);
         w.mode = Mode::Opening;
+        w.safe = safe || {
+            let shape = self.client.shape();
+            let densest = shape.density.get(&self.query.report_id).copied();
+            densest.is_some_and(|d| d * (we - ws + 2) as f64 * SAFETY < CEILING_PAGE as f64)
+        };
         w.launched.insert(0);
         self.windows.insert(ws, w);
-        self.queue.push_front((id, Kind::Page(0)));
+        self.queue.push_back((id, Kind::Page(0)));
+        id
     }
 
-    fn add_window(&mut self, ws: i64, we: i64) {
+    fn add_window(&mut self, ws: i64, we: i64) -> u64 {
+        if self.frugal {
+            return self.add_opening(ws, we, false);
+        }
         let id = self.next_id;
         self.next_id += 1;
         self.progress.windows += 1;
@@ -313,6 +392,34 @@ impl Planner {
         // The ceiling page decides everything; page 0 is needed whatever it says (unless empty).
         self.queue.push_front((id, Kind::Page(0)));
         self.queue.push_front((id, Kind::Probe));
+        id
+    }
+
+    /// Asks the ceiling page of window `id`, whose size is unknown.
+    fn probe(&mut self, id: u64) {
+        if let Some(w) = self.window_mut(id) {
+            w.mode = Mode::Probing;
+            if w.launched.insert(CEILING_PAGE) {
+                self.queue.push_front((id, Kind::Probe));
+            }
+        }
+    }
+
+    /// Asks the first page of window `id` not yet in, one at a time (a walking window).
+    fn walk(&mut self, id: u64) {
+        let Some(w) = self.window_mut(id) else {
+            return;
+        };
+        w.mode = Mode::Walking;
+        let next = (0..CEILING_PAGE + PAGE)
+            .step_by(PAGE)
+            .find(|o| !w.pages.contains_key(o));
+        match next {
+            Some(o) if w.launched.insert(o) => self.queue.push_back((id, Kind::Page(o))),
+            Some(_) => {}
+            // Every page up to the ceiling is in, all full: over the ceiling.
+            None => w.mode = Mode::Full { order: Order::Constant },
+        }
     }
 
     fn launch_pending(&mut self) {
@@ -369,6 +476,7 @@ impl Planner {
 
     fn on_result(&mut self, id: u64, kind: Kind, page: Page) -> Result<()> {
         self.progress.requests += 1;
+        let frugal = self.frugal;
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
@@ -382,12 +490,39 @@ impl Planner {
         w.pages.insert(offset, page);
         match (&w.mode, kind) {
             (Mode::Opening, Kind::Page(0)) if len < PAGE => w.mode = Mode::Known { end: PAGE },
-            (Mode::Opening, Kind::Page(0)) => {
-                w.mode = Mode::Probing;
-                w.launched.insert(CEILING_PAGE);
-                self.queue.push_front((id, Kind::Probe));
+            (Mode::Opening, Kind::Page(0)) if frugal => {
+                // Sorted, the window is walked to its end or its ceiling page, which gives the
+                // next window's start: no request is lost. Unsorted, a window over the ceiling
+                // cannot be kept, so its ceiling page is asked first, unless a sample sized it.
+                let safe = w.safe;
+                let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
+                self.unsorted |= unsorted;
+                if self.unsorted && !safe {
+                    self.probe(id);
+                } else {
+                    self.walk(id);
+                }
             }
+            (Mode::Opening, Kind::Page(0)) => self.probe(id),
+            (Mode::Walking, Kind::Page(o)) if len < PAGE => {
+                w.mode = Mode::Known { end: o + PAGE };
+            }
+            (Mode::Walking, Kind::Page(_)) => {
+                let (safe, probed) = (w.safe, w.launched.contains(&CEILING_PAGE));
+                let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
+                self.unsorted |= unsorted;
+                if unsorted && !safe && !probed {
+                    self.probe(id);
+                } else {
+                    self.walk(id);
+                }
+            }
+            (Mode::Probing, Kind::Probe) if frugal && len == 0 => self.walk(id),
             (Mode::Probing, Kind::Probe) => self.on_probe(id, len)?,
+            (Mode::Paging { end: None }, Kind::Page(0)) if len == PAGE => {
+                // The ceiling page came back empty before this one.
+                self.on_probe(id, 0)?;
+            }
             (Mode::Paging { .. }, Kind::Page(o)) if len < PAGE => {
                 // The end is known: every page before it is needed, launched or not yet.
                 let mut end = o + PAGE;
@@ -421,6 +556,12 @@ impl Planner {
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
+        if len == 0 && !w.pages.contains_key(&0) {
+            // Under the ceiling, size unknown: page 0 says whether there is anything to page
+            // ahead for (a short one ends the window).
+            w.mode = Mode::Paging { end: None };
+            return Ok(());
+        }
         if len == 0 {
             // Under the ceiling, size unknown: page ahead, as far as the density suggests.
             let estimate = density.map_or(0.0, |d| d * (w.qe - w.qs + 2) as f64 * 1.1);
@@ -511,6 +652,9 @@ impl Planner {
 
     /// Replaces window `id` by two halves split at the median of `times`.
     fn split(&mut self, id: u64, mut times: Vec<i64>) -> Result<()> {
+        if self.frugal {
+            return self.split_sampled(id);
+        }
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
@@ -538,7 +682,7 @@ impl Planner {
         };
         let complete = |end: usize| (0..end).step_by(PAGE).all(|o| w.pages.contains_key(&o));
         let ready = match w.mode {
-            Mode::Opening | Mode::Probing => false,
+            Mode::Opening | Mode::Probing | Mode::Walking | Mode::Deferred => false,
             Mode::Known { end } => complete(end),
             Mode::Paging { end: Some(end) } => complete(end),
             Mode::Paging { end: None } => false,
@@ -576,10 +720,140 @@ impl Planner {
                 }
             }
         }
-        if let Some(w) = self.window_mut(id) {
+        if self.frugal {
+            let Some((kept, span)) = self
+                .window_mut(id)
+                .map(|w| (w.kept(), (w.we - w.ws).max(1)))
+            else {
+                return Ok(());
+            };
+            let mut shape = self.client.shape();
+            shape.unsorted |= self.unsorted;
+            let d = shape.density.entry(self.query.report_id.clone()).or_default();
+            *d = d.max(kept as f64 / span as f64);
+        }
+        let sizing = self.window_mut(id).and_then(|w| {
             w.done = true;
+            w.sizing.take().map(|s| {
+                let (ws, we) = (w.ws, w.we);
+                let sampled = s.samples.iter().filter(|t| (ws..we).contains(*t)).count();
+                (s.rest, w.kept(), sampled)
+            })
+        });
+        if let Some((rest, kept, sampled)) = sizing {
+            self.size_rest(rest, kept, sampled);
         }
         Ok(())
+    }
+
+    /// Splits an unsorted window over the ceiling, under a daily quota, with what its pages
+    /// sampled. Its size is unknown (10,000 or more), so its first part, about a third of the
+    /// sample, is fetched first; that part's exact size says how many events each sampled
+    /// time stands for, which sizes the rest into parts that each fit under the ceiling with a
+    /// margin. Those are walked without asking their ceiling pages.
+    fn split_sampled(&mut self, id: u64) -> Result<()> {
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
+        let (ws, we) = (w.ws, w.we);
+        if we - ws <= 1 {
+            return Err(dense(ws));
+        }
+        let mut times: Vec<i64> = w.times().into_iter().filter(|t| (ws..we).contains(t)).collect();
+        times.sort_unstable();
+        let outer = w.sizing.take();
+        self.windows.remove(&ws);
+        self.queue.retain(|(i, _)| *i != id);
+        if let Some(outer) = outer {
+            // The rest this window was to size waits no more: it is fetched as it comes.
+            self.release(outer.rest);
+        }
+        let at = ((times.len() as f64 * FIRST_PART).ceil() as usize).min(times.len());
+        let cut = times
+            .get(at)
+            .copied()
+            .unwrap_or(ws + (we - ws) / 2)
+            .clamp(ws + 1, we - 1);
+        let first = self.add_opening(ws, cut, false);
+        let rest_id = self.next_id;
+        self.next_id += 1;
+        let mut rest = Window::new(rest_id, cut, we);
+        rest.mode = Mode::Deferred;
+        rest.samples = Some(times.iter().copied().filter(|t| *t >= cut).collect());
+        self.windows.insert(cut, rest);
+        if let Some(w) = self.window_mut(first) {
+            w.sizing = Some(Sizing {
+                samples: Arc::new(times),
+                rest: rest_id,
+            });
+        }
+        Ok(())
+    }
+
+    /// Sizes the deferred window `rest` from its sibling's exact size: `kept` events where
+    /// `sampled` of the parent's times fell.
+    fn size_rest(&mut self, rest: u64, kept: usize, sampled: usize) {
+        let Some(w) = self.window_mut(rest) else {
+            return;
+        };
+        let samples = w.samples.take().unwrap_or_default();
+        if sampled == 0 || samples.is_empty() {
+            self.release(rest);
+            return;
+        }
+        let (ws, we) = (w.ws, w.we);
+        let per_sample = kept as f64 / sampled as f64;
+        let parts = ((per_sample * samples.len() as f64 / PART_EVENTS).ceil() as usize)
+            .clamp(1, samples.len());
+        let mut cuts = vec![ws];
+        for i in 1..parts {
+            let t = samples[i * samples.len() / parts];
+            let last = cuts.last().copied().unwrap_or(ws);
+            if t > last && t < we {
+                cuts.push(t);
+            }
+        }
+        cuts.push(we);
+        self.windows.remove(&ws);
+        for pair in cuts.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let in_part = samples.iter().filter(|t| (a..b).contains(*t)).count();
+            // Each count is a ratio of two samples; three standard errors of both must still
+            // fit under the ceiling.
+            let estimate = per_sample * in_part as f64;
+            let error = (1.0 / sampled as f64 + 1.0 / in_part.max(1) as f64).sqrt();
+            let safe = in_part > 0 && estimate * (1.0 + 3.0 * error) < CEILING_PAGE as f64;
+            self.add_opening(a, b, safe);
+        }
+    }
+
+    /// Makes a deferred window an ordinary one.
+    fn release(&mut self, id: u64) {
+        let Some(w) = self.window_mut(id) else {
+            return;
+        };
+        if !matches!(w.mode, Mode::Deferred) {
+            return;
+        }
+        w.samples = None;
+        w.mode = Mode::Opening;
+        w.launched.insert(0);
+        self.progress.windows += 1;
+        self.queue.push_back((id, Kind::Page(0)));
+    }
+
+    /// Releases every deferred window (none can be sized any more).
+    fn release_all(&mut self) -> bool {
+        let deferred: Vec<u64> = self
+            .windows
+            .values()
+            .filter(|w| matches!(w.mode, Mode::Deferred))
+            .map(|w| w.id)
+            .collect();
+        for id in &deferred {
+            self.release(*id);
+        }
+        !deferred.is_empty()
     }
 
     /// Emits the completed windows at the frontier, in time order.
@@ -752,6 +1026,8 @@ pub async fn stream(
         .read_concurrency
         .unwrap_or(DEFAULT_IN_FLIGHT)
         .max(1);
+    // Under a daily quota requests are what a fetch costs: none is spent on speculation.
+    let frugal = client.config().limits.daily_requests.is_some();
     let mut p = Planner {
         progress: Progress {
             total_ms: query.end_ms - query.start_ms,
@@ -768,11 +1044,17 @@ pub async fn stream(
         keep,
         sink,
         density: None,
+        frugal,
+        unsorted: false,
     };
+    p.unsorted = p.client.shape().unsorted;
     p.add_first_window(query.start_ms, query.end_ms);
     loop {
         p.launch_pending();
         let Some(joined) = p.tasks.join_next().await else {
+            if p.release_all() {
+                continue;
+            }
             // Nothing in flight and nothing queued, yet windows remain: never return a partial
             // result as if it were whole.
             let stalled = p

@@ -41,6 +41,7 @@ use lists::list_all;
 #[derive(Debug, Clone)]
 pub struct Client {
     http: Arc<Http>,
+    shape: Arc<std::sync::Mutex<events::Shape>>,
 }
 
 pub(crate) fn check_uuid(value: &str, name: &str) -> Result<()> {
@@ -77,6 +78,7 @@ impl Client {
     pub fn new(config: Config, log: Option<LogSink>) -> Result<Client> {
         Ok(Client {
             http: Arc::new(Http::new(config, log)?),
+            shape: Arc::default(),
         })
     }
 
@@ -88,6 +90,11 @@ impl Client {
     /// The transport (for the event windows and publishing).
     pub fn http(&self) -> &Http {
         &self.http
+    }
+
+    /// What this client's fetches found of the service's events (see [`events::Shape`]).
+    pub(crate) fn shape(&self) -> std::sync::MutexGuard<'_, events::Shape> {
+        self.shape.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether the webhook takes arrays, as far as this client's publishes have found out.
