@@ -769,11 +769,7 @@ impl Planner {
             self.release(outer.rest);
         }
         let at = ((times.len() as f64 * FIRST_PART).ceil() as usize).min(times.len());
-        let cut = times
-            .get(at)
-            .copied()
-            .unwrap_or(ws + (we - ws) / 2)
-            .clamp(ws + 1, we - 1);
+        let cut = cut_near(&times, at, ws, we);
         let first = self.add_opening(ws, cut, false);
         let rest_id = self.next_id;
         self.next_id += 1;
@@ -807,7 +803,7 @@ impl Planner {
             .clamp(1, samples.len());
         let mut cuts = vec![ws];
         for i in 1..parts {
-            let t = samples[i * samples.len() / parts];
+            let t = cut_near(&samples, i * samples.len() / parts, ws, we);
             let last = cuts.last().copied().unwrap_or(ws);
             if t > last && t < we {
                 cuts.push(t);
@@ -897,6 +893,31 @@ impl Planner {
             });
         }
         out
+    }
+}
+
+/// A cut of `[ws, we)` near the `at`-th of the sorted sampled times, in a gap between them: a
+/// window's query is widened by 1 ms on both sides, so the milliseconds on either side of a
+/// cut are fetched twice, and a cut inside a burst (thousands of events in a millisecond)
+/// would fetch the burst twice. The widest gap within a tenth of the sample either side.
+fn cut_near(times: &[i64], at: usize, ws: i64, we: i64) -> i64 {
+    let fallback = times
+        .get(at)
+        .copied()
+        .unwrap_or(ws + (we - ws) / 2)
+        .clamp(ws + 1, we - 1);
+    let reach = (times.len() / 10).max(1);
+    let lo = at.saturating_sub(reach).max(1);
+    let hi = (at + reach).min(times.len().saturating_sub(1));
+    let gap = (lo..=hi)
+        .filter(|&j| j < times.len())
+        .map(|j| (times[j] - times[j - 1], j))
+        .filter(|(g, _)| *g >= 3)
+        // The nearest to `at` of the gaps as wide as the widest, up to a factor of 2.
+        .min_by_key(|(g, j)| (std::cmp::Reverse(g.ilog2()), j.abs_diff(at)));
+    match gap {
+        Some((g, j)) => (times[j - 1] + g / 2).clamp(ws + 1, we - 1),
+        None => fallback,
     }
 }
 

@@ -1,0 +1,195 @@
+"""What fetches cost in requests, the scarce resource (2,400 a day per key): the job table of
+README's promise, in every order and bound inclusivity the service may use, each row against
+its bound, every result exact; and sequences of fetches on one client, whose later fetches use
+what the earlier ones found out."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+import surveillance as sv
+
+ORDERS = ["asc", "desc", "shuffled"]
+BOUNDS = ["[)", "[]", "()", "(]"]
+HOUR = dt.timedelta(hours=1)
+#: A daily quota, as by default, without the 1 read/s pacing (the tests' time).
+QUOTA = sv.Limits(read_per_second=None, read_concurrency=3, daily_requests=10**8)
+
+
+def pages(n: int) -> int:
+    """The fewest requests that can return ``n`` events: ``ceil(n / 100)``, at least 1."""
+    return max(1, math.ceil(n / 100))
+
+
+def reads(emu: sv.Emulator) -> int:
+    """``GET /v2/events`` requests the emulator answered, since its stats were last reset."""
+    return sum(emu.stats()["requests"].get("GET /v2/events", {}).values())
+
+
+def fetch(emu: sv.Emulator, client: sv.Client, start, end) -> tuple[int, int]:
+    """Events and requests of one fetch, checked exact against the emulator."""
+    emu.reset_stats()
+    got = client.events(start, end, progress=False)
+    assert [e["id"] for e in got] == emu.truth(start, end)
+    return len(got), reads(emu)
+
+
+def below_ceiling(n: int) -> int:
+    """The bound of a range under 10,000 events: ``ceil(N / 100) + 1``."""
+    return pages(n) + 1
+
+
+def above_ceiling(n: int) -> int:
+    """The bound of a range over 10,000 events: ``1.03 × ceil(N / 100) + 2``."""
+    return math.floor(1.03 * pages(n) + 2)
+
+
+@pytest.fixture(scope="module")
+def day():
+    """4,000 events over a day (hours of 80 to 300)."""
+    with sv.Emulator(seed=3, sites=20, days=1, events_per_day=4000) as emu:
+        yield emu
+
+
+@pytest.fixture(autouse=True)
+def _semantics(request):
+    yield
+    for name in ("day",):
+        if name in request.fixturenames:
+            request.getfixturevalue(name).set_semantics()
+
+
+@pytest.mark.parametrize("bounds", BOUNDS)
+@pytest.mark.parametrize("order", ORDERS)
+def test_one_hour_under_the_default_limits(day, order, bounds):
+    day.set_semantics(order, bounds)
+    start = day.start + 20 * HOUR
+    n, requests = fetch(day, day.client(limits=sv.Limits()), start, start + HOUR)
+    assert 100 < n < 300
+    assert requests <= below_ceiling(n), (n, requests)
+
+
+@pytest.mark.parametrize("bounds", BOUNDS)
+@pytest.mark.parametrize("order", ORDERS)
+def test_hourly_fetches_of_a_day_on_one_client(day, order, bounds):
+    day.set_semantics(order, bounds)
+    client = day.client(limits=QUOTA)
+    total = floor = 0
+    for hour in range(24):
+        start = day.start + hour * HOUR
+        n, requests = fetch(day, client, start, start + HOUR)
+        assert requests <= below_ceiling(n), (hour, n, requests)
+        # An hour of exactly 300 events needs an empty page to see its end.
+        total, floor = total + requests, floor + pages(n) + (n % 100 == 0)
+    # Only the first fetch of an unsorted service asks a ceiling page: the later ones know
+    # from it how dense the events are.
+    assert total <= floor + (order == "shuffled"), (total, floor)
+
+
+@pytest.mark.parametrize("bounds", BOUNDS)
+@pytest.mark.parametrize("order", ORDERS)
+def test_hourly_sync_rereads_the_settle_period_and_nothing_else(day, order, bounds, tmp_path):
+    day.set_semantics(order, bounds)
+    client = day.client(limits=QUOTA)
+    stored = 0
+    for hour in range(1, 25):
+        day.reset_stats()
+        result = client.sync_events(tmp_path, day.start, until=day.start + hour * HOUR)
+        [(lo, hi)] = result.ranges
+        # The settle period (an hour, the default) and the new hour, in one fetch.
+        assert hi - lo == (HOUR if hour == 1 else 2 * HOUR)
+        assert reads(day) <= pages(len(day.truth(lo, hi))) + 1, hour
+        assert result.requests == client.last_cost.requests
+        stored += result.added
+    assert stored == len(day.truth(day.start, day.end))
+
+
+@pytest.mark.parametrize("bounds", BOUNDS)
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_century_holding_a_thousand_events(order, bounds):
+    with sv.Emulator(seed=5, sites=20, days=1, events_per_day=1008) as emu:
+        emu.set_semantics(order, bounds)
+        n, requests = fetch(emu, emu.client(limits=QUOTA), "1970-01-01", "2070-01-01")
+        assert n == 1008
+        assert requests <= below_ceiling(n), requests
+
+
+@pytest.mark.parametrize("bounds", BOUNDS)
+@pytest.mark.parametrize("order", ORDERS)
+def test_twenty_five_thousand_events(order, bounds):
+    with sv.Emulator(seed=7, sites=20, days=3, events_per_day=8336) as emu:
+        emu.set_semantics(order, bounds)
+        n, requests = fetch(emu, emu.client(limits=QUOTA), emu.start, emu.end)
+        assert n == 25_008
+        assert requests <= above_ceiling(n), requests
+
+
+@pytest.mark.parametrize("bounds", BOUNDS)
+@pytest.mark.parametrize("order", ORDERS)
+def test_without_a_quota_speed_costs_at_most_a_quarter_more(order, bounds):
+    with sv.Emulator(seed=9, sites=20, days=2, events_per_day=5004) as emu:
+        emu.set_semantics(order, bounds)
+        client = emu.client(limits=sv.Limits.unlimited())
+        n, requests = fetch(emu, client, "1970-01-01", "2070-01-01")
+        assert n == 10_008
+        assert requests <= 1.25 * pages(n), requests
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_burst_where_the_density_seen_said_the_window_was_small(order):
+    """A client that saw quiet hours walks the next hour without its ceiling page; 12,000
+    events in a few milliseconds of it turn the walk into a split, and the result stays
+    exact."""
+    with sv.Emulator(seed=13, sites=5, days=1, events_per_day=2000) as emu:
+        emu.set_semantics(order, "[]")
+        client = emu.client(limits=QUOTA)
+        fetch(emu, client, emu.start + 2 * HOUR, emu.start + 3 * HOUR)
+        burst = emu.start + 5 * HOUR + dt.timedelta(minutes=20)
+        for i in range(6):
+            emu.add_events(burst + dt.timedelta(milliseconds=7 * i), 2000)
+        n, requests = fetch(emu, client, emu.start + 5 * HOUR, emu.start + 6 * HOUR)
+        assert n > 12_000
+        # The walk went to the ceiling before it knew (100 requests), then the rest; the
+        # cuts fall between the bursts' milliseconds, so no burst is fetched twice.
+        assert requests <= pages(n) + 100 + 5, requests
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_dense_millisecond_under_a_quota(order):
+    with sv.Emulator(seed=2, sites=3, days=1, events_per_day=500) as emu:
+        emu.set_semantics(order, "()")
+        at = emu.start + dt.timedelta(hours=12, milliseconds=5)
+        emu.add_events(at, 9_999)
+        n, _ = fetch(emu, emu.client(limits=QUOTA), emu.start, emu.end)
+        assert n == 10_499
+        emu.add_events(at, 2)
+        with pytest.raises(sv.DenseWindowError) as err:
+            emu.client(limits=QUOTA).events(emu.start, emu.end, progress=False)
+        assert err.value.timestamp == "2026-01-05T12:00:00.005Z"
+
+
+def test_what_a_fetch_spent_is_told(day):
+    client = day.client(limits=sv.Limits(read_per_second=None, daily_requests=2400))
+    assert client.last_cost is None
+    start = day.start + 20 * HOUR
+    day.reset_stats()
+    events = client.events(start, start + HOUR, progress=False)
+    cost = client.last_cost
+    # The token request counts against the quota too.
+    assert cost.requests == reads(day) + 1
+    # The quota counts every client of the machine with the key (other tests' too).
+    assert cost.requests <= cost.used <= client.quota()["used"]
+    assert cost.limit == 2400 and cost.remaining == 2400 - cost.used
+    assert cost.share == pytest.approx(cost.requests / 2400)
+    assert str(cost).startswith(f"{cost.requests} requests, ")
+    assert len(events) > 100
+    updates = []
+    list(client.iter_events(start, start + HOUR, progress=updates.append))
+    assert client.last_cost.requests == updates[-1]["requests"] > 1
+    client.sites()
+    assert client.last_cost.requests == 1
+    unlimited = day.client(limits=sv.Limits.unlimited())
+    unlimited.events(start, start + HOUR, progress=False)
+    assert unlimited.last_cost.limit is None and "%" not in str(unlimited.last_cost)
