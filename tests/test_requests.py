@@ -186,8 +186,9 @@ def test_what_a_fetch_spent_is_told(day):
     assert str(cost).startswith(f"{cost.requests} requests, ")
     assert len(events) > 100
     updates = []
+    day.reset_stats()
     list(client.iter_events(start, start + HOUR, progress=updates.append))
-    assert client.last_cost.requests == updates[-1]["requests"] > 1
+    assert client.last_cost.requests == reads(day) >= updates[-1]["requests"] > 1
     client.sites()
     assert client.last_cost.requests == 1
     unlimited = day.client(limits=sv.Limits.unlimited())

@@ -279,8 +279,9 @@ struct Window {
     /// Sized from a sample with enough margin under the ceiling that it is walked without
     /// asking its ceiling page, sorted or not.
     safe: bool,
-    /// When set, this window's exact size, once known, sizes the parent's rest.
-    sizing: Option<Sizing>,
+    /// The rests this window's exact size, once known, sizes: its parent's, and those of the
+    /// windows it was the first part of before (their samples that fall in it).
+    sizing: Vec<Sizing>,
     /// A deferred window: the parent's samples that fall in it.
     samples: Option<Vec<i64>>,
 }
@@ -299,7 +300,7 @@ impl Window {
             in_flight: 0,
             done: false,
             safe: false,
-            sizing: None,
+            sizing: Vec::new(),
             samples: None,
         }
     }
@@ -418,7 +419,11 @@ impl Planner {
             Some(o) if w.launched.insert(o) => self.queue.push_back((id, Kind::Page(o))),
             Some(_) => {}
             // Every page up to the ceiling is in, all full: over the ceiling.
-            None => w.mode = Mode::Full { order: Order::Constant },
+            None => {
+                w.mode = Mode::Full {
+                    order: Order::Constant,
+                }
+            }
         }
     }
 
@@ -729,18 +734,27 @@ impl Planner {
             };
             let mut shape = self.client.shape();
             shape.unsorted |= self.unsorted;
-            let d = shape.density.entry(self.query.report_id.clone()).or_default();
+            let d = shape
+                .density
+                .entry(self.query.report_id.clone())
+                .or_default();
             *d = d.max(kept as f64 / span as f64);
         }
-        let sizing = self.window_mut(id).and_then(|w| {
-            w.done = true;
-            w.sizing.take().map(|s| {
-                let (ws, we) = (w.ws, w.we);
-                let sampled = s.samples.iter().filter(|t| (ws..we).contains(*t)).count();
-                (s.rest, w.kept(), sampled)
+        let sizing: Vec<(u64, usize, usize)> = self
+            .window_mut(id)
+            .map(|w| {
+                w.done = true;
+                let (ws, we, kept) = (w.ws, w.we, w.kept());
+                std::mem::take(&mut w.sizing)
+                    .into_iter()
+                    .map(|s| {
+                        let sampled = s.samples.iter().filter(|t| (ws..we).contains(*t)).count();
+                        (s.rest, kept, sampled)
+                    })
+                    .collect()
             })
-        });
-        if let Some((rest, kept, sampled)) = sizing {
+            .unwrap_or_default();
+        for (rest, kept, sampled) in sizing {
             self.size_rest(rest, kept, sampled);
         }
         Ok(())
@@ -759,15 +773,17 @@ impl Planner {
         if we - ws <= 1 {
             return Err(dense(ws));
         }
-        let mut times: Vec<i64> = w.times().into_iter().filter(|t| (ws..we).contains(t)).collect();
+        let mut times: Vec<i64> = w
+            .times()
+            .into_iter()
+            .filter(|t| (ws..we).contains(t))
+            .collect();
         times.sort_unstable();
-        let outer = w.sizing.take();
+        // The rests this window was to size are sized by its first part instead, from their
+        // samples that fall in it.
+        let mut sizing = std::mem::take(&mut w.sizing);
         self.windows.remove(&ws);
         self.queue.retain(|(i, _)| *i != id);
-        if let Some(outer) = outer {
-            // The rest this window was to size waits no more: it is fetched as it comes.
-            self.release(outer.rest);
-        }
         let at = ((times.len() as f64 * FIRST_PART).ceil() as usize).min(times.len());
         let cut = cut_near(&times, at, ws, we);
         let first = self.add_opening(ws, cut, false);
@@ -777,11 +793,12 @@ impl Planner {
         rest.mode = Mode::Deferred;
         rest.samples = Some(times.iter().copied().filter(|t| *t >= cut).collect());
         self.windows.insert(cut, rest);
+        sizing.push(Sizing {
+            samples: Arc::new(times),
+            rest: rest_id,
+        });
         if let Some(w) = self.window_mut(first) {
-            w.sizing = Some(Sizing {
-                samples: Arc::new(times),
-                rest: rest_id,
-            });
+            w.sizing = sizing;
         }
         Ok(())
     }

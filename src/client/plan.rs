@@ -57,6 +57,8 @@ struct Planning<'a> {
     exact: bool,
     /// Events a millisecond in the last full window (as the fetch keeps it).
     density: Option<f64>,
+    /// Under a daily quota the fetch walks its windows a page at a time (see `events`).
+    frugal: bool,
 }
 
 impl Planning<'_> {
@@ -83,8 +85,9 @@ impl Planning<'_> {
         under: bool,
     ) -> Result<bool> {
         let first_full = first.is_some();
+        let frugal = self.frugal;
         let cost = |this: &Self, c: f64| {
-            this.requests + window_requests(c, first_full, this.density, we - ws)
+            this.requests + window_requests(c, first_full, this.density, we - ws, frugal)
         };
         // Its first page: the end of a range often holds less than a page, and a full one's
         // times say how dense the window is, hence where to look first.
@@ -159,8 +162,18 @@ fn guess_count(page0: &[i64], ws: i64, we: i64) -> Option<f64> {
 /// holding `count` events: its ceiling page, pages up to the first short one, and the pages
 /// launched past it (the fetch keeps a few ahead: as many as the last full window's density
 /// suggests, or `LOOKAHEAD`).
-fn window_requests(count: f64, first_full: bool, density: Option<f64>, span: i64) -> f64 {
+fn window_requests(
+    count: f64,
+    first_full: bool,
+    density: Option<f64>,
+    span: i64,
+    frugal: bool,
+) -> f64 {
     let needed = (count / PAGE as f64).floor() + 1.0;
+    if frugal {
+        // Walked to its first short page: nothing more.
+        return needed;
+    }
     let ahead = match density {
         Some(d) => ((d * (span + 2) as f64 * 1.1 / PAGE as f64).ceil())
             .clamp(LOOKAHEAD as f64, (CEILING_PAGE / PAGE) as f64),
@@ -188,6 +201,7 @@ pub async fn plan(client: &Client, query: &Query) -> Result<Plan> {
         events: 0.0,
         exact: true,
         density: None,
+        frugal: client.config().limits.daily_requests.is_some(),
     };
     let (mut ws, mut we) = (query.start_ms, query.end_ms);
     // The fetch opens with page 0 alone: most small ranges end there.
@@ -290,9 +304,18 @@ async fn unsorted(p: &mut Planning<'_>, ws: i64, we: i64, mut sample: Vec<i64>) 
         };
         let total = count * sample.len() as f64 / k as f64;
         p.events += total;
-        // The fetch splits such windows in halves at the median: about two requests per
-        // window more than the pages, in windows of 5,000 to 10,000 events.
-        p.requests += total / PAGE as f64 + 2.0 * total / 7_500.0;
+        p.requests += if p.frugal {
+            // Under a quota the fetch spends its first window's two pages, a third of it with
+            // its ceiling page, then parts of about 7,000 events: half a page each at its end.
+            // (The window's pages, counted before its ceiling page said it was unsorted, are
+            // these.)
+            total / PAGE as f64 + 3.0 + 0.5 * (total / 7_000.0 + 2.0)
+                - (OFFSET_CEILING / PAGE) as f64
+        } else {
+            // The fetch splits such windows in halves at the median: about two requests per
+            // window more than the pages, in windows of 5,000 to 10,000 events.
+            total / PAGE as f64 + 2.0 * total / 7_500.0
+        };
         return Ok(());
     }
     // Too dense to sample: at least the ceiling.
@@ -337,11 +360,13 @@ mod tests {
     #[test]
     fn a_paged_window_costs_its_pages_and_a_few_past_its_end() {
         // 2,000 events in the first window: ceiling, 21 pages, about two in flight past.
-        let r = window_requests(2000.0, true, None, 1000);
+        let r = window_requests(2000.0, true, None, 1000, false);
         assert!((23.0..=25.0).contains(&r), "{r}");
         // A chained window asked 34 pages ahead from the last window's density (3 events a
         // millisecond over 1,002 ms, and a tenth more), needing 21: 13 past its end.
-        let r = window_requests(2000.0, false, Some(3.0), 1000);
+        let r = window_requests(2000.0, false, Some(3.0), 1000, false);
         assert_eq!(r, 1.0 + 21.0 + 13.0);
+        // Under a quota the window is walked: its 21 pages, the last one short.
+        assert_eq!(window_requests(2000.0, false, Some(3.0), 1000, true), 21.0);
     }
 }
