@@ -466,9 +466,11 @@ class Client(_BaseClient):
         """
         lo, hi, report_id = time_range(start, end, report_id)
         callback, close = _progress.make(progress, "events", self.quota()["limit"])
+        # Counted from before the stream starts: it sends its first requests at once.
+        meter = self._meter()
         stream = self._inner.events_stream(lo, hi, report_id, callback)
         try:
-            with self._meter():
+            with meter:
                 for window in stream:
                     yield from window
         finally:
