@@ -106,35 +106,45 @@ def test_hourly_sync_rereads_the_settle_period_and_nothing_else(day, order, boun
     assert stored == len(day.truth(day.start, day.end))
 
 
+def without_quota(n: int) -> float:
+    """The bound without a quota: ``1.25 × ceil(N / 100)``."""
+    return 1.25 * pages(n)
+
+
+#: One fetch each: (the emulator's seed, days and events a day; the range, None for the
+#: emulator's; the client's limits; the events; the bound on requests).
+ONE_FETCH = {
+    "a century holding 1,008 events": (
+        (5, 1, 1008),
+        ("1970-01-01", "2070-01-01"),
+        QUOTA,
+        1008,
+        below_ceiling,
+    ),
+    "25,008 events": ((7, 3, 8336), None, QUOTA, 25_008, above_ceiling),
+    "10,008 events without a quota": (
+        (9, 2, 5004),
+        ("1970-01-01", "2070-01-01"),
+        sv.Limits.unlimited(),
+        10_008,
+        without_quota,
+    ),
+}
+
+
+@pytest.mark.parametrize("job", ONE_FETCH)
 @pytest.mark.parametrize("bounds", BOUNDS)
 @pytest.mark.parametrize("order", ORDERS)
-def test_a_century_holding_a_thousand_events(order, bounds):
-    with sv.Emulator(seed=5, sites=20, days=1, events_per_day=1008) as emu:
+def test_one_fetch_within_its_bound(order, bounds, job):
+    """Under a quota a range costs at most ``ceil(N / 100) + 1`` below 10,000 events and
+    ``1.03 × ceil(N / 100) + 2`` above; without one, speed costs at most a quarter more."""
+    (seed, days, per_day), span, limits, events, bound = ONE_FETCH[job]
+    with sv.Emulator(seed=seed, sites=20, days=days, events_per_day=per_day) as emu:
         emu.set_semantics(order, bounds)
-        n, requests = fetch(emu, emu.client(limits=QUOTA), "1970-01-01", "2070-01-01")
-        assert n == 1008
-        assert requests <= below_ceiling(n), requests
-
-
-@pytest.mark.parametrize("bounds", BOUNDS)
-@pytest.mark.parametrize("order", ORDERS)
-def test_twenty_five_thousand_events(order, bounds):
-    with sv.Emulator(seed=7, sites=20, days=3, events_per_day=8336) as emu:
-        emu.set_semantics(order, bounds)
-        n, requests = fetch(emu, emu.client(limits=QUOTA), emu.start, emu.end)
-        assert n == 25_008
-        assert requests <= above_ceiling(n), requests
-
-
-@pytest.mark.parametrize("bounds", BOUNDS)
-@pytest.mark.parametrize("order", ORDERS)
-def test_without_a_quota_speed_costs_at_most_a_quarter_more(order, bounds):
-    with sv.Emulator(seed=9, sites=20, days=2, events_per_day=5004) as emu:
-        emu.set_semantics(order, bounds)
-        client = emu.client(limits=sv.Limits.unlimited())
-        n, requests = fetch(emu, client, "1970-01-01", "2070-01-01")
-        assert n == 10_008
-        assert requests <= 1.25 * pages(n), requests
+        start, end = span or (emu.start, emu.end)
+        n, requests = fetch(emu, emu.client(limits=limits), start, end)
+        assert n == events
+        assert requests <= bound(n), requests
 
 
 @pytest.mark.parametrize("order", ORDERS)

@@ -226,7 +226,7 @@ def sync_events(
                 f"the dataset at `{root}` was synced with: sync it into another directory"
             )
         ranges, first_ms = _plan(state, start_ms, until_ms, settle_ms)
-        before = _request_count(client)
+        before = client._sent()
         writer = _PartitionWriter(root, pa, pq)
         progress = _Progress()
         stopped: Optional[QuotaExhaustedError] = None
@@ -241,7 +241,7 @@ def sync_events(
                 ranges = ranges[: i + 1]
                 break
         writer.finish()
-        requests = _request_count(client) - before
+        requests = client._sent() - before
         old = None if state is None else _parse_iso_ms(state["synced_until"])
         if stopped is None:
             # Nothing after `until` can have been fetched, nor anything after the run began.
@@ -632,15 +632,6 @@ def _require_pyarrow() -> Tuple[Any, Any]:
             "sync_events writes Parquet with pyarrow: pip install 'surveillance[pandas]'"
         ) from None
     return pa, pq
-
-
-def _request_count(client: Client) -> int:
-    def total(v: Any) -> int:
-        if isinstance(v, dict):
-            return sum(total(x) for x in v.values())
-        return int(v) if isinstance(v, (int, float)) else 0
-
-    return total(client.stats().get("requests", {}))
 
 
 def _now_ms() -> int:

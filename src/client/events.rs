@@ -354,6 +354,12 @@ impl Planner {
         self.windows.values_mut().find(|w| w.id == id)
     }
 
+    /// A window of `[ws, we)` with a fresh id, not yet planned.
+    fn new_window(&mut self, ws: i64, we: i64) -> Window {
+        self.next_id += 1;
+        Window::new(self.next_id - 1, ws, we)
+    }
+
     /// The first window of the query: page 0 alone first. Many queries (an hourly sync, a
     /// day of one site) fit in one page, and a request is the scarcest thing there is; a
     /// large range pays one round trip of latency for it, not a request.
@@ -364,10 +370,9 @@ impl Planner {
     /// A window that asks page 0 alone first. `safe`: sized from a sample well under the
     /// ceiling, so walked without its ceiling page even when the service does not sort.
     fn add_opening(&mut self, ws: i64, we: i64, safe: bool) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
         self.progress.windows += 1;
-        let mut w = Window::new(id, ws, we);
+        let mut w = self.new_window(ws, we);
+        let id = w.id;
         w.mode = Mode::Opening;
         w.safe = safe || {
             let shape = self.client.shape();
@@ -384,10 +389,9 @@ impl Planner {
         if self.frugal {
             return self.add_opening(ws, we, false);
         }
-        let id = self.next_id;
-        self.next_id += 1;
         self.progress.windows += 1;
-        let mut w = Window::new(id, ws, we);
+        let mut w = self.new_window(ws, we);
+        let id = w.id;
         w.launched.extend([0, CEILING_PAGE]);
         self.windows.insert(ws, w);
         // The ceiling page decides everything; page 0 is needed whatever it says (unless empty).
@@ -403,6 +407,21 @@ impl Planner {
             if w.launched.insert(CEILING_PAGE) {
                 self.queue.push_front((id, Kind::Probe));
             }
+        }
+    }
+
+    /// Under a quota, after a full page of window `id`. Sorted, the window is walked to its end
+    /// or its ceiling page, which gives the next window's start: no request is lost. Unsorted
+    /// (`unsorted`), a window over the ceiling cannot be kept, so its ceiling page is asked
+    /// next, unless a sample sized it or it was asked already.
+    fn advance(&mut self, id: u64, unsorted: bool) {
+        let ask = self
+            .window_mut(id)
+            .is_some_and(|w| unsorted && !w.safe && !w.launched.contains(&CEILING_PAGE));
+        if ask {
+            self.probe(id);
+        } else {
+            self.walk(id);
         }
     }
 
@@ -496,31 +515,19 @@ impl Planner {
         match (&w.mode, kind) {
             (Mode::Opening, Kind::Page(0)) if len < PAGE => w.mode = Mode::Known { end: PAGE },
             (Mode::Opening, Kind::Page(0)) if frugal => {
-                // Sorted, the window is walked to its end or its ceiling page, which gives the
-                // next window's start: no request is lost. Unsorted, a window over the ceiling
-                // cannot be kept, so its ceiling page is asked first, unless a sample sized it.
-                let safe = w.safe;
+                // What an earlier window found holds for this one's first page too.
                 let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
                 self.unsorted |= unsorted;
-                if self.unsorted && !safe {
-                    self.probe(id);
-                } else {
-                    self.walk(id);
-                }
+                self.advance(id, self.unsorted);
             }
             (Mode::Opening, Kind::Page(0)) => self.probe(id),
             (Mode::Walking, Kind::Page(o)) if len < PAGE => {
                 w.mode = Mode::Known { end: o + PAGE };
             }
             (Mode::Walking, Kind::Page(_)) => {
-                let (safe, probed) = (w.safe, w.launched.contains(&CEILING_PAGE));
                 let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
                 self.unsorted |= unsorted;
-                if unsorted && !safe && !probed {
-                    self.probe(id);
-                } else {
-                    self.walk(id);
-                }
+                self.advance(id, unsorted);
             }
             (Mode::Probing, Kind::Probe) if frugal && len == 0 => self.walk(id),
             (Mode::Probing, Kind::Probe) => self.on_probe(id, len)?,
@@ -697,16 +704,8 @@ impl Planner {
             return Ok(());
         }
         if let Mode::Full { order } = w.mode {
-            let seen = order_of(
-                w.pages
-                    .values()
-                    .flat_map(|p| p.events.iter().map(|e| e.start_ms)),
-            );
-            let times: Vec<i64> = w
-                .pages
-                .values()
-                .flat_map(|p| p.events.iter().map(|e| e.start_ms))
-                .collect();
+            let times = w.times();
+            let seen = order_of(times.iter().copied());
             match (order, seen) {
                 (Order::Asc, Order::Asc) | (Order::Desc, Order::Desc) => {}
                 (Order::Constant, Order::Asc) | (Order::Constant, Order::Desc) => {
@@ -725,37 +724,24 @@ impl Planner {
                 }
             }
         }
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
+        w.done = true;
+        let (ws, we, kept) = (w.ws, w.we, w.kept());
+        let sizing = std::mem::take(&mut w.sizing);
         if self.frugal {
-            let Some((kept, span)) = self
-                .window_mut(id)
-                .map(|w| (w.kept(), (w.we - w.ws).max(1)))
-            else {
-                return Ok(());
-            };
             let mut shape = self.client.shape();
             shape.unsorted |= self.unsorted;
             let d = shape
                 .density
                 .entry(self.query.report_id.clone())
                 .or_default();
-            *d = d.max(kept as f64 / span as f64);
+            *d = d.max(kept as f64 / (we - ws).max(1) as f64);
         }
-        let sizing: Vec<(u64, usize, usize)> = self
-            .window_mut(id)
-            .map(|w| {
-                w.done = true;
-                let (ws, we, kept) = (w.ws, w.we, w.kept());
-                std::mem::take(&mut w.sizing)
-                    .into_iter()
-                    .map(|s| {
-                        let sampled = s.samples.iter().filter(|t| (ws..we).contains(*t)).count();
-                        (s.rest, kept, sampled)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        for (rest, kept, sampled) in sizing {
-            self.size_rest(rest, kept, sampled);
+        for s in sizing {
+            let sampled = s.samples.iter().filter(|t| (ws..we).contains(*t)).count();
+            self.size_rest(s.rest, kept, sampled);
         }
         Ok(())
     }
@@ -787,9 +773,8 @@ impl Planner {
         let at = ((times.len() as f64 * FIRST_PART).ceil() as usize).min(times.len());
         let cut = cut_near(&times, at, ws, we);
         let first = self.add_opening(ws, cut, false);
-        let rest_id = self.next_id;
-        self.next_id += 1;
-        let mut rest = Window::new(rest_id, cut, we);
+        let mut rest = self.new_window(cut, we);
+        let rest_id = rest.id;
         rest.mode = Mode::Deferred;
         rest.samples = Some(times.iter().copied().filter(|t| *t >= cut).collect());
         self.windows.insert(cut, rest);
