@@ -484,11 +484,14 @@ class Client(_BaseClient):
         """What :meth:`events` would cost for ``[start, end)``, found with a few requests:
         the events, the requests, the time at the read limit and the days of quota.
 
-        It costs at most 2% of the requests the fetch would make, plus 5. On a service that
-        sorts its events by time (either way), it follows the fetch's windows of 10,000
-        events with one probe each and sizes the last one by a search over its pages: the
-        requests come within a few percent of what :meth:`events` makes. On a service that
-        does not sort, the count is extrapolated from a sample: expect it within about 40%.
+        It runs the fetch's own window plan, asking only the pages that decide (each window's
+        first page, its ceiling page, a few pages that find where it ends): the events and
+        the requests are counted, not extrapolated, and come within a few percent of what
+        :meth:`events` makes, in any order the service uses (exact when it sorts by time).
+        It asks about 1% of the fetch's requests on a service that sorts, more on one that
+        does not; the pages it reads of a range that ended over an hour ago are used by the
+        next :meth:`events` of that range on this client (within 15 minutes) instead of being
+        asked again.
 
         Args:
             start, end, report_id: as for :meth:`events`.
@@ -503,7 +506,7 @@ class Client(_BaseClient):
             ...     client = emu.client()
             ...     plan = client.plan_events(emu.start, emu.end)
             ...     fetched = len(client.events(emu.start, emu.end, progress=False))
-            ...     abs(plan.events - fetched) < 0.25 * fetched, plan.probes <= 6
+            ...     plan.events == fetched, plan.exact
             (True, True)
         """
         lo, hi, report_id = time_range(start, end, report_id)

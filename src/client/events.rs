@@ -12,7 +12,7 @@
 //! `DenseWindow` error. Completed windows are emitted in time order, sorted by (startTime, id).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -52,6 +52,58 @@ pub struct Shape {
     density: std::collections::HashMap<Option<String>, f64>,
 }
 
+/// Pages a plan read of ranges that have settled, kept for the fetch of the same range that
+/// usually follows it: a page the fetch asks with the same query is taken from here instead of
+/// being asked again, so that planning a fetch costs only the probes the fetch does not make.
+/// A range that ended more than [`SETTLED_MS`] ago no longer changes (as `sync_events` relies
+/// on), so its pages are still true when the fetch comes; each is used once, and none is kept
+/// past [`HELD_FOR`] or beyond [`HELD_BYTES`] in all (the oldest go first).
+#[derive(Debug, Default)]
+pub struct Held {
+    pages: VecDeque<(String, Bytes, std::time::Instant)>,
+    bytes: usize,
+}
+
+/// How long ago a range must have ended for its pages to be held (an hour, the default settle
+/// period of `sync_events`).
+pub(crate) const SETTLED_MS: i64 = 3_600_000;
+/// How long a held page waits for its fetch.
+const HELD_FOR: std::time::Duration = std::time::Duration::from_secs(900);
+/// The most body bytes held.
+const HELD_BYTES: usize = 64 << 20;
+
+impl Held {
+    fn put(&mut self, url: String, body: Bytes) {
+        self.expire();
+        self.bytes += body.len();
+        self.pages.push_back((url, body, std::time::Instant::now()));
+        while self.bytes > HELD_BYTES {
+            match self.pages.pop_front() {
+                Some((_, b, _)) => self.bytes -= b.len(),
+                None => break,
+            }
+        }
+    }
+
+    fn take(&mut self, url: &str) -> Option<Bytes> {
+        self.expire();
+        let at = self.pages.iter().position(|(u, _, _)| u == url)?;
+        let (_, body, _) = self.pages.remove(at)?;
+        self.bytes -= body.len();
+        Some(body)
+    }
+
+    fn expire(&mut self) {
+        while let Some((_, b, at)) = self.pages.front() {
+            if at.elapsed() < HELD_FOR {
+                break;
+            }
+            self.bytes -= b.len();
+            self.pages.pop_front();
+        }
+    }
+}
+
 /// A window whose estimate from the densest window seen times this factor is still under the
 /// ceiling page is walked without it, sorted or not.
 const SAFETY: f64 = 4.0;
@@ -85,6 +137,8 @@ pub enum Keep {
 pub struct Page {
     events: Vec<Event>,
     batch: Option<RecordBatch>,
+    /// Taken from what a plan held (see [`Held`]): no request was sent for it.
+    held: bool,
 }
 
 /// A completed window: its events sorted by (startTime, id), and the record batches of its
@@ -284,6 +338,12 @@ struct Window {
     sizing: Vec<Sizing>,
     /// A deferred window: the parent's samples that fall in it.
     samples: Option<Vec<i64>>,
+    /// A count (a plan): the pages known full without being asked (a later page was full).
+    assumed: BTreeSet<usize>,
+    /// A count: the events the window was estimated to hold when it was sized.
+    estimate: Option<f64>,
+    /// A count without a quota: the pages the fetch asks ahead once its ceiling page is empty.
+    ahead: usize,
 }
 
 impl Window {
@@ -302,7 +362,32 @@ impl Window {
             safe: false,
             sizing: Vec::new(),
             samples: None,
+            assumed: BTreeSet::new(),
+            estimate: None,
+            ahead: 0,
         }
+    }
+
+    /// Whether the page at `offset` is in, or known full (a count).
+    fn has(&self, offset: usize) -> bool {
+        self.pages.contains_key(&offset) || self.assumed.contains(&offset)
+    }
+
+    /// A count: the first offset not known full, and the first offset of a page known short.
+    fn bounds(&self) -> (usize, Option<usize>) {
+        let full = |o: &usize| {
+            self.assumed.contains(o) || self.pages.get(o).is_some_and(|p| p.events.len() == PAGE)
+        };
+        let lo = (0..=OFFSET_CEILING)
+            .step_by(PAGE)
+            .find(|o| !full(o))
+            .unwrap_or(OFFSET_CEILING);
+        let hi = self
+            .pages
+            .iter()
+            .find(|(_, p)| p.events.len() < PAGE)
+            .map(|(o, _)| *o);
+        (lo, hi)
     }
 
     /// The times of its pages, in the service's order (offset by offset).
@@ -320,6 +405,7 @@ impl Window {
             .flat_map(|p| p.events.iter())
             .filter(|e| e.start_ms >= self.ws && e.start_ms < self.we)
             .count()
+            + PAGE * self.assumed.len()
     }
 }
 
@@ -341,6 +427,16 @@ struct Planner {
     frugal: bool,
     /// A window of this query came back in no order of startTime.
     unsorted: bool,
+    /// A count (a plan), not a fetch: only the pages that decide are asked, the others are
+    /// known full from a later full page, and each window's end is searched for.
+    counting: bool,
+    /// A count: the events of the completed windows, and the requests the fetch makes for them.
+    counted: f64,
+    predicted: f64,
+    /// A count took a window's end within its precision instead of finding it.
+    approximate: bool,
+    /// Pages asked (answered or not).
+    sent: u64,
 }
 
 fn dense(ms: i64) -> Error {
@@ -427,6 +523,9 @@ impl Planner {
 
     /// Asks the first page of window `id` not yet in, one at a time (a walking window).
     fn walk(&mut self, id: u64) {
+        if self.counting {
+            return self.search(id);
+        }
         let Some(w) = self.window_mut(id) else {
             return;
         };
@@ -443,6 +542,74 @@ impl Planner {
                     order: Order::Constant,
                 }
             }
+        }
+    }
+
+    /// A count's walk: the next page that narrows where window `id` ends (its first short
+    /// page), from below where it can (a full page is one the fetch asks too), guided by its
+    /// estimate or by how dense its pages are, without asking every page.
+    fn search(&mut self, id: u64) {
+        let Some(w) = self.window_mut(id) else {
+            return;
+        };
+        w.mode = Mode::Walking;
+        let (lo, hi) = w.bounds();
+        if lo > CEILING_PAGE {
+            // Full up to the ceiling: over it.
+            w.mode = Mode::Full {
+                order: Order::Constant,
+            };
+            return;
+        }
+        if hi == Some(lo) {
+            w.mode = Mode::Known { end: lo + PAGE };
+            return;
+        }
+        // Precise enough for a plan: within about 3% (the end is then taken halfway).
+        if let Some(h) = hi.filter(|_| w.sizing.is_empty()) {
+            if (h - lo) as f64 <= 0.06 * lo as f64 {
+                let end = (lo + (h - lo) / 2) / PAGE * PAGE;
+                w.assumed.extend((lo..=end).step_by(PAGE));
+                w.mode = Mode::Known { end: end + PAGE };
+                self.approximate = true;
+                return;
+            }
+        }
+        let top = hi.map_or(CEILING_PAGE, |h| h - PAGE);
+        // Where the window ends, as far as its pages tell: the density of its sorted pages, or
+        // what it was sized at.
+        let guess = w
+            .pages
+            .iter()
+            .rev()
+            .find(|(_, p)| p.events.len() == PAGE)
+            .and_then(|(o, p)| {
+                let times: Vec<i64> = p.events.iter().map(|e| e.start_ms).collect();
+                let last = *times.last()?;
+                let covered = match order_of(times.into_iter()) {
+                    Order::Asc => last - w.qs + 1,
+                    Order::Desc => w.qe - last,
+                    _ => return None,
+                };
+                Some((o + PAGE) as f64 * (w.qe - w.qs + 2) as f64 / covered.max(1) as f64)
+            })
+            .or(w.estimate);
+        let target = match (guess, hi) {
+            // Just under the guess: a full page costs nothing (the fetch asks it too), an empty
+            // one is a request spent.
+            (Some(g), _) if g > lo as f64 && g < top as f64 => {
+                ((g * 0.93) as usize).saturating_sub(PAGE)
+            }
+            // Surely over the ceiling: its page is the one that tells (sorted, the fetch walks
+            // to it).
+            (Some(g), None) if g >= top as f64 => top,
+            // No guess: upwards from what is known, so that few pages are asked past the end.
+            (_, Some(h)) => (lo * 2).min(lo + (h - lo) * 3 / 10),
+            (_, None) => lo * 2,
+        };
+        let target = (target / PAGE * PAGE).clamp(lo, top);
+        if w.launched.insert(target) {
+            self.queue.push_back((id, Kind::Page(target)));
         }
     }
 
@@ -463,8 +630,11 @@ impl Planner {
             let client = self.client.clone();
             let report = self.query.report_id.clone();
             let keep = self.keep;
+            let counting = self.counting;
+            self.sent += 1;
             self.tasks.spawn(async move {
-                let result = fetch_page(&client, qs, qe, report.as_deref(), offset, keep).await;
+                let result =
+                    fetch_page(&client, qs, qe, report.as_deref(), offset, keep, counting).await;
                 (id, kind, result)
             });
         }
@@ -482,7 +652,17 @@ impl Planner {
 
     fn enqueue_pages(&mut self, id: u64, offsets: impl IntoIterator<Item = usize>) {
         let mut fresh = Vec::new();
+        let counting = self.counting;
         if let Some(w) = self.window_mut(id) {
+            if counting {
+                // Pages known to be full: a count need not ask them.
+                for o in offsets {
+                    if o < CEILING_PAGE && !w.pages.contains_key(&o) {
+                        w.assumed.insert(o);
+                    }
+                }
+                return;
+            }
             let limit = match w.mode {
                 Mode::Paging { end: Some(e) } => e.min(CEILING_PAGE),
                 _ => CEILING_PAGE,
@@ -499,8 +679,9 @@ impl Planner {
     }
 
     fn on_result(&mut self, id: u64, kind: Kind, page: Page) -> Result<()> {
-        self.progress.requests += 1;
+        self.progress.requests += u64::from(!page.held);
         let frugal = self.frugal;
+        let counting = self.counting;
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
@@ -511,7 +692,16 @@ impl Planner {
         };
         let len = page.events.len();
         w.launched.insert(offset);
+        w.assumed.remove(&offset);
         w.pages.insert(offset, page);
+        if counting && len == PAGE {
+            // Every page before a full one is full.
+            w.assumed.extend(
+                (0..offset)
+                    .step_by(PAGE)
+                    .filter(|o| !w.pages.contains_key(o)),
+            );
+        }
         match (&w.mode, kind) {
             (Mode::Opening, Kind::Page(0)) if len < PAGE => w.mode = Mode::Known { end: PAGE },
             (Mode::Opening, Kind::Page(0)) if frugal => {
@@ -521,6 +711,7 @@ impl Planner {
                 self.advance(id, self.unsorted);
             }
             (Mode::Opening, Kind::Page(0)) => self.probe(id),
+            (Mode::Walking, Kind::Page(_)) if counting && len < PAGE => self.search(id),
             (Mode::Walking, Kind::Page(o)) if len < PAGE => {
                 w.mode = Mode::Known { end: o + PAGE };
             }
@@ -565,6 +756,7 @@ impl Planner {
 
     fn on_probe(&mut self, id: u64, len: usize) -> Result<()> {
         let density = self.density;
+        let counting = self.counting;
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
@@ -579,6 +771,12 @@ impl Planner {
             let estimate = density.map_or(0.0, |d| d * (w.qe - w.qs + 2) as f64 * 1.1);
             let pages =
                 ((estimate / PAGE as f64).ceil() as usize).clamp(LOOKAHEAD, CEILING_PAGE / PAGE);
+            if counting {
+                // The fetch pages ahead; a count searches for the end.
+                w.ahead = pages;
+                self.search(id);
+                return Ok(());
+            }
             // A short page already in (page 0, usually) ends the window.
             let end = w
                 .pages
@@ -681,6 +879,7 @@ impl Planner {
             .copied()
             .unwrap_or(ws + (we - ws) / 2);
         let mid = median.clamp(ws + 1, we - 1);
+        self.count_split(id);
         self.windows.remove(&ws);
         self.queue.retain(|(i, _)| *i != id);
         self.add_window(ws, mid);
@@ -689,10 +888,14 @@ impl Planner {
     }
 
     fn check_done(&mut self, id: u64) -> Result<()> {
+        let frugal = self.frugal;
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
-        let complete = |end: usize| (0..end).step_by(PAGE).all(|o| w.pages.contains_key(&o));
+        if w.done {
+            return Ok(());
+        }
+        let complete = |end: usize| (0..end).step_by(PAGE).all(|o| w.has(o));
         let ready = match w.mode {
             Mode::Opening | Mode::Probing | Mode::Walking | Mode::Deferred => false,
             Mode::Known { end } => complete(end),
@@ -730,7 +933,10 @@ impl Planner {
         w.done = true;
         let (ws, we, kept) = (w.ws, w.we, w.kept());
         let sizing = std::mem::take(&mut w.sizing);
-        if self.frugal {
+        let asked = fetch_requests(w, frugal);
+        if self.counting {
+            self.predicted += asked;
+        } else if self.frugal {
             let mut shape = self.client.shape();
             shape.unsorted |= self.unsorted;
             let d = shape
@@ -768,6 +974,7 @@ impl Planner {
         // The rests this window was to size are sized by its first part instead, from their
         // samples that fall in it.
         let mut sizing = std::mem::take(&mut w.sizing);
+        self.count_split(id);
         self.windows.remove(&ws);
         self.queue.retain(|(i, _)| *i != id);
         let at = ((times.len() as f64 * FIRST_PART).ceil() as usize).min(times.len());
@@ -821,7 +1028,19 @@ impl Planner {
             let estimate = per_sample * in_part as f64;
             let error = (1.0 / sampled as f64 + 1.0 / in_part.max(1) as f64).sqrt();
             let safe = in_part > 0 && estimate * (1.0 + 3.0 * error) < CEILING_PAGE as f64;
-            self.add_opening(a, b, safe);
+            let part = self.add_opening(a, b, safe);
+            if let Some(w) = self.window_mut(part) {
+                w.estimate = Some(estimate);
+            }
+        }
+    }
+
+    /// A count: the requests the fetch spent on window `id` before it was split (the pages
+    /// asked so far, as this count asked them).
+    fn count_split(&mut self, id: u64) {
+        if self.counting {
+            let asked = self.window_mut(id).map_or(0, |w| w.launched.len());
+            self.predicted += asked as f64;
         }
     }
 
@@ -854,9 +1073,28 @@ impl Planner {
         !deferred.is_empty()
     }
 
-    /// Emits the completed windows at the frontier, in time order.
+    /// Emits the completed windows at the frontier, in time order (a count counts them).
     fn drain_ready(&mut self) -> Vec<Completed> {
         let mut out = Vec::new();
+        if self.counting {
+            while self.windows.get(&self.frontier).is_some_and(|w| w.done) {
+                let Some(w) = self.windows.remove(&self.frontier) else {
+                    break;
+                };
+                let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
+                let seen: HashSet<&str> = w
+                    .pages
+                    .values()
+                    .flat_map(|p| p.events.iter())
+                    .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+                    .map(|e| e.id.as_str())
+                    .collect();
+                self.counted += (seen.len() + PAGE * w.assumed.len()) as f64;
+                self.frontier = w.we;
+                self.progress.done_ms = self.frontier - self.query.start_ms;
+            }
+            return out;
+        }
         while let Some(w) = self.windows.get(&self.frontier) {
             if !w.done {
                 break;
@@ -898,6 +1136,27 @@ impl Planner {
     }
 }
 
+/// The requests a fetch makes for a window that a count completed: its pages up to its first
+/// short one (or the ceiling), its ceiling page when that was asked past its end, and without a
+/// quota the pages it asks ahead past its end (about half of `LOOKAHEAD` in flight when it pages
+/// one ahead at a time, more when the density seen sent it further).
+fn fetch_requests(w: &Window, frugal: bool) -> f64 {
+    let end = match w.mode {
+        Mode::Known { end } | Mode::Paging { end: Some(end) } => end,
+        Mode::Full { .. } => CEILING_PAGE + PAGE,
+        _ => w.pages.keys().max().map_or(PAGE, |o| o + PAGE),
+    };
+    let pages = (end / PAGE) as f64;
+    let ceiling = f64::from(u8::from(
+        w.launched.contains(&CEILING_PAGE) && end <= CEILING_PAGE,
+    ));
+    if frugal || end > CEILING_PAGE || end == PAGE {
+        return pages + ceiling;
+    }
+    let past = (w.ahead as f64 - pages).max(LOOKAHEAD as f64 / 2.0);
+    pages + ceiling + past
+}
+
 /// A cut of `[ws, we)` near the `at`-th of the sorted sampled times, in a gap between them: a
 /// window's query is widened by 1 ms on both sides, so the milliseconds on either side of a
 /// cut are fetched twice, and a cut inside a burst (thousands of events in a millisecond)
@@ -923,19 +1182,9 @@ fn cut_near(times: &[i64], at: usize, ws: i64, we: i64) -> i64 {
     }
 }
 
-/// The startTimes of one page of the window `[qs, qe)` at `offset`, as the window fetch asks
-/// for it (a plan's probe).
-pub(crate) async fn page_times(
-    client: &Client,
-    qs: i64,
-    qe: i64,
-    report: Option<&str>,
-    offset: usize,
-) -> Result<Vec<i64>> {
-    let page = fetch_page(client, qs, qe, report, offset, Keep::Text).await?;
-    Ok(page.events.iter().map(|e| e.start_ms).collect())
-}
-
+/// One page of the window `[qs, qe)`. `hold`: a plan's probe, whose body is held for the fetch
+/// that follows when its range has settled (see [`Held`]); otherwise a held body of the same
+/// query is used, if any, instead of a request.
 async fn fetch_page(
     client: &Client,
     qs: i64,
@@ -943,6 +1192,7 @@ async fn fetch_page(
     report: Option<&str>,
     offset: usize,
     keep: Keep,
+    hold: bool,
 ) -> Result<Page> {
     // The window widened by 1 ms on both sides, so that inclusive and exclusive bounds give the
     // same events once filtered; never past the dates the service's format can write.
@@ -959,14 +1209,34 @@ async fn fetch_page(
             q.append_pair("offset", &offset.to_string());
         }
     }
+    let settled = qe < now_ms() - SETTLED_MS;
+    if !hold && settled {
+        let body = client.held().take(url.as_str());
+        if let Some(body) = body {
+            let mut page = parse_page(&url, body, keep)?;
+            page.held = true;
+            return Ok(page);
+        }
+    }
     // The page is parsed as it is received, so that an answer that is not a page of events (a
     // proxy's HTML, a cut body) is retried like a failed request.
-    client
+    let (page, body) = client
         .http()
         .send_checked(&Call::get(url.clone(), "GET /v2/events"), |body| {
-            parse_page(&url, body, keep)
+            Ok((parse_page(&url, body.clone(), keep)?, body))
         })
-        .await
+        .await?;
+    if hold && settled {
+        client.held().put(url.to_string(), body);
+    }
+    Ok(page)
+}
+
+/// Now, Unix epoch milliseconds.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// A page's events, and its typed rows unless only the texts are kept.
@@ -975,6 +1245,7 @@ fn parse_page(url: &url::Url, body: Bytes, keep: Keep) -> Result<Page> {
         return Ok(Page {
             events: parse_events(url, &body)?,
             batch: None,
+            held: false,
         });
     }
     // One pass over the body into typed rows; a page it cannot take (a value of the wrong type,
@@ -1004,6 +1275,7 @@ fn parse_page(url: &url::Url, body: Bytes, keep: Keep) -> Result<Page> {
     Ok(Page {
         events,
         batch: Some(batch),
+        held: false,
     })
 }
 
@@ -1030,6 +1302,109 @@ pub fn check(query: &Query) -> Result<()> {
     Ok(())
 }
 
+impl Planner {
+    /// A planner of `query`'s windows, its first window queued. `counting`: a count (a plan).
+    fn new(
+        client: Client,
+        query: &Query,
+        keep: Keep,
+        sink: Option<ProgressSink>,
+        counting: bool,
+    ) -> Planner {
+        let in_flight_max = client
+            .config()
+            .limits
+            .read_concurrency
+            .unwrap_or(DEFAULT_IN_FLIGHT)
+            .max(1);
+        // Under a daily quota requests are what a fetch costs: none is spent on speculation.
+        let frugal = client.config().limits.daily_requests.is_some();
+        let unsorted = client.shape().unsorted;
+        let mut p = Planner {
+            progress: Progress {
+                total_ms: query.end_ms - query.start_ms,
+                ..Progress::default()
+            },
+            frontier: query.start_ms,
+            client,
+            query: query.clone(),
+            windows: BTreeMap::new(),
+            queue: VecDeque::new(),
+            tasks: JoinSet::new(),
+            in_flight_max,
+            next_id: 0,
+            keep,
+            sink,
+            density: None,
+            frugal,
+            unsorted,
+            counting,
+            counted: 0.0,
+            predicted: 0.0,
+            approximate: false,
+            sent: 0,
+        };
+        p.add_first_window(query.start_ms, query.end_ms);
+        p
+    }
+
+    /// Sends what is queued and handles the next answer: the windows it completed (in time
+    /// order), or None when every window is done.
+    async fn step(&mut self) -> Result<Option<Vec<Completed>>> {
+        loop {
+            if self.windows.is_empty() {
+                return Ok(None);
+            }
+            self.launch_pending();
+            let Some(joined) = self.tasks.join_next().await else {
+                if self.release_all() {
+                    continue;
+                }
+                // Nothing in flight and nothing queued, yet windows remain: never return a
+                // partial result as if it were whole.
+                return Err(self.stalled());
+            };
+            match joined {
+                Ok((id, kind, Ok(page))) => self.on_result(id, kind, page)?,
+                Ok((_, _, Err(e))) => return Err(e),
+                Err(e) => {
+                    return Err(Error::Transport(format!(
+                        "an events request task failed: {e}"
+                    )))
+                }
+            }
+            return Ok(Some(self.drain_ready()));
+        }
+    }
+
+    fn stalled(&self) -> Error {
+        let stalled = self
+            .windows
+            .values()
+            .map(|w| {
+                let missing: Vec<usize> = (0..CEILING_PAGE)
+                    .step_by(PAGE)
+                    .filter(|o| !w.has(*o))
+                    .take(5)
+                    .collect();
+                let mut launched: Vec<&usize> = w.launched.iter().collect();
+                launched.sort();
+                format!(
+                    "{}..{} ({:?}, {} pages, missing {missing:?}, launched {launched:?})",
+                    format_ms(w.ws),
+                    format_ms(w.we),
+                    w.mode,
+                    w.pages.len()
+                )
+            })
+            .collect::<Vec<_>>();
+        Error::Transport(format!(
+            "internal error: event windows left incomplete: {}",
+            stalled.join(", ")
+        ))
+    }
+}
+
 /// Fetches every event of the query, sending each completed window (sorted, in time order) to
 /// `tx`. Stops early, without error, when the receiver is dropped.
 pub async fn stream(
@@ -1043,83 +1418,21 @@ pub async fn stream(
         let _ = tx.send(Err(e)).await;
         return;
     }
-    let in_flight_max = client
-        .config()
-        .limits
-        .read_concurrency
-        .unwrap_or(DEFAULT_IN_FLIGHT)
-        .max(1);
-    // Under a daily quota requests are what a fetch costs: none is spent on speculation.
-    let frugal = client.config().limits.daily_requests.is_some();
-    let mut p = Planner {
-        progress: Progress {
-            total_ms: query.end_ms - query.start_ms,
-            ..Progress::default()
-        },
-        frontier: query.start_ms,
-        client,
-        query: query.clone(),
-        windows: BTreeMap::new(),
-        queue: VecDeque::new(),
-        tasks: JoinSet::new(),
-        in_flight_max,
-        next_id: 0,
-        keep,
-        sink,
-        density: None,
-        frugal,
-        unsorted: false,
-    };
-    p.unsorted = p.client.shape().unsorted;
-    p.add_first_window(query.start_ms, query.end_ms);
+    let mut p = Planner::new(client, &query, keep, sink, false);
     loop {
-        p.launch_pending();
-        let Some(joined) = p.tasks.join_next().await else {
-            if p.release_all() {
-                continue;
+        let ready = match p.step().await {
+            Ok(Some(ready)) => ready,
+            Ok(None) => {
+                if let Some(s) = &p.sink {
+                    s(p.progress);
+                }
+                return;
             }
-            // Nothing in flight and nothing queued, yet windows remain: never return a partial
-            // result as if it were whole.
-            let stalled = p
-                .windows
-                .values()
-                .map(|w| {
-                    let missing: Vec<usize> = (0..CEILING_PAGE)
-                        .step_by(PAGE)
-                        .filter(|o| !w.pages.contains_key(o))
-                        .take(5)
-                        .collect();
-                    let mut launched: Vec<&usize> = w.launched.iter().collect();
-                    launched.sort();
-                    format!(
-                        "{}..{} ({:?}, {} pages, missing {missing:?}, launched {launched:?})",
-                        format_ms(w.ws),
-                        format_ms(w.we),
-                        w.mode,
-                        w.pages.len()
-                    )
-                })
-                .collect::<Vec<_>>();
-            let _ = tx
-                .send(Err(Error::Transport(format!(
-                    "internal error: event windows left incomplete: {}",
-                    stalled.join(", ")
-                ))))
-                .await;
-            return;
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
         };
-        let step = match joined {
-            Ok((id, kind, Ok(events))) => p.on_result(id, kind, events),
-            Ok((_, _, Err(e))) => Err(e),
-            Err(e) => Err(Error::Transport(format!(
-                "an events request task failed: {e}"
-            ))),
-        };
-        if let Err(e) = step {
-            let _ = tx.send(Err(e)).await;
-            return;
-        }
-        let ready = p.drain_ready();
         let emitted = !ready.is_empty();
         for window in ready {
             if tx.send(Ok(window)).await.is_err() {
@@ -1131,13 +1444,42 @@ pub async fn stream(
                 s(p.progress);
             }
         }
-        if p.windows.is_empty() {
-            if let Some(s) = &p.sink {
-                s(p.progress);
-            }
-            return;
+    }
+}
+
+/// What a count of a query's events found (see [`count`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Count {
+    /// Events in the range (exact on a sorting service, but for the rare window whose end the
+    /// search took within 3%).
+    pub events: f64,
+    /// Requests the fetch makes for them.
+    pub requests: f64,
+    /// Requests the count made.
+    pub probes: u64,
+    /// Every window's end was found exactly, on a service that sorts.
+    pub exact: bool,
+}
+
+/// Counts the events of the query the way the fetch would fetch them, window by window with
+/// the same decisions, but asking only the pages that decide (each window's first page, its
+/// ceiling page when the fetch asks it, and a few pages to find where it ends): the pages
+/// between are known full without being asked. The pages it asks of a settled range are held
+/// for the fetch that follows (see [`Held`]).
+pub async fn count(client: Client, query: &Query, sink: Option<ProgressSink>) -> Result<Count> {
+    check(query)?;
+    let mut p = Planner::new(client, query, Keep::Text, sink, true);
+    while p.step().await?.is_some() {
+        if let Some(s) = &p.sink {
+            s(p.progress);
         }
     }
+    Ok(Count {
+        events: p.counted,
+        requests: p.predicted,
+        probes: p.sent,
+        exact: !p.unsorted && !p.approximate,
+    })
 }
 
 /// A spawned task that is aborted when its owner is dropped: a fetch whose caller went away
@@ -1202,6 +1544,21 @@ pub async fn fetch_batches(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_held_page_is_used_once_and_the_oldest_go_past_the_cap() {
+        let mut held = Held::default();
+        held.put("a".into(), Bytes::from_static(b"[1]"));
+        assert_eq!(held.take("b"), None);
+        assert_eq!(held.take("a").as_deref(), Some(&b"[1]"[..]));
+        assert_eq!(held.take("a"), None);
+        let big = Bytes::from(vec![b' '; HELD_BYTES / 2 + 1]);
+        held.put("x".into(), big.clone());
+        held.put("y".into(), big);
+        assert_eq!(held.take("x"), None);
+        assert!(held.take("y").is_some());
+        assert_eq!(held.bytes, 0);
+    }
 
     #[test]
     fn order_detection() {

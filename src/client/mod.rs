@@ -42,6 +42,7 @@ use lists::list_all;
 pub struct Client {
     http: Arc<Http>,
     shape: Arc<std::sync::Mutex<events::Shape>>,
+    held: Arc<std::sync::Mutex<events::Held>>,
 }
 
 pub(crate) fn check_uuid(value: &str, name: &str) -> Result<()> {
@@ -79,6 +80,7 @@ impl Client {
         Ok(Client {
             http: Arc::new(Http::new(config, log)?),
             shape: Arc::default(),
+            held: Arc::default(),
         })
     }
 
@@ -95,6 +97,12 @@ impl Client {
     /// What this client's fetches found of the service's events (see [`events::Shape`]).
     pub(crate) fn shape(&self) -> std::sync::MutexGuard<'_, events::Shape> {
         self.shape.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The pages of settled ranges a plan read, for the fetch that follows it (see
+    /// [`events::Held`]).
+    pub(crate) fn held(&self) -> std::sync::MutexGuard<'_, events::Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether the webhook takes arrays, as far as this client's publishes have found out.
