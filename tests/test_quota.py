@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 import os
 import subprocess
 import sys
@@ -303,8 +304,10 @@ def test_the_sync_command_exits_0_when_the_quota_stops_it(tmp_path, capsys):
 
 def test_iter_events_yields_what_it_fetched_before_the_quota_error():
     with sv.Emulator(seed=3, sites=6, days=3, events_per_day=10_000) as emu:
-        emu.set_limits(daily_requests=150)  # one window of 10,000 events, and half the next
-        client = emu.client(limits=sv.Limits(None, 3, None, None, 150))
+        # The service's quota: one window of 10,000 events, and half the next. The client
+        # believes it has more (another machine spent the rest), so the fetch starts.
+        emu.set_limits(daily_requests=150)
+        client = emu.client(limits=sv.Limits(None, 3, None, None, 10**6))
         seen = []
         with pytest.raises(sv.QuotaExhaustedError):
             for event in client.iter_events(emu.start, emu.end):
@@ -314,4 +317,78 @@ def test_iter_events_yields_what_it_fetched_before_the_quota_error():
         assert seen == truth[: len(seen)]  # the windows completed before the budget ran out
         with pytest.raises(sv.QuotaExhaustedError):
             client.events(emu.start, emu.end, progress=False)
-        assert emu.stats()["daily"]["used"] <= 150
+        # The service's count includes the request it refused; the client sends none after.
+        assert emu.stats()["daily"]["used"] <= 151
+
+
+# --- a fetch that cannot fit is refused before it spends the quota ---------------------------
+def event_reads(emu) -> int:
+    return sum(emu.stats()["requests"].get("GET /v2/events", {}).values())
+
+
+@pytest.mark.parametrize("order", ["asc", "desc", "shuffled"])
+def test_a_fetch_larger_than_the_quota_left_is_refused_before_it_starts(emu, order):
+    emu.set_semantics(order)
+    try:
+        emu.set_limits(daily_requests=40)
+        client = emu.client()
+        client.sites()  # a token and a request: the ledger is in use
+        left = client.quota()["remaining"]
+        emu.reset_stats()
+        # 6,000 events: 61 requests, more than the 38 left.
+        with pytest.raises(sv.QuotaExhaustedError) as refused:
+            client.events(emu.start, emu.end, progress=False)
+        text = str(refused.value)
+        assert "needs about" in text and "sync" in text and "nothing was fetched" in text, text
+        spent = event_reads(emu)
+        # Its first page and the count's probes: a fraction of the fetch's 61 requests.
+        assert spent <= 0.25 * 61, spent
+        assert client.quota()["remaining"] == left - spent
+        # The same client goes on with what fits, exactly.
+        end = emu.start + dt.timedelta(hours=3)
+        got = client.events(emu.start, end, progress=False)
+        assert [e["id"] for e in got] == emu.truth(emu.start, end)
+    finally:
+        emu.set_semantics()
+
+
+def test_a_fetch_that_fits_is_counted_first_only_near_the_quota_and_asks_no_page_twice(emu):
+    # Far from the quota: no count, the fetch's pages only.
+    emu.set_limits(daily_requests=10_000)
+    n = len(emu.truth(emu.start, emu.end))
+    client = emu.client()
+    emu.reset_stats()
+    client.events(emu.start, emu.end, progress=False)
+    far = event_reads(emu)
+    assert far <= math.ceil(n / 100) + 1, (far, n)
+    # Near it (61 of the 70 left): counted first, and the fetch uses the pages the count read.
+    emu.set_limits(daily_requests=client.quota()["used"] + 70)
+    client = emu.client()
+    emu.reset_stats()
+    got = client.events(emu.start, emu.end, progress=False)
+    assert [e["id"] for e in got] == emu.truth(emu.start, emu.end)
+    assert event_reads(emu) <= 1.03 * far + 3, (event_reads(emu), far)
+
+
+def test_sync_is_not_refused_up_front_and_keeps_what_the_quota_allows(emu, tmp_path):
+    emu.set_limits(daily_requests=40)
+    client = emu.client()
+    try:
+        client.sync_events(tmp_path / "ds", start=emu.start, until=emu.end)
+    except sv.QuotaExhaustedError:
+        pass
+    # The windows fetched before the quota ran out are stored, for the next day's run.
+    assert list((tmp_path / "ds").rglob("*.parquet"))
+    until = sv.sync.read_state(tmp_path / "ds")["synced_until"]
+    assert dt.datetime.fromisoformat(until.replace("Z", "+00:00")) < emu.end
+
+
+def test_the_cli_refuses_a_fetch_larger_than_the_quota_and_writes_nothing(emu, tmp_path):
+    from test_cli import _env, _run
+
+    out = tmp_path / "big.parquet"
+    args = ["events", "--start", emu.start.isoformat(), "--end", emu.end.isoformat()]
+    r = _run([*args, "-o", str(out), "--daily-requests", "40"], _env(emu), cwd=tmp_path)
+    assert r.returncode != 0
+    assert "needs about" in r.stderr and "sync" in r.stderr, r.stderr
+    assert not out.exists() and not list(tmp_path.glob("*.partial"))

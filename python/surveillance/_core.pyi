@@ -75,8 +75,10 @@ class Client:
         progress: Optional[Callable[[dict], Any]] = None,
         buffer: int = 2,
         arrow: bool = False,
+        partial: bool = False,
     ) -> EventStream:
-        """The same events, window after window; at most ``buffer`` windows wait."""
+        """The same events, window after window; at most ``buffer`` windows wait.
+        ``partial``: a sync's fetch, not refused up front when the quota left is short."""
     def access_token(self) -> str:
         """A valid access token."""
     def access_token_async(self) -> Awaitable[str]:

@@ -357,7 +357,7 @@ def _fetch(
     events = 0
     while t < hi:
         u = _chunk_end(client, lo, t, hi, events)
-        stream = client._inner.events_stream(t, u, report_id, None, 2, True)
+        stream = client._inner.events_stream(t, u, report_id, None, 2, True, True)
         try:
             for batch in stream:
                 table = pa.Table.from_batches([pa.record_batch(batch)])

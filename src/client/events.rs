@@ -60,26 +60,30 @@ pub struct Shape {
 /// past [`HELD_FOR`] or beyond [`HELD_BYTES`] in all (the oldest go first).
 #[derive(Debug, Default)]
 pub struct Held {
-    pages: VecDeque<(String, Bytes, std::time::Instant)>,
+    pages: VecDeque<(String, Bytes, std::time::Instant, std::time::Duration)>,
     bytes: usize,
 }
 
 /// How long ago a range must have ended for its pages to be held (an hour, the default settle
 /// period of `sync_events`).
 pub(crate) const SETTLED_MS: i64 = 3_600_000;
-/// How long a held page waits for its fetch.
+/// How long a plan's page of a settled range waits for its fetch.
 const HELD_FOR: std::time::Duration = std::time::Duration::from_secs(900);
+/// How long the page a fetch's quota check read waits for that fetch (which asks it next,
+/// whether its range has settled or not).
+const CHECKED_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 /// The most body bytes held.
 const HELD_BYTES: usize = 64 << 20;
 
 impl Held {
-    fn put(&mut self, url: String, body: Bytes) {
+    fn put(&mut self, url: String, body: Bytes, ttl: std::time::Duration) {
         self.expire();
         self.bytes += body.len();
-        self.pages.push_back((url, body, std::time::Instant::now()));
+        self.pages
+            .push_back((url, body, std::time::Instant::now(), ttl));
         while self.bytes > HELD_BYTES {
             match self.pages.pop_front() {
-                Some((_, b, _)) => self.bytes -= b.len(),
+                Some((_, b, _, _)) => self.bytes -= b.len(),
                 None => break,
             }
         }
@@ -87,19 +91,17 @@ impl Held {
 
     fn take(&mut self, url: &str) -> Option<Bytes> {
         self.expire();
-        let at = self.pages.iter().position(|(u, _, _)| u == url)?;
-        let (_, body, _) = self.pages.remove(at)?;
+        let at = self.pages.iter().position(|(u, _, _, _)| u == url)?;
+        let (_, body, _, _) = self.pages.remove(at)?;
         self.bytes -= body.len();
         Some(body)
     }
 
     fn expire(&mut self) {
-        while let Some((_, b, at)) = self.pages.front() {
-            if at.elapsed() < HELD_FOR {
-                break;
-            }
-            self.bytes -= b.len();
-            self.pages.pop_front();
+        let before = self.pages.len();
+        self.pages.retain(|(_, _, at, ttl)| at.elapsed() < *ttl);
+        if self.pages.len() != before {
+            self.bytes = self.pages.iter().map(|(_, b, _, _)| b.len()).sum();
         }
     }
 }
@@ -186,6 +188,9 @@ pub struct Query {
     pub end_ms: i64,
     /// Only the events of this report.
     pub report_id: Option<String>,
+    /// A fetch that keeps what it gets when the daily quota runs out (a sync, which resumes
+    /// the next day): it is not refused up front for needing more than remains.
+    pub partial: bool,
 }
 
 /// How far a fetch has got.
@@ -633,8 +638,9 @@ impl Planner {
             let counting = self.counting;
             self.sent += 1;
             self.tasks.spawn(async move {
+                let hold = if counting { Hold::Settled } else { Hold::No };
                 let result =
-                    fetch_page(&client, qs, qe, report.as_deref(), offset, keep, counting).await;
+                    fetch_page(&client, qs, qe, report.as_deref(), offset, keep, hold).await;
                 (id, kind, result)
             });
         }
@@ -1182,9 +1188,18 @@ fn cut_near(times: &[i64], at: usize, ws: i64, we: i64) -> i64 {
     }
 }
 
-/// One page of the window `[qs, qe)`. `hold`: a plan's probe, whose body is held for the fetch
-/// that follows when its range has settled (see [`Held`]); otherwise a held body of the same
-/// query is used, if any, instead of a request.
+/// Whether a page read is kept for a later fetch (see [`Held`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    /// A fetch's page: a held body of the same query is used instead of a request.
+    No,
+    /// A plan's probe: held for the fetch that follows when its range has settled.
+    Settled,
+    /// A fetch's quota check: held for that fetch, which asks it next.
+    Next,
+}
+
+/// One page of the window `[qs, qe)`, held or taken as `hold` says.
 async fn fetch_page(
     client: &Client,
     qs: i64,
@@ -1192,7 +1207,7 @@ async fn fetch_page(
     report: Option<&str>,
     offset: usize,
     keep: Keep,
-    hold: bool,
+    hold: Hold,
 ) -> Result<Page> {
     // The window widened by 1 ms on both sides, so that inclusive and exclusive bounds give the
     // same events once filtered; never past the dates the service's format can write.
@@ -1210,13 +1225,21 @@ async fn fetch_page(
         }
     }
     let settled = qe < now_ms() - SETTLED_MS;
-    if !hold && settled {
-        let body = client.held().take(url.as_str());
-        if let Some(body) = body {
-            let mut page = parse_page(&url, body, keep)?;
-            page.held = true;
-            return Ok(page);
+    let ttl = match hold {
+        Hold::Settled if settled => Some(HELD_FOR),
+        Hold::Next => Some(CHECKED_FOR),
+        _ => None,
+    };
+    let taken = client.held().take(url.as_str());
+    if let Some(body) = taken {
+        if hold != Hold::No {
+            // A count before its fetch: the page stays for the fetch.
+            let ttl = ttl.unwrap_or(CHECKED_FOR);
+            client.held().put(url.to_string(), body.clone(), ttl);
         }
+        let mut page = parse_page(&url, body, keep)?;
+        page.held = true;
+        return Ok(page);
     }
     // The page is parsed as it is received, so that an answer that is not a page of events (a
     // proxy's HTML, a cut body) is retried like a failed request.
@@ -1226,8 +1249,8 @@ async fn fetch_page(
             Ok((parse_page(&url, body.clone(), keep)?, body))
         })
         .await?;
-    if hold && settled {
-        client.held().put(url.to_string(), body);
+    if let Some(ttl) = ttl {
+        client.held().put(url.to_string(), body, ttl);
     }
     Ok(page)
 }
@@ -1414,11 +1437,20 @@ pub async fn stream(
     tx: mpsc::Sender<Result<Completed>>,
     sink: Option<ProgressSink>,
 ) {
-    if let Err(e) = check(&query) {
-        let _ = tx.send(Err(e)).await;
-        return;
-    }
+    let checked = match check(&query) {
+        Ok(()) => fits(&client, &query).await,
+        Err(e) => Err(e),
+    };
+    let checking = match checked {
+        Ok(sent) => sent,
+        Err(e) => {
+            let _ = tx.send(Err(e)).await;
+            return;
+        }
+    };
     let mut p = Planner::new(client, &query, keep, sink, false);
+    // The check's requests are this fetch's (its first page is taken from what it held).
+    p.progress.requests += checking;
     loop {
         let ready = match p.step().await {
             Ok(Some(ready)) => ready,
@@ -1445,6 +1477,85 @@ pub async fn stream(
             }
         }
     }
+}
+
+/// Under a daily quota, refuses a fetch that cannot fit in what remains of today's before it
+/// spends it; the requests it sent (none without a quota). Its first request is the fetch's own first page (held for it, so it is not asked
+/// twice); when that page says the fetch may need half of what remains or more (a sorted page's
+/// density over the range, or an unsorted page with less than two windows' worth left), the
+/// range is counted (as `plan_events` counts it) and refused if it needs more than remains.
+async fn fits(client: &Client, query: &Query) -> Result<u64> {
+    if query.partial {
+        return Ok(0);
+    }
+    let before = event_requests(client);
+    let quota = client.quota();
+    let (Some(limit), Some(remaining)) = (quota.limit, quota.remaining) else {
+        return Ok(sent(client, before));
+    };
+    let (ws, we) = (query.start_ms, query.end_ms);
+    let report = query.report_id.as_deref();
+    let page = fetch_page(client, ws, we, report, 0, Keep::Text, Hold::Next).await?;
+    let times: Vec<i64> = page.events.iter().map(|e| e.start_ms).collect();
+    if times.len() < PAGE {
+        return Ok(sent(client, before));
+    }
+    let covered = match order_of(times.iter().copied()) {
+        Order::Asc => times.last().map(|t| t - ws + 1),
+        Order::Desc => times.last().map(|t| we - t),
+        _ => None,
+    };
+    let projected = match covered {
+        Some(c) => (we - ws + 2) as f64 / c.max(1) as f64,
+        // Unsorted: at least a page more, up to any number.
+        None => (2 * OFFSET_CEILING / PAGE) as f64,
+    };
+    if projected * 2.0 < remaining as f64 {
+        return Ok(sent(client, before));
+    }
+    let held = client.held().pages.len();
+    let counted = count(client.clone(), query, None).await?;
+    // The pages the count read of a settled range are the fetch's own: it will not ask them.
+    let reused = client.held().pages.len().saturating_sub(held) as u64;
+    let needed = (counted.requests.ceil() as u64).saturating_sub(reused);
+    let left = client.quota().remaining.unwrap_or(remaining);
+    if needed <= left {
+        return Ok(sent(client, before));
+    }
+    let quota = client.quota();
+    let when = chrono::DateTime::from_timestamp_millis(quota.resets_at_ms).map_or_else(
+        || quota.resets_at_ms.to_string(),
+        |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    );
+    Err(Error::Quota {
+        message: format!(
+            "this fetch needs about {needed} requests (about {events} events), more than the \
+             {left} left of today's {limit}; nothing was fetched ({spent} requests counted \
+             it). Fetch a shorter range, or sync the range (`sync_events`, `surveillance \
+             sync`), which keeps what each day's quota fetches and resumes the next day; the \
+             quota comes back at {when}",
+            events = counted.events.round() as u64,
+            spent = remaining.saturating_sub(left),
+        ),
+        used: quota.used,
+        limit: Some(limit),
+        resets_at_ms: quota.resets_at_ms,
+    })
+}
+
+/// The events requests `client` has sent.
+fn event_requests(client: &Client) -> u64 {
+    client
+        .stats()
+        .requests
+        .get("GET /v2/events")
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Events requests `client` sent since it had sent `before`.
+fn sent(client: &Client, before: u64) -> u64 {
+    event_requests(client).saturating_sub(before)
 }
 
 /// What a count of a query's events found (see [`count`]).
@@ -1548,13 +1659,13 @@ mod tests {
     #[test]
     fn a_held_page_is_used_once_and_the_oldest_go_past_the_cap() {
         let mut held = Held::default();
-        held.put("a".into(), Bytes::from_static(b"[1]"));
+        held.put("a".into(), Bytes::from_static(b"[1]"), HELD_FOR);
         assert_eq!(held.take("b"), None);
         assert_eq!(held.take("a").as_deref(), Some(&b"[1]"[..]));
         assert_eq!(held.take("a"), None);
         let big = Bytes::from(vec![b' '; HELD_BYTES / 2 + 1]);
-        held.put("x".into(), big.clone());
-        held.put("y".into(), big);
+        held.put("x".into(), big.clone(), HELD_FOR);
+        held.put("y".into(), big, CHECKED_FOR);
         assert_eq!(held.take("x"), None);
         assert!(held.take("y").is_some());
         assert_eq!(held.bytes, 0);

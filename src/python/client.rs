@@ -105,6 +105,7 @@ impl PyClient {
             start_ms,
             end_ms,
             report_id,
+            partial: false,
         };
         events::check(&query).map_err(errors::to_py)?;
         Ok(query)
@@ -211,7 +212,10 @@ impl PyClient {
     /// The same events, window after window (lists of dicts, or with `arrow` record
     /// batches); at most `buffer` completed windows wait for the consumer (bounded memory)
     /// while the next ones are fetched.
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, buffer=2, arrow=false))]
+    /// `partial`: a sync's fetch, which keeps what it gets when the daily quota runs out, is
+    /// not refused up front for needing more than remains.
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, buffer=2, arrow=false, partial=false))]
+    #[allow(clippy::too_many_arguments)]
     fn events_stream(
         &self,
         start_ms: i64,
@@ -220,8 +224,10 @@ impl PyClient {
         progress: Option<Py<PyAny>>,
         buffer: usize,
         arrow: bool,
+        partial: bool,
     ) -> PyResult<EventStream> {
-        let query = Self::query(start_ms, end_ms, report_id)?;
+        let mut query = Self::query(start_ms, end_ms, report_id)?;
+        query.partial = partial;
         EventStream::start(self.core()?, query, progress, buffer, arrow)
     }
 

@@ -24,6 +24,7 @@ fn whole(h: &Handle) -> Query {
         start_ms: d.start_ms,
         end_ms: d.end_ms,
         report_id: None,
+        partial: false,
     }
 }
 
@@ -98,6 +99,7 @@ async fn dense_millisecond() {
         start_ms: at - 60_000,
         end_ms: at + 60_000,
         report_id: None,
+        partial: false,
     };
     check_exact(&h, q.clone()).await;
     h.state.data_mut().add_events(at, 2, Some(0));
