@@ -288,7 +288,7 @@ def test_a_backfill_past_the_budget_resumes_day_after_day(tmp_path):
     assert synced == sorted(synced) and len(set(synced)) == len(synced)
 
 
-def test_the_sync_command_exits_0_when_the_quota_stops_it(tmp_path, capsys):
+def test_the_sync_command_exits_75_when_the_quota_stops_it(tmp_path, capsys):
     from surveillance.cli import main
 
     with sv.Emulator(seed=3, sites=6, days=2, events_per_day=10_000) as emu:
@@ -297,7 +297,8 @@ def test_the_sync_command_exits_0_when_the_quota_stops_it(tmp_path, capsys):
         args += ["--base-url", emu.url, "--api-key", emu.api_key, "--client-id", emu.client_id]
         args += ["--client-secret", emu.client_secret, "--audience", emu.audience]
         args += ["--read-per-second", "0", "--daily-requests", "30"]
-        assert main(args) == 0
+        # Its own status (EX_TEMPFAIL), so that a cron job tells "no progress" from "done".
+        assert main(args) == 75
     out = capsys.readouterr().out
     assert "stopped: the day's request quota is used up" in out and "remains" in out
 

@@ -139,6 +139,15 @@ pub fn ledger_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     cache.map(|c| c.join("surveillance").join("quota"))
 }
 
+/// Removes the ledger of `base_url` (as [`parse_base_url`](super::config::parse_base_url)
+/// gives it) and `api_key` in `dir`, if there is one: for a service that ends with its
+/// process (the emulator), whose ledgers would otherwise pile up, one per port and key.
+pub fn forget(base_url: &str, api_key: &str, dir: Option<&Path>) {
+    if let Some(dir) = dir {
+        let _ = std::fs::remove_file(dir.join(file_name(base_url, api_key)));
+    }
+}
+
 /// The ledger's file name for a service and key: a hash of both, never the key itself.
 fn file_name(base_url: &str, api_key: &str) -> String {
     let mut data = Vec::with_capacity(base_url.len() + api_key.len() + 1);

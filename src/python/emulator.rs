@@ -28,6 +28,24 @@ impl Drop for PyEmulator {
     fn drop(&mut self) {
         self.handle.signal_stop();
         crate::client::quota::advance_clock(&self.handle.url(), None);
+        self.forget_ledger();
+    }
+}
+
+impl PyEmulator {
+    /// Removes the daily quota's ledger of this emulator's URL and key (see
+    /// `client::quota::forget`): it counted requests to a service that is gone.
+    fn forget_ledger(&self) {
+        use crate::client::{config, quota};
+        let url = self.handle.url();
+        if let Ok(url) = config::parse_base_url(&url, "base_url", "SURVEILLANCE_BASE_URL") {
+            let dir = quota::ledger_dir(&|var| std::env::var(var).ok());
+            quota::forget(
+                url.as_str(),
+                &self.handle.state.creds.api_key,
+                dir.as_deref(),
+            );
+        }
     }
 }
 
@@ -381,6 +399,7 @@ impl PyEmulator {
         let rt = runtime::get().map_err(|e| PyOSError::new_err(e.to_string()))?;
         py.detach(|| rt.block_on(self.handle.stop()));
         crate::client::quota::advance_clock(&self.url(), None);
+        self.forget_ledger();
         Ok(())
     }
 }
