@@ -46,11 +46,17 @@ def to_pandas(table: Any) -> Any:
 
 
 def convert(table: Any, output: str) -> Any:
-    """``table`` (an object with ``__arrow_c_stream__``) as ``output``: the object itself for
-    ``"arrow"``, a pandas DataFrame (see :func:`to_pandas`) or a polars DataFrame.
+    """``table`` (an object with ``__arrow_c_stream__``) as ``output``: for ``"arrow"`` a
+    ``pyarrow.Table`` (without a copy) when pyarrow is installed, else the object itself (any
+    Arrow reader takes it: ``polars.DataFrame(x)``, duckdb); a pandas DataFrame (see
+    :func:`to_pandas`) or a polars DataFrame.
     """
     if output == "arrow":
-        return table
+        try:
+            import pyarrow as pa
+        except ImportError:
+            return table
+        return pa.table(table)
     if output == "pandas":
         return to_pandas(table)
     polars = _require("polars", "polars", output)

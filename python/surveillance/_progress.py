@@ -30,35 +30,84 @@ def _wanted(progress: ProgressArg) -> bool:
     raise TypeError(f"`progress` must be 'auto', True, False or a callable, got {shown(progress)}")
 
 
+def _tqdm(notebook: bool) -> Any:
+    """tqdm's bar class: its widget in Jupyter (None without ipywidgets, which draws it),
+    its terminal bar otherwise; None without tqdm."""
+    try:
+        if notebook:
+            import ipywidgets  # noqa: F401  (tqdm's notebook bar is one)
+            from tqdm.notebook import tqdm
+        else:
+            from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
+def _display(obj: Any, **kwargs: Any) -> Any:
+    """Shows ``obj`` in the running cell; the handle that replaces it later."""
+    from IPython.display import display
+
+    return display(obj, display_id=True, **kwargs)
+
+
 class _Bar:
     """Shows milliseconds of the range done as a percentage, the events so far, and the
-    requests: a count, and a share of the day's quota when there is one (``limit``)."""
+    requests: a count, and a share of the day's quota when there is one (``limit``).
+
+    On a terminal: tqdm when installed, else one line on stderr rewritten in place. In
+    Jupyter the bar owns one output of the cell (tqdm's widget, or a line of text without
+    tqdm and ipywidgets), which :meth:`close` replaces with one line that says how the work
+    ended: a saved notebook shows that line, not a widget frozen at its first state."""
 
     def __init__(self, desc: str, limit: Optional[int] = None) -> None:
-        self._desc = desc
         self._limit = limit
+        self._open(desc, 100, "%")
+
+    def _open(self, desc: str, total: Optional[int], unit: str) -> None:
+        self._desc = desc
+        self._total = total
         self._tqdm: Any = None
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            tqdm = None
-        if tqdm is not None:
-            self._tqdm = tqdm(total=100, desc=desc, unit="%", leave=False)
-        self._last = 0
+        self._handle: Any = None
+        self._line = ""
+        self._last: Optional[int] = None
+        notebook = _in_notebook()
+        tqdm = _tqdm(notebook)
+        if tqdm is not None and notebook:
+            self._tqdm = tqdm(total=total, desc=desc, unit=unit, leave=False, display=False)
+            self._handle = _display(self._tqdm.container)
+        elif tqdm is not None:
+            self._tqdm = tqdm(total=total, desc=desc, unit=unit, leave=False)
+        elif notebook:
+            self._handle = _display({"text/plain": f"{desc}: starting"}, raw=True)
+
+    def _show(self, n: int, postfix: str, line: str) -> None:
+        """Moves the bar to ``n`` with ``postfix`` after it; ``line``: the same in words, for
+        the displays without tqdm and the last word of a notebook's."""
+        changed = n != self._last or (n == self._total and line != self._line)
+        self._line, self._last = line, n
+        if self._tqdm is not None:
+            self._tqdm.n = n
+            self._tqdm.set_postfix_str(postfix, refresh=False)
+            self._tqdm.refresh()
+        elif not changed:
+            return
+        elif self._handle is not None:
+            self._handle.update({"text/plain": line}, raw=True)
+        else:
+            sys.stderr.write(f"\r{line}")
+            sys.stderr.flush()
 
     def __call__(self, update: dict) -> None:
         total = max(int(update.get("total_ms", 0)), 1)
         pct = min(100, int(100 * int(update.get("done_ms", 0)) / total))
         events = update.get("events", 0)
         cost = self.cost(int(update.get("requests", 0)))
-        if self._tqdm is not None:
-            self._tqdm.n = pct
-            self._tqdm.set_postfix_str(f"events={events:,}, requests={cost}")
-            self._tqdm.refresh()
-        elif pct != self._last or pct == 100:
-            sys.stderr.write(f"\r{self._desc}: {pct:3d}% ({events:,} events, {cost} requests)")
-            sys.stderr.flush()
-        self._last = pct
+        self._show(
+            pct,
+            f"events={events:,}, requests={cost}",
+            f"{self._desc}: {pct:3d}% ({events:,} events, {cost} requests)",
+        )
 
     def cost(self, requests: int) -> str:
         """``12`` or, under a daily quota, ``12 (0.5% of the day)``."""
@@ -69,7 +118,9 @@ class _Bar:
     def close(self) -> None:
         if self._tqdm is not None:
             self._tqdm.close()
-        else:
+        if self._handle is not None:
+            self._handle.update({"text/plain": self._line or f"{self._desc}: nothing"}, raw=True)
+        elif self._tqdm is None:
             sys.stderr.write("\n")
             sys.stderr.flush()
 

@@ -414,9 +414,10 @@ class Client(_BaseClient):
             end: as ``start``; must be after it.
             report_id: only the events of this report (see :meth:`reports`).
             output: ``"dicts"`` (a list of dicts exactly as the service sends them),
-                ``"arrow"`` (an object with ``__arrow_c_stream__`` that ``pyarrow.table``,
-                ``polars.DataFrame`` and duckdb read without a copy), ``"pandas"`` or
-                ``"polars"``; the typed schema is the same on every call (see README).
+                ``"arrow"`` (a ``pyarrow.Table`` when pyarrow is installed; without it, an
+                object with ``__arrow_c_stream__`` that ``polars.DataFrame`` and duckdb read
+                without a copy), ``"pandas"`` or ``"polars"``; the typed schema is the same on
+                every call (see README).
             progress: ``"auto"`` (a bar in Jupyter and on a terminal, none otherwise),
                 ``True``, ``False``, or a callable that receives update dicts
                 (``events``, ``requests``, ``done_ms``, ``total_ms``, ``windows``).
@@ -625,7 +626,9 @@ class Client(_BaseClient):
 
         Args:
             records: one dict, an iterable or generator of dicts (consumed as it goes), the
-                path of a JSON Lines file (read in Rust), or columns whose rows are records:
+                path of a JSON Lines file (read in Rust) or of a CSV file (a header of field
+                names, one record a row, ``items`` as JSON; as ``surveillance publish`` reads
+                it), or columns whose rows are records:
                 a pandas DataFrame (converted with ``pyarrow.Table.from_pandas``), Arrow data
                 (a pyarrow Table or RecordBatchReader, a polars DataFrame, anything with
                 ``__arrow_c_stream__``) or the path of a ``.parquet`` file. Columns are

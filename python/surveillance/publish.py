@@ -9,12 +9,11 @@ import html
 import json
 import math
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
-from . import _check, _core, _progress
+from . import _check, _core, _progress, _records
 from ._progress import ProgressArg, _wanted
 from .errors import Problem, PublishError, PublishInterrupted
 
@@ -281,6 +280,56 @@ class PublishReport:
             offset += count
         return out
 
+    def to_pandas(self) -> Any:
+        """The records not accepted (rejected and unconfirmed) as a pandas DataFrame, one row
+        each in source order, with why: ``index`` (position in the source), ``line`` (in a
+        JSON Lines file, else <NA>), ``transaction_id``, ``kind`` (see :attr:`Failure.kind`),
+        ``status`` (the HTTP status of a refusal, else <NA>), ``message``, ``problems`` (the
+        validation problems, ``"error path: message"`` joined by ``"; "``) and ``record`` (the
+        record as JSON text, as :meth:`write_failures` writes it). Needs pandas.
+
+        >>> import surveillance as sv
+        >>> sale = {"dataType": "retail", "schemaVersion": "1", "startTime": 1794891600000,
+        ...         "endTime": 1794891660000, "locationId": "store-1", "dataSourceId": "pos-1",
+        ...         "transactionId": "t-1", "status": "sale", "items": []}
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     report = emu.client().publish(
+        ...         [sale, dict(sale, transactionId="t-2", startTime="noon")], progress=False
+        ...     )
+        >>> df = report.to_pandas()
+        >>> [(int(r.index), r.transaction_id, r.kind) for r in df.itertuples()]
+        [(1, 't-2', 'invalid')]
+        >>> df.at[0, "problems"].split(":")[0]
+        'error startTime'
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError(
+                "PublishReport.to_pandas() needs pandas: pip install 'surveillance[pandas]'"
+            ) from None
+        failures = self.failures
+        columns = {
+            "index": pd.array([f.index for f in failures], dtype="int64"),
+            "line": pd.array([f.line for f in failures], dtype="Int64"),
+            "transaction_id": pd.array([f.transaction_id for f in failures], dtype="object"),
+            "kind": pd.array([f.kind for f in failures], dtype="object"),
+            "status": pd.array([f.status for f in failures], dtype="Int64"),
+            "message": pd.array([f.message for f in failures], dtype="object"),
+            "problems": pd.array(
+                [
+                    "; ".join(
+                        f"{p.severity} {p.path}: {p.message}" if p.path else p.message
+                        for p in f.problems
+                    )
+                    for f in failures
+                ],
+                dtype="object",
+            ),
+            "record": pd.array([f.record_json for f in failures], dtype="object"),
+        }
+        return pd.DataFrame(columns)
+
     def counts(self) -> dict:
         """Records not accepted by kind (see :attr:`Failure.kind`)."""
         out: dict = {}
@@ -330,17 +379,19 @@ class PublishReport:
         return n
 
     def summary(self) -> str:
-        """One line: records, accepted, rejected by kind, unconfirmed, requests, retries,
-        time."""
+        """One line: records, accepted, rejected by kind, interrupted or not sent (apart:
+        the service refused none of them), unconfirmed, requests, retries, time."""
         counts = self.counts()
         counts.pop("unconfirmed", None)
+        stopped = {k: counts.pop(k) for k in ("interrupted", "not sent") if k in counts}
         kinds = ", ".join(f"{v:,} {k}" for k, v in sorted(counts.items()))
-        rejected = f"{len(self.rejected):,} rejected" + (f" ({kinds})" if kinds else "")
+        rejected = f"{sum(counts.values()):,} rejected" + (f" ({kinds})" if kinds else "")
         parts = [
             f"{self.total:,} records",
             f"{self.accepted:,} accepted",
             rejected,
         ]
+        parts += [f"{v:,} {k}" for k, v in stopped.items()]
         if self.unconfirmed:
             parts.append(f"{len(self.unconfirmed):,} unconfirmed")
         parts += [
@@ -348,7 +399,7 @@ class PublishReport:
             f"{self.retries:,} retries",
             f"{self.elapsed:.2f} s",
         ]
-        if self.interrupted:
+        if self.interrupted and "interrupted" not in stopped:
             parts.append("interrupted")
         if self.unread:
             parts.append(f"{self.unread:,} not read")
@@ -371,10 +422,14 @@ class PublishReport:
     def _repr_html_(self) -> str:
         esc = html.escape
         state = "interrupted" if self.interrupted else ("ok" if self.ok else "with failures")
+        counts = self.counts()
+        stopped = [(k, f"{counts.pop(k):,}") for k in ("interrupted", "not sent") if k in counts]
+        counts.pop("unconfirmed", None)
         rows = [
             ("records", f"{self.total:,}"),
             ("accepted", f"{self.accepted:,}"),
-            ("rejected", f"{len(self.rejected):,}"),
+            ("rejected", f"{sum(counts.values()):,}"),
+            *stopped,
             ("unconfirmed", f"{len(self.unconfirmed):,}"),
             (
                 "requests / retries / 429s",
@@ -493,31 +548,17 @@ class _Bar(_progress._Bar):
     the events bar is)."""
 
     def __init__(self, total: Optional[int]) -> None:
-        self._tqdm: Any = None
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            tqdm = None
-        if tqdm is not None:
-            self._tqdm = tqdm(total=total, desc="publish", unit=" records", leave=False)
-        self._total = total
-        self._last = -1
+        self._open("publish", total, " records")
 
     def __call__(self, update: dict) -> None:
         done = int(update.get("accepted", 0)) + int(update.get("rejected", 0))
-        if self._tqdm is not None:
-            self._tqdm.n = done
-            self._tqdm.set_postfix(
-                rejected=update.get("rejected", 0), requests=update.get("requests", 0)
-            )
-            self._tqdm.refresh()
-        elif done != self._last:
-            total = f"/{self._total:,}" if self._total else ""
-            sys.stderr.write(
-                f"\rpublish: {done:,}{total} records ({update.get('rejected', 0):,} rejected)"
-            )
-            sys.stderr.flush()
-        self._last = done
+        rejected, requests = update.get("rejected", 0), update.get("requests", 0)
+        total = f"/{self._total:,}" if self._total else ""
+        self._show(
+            done,
+            f"rejected={rejected}, requests={requests}",
+            f"publish: {done:,}{total} records ({rejected:,} rejected)",
+        )
 
 
 def _progress(progress: ProgressArg, total: Optional[int]) -> tuple:
@@ -560,14 +601,18 @@ def publish(
         if not os.path.isfile(path):
             raise ValueError(
                 f"`records` is a path, but no file {_check.shown(path)} exists: give the path "
-                "of a JSON Lines or Parquet file, or the records (a dict, a list or iterable of "
-                "dicts, a DataFrame, Arrow data)"
+                "of a JSON Lines, Parquet or CSV file, or the records (a dict, a list or "
+                "iterable of dicts, a DataFrame, Arrow data)"
             )
         with open(path, "rb"):  # an unreadable file fails here, as OSError
             pass
         if _is_parquet(path):
             parquet, path = path, None
             rest = lambda n: _core.columns_json(None, parquet, skip=n)  # noqa: E731
+        elif _records.file_format(os.fspath(path), strict=False) == "csv":
+            rows = _records.csv_records(os.fspath(path))
+            path, source, size = None, iter(rows), len(rows)
+            rest = lambda n: _json_lines(rows[n:])  # noqa: E731
         else:
             rest = lambda n: _core.jsonl_rest(path, skip=n)  # noqa: E731
     elif isinstance(records, Mapping):
