@@ -44,10 +44,10 @@ def test_emulator_command_prints_credentials_and_serves_until_ctrl_c():
         assert proc.stdout is not None
         for _ in range(20):
             line = proc.stdout.readline()
-            if "=" in line:
-                key, value = line.strip().split("=", 1)
+            if line.startswith("export "):
+                key, value = line[len("export ") :].strip().split("=", 1)
                 lines[key] = value
-            if line.startswith("events from"):
+            if line.startswith("# events from"):
                 break
         assert lines["SURVEILLANCE_BASE_URL"].startswith("http://127.0.0.1:")
         body = json.dumps(

@@ -8,32 +8,37 @@ from :func:`_client` (credentials from the options or the ``SURVEILLANCE_*`` var
 Expected errors print one line, ``surveillance: error: ...``, without a traceback: a usage or
 configuration error (:class:`ConfigError`, such as a missing credential, or another
 ``ValueError`` from a bad argument) exits 2, like argparse's own; a failure of the service,
-the network or a file (:class:`SurveillanceError`, ``OSError``) exits 1; Ctrl-C exits 130.
+the network or a file (:class:`SurveillanceError`, ``OSError``) exits 1; the day's request
+quota (:class:`QuotaExhaustedError`, or a sync stopped by it) exits 75; Ctrl-C exits 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
 import datetime as dt
 import json
+import logging
 import math
 import os
 import re
+import shlex
 import statistics
 import sys
+import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from . import __version__, _core
+from . import __version__, _core, _records
 from ._output import write_parquet
 from ._progress import make as _progress_bar
-from ._time import to_ms
+from ._time import from_ms, to_ms
 from .client import Client, Limits
 from .emulator import Emulator
-from .errors import ConfigError, SurveillanceError
+from .errors import ConfigError, QuotaExhaustedError, SurveillanceError
 
 # --- shared options -------------------------------------------------------------------
 #: Client settings a command line may give: (option, Client argument, variable, help).
@@ -48,38 +53,72 @@ _SETTINGS = [
 ]
 #: Settings without which no request can be made (the others have defaults).
 _REQUIRED = ("base_url", "api_key", "client_id", "client_secret")
+#: Exit status of a command stopped by the day's request quota (``EX_TEMPFAIL`` of sysexits:
+#: run it again later; ``surveillance quota`` says when the quota comes back).
+EXIT_QUOTA = 75
+#: The exit statuses, in ``--help``.
+_EXIT_STATUSES = """exit status:
+  0    success
+  1    the service, the network or a file failed
+  2    a usage or configuration error (a missing credential, a bad time)
+  75   stopped by the day's request quota: nothing more could be sent today (a sync resumes
+       where it stopped on its next run; `surveillance quota` says when the quota comes back)
+  130  interrupted (Ctrl-C)"""
+#: Rate options of the reads and of the webhook: (option, type, default, metavar, help), the
+#: defaults those of :class:`Limits`.
+_READ_RATES = [
+    ("--read-per-second", float, Limits.read_per_second, "RATE", "read requests a second"),
+    ("--read-concurrency", int, Limits.read_concurrency, "N", "read requests in flight"),
+]
+_PUBLISH_RATES = [
+    ("--publish-per-second", float, Limits.publish_per_second, "RATE", "webhook posts a second"),
+    ("--publish-concurrency", int, Limits.publish_concurrency, "N", "webhook posts in flight"),
+]
 
 
-def _client_arguments(p: argparse.ArgumentParser) -> None:
-    """Adds the connection options; each defaults to its SURVEILLANCE_* variable."""
+def _client_arguments(p: argparse.ArgumentParser, *, publish: bool = False) -> None:
+    """Adds the connection options; each defaults to its SURVEILLANCE_* variable. The rate
+    options are those of the requests the command sends: the webhook's with ``publish``, the
+    reads' otherwise (see :class:`Limits`)."""
     group = p.add_argument_group(
         "connection", "each option defaults to its environment variable, shown in brackets"
     )
     for option, dest, variable, text in _SETTINGS:
+        if dest == "region":
+            group.add_argument(
+                option,
+                dest=dest,
+                type=str.lower,
+                choices=("us", "eu"),
+                help=f"{text} (default us) [{variable}]",
+            )
+            continue
         group.add_argument(option, dest=dest, metavar="VALUE", help=f"{text} [{variable}]")
     group.add_argument("--ca-bundle", metavar="PEM", help="extra trusted certificates")
-    group.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     group.add_argument(
-        "--read-per-second",
+        "--timeout",
         type=float,
-        default=1.0,
-        metavar="RATE",
-        help="read requests a second (default 1, the published limit; 0: no limit)",
+        default=30.0,
+        metavar="SECONDS",
+        help="seconds per request (default %(default)g)",
     )
-    group.add_argument(
-        "--read-concurrency",
-        type=int,
-        default=3,
-        metavar="N",
-        help="read requests in flight (default 3, the published limit; 0: no limit)",
-    )
+    rates = _PUBLISH_RATES if publish else _READ_RATES
+    for option, kind, default, metavar, text in rates:
+        group.add_argument(
+            option,
+            type=kind,
+            default=default,
+            metavar=metavar,
+            help=f"{text} (default %(default)g, the published limit; 0: no limit)",
+        )
     group.add_argument(
         "--daily-requests",
         type=int,
-        default=2400,
+        # A string default goes through `type`: a bad variable is a usage error.
+        default=os.environ.get("SURVEILLANCE_DAILY_REQUESTS") or 2400,
         metavar="N",
         help="requests a day with the API key, shared by every client of this machine "
-        "(default 2400, the published quota; 0: no limit)",
+        "(default 2400, the published quota; 0: no limit) [SURVEILLANCE_DAILY_REQUESTS]",
     )
 
 
@@ -92,16 +131,17 @@ def _client(args: argparse.Namespace) -> Client:
                 f"{dest.replace('_', ' ')} is missing: set {variable} or pass {option}"
             )
     settings = {dest: getattr(args, dest) for _, dest, _, _ in _SETTINGS}
-    if args.read_per_second < 0 or args.read_concurrency < 0 or args.daily_requests < 0:
-        raise ValueError(
-            "--read-per-second, --read-concurrency and --daily-requests must be 0 (no limit) "
-            "or more"
-        )
-    limits = Limits(
-        read_per_second=args.read_per_second or None,
-        read_concurrency=args.read_concurrency or None,
-        daily_requests=args.daily_requests or None,
-    )
+    rates = {
+        option: getattr(args, option[2:].replace("-", "_"))
+        for option, *_ in _READ_RATES + _PUBLISH_RATES
+        if hasattr(args, option[2:].replace("-", "_"))
+    }
+    rates["--daily-requests"] = args.daily_requests
+    negative = [option for option, value in rates.items() if value < 0]
+    if negative:
+        raise ValueError(f"{' and '.join(negative)} must be 0 (no limit) or more")
+    # A rate option the command does not show keeps the published limit.
+    limits = Limits(**{option[2:].replace("-", "_"): v or None for option, v in rates.items()})
     return Client(ca_bundle=args.ca_bundle, timeout=args.timeout, limits=limits, **settings)
 
 
@@ -113,11 +153,34 @@ def _progress(args: argparse.Namespace) -> Any:
 
 # --- emulator -------------------------------------------------------------------------
 def _emulator_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--port", type=int, default=8080, help="loopback port (0: any free one)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--sites", type=int, default=20)
-    p.add_argument("--days", type=int, default=14)
-    p.add_argument("--events-per-day", type=int, default=5000)
+    p.add_argument(
+        "--port", type=int, default=8080, help="loopback port (default %(default)s; 0: any port)"
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the generated sites, cameras and events (default %(default)s)",
+    )
+    p.add_argument("--sites", type=int, default=20, help="sites to generate (default %(default)s)")
+    p.add_argument(
+        "--days", type=int, default=14, help="days of events, from 2026-01-05 (default %(default)s)"
+    )
+    p.add_argument(
+        "--events-per-day",
+        type=int,
+        default=5000,
+        help="events a day over all sites (default %(default)s)",
+    )
+    p.add_argument(
+        "--daily-requests",
+        type=int,
+        default=0,
+        metavar="N",
+        help="a daily request quota the emulator enforces, as the service does (default 0: "
+        "none); SURVEILLANCE_DAILY_REQUESTS, printed with the credentials, gives its clients "
+        "the same",
+    )
 
 
 def _emulator(args: argparse.Namespace) -> int:
@@ -128,17 +191,27 @@ def _emulator(args: argparse.Namespace) -> int:
         events_per_day=args.events_per_day,
         port=args.port,
     )
+    if args.daily_requests < 0:
+        emu.stop()
+        raise ValueError("--daily-requests must be 0 (no quota) or more")
+    if args.daily_requests:
+        emu.set_limits(daily_requests=args.daily_requests)
     # Ctrl-C at any point from here on (even while the variables are printed) stops the
     # emulator cleanly: it is how this command is meant to end.
     try:
-        print(f"surveillance emulator {__version__}: serving until Ctrl-C")
-        print(f"SURVEILLANCE_BASE_URL={emu.url}")
-        print(f"SURVEILLANCE_EU_BASE_URL={emu.eu_url}")
-        print(f"SURVEILLANCE_API_KEY={emu.api_key}")
-        print(f"SURVEILLANCE_CLIENT_ID={emu.client_id}")
-        print(f"SURVEILLANCE_CLIENT_SECRET={emu.client_secret}")
-        print(f"SURVEILLANCE_AUDIENCE={emu.audience}")
-        print(f"events from {emu.start.isoformat()} to {emu.end.isoformat()}", flush=True)
+        # Lines a shell runs as they are: `export`s, the rest comments.
+        print(f"# surveillance emulator {__version__}: serving until Ctrl-C")
+        print(f"export SURVEILLANCE_BASE_URL={shlex.quote(emu.url)}")
+        print(f"export SURVEILLANCE_EU_BASE_URL={shlex.quote(emu.eu_url)}")
+        print(f"export SURVEILLANCE_API_KEY={shlex.quote(emu.api_key)}")
+        print(f"export SURVEILLANCE_CLIENT_ID={shlex.quote(emu.client_id)}")
+        print(f"export SURVEILLANCE_CLIENT_SECRET={shlex.quote(emu.client_secret)}")
+        print(f"export SURVEILLANCE_AUDIENCE={shlex.quote(emu.audience)}")
+        # The clients' daily quota is the emulator's: none by default, so that commands run
+        # against it never stop on the published 2,400 (its requests are counted apart from a
+        # real service's, in a ledger removed when it stops).
+        print(f"export SURVEILLANCE_DAILY_REQUESTS={args.daily_requests}")
+        print(f"# events from {emu.start.isoformat()} to {emu.end.isoformat()}", flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
@@ -168,7 +241,14 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
 
 def _format(args: argparse.Namespace) -> str:
     """The output format: ``--format``, else the suffix of ``-o``, else ``table`` on a
-    terminal and ``jsonl`` when stdout is piped."""
+    terminal and ``jsonl`` when stdout is piped; ``-o`` is checked writable."""
+    fmt = _format_of(args)
+    if args.output:
+        _writable(args.output, "-o")
+    return fmt
+
+
+def _format_of(args: argparse.Namespace) -> str:
     if args.format:
         if args.format == "table" and args.output:
             raise ValueError("--format table writes to the terminal: leave out -o")
@@ -184,6 +264,38 @@ def _format(args: argparse.Namespace) -> str:
             )
         return _SUFFIXES[suffix]
     return "table" if sys.stdout.isatty() else "jsonl"
+
+
+def _writable(path: str, option: str) -> None:
+    """Raises OSError naming ``path`` (as the user gave it) unless a file can be written
+    there: called before the first request, so that a mistyped destination costs no quota."""
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path):
+        raise ValueError(f"{option} takes a local file, got {path!r}")
+    if os.path.isdir(path):
+        raise OSError(f"cannot write {option} {path!r}: it is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        why = "is not a directory" if os.path.exists(parent) else "does not exist"
+        raise OSError(f"cannot write {option} {path!r}: {os.path.dirname(path)!r} {why}")
+    try:  # what the file's writer will do: create a file in that directory
+        fd, probe = tempfile.mkstemp(prefix=".surveillance-", suffix=".check", dir=parent)
+    except OSError as e:
+        raise OSError(f"cannot write {option} {path!r}: {e.strerror or e}") from None
+    os.close(fd)
+    os.remove(probe)
+
+
+def _writable_dir(path: str, option: str) -> None:
+    """As :func:`_writable`, for a directory created when missing (``sync``'s dataset)."""
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path):
+        return  # an object store: its writer checks it
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise OSError(f"cannot write {option} {path!r}: {existing!r} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OSError(f"cannot write {option} {path!r}: {existing!r} is not writable")
 
 
 class _Target:
@@ -239,14 +351,41 @@ def _cell(value: Any) -> Any:
 _EVENT_COLUMNS = list(_core.events_schema().names)
 
 
-def _event_row(event: dict) -> list:
+#: Times of events, written in UTC (the service writes them at each site's UTC offset).
+_TIME_COLUMNS = frozenset({"startTime", "endTime", "createTime"})
+#: The column ``--local-time`` adds: the start as the service sends it, the wall clock at the
+#: site with its UTC offset.
+_LOCAL_COLUMN = "localStartTime"
+
+
+def _utc(value: Any) -> Any:
+    """A time of an event as UTC, with milliseconds and ``Z``, as pandas and Arrow read it
+    (times at mixed UTC offsets do not make one datetime column).
+
+    >>> _utc("2026-01-04T17:00:15.372-07:00")
+    '2026-01-05T00:00:15.372Z'
+    """
+    if not isinstance(value, str) or not value:
+        return value
+    try:
+        ms = to_ms(value, "time")
+    except ValueError:
+        return value
+    return from_ms(ms).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def _event_row(event: dict, columns: list = _EVENT_COLUMNS) -> list:
     details = event.get("details") or {}
     row = []
-    for column in _EVENT_COLUMNS:
+    for column in columns:
         if column.startswith("details."):
             row.append(_cell(details.get(column[len("details.") :])))
         elif column == "details":
             row.append(_cell(details))
+        elif column in _TIME_COLUMNS:
+            row.append(_cell(_utc(event.get(column))))
+        elif column == _LOCAL_COLUMN:
+            row.append(_cell(event.get("startTime")))
         else:
             row.append(_cell(event.get(column)))
     return row
@@ -266,7 +405,7 @@ def _write_rows(target: _Target, fmt: str, records: Any, header: Optional[list] 
             writer = csv.writer(f)
             writer.writerow(header)
             for record in records:
-                writer.writerow(_event_row(record))
+                writer.writerow(_event_row(record, header))
                 count += 1
         else:
             records = list(records)
@@ -317,12 +456,49 @@ def _print_table(rows: list, columns: list) -> None:
     print("\n".join(out))
 
 
+# --- quota ----------------------------------------------------------------------------
+def _quota_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="one JSON object instead of the lines")
+    _client_arguments(p)
+
+
+def _quota(args: argparse.Namespace) -> int:
+    """Prints where the day's request quota of the key and service stands, read from this
+    machine's ledger: no request is sent."""
+    client = _client(args)
+    q = client.quota()
+    resets = q["resets_at"].astimezone(dt.timezone.utc)
+    if args.json:
+        shown = dict(q, resets_at=resets.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        print(json.dumps(shown))
+        return 0
+    left = max(0, int((resets - dt.datetime.now(dt.timezone.utc)).total_seconds()) // 60)
+    limit = q["limit"]
+    rows = [
+        ("limit", "none (--daily-requests 0)" if limit is None else f"{limit:,} requests a day"),
+        ("used", f"{q['used']:,} today (the service's UTC day)"),
+        ("remaining", "no limit" if q["remaining"] is None else f"{q['remaining']:,}"),
+        ("resets at", f"{resets:%Y-%m-%d %H:%M} UTC (in {left // 60} h {left % 60:02d} min)"),
+    ]
+    print(f"daily request quota of this API key at {client._inner.base_url.rstrip('/')}")
+    for name, value in rows:
+        print(f"  {name:<10} {value}")
+    print("  counted by every client of this machine (other machines with the key count apart)")
+    return 0
+
+
 # --- events ---------------------------------------------------------------------------
 def _events_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start", required=True, help="ISO-8601 time or date, inclusive (UTC if naive)")
     p.add_argument("--end", required=True, help="ISO-8601 time or date, exclusive")
     p.add_argument("--report", metavar="ID", help="only the events of this report")
     _output_arguments(p)
+    p.add_argument(
+        "--local-time",
+        action="store_true",
+        help=f"CSV and the table: add {_LOCAL_COLUMN}, the start at the site's wall clock with "
+        "its UTC offset (times are otherwise in UTC, ending in Z)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     _client_arguments(p)
 
@@ -348,10 +524,17 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _write_events_parquet(
-    client: Client, start: Any, end: Any, report: Optional[str], target: _Target, progress: Any
+    client: Client,
+    start: Any,
+    end: Any,
+    report: Optional[str],
+    target: _Target,
+    progress: Any,
+    written: Optional[list] = None,
 ) -> int:
     """Streams the events to Parquet, one row group per window, with bounded memory (with a
-    progress bar through pyarrow when it is installed; in Rust, without one, otherwise)."""
+    progress bar through pyarrow when it is installed; in Rust, without one, otherwise);
+    ``written[0]`` follows the events written so far."""
     try:
         pa, pq = _pyarrow()
     except ImportError:
@@ -368,6 +551,8 @@ def _write_events_parquet(
             for batch in reader:
                 writer.write_batch(batch)
                 count += batch.num_rows
+                if written is not None:
+                    written[0] = count
                 if callback is not None and batch.num_rows:
                     last = pc.max(batch.column("startTime").cast(pa.int64())).as_py()
                     requests = client.stats()["requests"].get("GET /v2/events", 0)
@@ -400,33 +585,73 @@ def _export_events(
     fmt: str,
     path: Optional[str],
     progress: Any,
+    local: bool = False,
 ) -> int:
-    """Writes the events of ``[start, end)`` to ``path`` (or stdout) as ``fmt``."""
+    """Writes the events of ``[start, end)`` to ``path`` (or stdout) as ``fmt`` (CSV with
+    ``localStartTime`` when ``local``)."""
     target = _Target(path, binary=fmt == "parquet")
+    written = [0]
+    before = client._sent()
     try:
         if fmt == "parquet":
-            count = _write_events_parquet(client, start, end, report, target, progress)
+            count = _write_events_parquet(client, start, end, report, target, progress, written)
         else:
             header = None if fmt == "jsonl" else [*_EVENT_COLUMNS]
+            if header is not None and local:
+                header.append(_LOCAL_COLUMN)
             events = client.iter_events(start, end, report, progress=progress)
-            count = _write_rows(target, fmt, events, header)
+            count = _write_rows(target, fmt, _counted(events, written), header)
         target.commit()
+    except KeyboardInterrupt:
+        target.discard()
+        if path is None:
+            raise
+        spent = client._sent() - before
+        raise KeyboardInterrupt(_thrown_away(path, written[0], spent, start, end, report)) from None
     except BaseException:
         target.discard()
         raise
     return count
 
 
+def _counted(records: Any, count: list) -> Any:
+    """``records``, counting in ``count[0]`` those taken."""
+    for record in records:
+        count[0] += 1
+        yield record
+
+
+def _thrown_away(
+    path: str, events: int, requests: int, start: Any, end: Any, report: Optional[str]
+) -> str:
+    """What Ctrl-C during an export to ``path`` threw away, and the command that keeps what
+    it fetches."""
+    spent = f" ({requests:,} requests)" if requests else ""
+    fetched = f"the {events:,} events fetched{spent}" if events else f"what was fetched{spent}"
+    again = " ".join(
+        ["surveillance sync DIR --start", shlex.quote(str(start)), "--until", shlex.quote(str(end))]
+        + (["--report", shlex.quote(report)] if report else [])
+    )
+    return (
+        f"{path} not written, {fetched} thrown away; `{again}` keeps each part it fetches "
+        "and resumes where it stopped"
+    )
+
+
 def _events(args: argparse.Namespace) -> int:
     fmt = _format(args)
+    if args.local_time and fmt not in ("csv", "table"):
+        raise ValueError(f"--local-time adds a column to CSV and the table, not to {fmt}")
     client = _client(args)
     progress = _progress(args)
     if fmt == "table":
         sites = {s["id"]: s.get("name") for s in client.sites()}
         events = client.events(args.start, args.end, args.report, progress=progress)
+        local = [_LOCAL_COLUMN] if args.local_time else []
         rows = [
             [
-                e.get("startTime"),
+                _utc(e.get("startTime")),
+                *[e.get("startTime") for _ in local],
                 (e.get("details") or {}).get("duration_sec"),
                 e.get("title"),
                 e.get("subtitle"),
@@ -434,11 +659,11 @@ def _events(args: argparse.Namespace) -> int:
             ]
             for e in events
         ]
-        _print_table(rows, ["startTime", "duration_sec", "title", "subtitle", "site"])
+        _print_table(rows, ["startTime", *local, "duration_sec", "title", "subtitle", "site"])
         return 0
     with client._meter():
         count = _export_events(
-            client, args.start, args.end, args.report, fmt, args.output, progress
+            client, args.start, args.end, args.report, fmt, args.output, progress, args.local_time
         )
     if args.output:
         print(f"wrote {count:,} events to {args.output}: {client.last_cost}")
@@ -463,15 +688,26 @@ def _sync_arguments(p: argparse.ArgumentParser) -> None:
         "run: 1h, 30m, 2d or seconds (default 1h)",
     )
     _client_arguments(p)
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = _EXIT_STATUSES
 
 
 def _sync(args: argparse.Namespace) -> int:
+    _writable_dir(args.dir, "DIR")
     client = _client(args)
     result = client.sync_events(
         args.dir, args.start, report_id=args.report, until=args.until, settle=args.settle
     )
     print(f"{args.dir}: {result}")
     print(f"cost: {client.last_cost}")
+    if not result.complete:
+        # A cron job tells "stopped by the quota" from "done" by the status.
+        print(
+            f"surveillance: stopped by the day's request quota (exit status {EXIT_QUOTA}): "
+            "the next run goes on from there",
+            file=sys.stderr,
+        )
+        return EXIT_QUOTA
     return 0
 
 
@@ -480,8 +716,15 @@ def _sync(args: argparse.Namespace) -> int:
 _SHOWN = 50
 
 
+#: The FILE argument of the commands that read records (one reader: :mod:`._records`).
+_RECORDS_FILE = (
+    f"a file of records: {_records.ACCEPTED} (a header of field names, one record a row; "
+    "nested fields such as items as JSON)"
+)
+
+
 def _validate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="a JSON Lines file, one record per line")
+    p.add_argument("file", metavar="FILE", help=_RECORDS_FILE)
     p.add_argument("--strict", action="store_true", help="warnings fail too (exit status 1)")
 
 
@@ -490,29 +733,25 @@ def _validate(args: argparse.Namespace) -> int:
 
     records = errors = warnings = bad = 0
     shown = 0
-    with open(args.file, encoding="utf-8-sig") as f:
-        for number, line in enumerate(f, 1):
-            text = line.strip()
-            if not text:
-                continue
-            records += 1
-            try:
-                problems = [(p.severity, p.path, p.message) for p in validate(json.loads(text))]
-            except ValueError as e:
-                problems = [("error", "", f"not valid JSON: {e}")]
-            found_error = False
-            for severity, path, message in problems:
-                if severity == "error":
-                    errors += 1
-                    found_error = True
-                else:
-                    warnings += 1
-                if shown < _SHOWN:
-                    where = f"{path}: " if path else ""
-                    print(f"{args.file}: line {number}: {severity}: {where}{message}")
-                shown += 1
-            if found_error or (args.strict and problems):
-                bad += 1
+    for number, record in _records.read(args.file):
+        records += 1
+        if isinstance(record, ValueError):
+            problems = [("error", "", str(record))]
+        else:
+            problems = [(p.severity, p.path, p.message) for p in validate(record)]
+        found_error = False
+        for severity, path, message in problems:
+            if severity == "error":
+                errors += 1
+                found_error = True
+            else:
+                warnings += 1
+            if shown < _SHOWN:
+                where = f"{path}: " if path else ""
+                print(f"{args.file}: {number}: {severity}: {where}{message}")
+            shown += 1
+        if found_error or (args.strict and problems):
+            bad += 1
     if shown > _SHOWN:
         print(f"... and {shown - _SHOWN:,} more problems")
     print(
@@ -533,7 +772,7 @@ def _batch_size(text: str) -> Any:
 
 
 def _publish_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="a JSON Lines file, one record per line")
+    p.add_argument("file", metavar="FILE", help=_RECORDS_FILE)
     p.add_argument(
         "--batch-size",
         type=_batch_size,
@@ -551,14 +790,18 @@ def _publish_arguments(p: argparse.ArgumentParser) -> None:
         "--no-validate", action="store_true", help="send records without checking them first"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
-    _client_arguments(p)
+    _client_arguments(p, publish=True)
 
 
 def _publish(args: argparse.Namespace) -> int:
     from .errors import PublishInterrupted
 
+    _records.check(args.file)
+    if args.failures:
+        _writable(args.failures, "--failures")
     client = _client(args)
     status = 0
+    stopped: Optional[QuotaExhaustedError] = None
     try:
         report = client.publish(
             args.file,
@@ -568,17 +811,29 @@ def _publish(args: argparse.Namespace) -> int:
         )
     except PublishInterrupted as e:
         report, status = e.report, 130
-    # After Ctrl-C, the records merely not reached yet are counted, not listed.
-    listed = [f for f in report.failures if f.kind != "interrupted"]
+    except QuotaExhaustedError as e:
+        if getattr(e, "report", None) is None:
+            raise
+        report, stopped = e.report, e
+    # After Ctrl-C or the quota, the records merely not reached yet are counted, not listed
+    # (the reason is said once, below).
+    listed = [f for f in report.failures if f.kind not in ("interrupted", "not sent")]
     for failure in listed[:_SHOWN]:
         print(f"{args.file}: {failure}")
     if len(listed) > _SHOWN:
         print(f"... and {len(listed) - _SHOWN:,} more")
-    print(report.summary())
+    if stopped is not None:
+        shown = copy.copy(report)
+        shown.error = None  # the error line below says it
+        print(shown.summary())
+    else:
+        print(report.summary())
     print(f"cost: {client.last_cost}")
-    if args.failures and (report.failures or report.interrupted):
+    if args.failures and (report.failures or report.interrupted or report.unread):
         n = report.write_failures(args.failures)
         print(f"wrote {n:,} records not accepted to {args.failures}")
+    if stopped is not None:
+        raise stopped  # one line, and its exit status, from main()
     if status:
         print("surveillance: interrupted", file=sys.stderr)
         return status
@@ -613,9 +868,7 @@ def _list(kind: str, args: argparse.Namespace) -> int:
     fetch = getattr(client, kind)
     if fmt == "parquet":
         _, pq = _pyarrow()
-        import pyarrow as pa
-
-        table = pa.table(fetch(*extra, output="arrow"))
+        table = fetch(*extra, output="arrow")  # a pyarrow.Table: pyarrow is installed
         target = _Target(args.output, binary=True)
         try:
             pq.write_table(table, target.name)
@@ -730,36 +983,56 @@ def _read_export(path: str, fmt: str) -> tuple:
     return site_ids, durations, starts
 
 
-def _plot(path: str, brands: list, hours: list, durations: list) -> bool:
-    """Draws the median dwell time by local hour, one line per brand; False without
-    matplotlib."""
+#: Events of one site stamped with one millisecond from which the demo takes them for a burst.
+_BURST = 10
+
+
+def _bursts(site_ids: list, starts: list) -> set:
+    """The ``(site, millisecond)`` of each burst: more than :data:`_BURST` events of one site
+    stamped with one millisecond, as a camera that uploads its backlog stamps them (the
+    emulator's data holds one a day). Their time says nothing of when they happened."""
+    counts = Counter(zip(site_ids, starts))
+    return {key for key, n in counts.items() if n > _BURST}
+
+
+def _plot(path: str, brands: list, hours: list, durations: list) -> Any:
+    """Draws the median dwell time by local hour, one line per brand, above the number of
+    events each point rests on; returns the figure, or None without matplotlib."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        return False
+        return None
     by: dict = defaultdict(lambda: defaultdict(list))
     for brand, hour, seconds in zip(brands, hours, durations):
         if seconds is not None:
             by[brand][hour].append(seconds)
-    fig = Figure(figsize=(9, 5), layout="constrained")
-    ax = fig.subplots()
+    fig = Figure(figsize=(9, 7), layout="constrained")
+    ax, counts = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.5]})
     for brand in sorted(by):
         # An hour without events is a gap in the line, not a straight segment across it.
         ys = [statistics.median(by[brand][h]) if by[brand][h] else math.nan for h in range(24)]
-        ax.plot(range(24), ys, marker="o", label=brand)
-    ax.set_xlabel("local hour of day")
+        ns = [len(by[brand][h]) or math.nan for h in range(24)]
+        (line,) = ax.plot(range(24), ys, marker="o", label=brand)
+        counts.plot(range(24), ns, marker=".", color=line.get_color(), label=brand)
     ax.set_ylabel("median dwell time (s)")
-    ax.set_xticks(range(0, 24, 2))
     ax.set_title("Dwell time by local hour, per brand")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
+    counts.set_ylabel("events per point")
+    counts.set_ylim(bottom=0)
+    counts.set_xlabel("local hour of day")
+    counts.set_xticks(range(0, 24, 2))
+    counts.grid(alpha=0.3)
     fig.savefig(path, dpi=100)
-    return True
+    return fig
 
 
 def _demo(args: argparse.Namespace) -> int:
     fmt = _format(argparse.Namespace(output=args.output, format=None)) if args.output else "parquet"
     path = args.output or "events.parquet"
+    _writable(path, "-o")
+    if args.plot:
+        _writable(args.plot, "--plot")
     with Emulator(seed=0, sites=args.sites, days=7, events_per_day=args.events_per_day) as emu:
         client = emu.client()
         print(f"emulator at {emu.url}: {args.sites} sites, a week from {emu.start:%Y-%m-%d}")
@@ -792,6 +1065,18 @@ def _demo(args: argparse.Namespace) -> int:
         starts = [to_ms(e["startTime"], "startTime") for e in fetched]
     print(f"fetched {count:,} events in {elapsed:.2f} s with {requests:,} requests")
     print(f"wrote {path}")
+    bursts = _bursts(site_ids, starts)
+    if bursts:
+        # Left out of the statistics and the chart (the export keeps every event).
+        kept = [i for i, key in enumerate(zip(site_ids, starts)) if key not in bursts]
+        print(
+            f"left out of the statistics: {count - len(kept):,} events in {len(bursts):,} "
+            f"bursts (over {_BURST} events of a site in one millisecond: a camera uploading "
+            "its backlog, whose times are not when the events happened)"
+        )
+        site_ids = [site_ids[i] for i in kept]
+        durations = [durations[i] for i in kept]
+        starts = [starts[i] for i in kept]
 
     zones = {site: s.get("timezone") for site, s in sites.items()}
     hours, local = _local_hours(starts, site_ids, zones)
@@ -823,7 +1108,10 @@ def _demo(args: argparse.Namespace) -> int:
         brands = [brand_of.get(site, "(no brand)") for site in site_ids]
         print()
         if _plot(args.plot, brands, hours, durations):
-            print(f"wrote {args.plot} (median dwell time by local hour, per brand)")
+            print(
+                f"wrote {args.plot} (median dwell time by local hour, per brand, over the "
+                "events each point rests on)"
+            )
         else:
             print(f"pip install 'surveillance[plot]' to also draw {args.plot}")
     return 0
@@ -856,6 +1144,12 @@ COMMANDS = [
         _plan,
     ),
     Command(
+        "quota",
+        "where the day's request quota stands (limit, used, remaining, reset), sending nothing",
+        _quota_arguments,
+        _quota,
+    ),
+    Command(
         "sync",
         "bring a Parquet dataset of events up to date, fetching only what it lacks",
         _sync_arguments,
@@ -863,13 +1157,14 @@ COMMANDS = [
     ),
     Command(
         "validate",
-        "check a JSON Lines file of webhook records against their standard models",
+        "check a file of webhook records (.jsonl, .parquet, .csv) against their standard models",
         _validate_arguments,
         _validate,
     ),
     Command(
         "publish",
-        "post a JSON Lines file of records to the webhook, fast, reporting every failure",
+        "post a file of records (.jsonl, .parquet, .csv) to the webhook, fast, reporting "
+        "every failure",
         _publish_arguments,
         _publish,
     ),
@@ -891,38 +1186,147 @@ COMMANDS = [
 ]
 
 
+_DEBUG_HELP = "log the requests, retries and token renewals on stderr (the `surveillance` logger)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand in :data:`COMMANDS`."""
     parser = argparse.ArgumentParser(
         prog="surveillance",
         description="Client for a video-surveillance cloud API, and a local emulator of it.",
+        epilog=_EXIT_STATUSES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"surveillance {__version__}")
+    parser.add_argument("-v", "--debug", action="store_true", help=_DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.help, description=command.help)
         command.arguments(p)
+        # Also after the command; SUPPRESS keeps a -v given before it.
+        p.add_argument(
+            "-v", "--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP
+        )
         p.set_defaults(run=command.run)
     return parser
 
 
+#: Python arguments named in the messages of the library, and the CLI's words for them (a
+#: command's own words first).
+_FLAGS = {
+    **{dest: option for option, dest, _, _ in _SETTINGS},
+    "report_id": "--report",
+    "site_id": "--site",
+    "device_id": "--device",
+    "start": "--start",
+    "end": "--end",
+    "until": "--until",
+    "settle": "--settle",
+    "records": "FILE",
+    "batch_size": "--batch-size",
+    "timeout": "--timeout",
+    "ca_bundle": "--ca-bundle",
+    **{option[2:].replace("-", "_"): option for option, *_ in _READ_RATES + _PUBLISH_RATES},
+    "daily_requests": "--daily-requests",
+}
+_COMMAND_FLAGS = {"sync": {"path": "DIR"}, "events": {"path": "-o"}}
+
+
+def _cli_words(message: str, args: argparse.Namespace) -> str:
+    """``message`` with the CLI's words: the option (or, when the value came from it, the
+    variable) in place of each Python argument it names, and reqwest's chain of causes cut to
+    what happened."""
+    flags = {**_FLAGS, **_COMMAND_FLAGS.get(args.command, {})}
+
+    def word(m: re.Match) -> str:
+        name = m.group(1)
+        return f"`{flags[name]}`" if name in flags else m.group(0)
+
+    message = re.sub(r"`([a-z_]+)=?`", word, message)
+    message = re.sub(r"`Limits\(([a-z_]+)=\.\.\.\)`", word, message)  # the quota's
+    # reqwest: "error sending request for url (URL): client error (Connect): tcp connect
+    # error: Connection refused (os error 111)"
+    message = re.sub(r"error sending request for url \((\S+)\)", r"cannot reach \1", message)
+    message = re.sub(r"client error \(\w+\): |tcp connect error: ", "", message)
+    # A file's temporary name is the writer's business: say the user's.
+    return re.sub(r"\.partial\b", "", message)
+
+
+class _LogLines(logging.Filter):
+    """Lines of the `surveillance` logger on the terminal, prefixed as errors are. Without
+    ``debug``, a "giving up" warning is left out: the error line that follows says it."""
+
+    def __init__(self, debug: bool) -> None:
+        super().__init__()
+        self.debug = debug
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.level = record.levelname.lower()
+        return self.debug or not record.getMessage().startswith("giving up")
+
+
+class _Stderr(logging.StreamHandler):
+    """A handler that writes to ``sys.stderr`` as it is when a line comes (as Python's own
+    last-resort handler does), so that ``main()`` called in a process that swaps it (a test)
+    never writes to a stream closed since."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+#: The handler :func:`_logging` gave the `surveillance` logger (one, however often ``main``
+#: runs in a process).
+_HANDLER: Optional[logging.Handler] = None
+
+
+def _logging(debug: bool) -> None:
+    """Sends the `surveillance` logger to stderr: every line from DEBUG with ``-v``, with the
+    time; warnings otherwise (the logger's level is left as it is then)."""
+    global _HANDLER
+    logger = logging.getLogger("surveillance")
+    if _HANDLER is not None:
+        logger.removeHandler(_HANDLER)
+    _HANDLER = _Stderr()
+    _HANDLER.addFilter(_LogLines(debug))
+    if debug:
+        fmt = "%(asctime)s surveillance: %(level)s: %(message)s"
+        logger.setLevel(logging.DEBUG)
+    else:
+        fmt = "surveillance: %(level)s: %(message)s"
+        _HANDLER.setLevel(logging.WARNING)
+    _HANDLER.setFormatter(logging.Formatter(fmt))
+    logger.addHandler(_HANDLER)
+
+
 def main(argv: Optional[list] = None) -> int:
-    """Entry point of the ``surveillance`` console script; returns the exit status."""
+    """Entry point of the ``surveillance`` console script (and ``python -m surveillance``);
+    returns the exit status."""
     args = build_parser().parse_args(argv)
+    _logging(args.debug)
     try:
         return args.run(args)
     except ValueError as e:  # ConfigError, or a bad argument: a usage error
-        print(f"surveillance: error: {e}", file=sys.stderr)
+        print(f"surveillance: error: {_cli_words(str(e), args)}", file=sys.stderr)
         return 2
+    except QuotaExhaustedError as e:  # nothing more can be sent today: try again later
+        print(f"surveillance: error: {_cli_words(str(e), args)}", file=sys.stderr)
+        return EXIT_QUOTA
     except BrokenPipeError:  # `surveillance events ... | head`: the reader has had enough
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
         return 0
     except (SurveillanceError, OSError, ImportError) as e:
-        print(f"surveillance: error: {e}", file=sys.stderr)
+        print(f"surveillance: error: {_cli_words(str(e), args)}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("surveillance: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        # An export says what Ctrl-C threw away, and how not to lose it next time.
+        said = f": {e.args[0]}" if e.args and isinstance(e.args[0], str) else ""
+        print(f"surveillance: interrupted{said}", file=sys.stderr)
         return 130
 
 
