@@ -80,3 +80,17 @@ def test_cli_line_runs(line, shell_env, tmp_path):
     assert out.stdout.strip()
     files = re.findall(r"-o (\S+)", line)
     assert all((tmp_path / f).stat().st_size > 0 for f in files)
+
+
+def test_the_first_section_says_what_the_quota_means_for_a_first_day():
+    first = README.read_text(encoding="utf-8").split("\n## ", 1)[0]
+    for said in (
+        "first day",
+        "2,400 requests a day",
+        "surveillance quota",
+        "surveillance plan",
+        "refused",
+        "surveillance sync",
+        "75",
+    ):
+        assert said in first, said
