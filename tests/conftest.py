@@ -10,8 +10,11 @@ import _thread
 import contextlib
 import json
 import os
+import shlex
 import signal
 import ssl
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -84,6 +87,52 @@ def service_env(emu: Any = None, **extra: str) -> dict:
         )
     env.update(extra)
     return env
+
+
+class EmulatorCommand(NamedTuple):
+    """A running ``surveillance emulator`` (see :func:`emulator_command`)."""
+
+    proc: subprocess.Popen
+    #: What it printed, up to its ``# events from`` line.
+    lines: list
+    #: The variables of its ``export NAME=VALUE`` lines, unquoted as a shell would.
+    exports: dict
+
+
+@contextlib.contextmanager
+def emulator_command(*options: str, env: Any = None) -> Iterator[EmulatorCommand]:
+    """``surveillance emulator --port 0 *options`` in a child process (environment `env`, by
+    default :func:`service_env`), once it has printed its settings; stopped with Ctrl-C on the
+    way out, and killed if it has not stopped within 10 s."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "surveillance.cli", "emulator", "--port", "0", *options],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=service_env() if env is None else env,
+    )
+    try:
+        assert proc.stdout is not None
+        lines: list = []
+        while not lines or not lines[-1].startswith("# events from"):
+            lines.append(proc.stdout.readline())
+            assert lines[-1], f"the emulator ended: {lines}"
+        exports = dict(
+            shlex.split(line[len("export ") :])[0].split("=", 1)
+            for line in lines
+            if line.startswith("export ")
+        )
+        yield EmulatorCommand(proc, lines, exports)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 def iso_z(dt: datetime) -> str:

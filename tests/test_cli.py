@@ -21,7 +21,7 @@ import pytest
 import surveillance as sv
 from surveillance import cli
 
-from conftest import emulator_fixture, service_env
+from conftest import emulator_command, emulator_fixture, service_env
 
 CLI = [sys.executable, "-m", "surveillance.cli"]
 PROGRESS = re.compile(r"events: *\d+%")
@@ -34,21 +34,8 @@ def test_version():
 
 
 def test_emulator_command_prints_credentials_and_serves_until_ctrl_c():
-    proc = subprocess.Popen(
-        [*CLI, "emulator", "--port", "0", "--seed", "3", "--sites", "4", "--days", "1"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        lines = {}
-        assert proc.stdout is not None
-        for _ in range(20):
-            line = proc.stdout.readline()
-            if line.startswith("export "):
-                key, value = line[len("export ") :].strip().split("=", 1)
-                lines[key] = value
-            if line.startswith("# events from"):
-                break
+    with emulator_command("--seed", "3", "--sites", "4", "--days", "1") as emulator:
+        lines = emulator.exports
         assert lines["SURVEILLANCE_BASE_URL"].startswith("http://127.0.0.1:")
         body = json.dumps(
             {
@@ -68,14 +55,8 @@ def test_emulator_command_prints_credentials_and_serves_until_ctrl_c():
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(req, timeout=10) as resp:
             assert json.load(resp)["expires_in"] == 14399
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        emulator.proc.send_signal(signal.SIGINT)
+        assert emulator.proc.wait(timeout=10) == 0
 
 
 def _script() -> list:

@@ -19,7 +19,7 @@ from surveillance._time import to_ms
 from surveillance.publish import PublishReport
 from test_cli import _env, _run, _run_in_pty
 
-from conftest import emulator_fixture, reset, retail
+from conftest import emulator_command, emulator_fixture, reset, retail
 
 DAY = ["--start", "2026-01-05", "--end", "2026-01-07"]
 
@@ -310,21 +310,10 @@ def test_publish_takes_its_rate_flags(tmp_path, words_emu):
 
 
 def test_the_emulator_prints_exports_a_shell_can_run(tmp_path):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "surveillance", "emulator", "--port", "0", "--sites", "2"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
-    try:
-        assert proc.stdout is not None
-        lines = []
-        while not lines or not lines[-1].startswith("# events from"):
-            lines.append(proc.stdout.readline())
-            assert lines[-1], "the emulator ended"
+    with emulator_command("--sites", "2", env=_env()) as emulator:
+        lines = emulator.lines
         assert all(line.startswith(("# ", "export SURVEILLANCE_")) for line in lines), lines
-        names = {line.split()[1].split("=")[0] for line in lines if line.startswith("export")}
-        assert names >= {
+        assert set(emulator.exports) >= {
             "SURVEILLANCE_BASE_URL",
             "SURVEILLANCE_EU_BASE_URL",
             "SURVEILLANCE_API_KEY",
@@ -339,16 +328,6 @@ def test_the_emulator_prints_exports_a_shell_can_run(tmp_path):
         )
         assert out.returncode == 0, out.stderr
         assert len(out.stdout.splitlines()) == 2
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=10)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
 
 
 def test_ctrl_c_during_a_parquet_export_says_what_was_thrown_away_and_how_to_resume(

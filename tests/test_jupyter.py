@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import surveillance as sv
+from test_notebook import run_cells
 
 from conftest import emulator_fixture, other
 
@@ -33,8 +34,8 @@ def _texts(outputs) -> list:
 @pytest.mark.slow
 @pytest.mark.parametrize("bar", ["tqdm", "plain"])
 def test_progress_in_an_executed_notebook_ends_as_one_line(tmp_path, monkeypatch, bar):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     if bar == "tqdm":
         pytest.importorskip("tqdm")
@@ -49,10 +50,7 @@ def test_progress_in_an_executed_notebook_ends_as_one_line(tmp_path, monkeypatch
         "report = client.publish([{'x': 1}] * 3)",
         "emu.stop()",
     ]
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nbclient.NotebookClient(
-        nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
+    nb = run_cells(cells, tmp_path)
     fetch, publish = nb.cells[1].outputs, nb.cells[2].outputs
     for outputs in (fetch, publish):
         assert not [o for o in outputs if WIDGET in o.get("data", {})]

@@ -42,11 +42,22 @@ def test_dwell_time_notebook_runs_and_draws_the_chart(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+def run_cells(cells: list, cwd: Path):
+    """A new notebook of these code cells, executed in a Python kernel in `cwd`."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(
+        nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+    ).execute()
+    return nb
+
+
 def test_async_client_with_top_level_await_in_a_jupyter_cell(tmp_path, monkeypatch):
     """The kernel runs its own event loop: ``await`` at the top of a cell works, and a cell
     with a long fetch leaves the kernel's loop free."""
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
     cells = [
@@ -68,9 +79,6 @@ def test_async_client_with_top_level_await_in_a_jupyter_cell(tmp_path, monkeypat
         "print(n, ticks > 0)",
         "emu.stop()",
     ]
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nbclient.NotebookClient(
-        nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
+    nb = run_cells(cells, tmp_path)
     text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "3 3000" in text and "3000 True" in text

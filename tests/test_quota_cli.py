@@ -14,7 +14,7 @@ import pytest
 import surveillance as sv
 from surveillance import cli
 
-from conftest import emulator_fixture, other, service_env
+from conftest import emulator_command, emulator_fixture, other, service_env
 
 CLI = [sys.executable, "-m", "surveillance.cli"]
 FAST = ["--read-per-second", "0", "--read-concurrency", "0"]
@@ -35,28 +35,9 @@ def _run(args, env, timeout=60):
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def _exports(stdout) -> dict:
-    """The variables of `surveillance emulator`'s `export NAME=VALUE` lines."""
-    found = {}
-    for line in stdout:
-        if line.startswith("export "):
-            name, value = line[len("export ") :].strip().split("=", 1)
-            found[name] = value.strip("'")
-        if "events from" in line:
-            break
-    return found
-
-
 def test_the_emulator_command_gives_its_clients_no_quota_and_leaves_no_ledger(ledgers):
-    proc = subprocess.Popen(
-        [*CLI, "emulator", "--port", "0", "--sites", "2", "--days", "1"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=service_env(),
-    )
-    try:
-        assert proc.stdout is not None
-        variables = _exports(proc.stdout)
+    with emulator_command("--sites", "2", "--days", "1") as emulator:
+        variables = emulator.exports
         assert variables["SURVEILLANCE_DAILY_REQUESTS"] == "0"
         env = service_env(**variables)
         for _ in range(3):
@@ -66,38 +47,20 @@ def test_the_emulator_command_gives_its_clients_no_quota_and_leaves_no_ledger(le
         q = json.loads(out.stdout)
         assert q["limit"] is None and q["remaining"] is None and q["used"] >= 3
         assert list(ledgers.iterdir()), "the clients count their requests in a ledger"
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        emulator.proc.send_signal(signal.SIGINT)
+        assert emulator.proc.wait(timeout=10) == 0
     assert not list(ledgers.iterdir()), "the emulator's ledger is removed when it stops"
 
 
 def test_the_emulator_command_can_enforce_a_quota_and_tells_its_clients(ledgers):
-    proc = subprocess.Popen(
-        [*CLI, "emulator", "--port", "0", "--sites", "2", "--days", "1", "--daily-requests", "3"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=service_env(),
-    )
-    try:
-        assert proc.stdout is not None
-        variables = _exports(proc.stdout)
+    with emulator_command("--sites", "2", "--days", "1", "--daily-requests", "3") as emulator:
+        variables = emulator.exports
         assert variables["SURVEILLANCE_DAILY_REQUESTS"] == "3"
         env = service_env(**variables)
         assert _run(["sites", "--format", "jsonl", *FAST], env).returncode == 0  # token + 1
         out = _run(["devices", "--format", "jsonl", *FAST], env)  # one request left: 2 needed
         assert out.returncode == cli.EXIT_QUOTA, out.stderr
         assert "--daily-requests" in out.stderr
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 def test_an_emulator_leaves_no_ledger_behind(ledgers):
