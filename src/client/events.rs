@@ -1518,15 +1518,12 @@ async fn fits(client: &Client, query: &Query) -> Result<u64> {
     // The pages the count read of a settled range are the fetch's own: it will not ask them.
     let reused = client.held().pages.len().saturating_sub(held) as u64;
     let needed = (counted.requests.ceil() as u64).saturating_sub(reused);
-    let left = client.quota().remaining.unwrap_or(remaining);
+    let quota = client.quota();
+    let left = quota.remaining.unwrap_or(remaining);
     if needed <= left {
         return Ok(sent(client, before));
     }
-    let quota = client.quota();
-    let when = chrono::DateTime::from_timestamp_millis(quota.resets_at_ms).map_or_else(
-        || quota.resets_at_ms.to_string(),
-        |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-    );
+    let when = super::quota::reset_time(quota.resets_at_ms);
     Err(Error::Quota {
         message: format!(
             "this fetch needs about {needed} requests (about {events} events), more than the \

@@ -373,11 +373,16 @@ fn write_at(mut file: &File, data: &[u8]) -> Option<()> {
     file.write_all(data).ok()
 }
 
-fn quota_error(used: u64, limit: Option<u64>, resets_at_ms: i64, why: Option<String>) -> Error {
-    let when = chrono::DateTime::from_timestamp_millis(resets_at_ms).map_or_else(
+/// When the quota comes back, as an error says it: UTC to the second.
+pub(crate) fn reset_time(resets_at_ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(resets_at_ms).map_or_else(
         || resets_at_ms.to_string(),
         |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-    );
+    )
+}
+
+fn quota_error(used: u64, limit: Option<u64>, resets_at_ms: i64, why: Option<String>) -> Error {
+    let when = reset_time(resets_at_ms);
     let message = match (why, limit) {
         (Some(why), _) => format!(
             "{why}: the daily quota of this API key is probably used up ({used} requests \
