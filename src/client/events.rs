@@ -57,7 +57,9 @@ pub struct Shape {
 /// being asked again, so that planning a fetch costs only the probes the fetch does not make.
 /// A range that ended more than [`SETTLED_MS`] ago no longer changes (as `sync_events` relies
 /// on), so its pages are still true when the fetch comes; each is used once, and none is kept
-/// past [`HELD_FOR`] or beyond [`HELD_BYTES`] in all (the oldest go first).
+/// past [`HELD_FOR`] or beyond [`HELD_BYTES`] in all (the oldest go first). A fetch's quota
+/// check (`fits`) holds the fetch's first page the same way, for [`CHECKED_FOR`], whether its
+/// range has settled or not: the fetch asks it next, within the same call.
 #[derive(Debug, Default)]
 pub struct Held {
     pages: VecDeque<(String, Bytes, std::time::Instant, std::time::Duration)>,
@@ -139,7 +141,8 @@ pub enum Keep {
 pub struct Page {
     events: Vec<Event>,
     batch: Option<RecordBatch>,
-    /// Taken from what a plan held (see [`Held`]): no request was sent for it.
+    /// Taken from what a plan or a quota check held (see [`Held`]): no request was sent for it
+    /// by the fetch itself.
     held: bool,
 }
 
