@@ -32,7 +32,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from . import __version__, _core, _records
+from . import __version__, _core, _records, _store
 from ._output import write_parquet
 from ._progress import make as _progress_bar
 from ._time import from_ms, to_ms
@@ -233,7 +233,8 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         metavar="FILE",
-        help="write to FILE, in the format of its suffix: .parquet, .csv or .jsonl "
+        help="write to FILE, in the format of its suffix: .parquet, .csv or .jsonl; FILE may "
+        "be a URI that pyarrow opens, such as s3://bucket/key.parquet "
         "(default: a table on a terminal, JSON Lines when stdout is piped)",
     )
     p.add_argument("--format", choices=_FORMATS, help="the output format, whatever the suffix")
@@ -241,10 +242,11 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
 
 def _format(args: argparse.Namespace) -> str:
     """The output format: ``--format``, else the suffix of ``-o``, else ``table`` on a
-    terminal and ``jsonl`` when stdout is piped; ``-o`` is checked writable."""
+    terminal and ``jsonl`` when stdout is piped; ``-o`` (a file or a URI) is checked
+    writable."""
     fmt = _format_of(args)
     if args.output:
-        _writable(args.output, "-o")
+        _writable(args.output, "-o", remote=True)
     return fmt
 
 
@@ -256,21 +258,30 @@ def _format_of(args: argparse.Namespace) -> str:
             raise ValueError("--format parquet needs a file: pass -o FILE.parquet")
         return args.format
     if args.output:
-        suffix = os.path.splitext(args.output)[1].lower()
+        suffix = _store.suffix(args.output).lower()
         if suffix not in _SUFFIXES:
             raise ValueError(
-                f"cannot tell the format of {args.output!r}: name it .parquet, .csv or .jsonl, "
-                "or pass --format"
+                f"cannot tell the format of {_store.shown(args.output)!r}: name it .parquet, "
+                ".csv or .jsonl, or pass --format"
             )
         return _SUFFIXES[suffix]
     return "table" if sys.stdout.isatty() else "jsonl"
 
 
-def _writable(path: str, option: str) -> None:
+def _writable(path: str, option: str, *, remote: bool = False) -> None:
     """Raises OSError naming ``path`` (as the user gave it) unless a file can be written
-    there: called before the first request, so that a mistyped destination costs no quota."""
-    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path):
-        raise ValueError(f"{option} takes a local file, got {path!r}")
+    there: called before the first request, so that a mistyped destination costs no quota.
+    With ``remote``, ``path`` may be a URI that pyarrow opens (``s3://bucket/key``): its
+    bucket must exist (one request to the store), and a scheme pyarrow does not know is a
+    :class:`ConfigError`."""
+    if _store.is_uri(path):
+        if not remote:
+            raise ValueError(f"{option} takes a local file, got {_store.shown(path)!r}")
+        location = _store.resolve(path, option)
+        if location.filesystem is not None:
+            _writable_object(location, option)
+            return
+        path = location.path  # a file:// URI
     if os.path.isdir(path):
         raise OSError(f"cannot write {option} {path!r}: it is a directory")
     parent = os.path.dirname(os.path.abspath(path))
@@ -285,10 +296,19 @@ def _writable(path: str, option: str) -> None:
     os.remove(probe)
 
 
+def _writable_object(location: _store.Location, option: str) -> None:
+    """As :func:`_writable`, for an object: its bucket exists, and it is no directory."""
+    why = _store.unusable(location, file=True)
+    if why is not None:
+        raise OSError(f"cannot write {option} {location.shown!r}: {why}")
+
+
 def _writable_dir(path: str, option: str) -> None:
     """As :func:`_writable`, for a directory created when missing (``sync``'s dataset)."""
-    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path):
-        return  # an object store: its writer checks it
+    local = _store.local_path(path, option)
+    if local is None:
+        return  # an object store: sync_events checks it before the first request
+    path = local
     existing = os.path.abspath(path)
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)
@@ -300,12 +320,28 @@ def _writable_dir(path: str, option: str) -> None:
 
 class _Target:
     """The file of ``-o`` written under a temporary name and renamed when complete (a run
-    that fails half-way leaves no truncated file), or stdout."""
+    that fails half-way leaves no truncated file), or stdout. An object (a URI other than
+    ``file://``) is written to a local temporary file, uploaded in one call once complete:
+    it appears whole or not at all."""
 
     def __init__(self, path: Optional[str], binary: bool = False) -> None:
+        self._remote: Optional[_store.Location] = None
+        if path is not None and _store.is_uri(path):
+            location = _store.resolve(path, "-o")
+            if location.filesystem is None:
+                path = location.path  # a file:// URI
+            else:
+                self._remote = location
         self.path = path
         self._partial = None if path is None else f"{path}.partial"
+        if self._remote is not None:
+            fd, self._partial = tempfile.mkstemp(
+                prefix="surveillance-", suffix=_store.suffix(self._remote.path)
+            )
+            os.close(fd)
         self._binary = binary
+        #: Whether the object is complete in its store (a Ctrl-C came after it).
+        self.committed = False
 
     def open(self) -> Any:
         if self._partial is None:
@@ -320,7 +356,17 @@ class _Target:
         return self._partial or "-"
 
     def commit(self) -> None:
-        if self._partial is not None and self.path is not None:
+        if self._remote is not None and self._partial is not None:
+            try:
+                _store.upload(self._partial, self._remote)
+            except KeyboardInterrupt:
+                # pyarrow finishes an upload before Python sees Ctrl-C.
+                self.committed = _store.uploaded(self._partial, self._remote)
+                raise
+            finally:
+                os.remove(self._partial)
+            self.committed = True
+        elif self._partial is not None and self.path is not None:
             os.replace(self._partial, self.path)
 
     def discard(self) -> None:
@@ -606,6 +652,8 @@ def _export_events(
         target.discard()
         if path is None:
             raise
+        if target.committed:
+            raise KeyboardInterrupt(f"{_store.shown(path)} was written whole before it") from None
         spent = client._sent() - before
         raise KeyboardInterrupt(_thrown_away(path, written[0], spent, start, end, report)) from None
     except BaseException:
@@ -633,8 +681,8 @@ def _thrown_away(
         + (["--report", shlex.quote(report)] if report else [])
     )
     return (
-        f"{path} not written, {fetched} thrown away; `{again}` keeps each part it fetches "
-        "and resumes where it stopped"
+        f"{_store.shown(path)} not written, {fetched} thrown away; `{again}` keeps each part "
+        "it fetches and resumes where it stopped"
     )
 
 
@@ -666,7 +714,7 @@ def _events(args: argparse.Namespace) -> int:
             client, args.start, args.end, args.report, fmt, args.output, progress, args.local_time
         )
     if args.output:
-        print(f"wrote {count:,} events to {args.output}: {client.last_cost}")
+        print(f"wrote {count:,} events to {_store.shown(args.output)}: {client.last_cost}")
     elif sys.stderr.isatty():
         # Piped data goes to stdout alone; the cost is said where a person reads it.
         print(f"surveillance: {count:,} events: {client.last_cost}", file=sys.stderr)
@@ -675,7 +723,12 @@ def _events(args: argparse.Namespace) -> int:
 
 # --- sync -----------------------------------------------------------------------------
 def _sync_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dir", metavar="DIR", help="the dataset directory (created if needed)")
+    p.add_argument(
+        "dir",
+        metavar="DIR",
+        help="the dataset directory (created if needed), or a URI that pyarrow opens, such as "
+        "s3://bucket/prefix",
+    )
     p.add_argument(
         "--start", required=True, help="first instant of the dataset: ISO-8601 time or date"
     )
@@ -698,7 +751,7 @@ def _sync(args: argparse.Namespace) -> int:
     result = client.sync_events(
         args.dir, args.start, report_id=args.report, until=args.until, settle=args.settle
     )
-    print(f"{args.dir}: {result}")
+    print(f"{_store.shown(args.dir)}: {result}")
     print(f"cost: {client.last_cost}")
     if not result.complete:
         # A cron job tells "stopped by the quota" from "done" by the status.
@@ -891,7 +944,7 @@ def _list(kind: str, args: argparse.Namespace) -> int:
             target.discard()
             raise
     if args.output:
-        print(f"wrote {count:,} {kind} to {args.output}: {client.last_cost}")
+        print(f"wrote {count:,} {kind} to {_store.shown(args.output)}: {client.last_cost}")
     return 0
 
 
@@ -1028,9 +1081,9 @@ def _plot(path: str, brands: list, hours: list, durations: list) -> Any:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    fmt = _format(argparse.Namespace(output=args.output, format=None)) if args.output else "parquet"
     path = args.output or "events.parquet"
-    _writable(path, "-o")
+    _writable(path, "-o")  # a local file: the demo's Parquet is written in Rust
+    fmt = _format(argparse.Namespace(output=args.output, format=None)) if args.output else "parquet"
     if args.plot:
         _writable(args.plot, "--plot")
     with Emulator(seed=0, sites=args.sites, days=7, events_per_day=args.events_per_day) as emu:

@@ -567,8 +567,14 @@ class Client(_BaseClient):
         ``pandas.read_parquet(path)``, duckdb or polars. Needs pyarrow
         (``pip install 'surveillance[pandas]'``).
 
+        ``path`` may also be a URI that pyarrow opens (``s3://bucket/prefix``,
+        ``gs://bucket/prefix``; ``file://`` is a local directory): each run writes its files
+        under names of its own, then the state, which names the live file of each date
+        (:func:`surveillance.sync.sync_files` lists them), then deletes the files it
+        replaced; a lock object refuses a second run (see :mod:`surveillance.sync`).
+
         Args:
-            path: the dataset directory (created if needed).
+            path: the dataset directory (created if needed), or a URI.
             start: the first instant the dataset holds. An earlier ``start`` than a previous
                 run's fills the missing range in; a later one changes nothing.
             report_id: only the events of this report; a directory holds one report (or all
@@ -587,7 +593,8 @@ class Client(_BaseClient):
         Raises:
             SyncLockedError: another run holds the directory's lock.
             ConfigError: ``report_id`` differs from the directory's, or its state file is
-                damaged.
+                damaged; a URI whose scheme pyarrow does not know, or whose bucket does not
+                exist (before any request).
             ValueError: ``until`` is not after ``start`` on the first run.
 
         Example:

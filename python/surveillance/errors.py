@@ -195,10 +195,13 @@ class SyncLockedError(SurveillanceError):
     directory: this run was refused at once, before reading or writing anything.
 
     The lock is an ``flock`` that the operating system releases when the holding process ends
-    (even when killed), so retrying after that run finishes is always safe.
+    (even when killed), so retrying after that run finishes is always safe. On an object store
+    (``s3://...``) it is an object whose lease a killed run leaves for 5 minutes; a run that
+    found another one holding it in its course raises it too, having recorded nothing (see
+    :mod:`surveillance.sync`).
 
     Attributes:
-        path: the dataset directory.
+        path: the dataset directory, or its URI.
 
     >>> import surveillance as sv
     >>> issubclass(sv.SyncLockedError, sv.SurveillanceError)

@@ -43,6 +43,54 @@ duplicated id, and why the next run completes it:
 
 Concurrent runs on one directory are refused: the second raises :class:`SyncLockedError`
 at once instead of waiting or interleaving its writes.
+
+On an object store
+------------------
+
+``path`` may be a URI that :func:`pyarrow.fs.FileSystem.from_uri` opens: ``s3://bucket/prefix``,
+``gs://bucket/prefix`` (credentials and endpoint from pyarrow's usual environment: the
+``AWS_*`` variables, ``?region=...&endpoint_override=...`` in the URI, ...). A ``file://`` URI
+is a local directory, as above. A scheme pyarrow does not know, or a bucket that does not
+exist, is refused (:class:`ConfigError`) before any request to the service. Messages and
+:attr:`SyncResult.path` show the URI without its user info and query string. An object store
+has neither an atomic rename nor ``flock``, so the layout and the commit differ::
+
+    PREFIX/
+      date=2026-01-05/part-20260105T120000Z-1a2b3c4d.parquet   the file of that date, written
+                                                              by the run of that id
+      _sync_state.json      as above, and ``files``: the live file of each date
+      _sync.lock            the run that holds the dataset, and until when
+
+1. *Data files first, under names of their own.* A run writes each partition it changes to a
+   new object named after the run, never over a file the state names. An object appears
+   whole, when its upload completes.
+2. *The state last.* Then the run writes the state object (one upload: readers get the old
+   one or the new one), which names the live file of each date. A run that stops before
+   that (killed, a failure) leaves the previous state and the files it names as they were:
+   the next run deletes the files no state names (the leftovers of the stopped run) and
+   fetches the same range again, merging into the files the state names: each id is stored
+   once, as in a directory.
+3. *Then the replaced files go.* After the state, the files it no longer names are deleted
+   (one whose deletion fails is a leftover that the next run deletes).
+
+The state is the truth: :func:`sync_files` lists the live files it names, for
+``pyarrow.dataset.dataset(files, filesystem=..., partitioning="hive",
+partition_base_dir=...)`` (its example shows the call). During a run, a listing of the
+prefix also holds the files of the run in progress (a date being rewritten has two files:
+its ids twice), and once the run has written its state, the files it replaced are deleted
+under a reader that read the previous state: such a reader reads the state again. Between
+runs (after one that completed), the prefix holds the live files only, so that
+``pyarrow.dataset.dataset(uri, partitioning="hive")``, duckdb or Spark read it as a whole.
+
+Locking: the lock is an object, ``_sync.lock``, naming the run that holds it, its host and
+pid, and when its lease ends (5 minutes after it was last renewed; the run renews it every
+minute, between windows and partitions). A run refuses to start, with
+:class:`SyncLockedError`, while another run's lease lasts; after writing its lock it waits a
+second and reads it back, so that of two runs started together only the one written last
+goes on; before writing the state it checks that it still holds the lock (a run that lost
+it records nothing); it deletes the lock when it ends. A run killed leaves its lock until
+the lease ends: the next run is refused until then (or delete ``_sync.lock``, once sure that
+no run goes on). Leases are compared with the clocks of the machines that run the syncs.
 """
 
 from __future__ import annotations
@@ -53,10 +101,12 @@ import json
 import os
 import re
 import secrets
+import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
+from . import _store
 from ._time import TimeLike, from_ms, to_ms
 from .errors import ConfigError, QuotaExhaustedError, SyncLockedError
 
@@ -64,11 +114,19 @@ from .errors import ConfigError, QuotaExhaustedError, SyncLockedError
 #: that this module, which the client's ``sync_events`` calls, does not import it back).
 Client = Any
 
-__all__ = ["SyncResult", "sync_events", "read_state", "parse_settle", "STATE_FILE", "LOCK_FILE"]
+__all__ = [
+    "SyncResult",
+    "sync_events",
+    "read_state",
+    "sync_files",
+    "parse_settle",
+    "STATE_FILE",
+    "LOCK_FILE",
+]
 
-#: Name of the state file inside the dataset directory.
+#: Name of the state file inside the dataset directory (an object, on an object store).
 STATE_FILE = "_sync_state.json"
-#: Name of the lock file inside the dataset directory.
+#: Name of the lock file inside the dataset directory (an object, on an object store).
 LOCK_FILE = "_sync.lock"
 #: The one data file of each partition.
 PART_FILE = "part-0.parquet"
@@ -88,7 +146,7 @@ class SyncResult:
     """What one run of :func:`sync_events` did.
 
     Attributes:
-        path: the dataset directory.
+        path: the dataset directory, or its URI (without its user info or query string).
         ranges: the time ranges fetched, ``[(start, end), ...]`` (aware UTC datetimes); empty
             when there was nothing to fetch.
         windows: event windows fetched (the client's units of at most 10,000 events).
@@ -207,33 +265,30 @@ def sync_events(
     root = _check.path("path", path)
     _check.text("report_id", report_id, optional=True, longest=100)
     pa, pq = _require_pyarrow()
+    store = _open(root)  # a URI pyarrow does not know is refused here, before any request
     started = time.perf_counter()
     wall_ms = _now_ms()
     start_ms = to_ms(start, "start")
     until_ms = wall_ms if until is None else to_ms(until, "until")
     settle_ms = int(parse_settle(settle).total_seconds() * 1000)
-    try:
-        os.makedirs(root, exist_ok=True)
-    except OSError as e:
-        why = e.strerror or type(e).__name__
-        raise ConfigError(f"`path` {_check.shown(root)} cannot be a directory: {why}") from None
-    with _Lock(root):
-        _remove_temporaries(root)
-        state = _read_state(root)
+    store.create()
+    with store.lock():
+        state = store.begin()
         if state is not None and _norm(state.get("report_id")) != _norm(report_id):
             raise ConfigError(
                 f"`report_id` {_show(report_id)} differs from the {_show(state.get('report_id'))} "
-                f"the dataset at `{root}` was synced with: sync it into another directory"
+                f"the dataset at `{store.shown}` was synced with: sync it into another directory"
             )
         ranges, first_ms = _plan(state, start_ms, until_ms, settle_ms)
         before = client._sent()
-        writer = _PartitionWriter(root, pa, pq)
+        writer = _PartitionWriter(store, pa, pq)
         progress = _Progress()
         stopped: Optional[QuotaExhaustedError] = None
         left: Optional[Tuple[int, int]] = None
         for i, (lo, hi) in enumerate(ranges):
             try:
                 for table in _fetch(client, pa, lo, hi, report_id, progress):
+                    store.heartbeat()
                     writer.consume(table)
             except QuotaExhaustedError as e:
                 stopped = e
@@ -255,7 +310,7 @@ def sync_events(
                 synced = max(synced, old or synced)
         elapsed = time.perf_counter() - started
         result = SyncResult(
-            path=root,
+            path=store.shown,
             ranges=[(from_ms(a), from_ms(b)) for a, b in ranges],
             windows=progress.windows,
             requests=requests,
@@ -268,8 +323,7 @@ def sync_events(
             remaining=None if left is None else (from_ms(left[0]), from_ms(left[1])),
             resets_at=None if stopped is None else stopped.resets_at,
         )
-        _write_state(
-            root,
+        store.write_state(
             {
                 "version": _STATE_VERSION,
                 "start": _iso_ms(first_ms),
@@ -294,8 +348,47 @@ def sync_events(
 
 def read_state(path: Union[str, os.PathLike]) -> Optional[dict]:
     """The state of the dataset at ``path`` (``start``, ``report_id``, ``synced_until``,
-    ``settle_seconds`` and the last run's figures), or None before its first run."""
-    return _read_state(os.fspath(path))
+    ``settle_seconds`` and the last run's figures; on an object store, ``files``: the live
+    file of each date), or None before its first run. ``path`` is a directory or a URI, as
+    for :func:`sync_events`.
+
+    >>> import tempfile
+    >>> read_state(tempfile.mkdtemp()) is None
+    True
+    """
+    from . import _check
+
+    return _open(_check.path("path", path)).read_state()
+
+
+def sync_files(path: Union[str, os.PathLike]) -> List[str]:
+    """The data files of the dataset at ``path`` that its state names, in date order: the
+    files to read, on an object store, while another run may be writing (see "On an object
+    store" in this module's documentation). Local paths for a directory; for a URI, paths
+    inside the filesystem of ``pyarrow.fs.FileSystem.from_uri(path)``
+    (``bucket/prefix/date=2026-01-05/part-....parquet``). Empty before the first run.
+
+    Read them with pyarrow, the ``date`` column from the names as for the whole directory:
+
+    >>> import surveillance as sv, pyarrow.dataset as ds, tempfile
+    >>> with sv.Emulator(sites=2, days=2, events_per_day=300) as emu:
+    ...     path = tempfile.mkdtemp()  # or "s3://bucket/events"
+    ...     _ = emu.client().sync_events(path, emu.start, until=emu.end)
+    >>> files = sync_files(path)
+    >>> [f[len(path) :] for f in files]
+    ['/date=2026-01-05/part-0.parquet', '/date=2026-01-06/part-0.parquet']
+    >>> ds.dataset(files, partitioning="hive", partition_base_dir=path).count_rows()
+    600
+
+    For a URI, pass its filesystem and the path inside it: ``fs, base =
+    pyarrow.fs.FileSystem.from_uri(uri)``, then ``ds.dataset(sync_files(uri), filesystem=fs,
+    partitioning="hive", partition_base_dir=base)``.
+    """
+    from . import _check
+
+    store = _open(_check.path("path", path))
+    store.read_state()
+    return store.files()
 
 
 # --- planning --------------------------------------------------------------------------------
@@ -400,8 +493,8 @@ class _PartitionWriter:
     day of events). Correctness does not rest on that order: a date seen again is merged again.
     """
 
-    def __init__(self, root: str, pa: Any, pq: Any) -> None:
-        self.root, self.pa, self.pq = root, pa, pq
+    def __init__(self, store: Any, pa: Any, pq: Any) -> None:
+        self.store, self.pa, self.pq = store, pa, pq
         self.pending: Dict[int, list] = {}
         self.added = 0
         self.replaced = 0
@@ -435,20 +528,9 @@ class _PartitionWriter:
         pa, pq = self.pa, self.pq
         fetched = _dedupe(pa, pa.concat_tables(self.pending.pop(day)))
         name = _date_name(day)
-        directory = os.path.join(self.root, f"date={name}")
-        target = os.path.join(directory, PART_FILE)
-        old = None
-        if os.path.exists(target):
-            try:
-                old = pq.ParquetFile(target).read()
-            except Exception as e:  # pyarrow's errors name neither the file nor the remedy
-                raise ConfigError(
-                    f"`path`: the dataset file `{target}` cannot be read ({type(e).__name__}: "
-                    f"{str(e)[:200]}): it is damaged; restore it from a copy (nothing was "
-                    "written by this run), or sync into a new directory"
-                ) from e
-            if not old.schema.equals(fetched.schema):
-                old = old.cast(fetched.schema)
+        old = self.store.read_partition(name, pq)
+        if old is not None and not old.schema.equals(fetched.schema):
+            old = old.cast(fetched.schema)
         if old is None or old.num_rows == 0:
             merged, replaced = fetched, 0
         else:
@@ -462,7 +544,7 @@ class _PartitionWriter:
         self.added += fetched.num_rows - replaced
         if old is not None and merged.equals(old):
             return  # the events fetched again are unchanged: nothing to write
-        _atomic_write(directory, PART_FILE, lambda f: pq.write_table(merged, f))
+        self.store.write_partition(name, lambda f: pq.write_table(merged, f))
         self.written.add(name)
 
 
@@ -539,10 +621,17 @@ def _remove_temporaries(root: str) -> None:
 def _read_state(root: str) -> Optional[dict]:
     file = os.path.join(root, STATE_FILE)
     try:
-        with open(file, encoding="utf-8") as f:
-            state = json.load(f)
+        with open(file, "rb") as f:
+            data = f.read()
     except FileNotFoundError:
         return None
+    return _parse_state(data, file)
+
+
+def _parse_state(data: bytes, file: str) -> dict:
+    """The state read from ``file`` (the bytes ``data``), checked."""
+    try:
+        state = json.loads(data.decode("utf-8"))
     except ValueError as e:
         raise ConfigError(
             f"the sync state `{file}` is not valid JSON ({e}): restore it, or sync into a new "
@@ -560,6 +649,359 @@ def _read_state(root: str) -> Optional[dict]:
 def _write_state(root: str, state: dict) -> None:
     text = json.dumps(state, indent=2) + "\n"
     _atomic_write(root, STATE_FILE, lambda f: f.write(text.encode("utf-8")))
+
+
+# --- where the dataset lies ------------------------------------------------------------------
+def _open(path: str) -> Union[_LocalStore, _ObjectStore]:
+    """The dataset at ``path``: a local directory (a path, or a ``file://`` URI), or a prefix
+    in an object store (another URI that pyarrow opens). Sends nothing."""
+    location = _store.resolve(path, "path")
+    if location.filesystem is None:
+        return _LocalStore(location.path)
+    return _ObjectStore(location)
+
+
+def _read_partition(pq: Any, source: Any, shown: str) -> Any:
+    """The table of a partition's file (a path or an open file), named ``shown`` in errors."""
+    try:
+        return pq.ParquetFile(source).read()
+    except Exception as e:  # pyarrow's errors name neither the file nor the remedy
+        raise ConfigError(
+            f"`path`: the dataset file `{shown}` cannot be read ({type(e).__name__}: "
+            f"{str(e)[:200]}): it is damaged; restore it from a copy (nothing was "
+            "written by this run), or sync into a new directory"
+        ) from e
+
+
+class _LocalStore:
+    """A dataset in a local directory: one file a date, replaced by atomic renames, under an
+    ``flock`` (points 1 to 4 of the module's documentation)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = self.shown = root
+
+    def create(self) -> None:
+        from . import _check
+
+        try:
+            os.makedirs(self.root, exist_ok=True)
+        except OSError as e:
+            why = e.strerror or type(e).__name__
+            raise ConfigError(
+                f"`path` {_check.shown(self.root)} cannot be a directory: {why}"
+            ) from None
+
+    def lock(self) -> _Lock:
+        return _Lock(self.root)
+
+    def heartbeat(self) -> None:
+        """Nothing to renew: the kernel holds the lock as long as the process lives."""
+
+    def begin(self) -> Optional[dict]:
+        """The state, once the temporary files of a killed run are removed (under the lock)."""
+        _remove_temporaries(self.root)
+        return _read_state(self.root)
+
+    def read_state(self) -> Optional[dict]:
+        return _read_state(self.root)
+
+    def read_partition(self, name: str, pq: Any) -> Any:
+        target = os.path.join(self.root, f"date={name}", PART_FILE)
+        if not os.path.exists(target):
+            return None
+        return _read_partition(pq, target, target)
+
+    def write_partition(self, name: str, write: Callable[[Any], None]) -> None:
+        _atomic_write(os.path.join(self.root, f"date={name}"), PART_FILE, write)
+
+    def write_state(self, state: dict) -> None:
+        _write_state(self.root, state)
+
+    def files(self) -> List[str]:
+        try:
+            names = sorted(os.listdir(self.root))
+        except FileNotFoundError:
+            return []
+        found = (os.path.join(self.root, d, PART_FILE) for d in names if d.startswith("date="))
+        return [f for f in found if os.path.isfile(f)]
+
+
+#: A data file that a run writes in an object store: its date, and the id of the run.
+_RUN_FILE = re.compile(r"date=(\d{4}-\d{2}-\d{2})/part-\d{8}T\d{6}Z-[0-9a-f]{8}\.parquet")
+#: A data file that the state of an object store may name: a run's, or the local layout's (a
+#: dataset copied from a directory).
+_DATA_FILE = re.compile(r"date=(\d{4}-\d{2}-\d{2})/part-[A-Za-z0-9_.-]+\.parquet")
+
+
+def _names_data_files(files: Any) -> bool:
+    """Whether ``files`` (a state's) maps dates to data files of those dates."""
+    if not isinstance(files, dict):
+        return False
+    for date, file in files.items():
+        match = _DATA_FILE.fullmatch(file) if isinstance(file, str) else None
+        if match is None or match.group(1) != date:
+            return False
+    return True
+
+
+def _run_id() -> str:
+    """A new run's id: its UTC start, to the second, and 8 random hex digits."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(4)
+
+
+class _ObjectStore:
+    """A dataset under a prefix of an object store (S3, GCS ...), which has no rename and no
+    flock: each run writes the partitions it changes under names of its own, then the state
+    that names the live file of each date, then deletes the files the state no longer names
+    ("On an object store" in the module's documentation)."""
+
+    def __init__(self, location: _store.Location) -> None:
+        self.location = location
+        self.fs = location.filesystem
+        self.root = location.path
+        self.shown = location.shown
+        self.run = _run_id()
+        #: The live file of each date, relative to the root: as this run leaves them.
+        self.live: Dict[str, str] = {}
+        #: ... and as the state written last names them.
+        self.named: Dict[str, str] = {}
+        self._lock = _ObjectLock(self)
+
+    def create(self) -> None:
+        why = _store.unusable(self.location)
+        if why:
+            raise ConfigError(f"`path` {self.shown}: {why}: create it, or sync elsewhere")
+
+    def lock(self) -> _ObjectLock:
+        return self._lock
+
+    def heartbeat(self) -> None:
+        self._lock.renew()
+
+    def begin(self) -> Optional[dict]:
+        """The state, once the files that no state names (the leftovers of a run that stopped
+        before writing its state) are deleted (under the lock)."""
+        state = self.read_state()
+        self.named = dict(self.live)
+        named = set(self.named.values())
+        for name in self._listing():
+            if _RUN_FILE.fullmatch(name) and name not in named:
+                self._delete(name)
+        return state
+
+    def read_state(self) -> Optional[dict]:
+        self.live = {}
+        data = self._get(STATE_FILE)
+        if data is None:
+            return None
+        state = _parse_state(data, self._show(STATE_FILE))
+        files = state.get("files")
+        if files is None:
+            # A dataset copied from a directory: the one file of each date, as named there.
+            files = {}
+            for name in self._listing():
+                match = _DATA_FILE.fullmatch(name)
+                if match and name.endswith(f"/{PART_FILE}"):
+                    files[match.group(1)] = name
+        elif not _names_data_files(files):
+            raise ConfigError(
+                f"the sync state `{self._show(STATE_FILE)}` names files that are not the "
+                "dataset's: restore it, or sync into a new location"
+            )
+        self.live = dict(files)
+        return state
+
+    def read_partition(self, name: str, pq: Any) -> Any:
+        file = self.live.get(name)
+        if file is None:
+            return None
+        try:
+            source = self.fs.open_input_file(self._path(file))
+        except FileNotFoundError:
+            raise ConfigError(
+                f"`path`: the dataset file `{self._show(file)}`, which the sync state names, "
+                "is missing: restore it, or sync into a new location"
+            ) from None
+        with source:
+            return _read_partition(pq, source, self._show(file))
+
+    def write_partition(self, name: str, write: Callable[[Any], None]) -> None:
+        file = f"date={name}/part-{self.run}.parquet"
+        self._put(file, write)
+        self.live[name] = file
+        self._lock.renew()
+
+    def write_state(self, state: dict) -> None:
+        self._lock.confirm()
+        text = json.dumps(dict(state, files=dict(sorted(self.live.items()))), indent=2) + "\n"
+        self._put(STATE_FILE, lambda f: f.write(text.encode("utf-8")))
+        replaced = [f for d, f in self.named.items() if self.live.get(d) != f]
+        self.named = dict(self.live)
+        for file in replaced:
+            self._delete(file)
+
+    def files(self) -> List[str]:
+        return [self._path(f) for _, f in sorted(self.live.items())]
+
+    # The store's operations, on names relative to the root.
+    def _path(self, name: str) -> str:
+        return f"{self.root}/{name}"
+
+    def _show(self, name: str) -> str:
+        return f"{self.shown}/{name}"
+
+    def _get(self, name: str) -> Optional[bytes]:
+        try:
+            with self.fs.open_input_stream(self._path(name)) as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def _put(self, name: str, write: Callable[[Any], None]) -> None:
+        """Writes ``name`` in one upload of the whole content (encoded first, in memory): the
+        object appears whole or not at all."""
+        import pyarrow as pa
+
+        sink = pa.BufferOutputStream()
+        write(sink)
+        data = sink.getvalue()
+        with self.fs.open_output_stream(self._path(name)) as out:
+            out.write(data)
+
+    def _delete(self, name: str) -> None:
+        try:
+            self.fs.delete_file(self._path(name))
+        except OSError:
+            pass  # gone already, or not deletable now: the next run deletes it
+
+    def _listing(self) -> List[str]:
+        """The names of the files under the root, relative to it."""
+        import pyarrow.fs as pafs
+
+        selector = pafs.FileSelector(self.root, recursive=True, allow_not_found=True)
+        start = len(self.root) + 1
+        return [
+            i.path[start:] for i in self.fs.get_file_info(selector) if i.type == pafs.FileType.File
+        ]
+
+
+#: How long the lock of a run on an object store lasts unless renewed, and how often the run
+#: renews it (between windows and partitions).
+_LEASE_MS = 5 * 60_000
+_RENEW_S = 60.0
+#: How long a run waits, once it has written its lock, before reading it back: two runs that
+#: both found no lock then both read the one written last, and only its run goes on.
+_LOCK_SETTLE_S = 1.0
+
+
+class _ObjectLock:
+    """The lock of a dataset in an object store, which has no flock: the object
+    ``_sync.lock`` names the run that holds it and when its lease ends ("Locking" in the
+    module's documentation)."""
+
+    def __init__(self, store: _ObjectStore) -> None:
+        self.store = store
+        self.started = _iso_ms(_now_ms())
+        self.renewed = 0.0
+        self.held = False
+
+    def __enter__(self) -> _ObjectLock:
+        holder = self._read()
+        if holder is not None and _lease_lasts(holder):
+            raise self._refusal(holder)
+        self.held = True
+        try:
+            self._write()
+            time.sleep(_LOCK_SETTLE_S)
+            holder = self._read()
+            if not self._ours(holder):
+                self.held = False
+                raise self._refusal(holder)
+        except BaseException:
+            self.__exit__()  # a Ctrl-C during the wait leaves no lock behind
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if not self.held:
+            return
+        self.held = False
+        try:
+            if self._ours(self._read()):
+                self.store._delete(LOCK_FILE)
+        except OSError:
+            pass  # the lease ends by itself
+
+    def renew(self) -> None:
+        """Extends the lease, at most every ``_RENEW_S`` seconds, if this run still holds it."""
+        if self.held and time.monotonic() - self.renewed >= _RENEW_S:
+            self.confirm()
+            self._write()
+
+    def confirm(self) -> None:
+        """Raises SyncLockedError unless this run still holds the lock."""
+        holder = self._read()
+        if not self._ours(holder):
+            self.held = False
+            shown = self.store.shown
+            raise SyncLockedError(
+                f"another sync took the lock of `{shown}` while this one ran "
+                f"({_holder(holder)}): this run recorded nothing (the next run deletes the "
+                "files it wrote); make sure that one run at a time syncs a dataset",
+                path=shown,
+            )
+
+    def _ours(self, holder: Optional[dict]) -> bool:
+        return holder is not None and holder.get("run") == self.store.run
+
+    def _read(self) -> Optional[dict]:
+        data = self.store._get(LOCK_FILE)
+        if data is None:
+            return None
+        try:
+            holder = json.loads(data.decode("utf-8"))
+        except ValueError:
+            return {}  # not a lock this version writes: no lease
+        return holder if isinstance(holder, dict) else {}
+
+    def _write(self) -> None:
+        holder = {
+            "run": self.store.run,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started_at": self.started,
+            "expires_at": _iso_ms(_now_ms() + _LEASE_MS),
+        }
+        text = json.dumps(holder, indent=2) + "\n"
+        self.store._put(LOCK_FILE, lambda f: f.write(text.encode("utf-8")))
+        self.renewed = time.monotonic()
+
+    def _refusal(self, holder: Optional[dict]) -> SyncLockedError:
+        shown = self.store.shown
+        until = f" until {holder['expires_at']}" if holder and holder.get("expires_at") else ""
+        return SyncLockedError(
+            f"another sync is running on `{shown}` ({_holder(holder)}): wait for it to "
+            f"finish; the lock of a run that was killed lasts{until} (or delete "
+            f"`{shown}/{LOCK_FILE}`, once sure that no run goes on)",
+            path=shown,
+        )
+
+
+def _lease_lasts(holder: dict) -> bool:
+    try:
+        return to_ms(holder.get("expires_at")) > _now_ms()
+    except (TypeError, ValueError):
+        return False
+
+
+def _holder(holder: Optional[dict]) -> str:
+    """Who holds a lock object, in words."""
+    if not holder:
+        return "its lock changed hands"
+    return (
+        f"run {holder.get('run')} on host {holder.get('host')}, pid {holder.get('pid')}, "
+        f"since {holder.get('started_at')}"
+    )
 
 
 # --- lock ------------------------------------------------------------------------------------
