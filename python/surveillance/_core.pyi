@@ -61,8 +61,15 @@ class Client:
         self, start_ms: int, end_ms: int, report_id: Optional[str] = None
     ) -> Awaitable[Any]:
         """As ``events_arrow``, as an awaitable (no progress)."""
-    def events_reader(self, start_ms: int, end_ms: int, report_id: Optional[str] = None) -> Any:
-        """The events of the range as a stream of Arrow record batches."""
+    def events_reader(
+        self,
+        start_ms: int,
+        end_ms: int,
+        report_id: Optional[str] = None,
+        progress: Optional[Callable[[dict], Any]] = None,
+    ) -> Any:
+        """The events of the range as a stream of Arrow record batches, handing ``progress``
+        the fetch's progress while its consumer waits."""
     def events_reader_async(
         self, start_ms: int, end_ms: int, report_id: Optional[str] = None
     ) -> BatchStream:
@@ -89,8 +96,15 @@ class Client:
         """As ``diagnose``, as an awaitable."""
     def stats_json(self) -> str:
         """The counters, as JSON text."""
-    def plan_json(self, start_ms: int, end_ms: int, report_id: Optional[str] = None) -> str:
-        """What fetching the events of a range costs, as JSON text."""
+    def plan_json(
+        self,
+        start_ms: int,
+        end_ms: int,
+        report_id: Optional[str] = None,
+        progress: Optional[Callable[[dict], Any]] = None,
+    ) -> str:
+        """What fetching the events of a range costs, as JSON text; ``progress`` receives the
+        count's progress."""
     def plan_json_async(
         self, start_ms: int, end_ms: int, report_id: Optional[str] = None
     ) -> Awaitable[str]:

@@ -553,13 +553,17 @@ def _plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start", required=True, help="ISO-8601 time or date, inclusive (UTC if naive)")
     p.add_argument("--end", required=True, help="ISO-8601 time or date, exclusive")
     p.add_argument("--report", metavar="ID", help="only the events of this report")
+    p.add_argument(
+        "--no-progress", action="store_true", help="no bar of the count, even on a terminal"
+    )
     _client_arguments(p)
 
 
 def _plan(args: argparse.Namespace) -> int:
-    """Prints what fetching the events of the range would cost, in one line."""
+    """Prints what fetching the events of the range would cost, in one line (with a bar of
+    the count's requests on a terminal while it counts)."""
     client = _client(args)
-    print(client.plan_events(args.start, args.end, args.report))
+    print(client.plan_events(args.start, args.end, args.report, progress=_progress(args)))
     quota = client.quota()
     if quota["limit"] is not None:
         print(
@@ -578,41 +582,28 @@ def _write_events_parquet(
     progress: Any,
     written: Optional[list] = None,
 ) -> int:
-    """Streams the events to Parquet, one row group per window, with bounded memory (with a
-    progress bar through pyarrow when it is installed; in Rust, without one, otherwise);
-    ``written[0]`` follows the events written so far."""
+    """Streams the events to Parquet, one row group per window, with bounded memory (through
+    pyarrow when it is installed; in Rust otherwise), the progress bar drawn before the first
+    request and moved by the fetch itself; ``written[0]`` follows the events written so far."""
+    callback, close = _progress_bar(progress, "events", client.quota()["limit"])
     try:
         pa, pq = _pyarrow()
     except ImportError:
-        return write_parquet(client.event_batches(start, end, report), target.name)
-    import pyarrow.compute as pc
-
-    lo, hi = to_ms(start, "start"), to_ms(end, "end")
-    stream = client.event_batches(start, end, report)
-    callback, close = _progress_bar(progress, "events", client.quota()["limit"])
+        try:
+            return write_parquet(client.event_batches(start, end, report, callback), target.name)
+        finally:
+            close()
     count = 0
     try:
-        reader = pa.RecordBatchReader.from_stream(stream)
+        reader = pa.RecordBatchReader.from_stream(
+            client.event_batches(start, end, report, callback)
+        )
         with pq.ParquetWriter(target.name, reader.schema) as writer:
             for batch in reader:
                 writer.write_batch(batch)
                 count += batch.num_rows
                 if written is not None:
                     written[0] = count
-                if callback is not None and batch.num_rows:
-                    last = pc.max(batch.column("startTime").cast(pa.int64())).as_py()
-                    requests = client.stats()["requests"].get("GET /v2/events", 0)
-                    done = max(0, min(hi, last) - lo)
-                    callback(
-                        {
-                            "events": count,
-                            "requests": requests,
-                            "done_ms": done,
-                            "total_ms": hi - lo,
-                        }
-                    )
-            if callback is not None:
-                callback({"events": count, "done_ms": hi - lo, "total_ms": hi - lo})
     except pa.ArrowException as e:
         # An error of the client (refused request, network ...) reaches here through the
         # Arrow C stream, which keeps its message but not its type.

@@ -419,8 +419,12 @@ class Client(_BaseClient):
                 without a copy), ``"pandas"`` or ``"polars"``; the typed schema is the same on
                 every call (see README).
             progress: ``"auto"`` (a bar in Jupyter and on a terminal, none otherwise),
-                ``True``, ``False``, or a callable that receives update dicts
-                (``events``, ``requests``, ``done_ms``, ``total_ms``, ``windows``).
+                ``True``, ``False``, or a callable that receives update dicts: ``events``
+                (emitted, in whole windows), ``fetched`` (received, page by page),
+                ``requests``, ``done_ms``, ``total_ms``, ``windows``, and what the pages read
+                so far let the client expect, None until they tell anything:
+                ``expected_events``, ``expected_requests`` and ``eta_s`` (seconds left at the
+                read rate). The bar shows these from the first request on.
 
         Raises:
             ValueError: ``end`` is not after ``start``, or ``report_id`` is not a UUID.
@@ -480,7 +484,11 @@ class Client(_BaseClient):
 
     @_metered
     def plan_events(
-        self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        progress: ProgressArg = "auto",
     ) -> EventPlan:
         """What :meth:`events` would cost for ``[start, end)``, found with a few requests:
         the events, the requests, the time at the read limit and the days of quota.
@@ -496,6 +504,9 @@ class Client(_BaseClient):
 
         Args:
             start, end, report_id: as for :meth:`events`.
+            progress: as for :meth:`events`: the bar shows the requests the count has asked
+                and the share of the range counted (a callable receives ``requests``,
+                ``done_ms`` and ``total_ms``).
 
         Returns:
             :class:`EventPlan`; ``print(plan)`` reads "about 41,000 events, 415 requests, 7 min
@@ -511,13 +522,27 @@ class Client(_BaseClient):
             (True, True)
         """
         lo, hi, report_id = time_range(start, end, report_id)
-        return EventPlan(**json.loads(self._inner.plan_json(lo, hi, report_id)))
+        callback, close = _progress.make(progress, "plan", self.quota()["limit"], plan=True)
+        try:
+            return EventPlan(**json.loads(self._inner.plan_json(lo, hi, report_id, callback)))
+        finally:
+            close()
 
-    def event_batches(self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None) -> Any:
+    def event_batches(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        progress: Optional[Callable[[dict], Any]] = None,
+    ) -> Any:
         """The events of :meth:`events` as a stream of Arrow record batches (one per window),
         produced as windows complete, with bounded memory: an object with
         ``__arrow_c_stream__``, e.g. for ``pyarrow.RecordBatchReader.from_stream`` and
         ``pyarrow.parquet.ParquetWriter``.
+
+        ``progress``: a callable that receives the update dicts of :meth:`events` while the
+        first window is fetched and whenever the consumer waits for the next (its exception
+        ends the stream).
 
         >>> import surveillance as sv, pyarrow as pa
         >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
@@ -527,7 +552,9 @@ class Client(_BaseClient):
         50
         """
         lo, hi, report_id = time_range(start, end, report_id)
-        return self._inner.events_reader(lo, hi, report_id)
+        if progress is not None and not callable(progress):
+            raise TypeError(f"`progress` must be a callable or None, got {type(progress).__name__}")
+        return self._inner.events_reader(lo, hi, report_id, progress)
 
     # --- incremental sync ---------------------------------------------------------------
     @_metered

@@ -196,11 +196,13 @@ pub struct Query {
     pub partial: bool,
 }
 
-/// How far a fetch has got.
+/// How far a fetch has got, and how far it has to go.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
-    /// Events emitted so far.
+    /// Events emitted so far (whole windows, in time order).
     pub events: u64,
+    /// Events received so far, page by page: ahead of `events` while windows are open.
+    pub fetched: u64,
     /// Requests answered so far.
     pub requests: u64,
     /// Milliseconds of the range emitted so far.
@@ -209,6 +211,14 @@ pub struct Progress {
     pub total_ms: i64,
     /// Windows planned so far.
     pub windows: u64,
+    /// The events the range holds, as far as its pages tell so far (see
+    /// [`Planner::expect`]); None until a page tells anything.
+    pub expected_events: Option<u64>,
+    /// The requests the whole fetch takes, from `expected_events`.
+    pub expected_requests: Option<u64>,
+    /// Milliseconds left at the read rate in force (the slower of the limit and the rate
+    /// seen), from `expected_requests`.
+    pub eta_ms: Option<u64>,
 }
 
 /// Receives progress updates.
@@ -376,6 +386,45 @@ impl Window {
         }
     }
 
+    /// The events it holds, as far as it is known yet: exactly once its last page is in;
+    /// from a sorted answer, its run of full pages from offset 0 over the time they cover;
+    /// else what a sample sized it at, or what its known last page bounds, or, a part of an
+    /// unsorted window over the ceiling still to size, at least a page per sampled time. None
+    /// when nothing tells yet. `beyond`: the events a millisecond of the windows done.
+    fn guess(&self, beyond: Option<f64>) -> Option<f64> {
+        let so_far = self.kept_so_far() as f64;
+        let end = match self.mode {
+            Mode::Known { end } | Mode::Paging { end: Some(end) } => Some(end),
+            _ => None,
+        };
+        let whole = end.is_some_and(|e| (0..e).step_by(PAGE).all(|o| self.pages.contains_key(&o)));
+        if self.done || whole {
+            return Some(self.kept() as f64);
+        }
+        let run: Vec<&Page> = (0..=CEILING_PAGE)
+            .step_by(PAGE)
+            .map_while(|o| self.pages.get(&o))
+            .take_while(|p| p.events.len() == PAGE)
+            .collect();
+        let times = || run.iter().flat_map(|p| p.events.iter().map(|e| e.start_ms));
+        let covered = match (run.last().and_then(|p| p.events.last()), order_of(times())) {
+            (Some(last), Order::Asc) => Some(last.start_ms - self.qs + 1),
+            (Some(last), Order::Desc) => Some(self.qe - last.start_ms),
+            _ => None,
+        };
+        if let Some(c) = covered {
+            // The time its pages have not reached yet, at the density of the windows done
+            // (when there are any: the hours of a day differ, and they span more of them), or
+            // else of its own pages.
+            let (n, c) = ((run.len() * PAGE) as f64, c.max(1) as f64);
+            let left = ((self.we - self.ws) as f64 - c).max(0.0);
+            return Some((n + left * beyond.unwrap_or(n / c)).max(so_far));
+        }
+        let bound = end.map(|e| e.saturating_sub(PAGE / 2) as f64);
+        let sampled = self.samples.as_ref().map(|s| (s.len() * PAGE) as f64);
+        self.estimate.or(bound).or(sampled).map(|g| g.max(so_far))
+    }
+
     /// Whether the page at `offset` is in, or known full (a count).
     fn has(&self, offset: usize) -> bool {
         self.pages.contains_key(&offset) || self.assumed.contains(&offset)
@@ -406,14 +455,19 @@ impl Window {
             .collect()
     }
 
-    /// Its events in `[ws, we)`, once every page is in.
-    fn kept(&self) -> usize {
+    /// Its events in `[ws, we)` among the pages in so far.
+    fn kept_so_far(&self) -> usize {
         self.pages
             .values()
             .flat_map(|p| p.events.iter())
             .filter(|e| e.start_ms >= self.ws && e.start_ms < self.we)
             .count()
-            + PAGE * self.assumed.len()
+    }
+
+    /// Its events in `[ws, we)`, once every page is in (a count's pages known full
+    /// included).
+    fn kept(&self) -> usize {
+        self.kept_so_far() + PAGE * self.assumed.len()
     }
 }
 
@@ -445,6 +499,8 @@ struct Planner {
     approximate: bool,
     /// Pages asked (answered or not).
     sent: u64,
+    /// When the planner started, for the rate its requests are answered at.
+    started: std::time::Instant,
 }
 
 fn dense(ms: i64) -> Error {
@@ -1369,6 +1425,7 @@ impl Planner {
             predicted: 0.0,
             approximate: false,
             sent: 0,
+            started: std::time::Instant::now(),
         };
         p.add_first_window(query.start_ms, query.end_ms);
         p
@@ -1400,6 +1457,75 @@ impl Planner {
                 }
             }
             return Ok(Some(self.drain_ready()));
+        }
+    }
+
+    /// Updates what the progress expects: the events of the range (the windows emitted,
+    /// exactly; each open window as far as its pages tell (see [`Window::guess`]); the
+    /// windows that tell nothing yet at the density of the others, or of what earlier fetches
+    /// of this client saw), the requests those take, and the time they take at the read rate.
+    /// With nothing to go on yet (an unsorted first window still open) it expects nothing.
+    fn expect(&mut self) {
+        let (mut known, mut span) = (self.progress.events as f64, self.progress.done_ms as f64);
+        let (mut kept, mut unknown_ms) = (self.progress.events, 0.0);
+        let done = (span > 0.0).then(|| known / span);
+        for w in self.windows.values() {
+            kept += w.kept_so_far() as u64;
+            match w.guess(done) {
+                Some(g) => {
+                    known += g;
+                    span += (w.we - w.ws).max(1) as f64;
+                }
+                None => unknown_ms += (w.we - w.ws).max(1) as f64,
+            }
+        }
+        // A window cut shorter drops events it had kept: the count shown never goes back, and
+        // is exact once every window is emitted.
+        self.progress.fetched = if self.windows.is_empty() {
+            self.progress.events
+        } else {
+            kept.max(self.progress.fetched)
+        };
+        let density = if span > 0.0 {
+            Some(known / span)
+        } else {
+            let shape = self.client.shape();
+            shape.density.get(&self.query.report_id).copied()
+        };
+        let Some(density) = density else {
+            return;
+        };
+        let fetched = self.progress.fetched as f64;
+        let expected = (known + density * unknown_ms).round().max(fetched);
+        let left = expected - fetched;
+        // The pages left, and a partial last page for each window left (10,000 events each).
+        let open = if self.windows.is_empty() { 0.0 } else { 1.0 };
+        let more = (left / PAGE as f64).ceil() + (left / OFFSET_CEILING as f64).floor() + open;
+        let requests = self.progress.requests + more as u64;
+        self.progress.expected_events = Some(expected as u64);
+        self.progress.expected_requests = Some(requests);
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let seen = (self.progress.requests >= 3 && elapsed >= 1.0)
+            .then(|| self.progress.requests as f64 / elapsed);
+        let rate = match (self.client.read_rate(), seen) {
+            (Some(limit), Some(seen)) => Some(limit.min(seen)),
+            (limit, seen) => limit.or(seen),
+        };
+        self.progress.eta_ms = if self.windows.is_empty() {
+            Some(0)
+        } else {
+            rate.filter(|r| *r > 0.0)
+                .map(|r| ((requests - self.progress.requests) as f64 / r * 1000.0) as u64)
+        };
+    }
+
+    /// Hands the progress, with what it expects, to the sink, if any.
+    fn report(&mut self) {
+        if self.sink.is_some() {
+            self.expect();
+        }
+        if let Some(s) = &self.sink {
+            s(self.progress);
         }
     }
 
@@ -1458,9 +1584,7 @@ pub async fn stream(
         let ready = match p.step().await {
             Ok(Some(ready)) => ready,
             Ok(None) => {
-                if let Some(s) = &p.sink {
-                    s(p.progress);
-                }
+                p.report();
                 return;
             }
             Err(e) => {
@@ -1468,17 +1592,13 @@ pub async fn stream(
                 return;
             }
         };
-        let emitted = !ready.is_empty();
         for window in ready {
             if tx.send(Ok(window)).await.is_err() {
                 return;
             }
         }
-        if emitted || p.progress.requests.is_multiple_of(8) {
-            if let Some(s) = &p.sink {
-                s(p.progress);
-            }
-        }
+        // The sink keeps the latest update for the caller to read when it looks: cheap.
+        p.report();
     }
 }
 

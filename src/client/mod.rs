@@ -94,6 +94,11 @@ impl Client {
         &self.http
     }
 
+    /// The read rate in force now, requests a second (None: unlimited).
+    pub(crate) fn read_rate(&self) -> Option<f64> {
+        self.http.gate(http::Class::Read).current_rate()
+    }
+
     /// What this client's fetches found of the service's events (see [`events::Shape`]).
     pub(crate) fn shape(&self) -> std::sync::MutexGuard<'_, events::Shape> {
         self.shape.lock().unwrap_or_else(|e| e.into_inner())

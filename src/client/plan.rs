@@ -17,6 +17,7 @@
 //! against the daily quota.
 
 use super::error::Result;
+use super::events::ProgressSink;
 use super::events::{self, Query};
 use super::Client;
 
@@ -41,8 +42,8 @@ pub struct Plan {
 }
 
 /// Plans the fetch of `query` (see the module's documentation).
-pub async fn plan(client: &Client, query: &Query) -> Result<Plan> {
-    let count = events::count(client.clone(), query, None).await?;
+pub async fn plan(client: &Client, query: &Query, sink: Option<ProgressSink>) -> Result<Plan> {
+    let count = events::count(client.clone(), query, sink).await?;
     Ok(finish(
         client,
         count.events.round() as u64,

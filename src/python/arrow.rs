@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3_arrow::{PyRecordBatch, PyRecordBatchReader, PyTable};
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
+use super::events::ProgressCell;
 use super::{errors, runtime};
 use crate::client::events::{self, Query};
 use crate::client::{arrow::Layout, Client, Result};
@@ -27,6 +28,9 @@ struct BatchReader {
     task: tokio::task::JoinHandle<()>,
     /// Ctrl-C ended the stream: it stays ended.
     interrupted: bool,
+    /// The fetch's progress, and the callback it is handed to while the consumer waits.
+    cell: ProgressCell,
+    progress: Option<Py<PyAny>>,
 }
 
 impl Iterator for BatchReader {
@@ -59,22 +63,25 @@ impl Iterator for BatchReader {
             let step =
                 rt.block_on(async { tokio::time::timeout(super::wait::TICK, rx.recv()).await });
             match step {
-                Ok(Some(Ok(batch))) => return Some(Ok(batch)),
+                Ok(Some(Ok(batch))) => return Some(self.report().map(|()| batch)),
                 // Crosses the C stream interface as text: scrubbed like every exception.
                 Ok(Some(Err(e))) => {
                     return Some(Err(ArrowError::ExternalError(Box::new(e.scrubbed()))))
                 }
-                Ok(None) => return None,
+                Ok(None) => return self.report().err().map(Err),
                 Err(_elapsed) => {
-                    let signal = Python::attach(|py| match py.check_signals() {
-                        Ok(()) => None,
-                        Err(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => {
-                            // SAFETY: `PyErr_SetInterrupt` only marks SIGINT as pending; it
-                            // may be called from any thread.
-                            unsafe { pyo3::ffi::PyErr_SetInterrupt() };
-                            Some(None)
+                    let (cell, progress) = (&self.cell, self.progress.as_ref());
+                    let signal = Python::attach(|py| {
+                        match super::wait::ticked(py, |py| cell.report(py, progress)) {
+                            Ok(()) => None,
+                            Err(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => {
+                                // SAFETY: `PyErr_SetInterrupt` only marks SIGINT as pending; it
+                                // may be called from any thread.
+                                unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+                                Some(None)
+                            }
+                            Err(e) => Some(Some(e.to_string())),
                         }
-                        Err(e) => Some(Some(e.to_string())),
                     });
                     match signal {
                         None => continue,
@@ -83,8 +90,7 @@ impl Iterator for BatchReader {
                             self.interrupted = true;
                             return other.map(|message| {
                                 Err(ArrowError::ExternalError(
-                                    format!("the events fetch was stopped by a signal: {message}")
-                                        .into(),
+                                    format!("the events fetch was stopped: {message}").into(),
                                 ))
                             });
                         }
@@ -92,6 +98,22 @@ impl Iterator for BatchReader {
                 }
             }
         }
+    }
+}
+
+impl BatchReader {
+    /// Hands the latest progress to the callback, if any. A callback that raises ends the
+    /// stream with its error, as it ends every fetch.
+    fn report(&mut self) -> std::result::Result<(), ArrowError> {
+        let Some(cb) = &self.progress else {
+            return Ok(());
+        };
+        let done = Python::attach(|py| self.cell.report(py, Some(cb)).map_err(|e| e.to_string()));
+        done.map_err(|message| {
+            self.task.abort();
+            self.interrupted = true;
+            ArrowError::ExternalError(format!("the events fetch was stopped: {message}").into())
+        })
     }
 }
 
@@ -116,14 +138,18 @@ pub fn event_batches(
     py: Python<'_>,
     client: Client,
     query: Query,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<PyRecordBatchReader> {
     let rt = runtime::get().map_err(errors::internal)?;
     let (tx, mut rx) = mpsc::channel(2);
-    let task = rt.spawn(events::stream_batches(client, query, tx, None));
-    let waited = super::wait::wait(py, async move {
+    let cell = ProgressCell::default();
+    let sink = progress.as_ref().map(|_| cell.sink());
+    let task = rt.spawn(events::stream_batches(client, query, tx, sink));
+    let first = async move {
         let first = rx.recv().await.transpose()?;
         Ok((rx, first))
-    });
+    };
+    let waited = super::wait::wait_with(py, first, |py| cell.report(py, progress.as_ref()));
     let (rx, first) = match waited {
         Ok(v) => v,
         Err(e) => {
@@ -137,6 +163,8 @@ pub fn event_batches(
         schema: Layout::events().schema(),
         task,
         interrupted: false,
+        cell,
+        progress,
     };
     Ok(PyRecordBatchReader::new(Box::new(reader)))
 }

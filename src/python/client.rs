@@ -17,7 +17,7 @@ use pyo3_arrow::{PyRecordBatchReader, PyTable};
 use super::events::EventStream;
 use super::from_json::to_list;
 use super::kwargs::{self, Keywords};
-use super::wait::wait;
+use super::wait::{wait, wait_with};
 use super::{aio, errors, log};
 use crate::client::arrow::Layout;
 use crate::client::events::{self, Query};
@@ -293,17 +293,19 @@ impl PyClient {
         })
     }
 
-    /// The events of the range as a stream of Arrow record batches (bounded memory).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
+    /// The events of the range as a stream of Arrow record batches (bounded memory), handing
+    /// `progress` the fetch's progress while its consumer waits.
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
     fn events_reader(
         &self,
         py: Python<'_>,
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<PyRecordBatchReader> {
         let query = Self::query(start_ms, end_ms, report_id)?;
-        super::arrow::event_batches(py, self.core()?, query)
+        super::arrow::event_batches(py, self.core()?, query, progress)
     }
 
     /// The events of the range as record batches for `async for` (bounded memory).
@@ -348,17 +350,26 @@ impl PyClient {
 
     /// What fetching the events of a range costs, found with a few requests, as JSON text
     /// (`events`, `requests`, `seconds`, `days`, `probes`, `exact`).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
+    /// `progress`: called with the count's progress (its requests, the range done).
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
     fn plan_json(
         &self,
         py: Python<'_>,
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let query = Self::query(start_ms, end_ms, report_id)?;
         let c = self.core()?;
-        let plan = wait(py, async move { client::plan::plan(&c, &query).await })?;
+        let cell = super::events::ProgressCell::default();
+        let sink = progress.as_ref().map(|_| cell.sink());
+        let plan = wait_with(
+            py,
+            async move { client::plan::plan(&c, &query, sink).await },
+            |py| cell.report(py, progress.as_ref()),
+        )?;
+        cell.report(py, progress.as_ref())?;
         serde_json::to_string(&plan).map_err(errors::internal)
     }
 
@@ -374,7 +385,7 @@ impl PyClient {
         let query = Self::query(start_ms, end_ms, report_id)?;
         let c = self.core()?;
         aio::awaitable(py, async move {
-            let plan = client::plan::plan(&c, &query).await?;
+            let plan = client::plan::plan(&c, &query, None).await?;
             serde_json::to_string(&plan)
                 .map_err(|e| client::Error::Data(format!("cannot write the plan: {e}")))
         })

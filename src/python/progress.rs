@@ -19,10 +19,14 @@ pub trait Update: Send + 'static {
 impl Update for events::Progress {
     fn fill(&self, d: &Bound<'_, PyDict>) -> PyResult<()> {
         d.set_item("events", self.events)?;
+        d.set_item("fetched", self.fetched)?;
         d.set_item("requests", self.requests)?;
         d.set_item("done_ms", self.done_ms)?;
         d.set_item("total_ms", self.total_ms)?;
-        d.set_item("windows", self.windows)
+        d.set_item("windows", self.windows)?;
+        d.set_item("expected_events", self.expected_events)?;
+        d.set_item("expected_requests", self.expected_requests)?;
+        d.set_item("eta_s", self.eta_ms.map(|ms| ms as f64 / 1000.0))
     }
 }
 

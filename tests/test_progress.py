@@ -1,0 +1,163 @@
+"""The progress of a long fetch, as a user sees it: a bar drawn before the first answer that
+moves with every page (not with every window of 10,000 events), counts events and requests
+against what the pages read so far let the client expect, and says how long is left at the
+read rate; a plan that shows the requests it asks as it counts. On a pseudo-terminal for the
+command line, through the progress callback for the API."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+
+import pytest
+import surveillance as sv
+
+from conftest import emulator_fixture, service_env
+
+# 1 day of 16,000 events: more than one window of 10,000, so a bar that moved only when a
+# window completes would show no count between 0 and 10,000.
+busy = emulator_fixture(seed=11, sites=4, days=1, events_per_day=16_000)
+
+CLI = [sys.executable, "-m", "surveillance.cli"]
+#: Fast enough for a test, slow enough (40 reads a second, 3 in flight) that the bar is drawn
+#: many times within a window.
+PACED = ["--read-per-second", "40", "--read-concurrency", "3"]
+RANGE = ["--start", "2026-01-05", "--end", "2026-01-06"]
+FRAME = re.compile(
+    r"events: +(\d+)%\|[^|]*\| \[[\d:]+, ([\d,]+) events, ([\d,]+)(?: of ~([\d,]+))? requests"
+    r"(?: \([\d.]+% of the day\))?(?:, ~(\w+) left)?"
+)
+
+
+def _in_pty(args: list, env: dict, cwd) -> tuple:
+    """Runs the CLI on a pseudo-terminal; its exit status and everything it wrote."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
+    proc = subprocess.Popen(
+        [*CLI, *args], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd
+    )
+    os.close(slave)
+    chunks = []
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 60)
+            if not ready:
+                raise AssertionError("no output from the command for 60 s")
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the command closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        status = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    return status, b"".join(chunks).decode("utf-8", "replace")
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+@pytest.mark.parametrize("name", ["day.parquet", "day.csv"])
+def test_an_export_draws_its_bar_at_once_and_moves_it_page_by_page(tmp_path, busy, name):
+    if name.endswith(".parquet"):
+        pytest.importorskip("pyarrow")
+    pytest.importorskip("tqdm")
+    status, text = _in_pty(["events", *RANGE, "-o", name, *PACED], service_env(busy), tmp_path)
+    assert status == 0, text
+    frames = [m.groups() for m in FRAME.finditer(text)]
+    assert frames, text
+    truth = len(busy.truth("2026-01-05", "2026-01-06"))
+    summary = re.search(r"wrote ([\d,]+) events .*?([\d,]+) requests", text)
+    assert summary and _number(summary.group(1)) == truth, text
+    requests = _number(summary.group(2))
+    fetched = [_number(f[1]) for f in frames]
+    # Drawn before the first answer (empty, before any count), and moved by pages inside the
+    # first window: counts between 0 and one window's 10,000 events, several of them.
+    blank = re.search(r"events: +0%\|[^|]*\| \[[\d:]+\]", text)
+    assert blank and blank.start() < FRAME.search(text).start(), text
+    assert len({n for n in fetched if 0 < n < 10_000}) >= 5, text
+    assert fetched == sorted(fetched)
+    # Requests expected and a time left from the first pages on. The expectation extends the
+    # density of the pages read so far to the rest of the range, so it moves as a day's busy
+    # hours come in, and closes in on the requests made as the fetch ends.
+    expecting = [f for f in frames if f[3]]
+    assert expecting and all(f[4] for f in expecting if int(f[0]) < 100), text
+    assert _number(expecting[0][1]) < 2_000, expecting[0]
+    late = [f for f in expecting if _number(f[1]) >= 0.9 * truth]
+    assert late, text
+    for frame in late:
+        assert abs(_number(frame[3]) - requests) <= 0.1 * requests, (frame, requests)
+    assert "%/s" not in text
+
+
+def test_plan_on_a_terminal_shows_the_requests_it_asks(tmp_path, busy):
+    pytest.importorskip("tqdm")
+    status, text = _in_pty(["plan", *RANGE, *PACED], service_env(busy), tmp_path)
+    assert status == 0, text
+    asked = [
+        int(n) for n in re.findall(r"plan: +\d+%\|[^|]*\| \[[\d:]+, (\d+) requests asked", text)
+    ]
+    assert asked and max(asked) > 0, text
+    assert re.search(r"about [\d,]+ events", text), text
+    status, text = _in_pty(["plan", *RANGE, *PACED, "--no-progress"], service_env(busy), tmp_path)
+    assert status == 0 and "requests asked" not in text, text
+
+
+@pytest.mark.parametrize("order", ["asc", "desc", "shuffled"])
+def test_the_callback_expects_from_the_first_pages_and_ends_exact(busy, order):
+    busy.set_semantics(order=order)
+    # Paced, so that the callback sees many updates (it is handed the latest every 50 ms).
+    client = busy.client(limits=sv.Limits(read_per_second=200, read_concurrency=3))
+    updates: list = []
+    start, end = busy.start, busy.start + (busy.end - busy.start)
+    events = client.events(start, end, progress=updates.append)
+    total = len(events)
+    assert total > 10_000
+    last = updates[-1]
+    assert last["events"] == last["fetched"] == total
+    assert last["expected_events"] == total
+    assert last["expected_requests"] == last["requests"]
+    assert last["requests"] == client.stats()["requests"]["GET /v2/events"]
+    assert last["eta_s"] == 0
+    # Something to expect within the first half of the fetch.
+    first = next(i for i, u in enumerate(updates) if u["expected_events"] is not None)
+    assert first < len(updates) // 2, updates[: first + 1]
+    # It closes in on the truth as the fetch ends (the density of a day's hours differs, so
+    # the first pages of a range tell its size only roughly).
+    late = [u for u in updates if u["fetched"] >= 0.9 * total]
+    assert late and all(abs(u["expected_events"] - total) <= 0.1 * total for u in late)
+
+
+def test_event_batches_report_progress_before_the_first_batch_is_taken(busy):
+    pa = pytest.importorskip("pyarrow")
+    client = busy.client(limits=sv.Limits(read_per_second=None))
+    updates: list = []
+    stream = client.event_batches(busy.start, busy.end, progress=updates.append)
+    # The first window is fetched before the stream is handed over: its pages were reported.
+    assert updates and updates[-1]["fetched"] > 0
+    rows = pa.RecordBatchReader.from_stream(stream).read_all().num_rows
+    assert rows == len(busy.truth(busy.start, busy.end))
+    assert updates[-1]["events"] == updates[-1]["fetched"] == rows
+    assert updates[-1]["expected_requests"] == updates[-1]["requests"]
+    with pytest.raises(TypeError, match="progress"):
+        client.event_batches(busy.start, busy.end, progress="yes")  # type: ignore[arg-type]
+
+
+def test_a_plan_hands_its_count_to_the_callback(busy):
+    client = busy.client()
+    updates: list = []
+    plan = client.plan_events(busy.start, busy.end, progress=updates.append)
+    assert updates and updates[-1]["requests"] == plan.probes
+    assert updates[-1]["done_ms"] == updates[-1]["total_ms"]
