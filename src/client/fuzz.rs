@@ -11,9 +11,8 @@ use super::events::parse_events;
 use super::lists::parse_page;
 use super::Error;
 use crate::time::parse_time;
-use crate::webhook::fast::key_hash;
 use crate::webhook::scan::scan;
-use crate::webhook::{has_errors, upsert_key, validate, Severity};
+use crate::webhook::{has_errors, key_hash, validate, Severity};
 
 /// Any JSON value, nested a few levels.
 fn any_json() -> impl Strategy<Value = Value> {
@@ -321,8 +320,7 @@ proptest! {
         }
         .expect("json");
         let careful = !has_errors(&validate(&record));
-        let key = upsert_key(&record)
-            .map_or(0, |k| key_hash(record["dataType"].as_str().unwrap_or(""), &k));
+        let key = key_hash(&record);
         // The scanner may leave a record to the careful path, but never for a plain record.
         let s = scan(&text, true);
         prop_assert!(s.is_some(), "not scanned: {}", text);

@@ -13,8 +13,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{intern, Borrowed};
 
-use crate::webhook::fast::{self, other_key, tx_key, FieldRef, Object, Scalar};
+use crate::webhook::fast::{self, FieldRef, Object, Scalar};
 use crate::webhook::models::Kind;
+use crate::webhook::models::{model_named, MODELS};
 use crate::webhook::{Problem, Severity};
 
 /// Containers nested deeper than this (the record itself is the first level) are refused: the
@@ -119,9 +120,8 @@ struct Known {
     decimal: Py<PyAny>,
     mapping: Py<PyAny>,
     data_type: Py<PyString>,
-    transaction_id: Py<PyString>,
-    location_id: Py<PyString>,
-    event_unique_id: Py<PyString>,
+    /// The models' upsert key fields, by name (see `Model::key`).
+    key_fields: Vec<(&'static str, Py<PyString>)>,
 }
 
 static KNOWN: PyOnceLock<Known> = PyOnceLock::new();
@@ -134,9 +134,11 @@ fn known(py: Python<'_>) -> PyResult<&'static Known> {
             decimal: py.import("decimal")?.getattr("Decimal")?.unbind(),
             mapping: py.import("collections.abc")?.getattr("Mapping")?.unbind(),
             data_type: PyString::intern(py, "dataType").unbind(),
-            transaction_id: PyString::intern(py, "transactionId").unbind(),
-            location_id: PyString::intern(py, "locationId").unbind(),
-            event_unique_id: PyString::intern(py, "eventUniqueId").unbind(),
+            key_fields: MODELS
+                .iter()
+                .flat_map(|m| m.key.iter())
+                .map(|name| (*name, PyString::intern(py, name).unbind()))
+                .collect(),
         })
     })
 }
@@ -444,24 +446,15 @@ impl<'py> Writer<'py> {
             Some(v) => utf8(v).ok(),
             None => None,
         };
-        let key = match data_type.as_deref() {
-            Some("retail" | "restaurant") => self
-                .lookup_str(dict, &known.transaction_id)
-                .and_then(|v| utf8(&v).ok().filter(|t| !t.is_empty()).map(|t| tx_key(&t)))
-                .unwrap_or(0),
-            Some("other") => {
-                let location = self.lookup_str(dict, &known.location_id);
-                let event = self.lookup_str(dict, &known.event_unique_id);
-                match (location, event) {
-                    (Some(l), Some(e)) => match (utf8(&l), utf8(&e)) {
-                        (Ok(l), Ok(e)) if !l.is_empty() && !e.is_empty() => other_key(&l, &e),
-                        _ => 0,
-                    },
-                    _ => 0,
-                }
-            }
-            _ => 0,
+        let value = |name: &str| {
+            let (_, field) = known.key_fields.iter().find(|(n, _)| *n == name)?;
+            let v = self.lookup_str(dict, field)?;
+            utf8(&v).ok().map(|t| t.into_owned())
         };
+        let key = data_type
+            .as_deref()
+            .and_then(model_named)
+            .map_or(0, |m| m.key_hash(value));
         let mut model = if check {
             data_type.as_deref().and_then(Object::record)
         } else {

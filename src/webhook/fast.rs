@@ -11,9 +11,6 @@
 //! validator, which says what is wrong. Where a writer meets something it cannot judge (a
 //! mapping that may repeat a key, a value with no JSON type of its own), it gives up on the
 //! fast check and asks the detailed validator.
-//!
-//! Also here: the upsert key of a record as a hash ([`tx_key`], [`other_key`]), which the
-//! publishing pipeline uses to keep records with one key out of flight together.
 
 use super::models::{model_named, Field, Kind, Model};
 use crate::time::parse_iso;
@@ -204,43 +201,6 @@ pub fn scalar_fits(kind: Kind, value: Scalar<'_>) -> bool {
     }
 }
 
-/// The upsert key of a retail or restaurant record: its `transactionId`, hashed (never 0).
-#[must_use]
-pub fn tx_key(transaction_id: &str) -> u64 {
-    finish(feed(SEED ^ 0x5458, transaction_id.as_bytes()))
-}
-
-/// The upsert key of an `other` record: its `locationId` and `eventUniqueId`, hashed (never 0).
-#[must_use]
-pub fn other_key(location_id: &str, event_unique_id: &str) -> u64 {
-    let h = feed(SEED ^ 0x4f54, location_id.as_bytes());
-    finish(feed(h ^ 0x1f, event_unique_id.as_bytes()))
-}
-
-/// The hashed upsert key of a record's key as [`super::upsert_key`] writes it.
-#[must_use]
-pub fn key_hash(data_type: &str, key: &str) -> u64 {
-    match (data_type, key.split_once('\u{1f}')) {
-        ("other", Some((location, event))) => other_key(location, event),
-        _ => tx_key(key),
-    }
-}
-
-const SEED: u64 = 0xcbf2_9ce4_8422_2325;
-
-/// FNV-1a over `bytes`: keys are short ids, and a collision only makes two records wait for
-/// each other.
-fn feed(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
-fn finish(h: u64) -> u64 {
-    crate::rng::mix(h).max(1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,14 +287,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn keys_follow_the_upsert_key() {
-        assert_eq!(tx_key("t-1"), key_hash("retail", "t-1"));
-        assert_eq!(other_key("l", "e"), key_hash("other", "l\u{1f}e"));
-        assert_ne!(tx_key("t-1"), tx_key("t-2"));
-        assert_ne!(other_key("l", "e"), tx_key("l\u{1f}e"));
-        assert_ne!(tx_key(""), 0);
     }
 }

@@ -64,6 +64,50 @@ pub struct Model {
     pub fields: &'static [Field],
     /// Names accepted besides `fields` (used when the model is unknown).
     pub also_known: &'static [&'static str],
+    /// The fields whose values identify a record: a record with the same values replaces the
+    /// one stored (the upsert key). Empty for the shared fields.
+    pub key: &'static [&'static str],
+}
+
+impl Model {
+    /// The upsert key of a record whose key fields have the values `value` gives (asked in the
+    /// order of [`Model::key`]): the values joined by the unit separator, which cannot appear
+    /// in ordinary ids, so the parts stay unambiguous. None when a value is missing or empty
+    /// (such a record fails validation, so it has no key).
+    pub fn key_text<S: AsRef<str>>(&self, value: impl FnMut(&str) -> Option<S>) -> Option<String> {
+        let parts = self.key_parts(value)?;
+        let parts: Vec<&str> = parts.iter().map(AsRef::as_ref).collect();
+        Some(parts.join("\u{1f}"))
+    }
+
+    /// [`Model::key_text`], hashed (FNV-1a, mixed: keys are short ids, and a collision only
+    /// makes two records wait for each other, which is how publishing uses it: records with
+    /// one key are never in flight together); never 0, which stands for no key.
+    pub fn key_hash<S: AsRef<str>>(&self, value: impl FnMut(&str) -> Option<S>) -> u64 {
+        let Some(parts) = self.key_parts(value) else {
+            return 0;
+        };
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                h ^= 0x1f;
+            }
+            for &b in part.as_ref().as_bytes() {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        crate::rng::mix(h).max(1)
+    }
+
+    fn key_parts<S: AsRef<str>>(&self, mut value: impl FnMut(&str) -> Option<S>) -> Option<Vec<S>> {
+        if self.key.is_empty() {
+            return None;
+        }
+        self.key
+            .iter()
+            .map(|f| value(f).filter(|v| !v.as_ref().is_empty()))
+            .collect()
+    }
 }
 
 /// The `dataType` values with a model.
@@ -206,24 +250,28 @@ pub static RETAIL_MODEL: Model = Model {
     data_type: Some("retail"),
     fields: RETAIL,
     also_known: &[],
+    key: &["transactionId"],
 };
 /// The `restaurant` model.
 pub static RESTAURANT_MODEL: Model = Model {
     data_type: Some("restaurant"),
     fields: RESTAURANT,
     also_known: &[],
+    key: &["transactionId"],
 };
 /// The `other` model.
 pub static OTHER_MODEL: Model = Model {
     data_type: Some("other"),
     fields: OTHER,
     also_known: &[],
+    key: &["locationId", "eventUniqueId"],
 };
 /// What a record with an unusable `dataType` is checked against: the shared fields.
 pub static COMMON_MODEL: Model = Model {
     data_type: None,
     fields: COMMON,
     also_known: COMMON_ALSO_KNOWN,
+    key: &[],
 };
 
 /// The models of the `dataType`s.

@@ -104,24 +104,25 @@ pub fn has_errors(problems: &[Problem]) -> bool {
     problems.iter().any(|p| p.severity == Severity::Error)
 }
 
-/// The upsert key of a record: `transactionId` for retail/restaurant, `locationId` + "\u{1f}" +
-/// `eventUniqueId` for other; None when absent.
-///
-/// Empty or non-string ids also give `None`: such records fail validation, so they have no key.
+/// The upsert key of a record (see [`Model::key_text`]); None when absent.
 #[must_use]
 pub fn upsert_key(record: &Value) -> Option<String> {
     let obj = record.as_object()?;
-    let id = |name: &str| obj.get(name)?.as_str().filter(|s| !s.is_empty());
-    match obj.get("dataType")?.as_str()? {
-        "retail" | "restaurant" => id("transactionId").map(str::to_owned),
-        "other" => {
-            let location = id("locationId")?;
-            let event = id("eventUniqueId")?;
-            // The unit separator cannot appear in ordinary ids, so the pair stays unambiguous.
-            Some(format!("{location}\u{1f}{event}"))
-        }
-        _ => None,
-    }
+    let model = model_named(obj.get("dataType")?.as_str()?)?;
+    model.key_text(|name| obj.get(name)?.as_str())
+}
+
+/// The upsert key of a record, hashed (see [`Model::key_hash`]); 0 when absent.
+#[must_use]
+pub fn key_hash(record: &Value) -> u64 {
+    let Some(obj) = record.as_object() else {
+        return 0;
+    };
+    let model = obj
+        .get("dataType")
+        .and_then(Value::as_str)
+        .and_then(model_named);
+    model.map_or(0, |m| m.key_hash(|name| obj.get(name)?.as_str()))
 }
 
 /// Where a field sits; paths are only built when a problem is reported.

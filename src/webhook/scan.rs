@@ -9,7 +9,8 @@
 
 use std::borrow::Cow;
 
-use super::fast::{other_key, tx_key, Object, Scalar};
+use super::fast::{Object, Scalar};
+use super::models::model_named;
 use super::models::Kind;
 
 /// What [`scan`] found in a record's text.
@@ -17,7 +18,7 @@ use super::models::Kind;
 pub struct Scanned {
     /// The record conforms to its model (always false when not asked to check).
     pub conforms: bool,
-    /// Its upsert key, hashed as [`super::fast::tx_key`] and [`super::fast::other_key`] do;
+    /// Its upsert key, hashed as [`super::models::Model::key_hash`] does;
     /// 0 when it has none.
     pub key: u64,
 }
@@ -68,15 +69,10 @@ pub fn scan(text: &str, check: bool) -> Option<Scanned> {
         }
     };
     let data_type = text_of("dataType");
-    let nonempty = |name: &str| text_of(name).filter(|v| !v.is_empty());
-    let key = match data_type.as_deref() {
-        Some("retail" | "restaurant") => nonempty("transactionId").map_or(0, |t| tx_key(&t)),
-        Some("other") => match (nonempty("locationId"), nonempty("eventUniqueId")) {
-            (Some(l), Some(e)) => other_key(&l, &e),
-            _ => 0,
-        },
-        _ => 0,
-    };
+    let key = data_type
+        .as_deref()
+        .and_then(model_named)
+        .map_or(0, |m| m.key_hash(text_of));
     let conforms = check && {
         match data_type.as_deref().and_then(Object::record) {
             None => false,
@@ -440,7 +436,7 @@ impl<'a> Scanner<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::webhook::{has_errors, upsert_key, validate};
+    use crate::webhook::{has_errors, key_hash, validate};
 
     fn agree(text: &str) {
         let parsed = serde_json::from_str::<serde_json::Value>(text);
@@ -450,9 +446,7 @@ mod tests {
                 let v =
                     parsed.unwrap_or_else(|e| panic!("scanned as JSON but is not: {e}: {text}"));
                 assert_eq!(s.conforms, !has_errors(&validate(&v)), "{text}");
-                let key = upsert_key(&v).map_or(0, |k| {
-                    super::super::fast::key_hash(v["dataType"].as_str().unwrap_or(""), &k)
-                });
+                let key = key_hash(&v);
                 assert_eq!(s.key, key, "{text}");
                 let unchecked = scan(text, false).expect("scans without the check too");
                 assert_eq!((unchecked.conforms, unchecked.key), (false, key));

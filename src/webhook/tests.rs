@@ -887,6 +887,25 @@ fn long_and_control_values_are_shown_on_one_short_line() {
 // --- upsert key and helpers ---------------------------------------------------------------------
 
 #[test]
+fn the_hashed_key_follows_the_key() {
+    use super::key_hash;
+    let (r, o) = (retail(), other());
+    assert_ne!(key_hash(&r), 0);
+    assert_eq!(key_hash(&r), key_hash(&restaurant()));
+    let mut r2 = retail();
+    set(&mut r2, "transactionId", json!("4712"));
+    assert_ne!(key_hash(&r), key_hash(&r2));
+    // The parts of a key are apart: `l` + `e` is not the single id "l\u{1f}e".
+    let mut joined = retail();
+    set(&mut joined, "transactionId", json!("store-17\u{1f}ev-1"));
+    assert_ne!(key_hash(&o), key_hash(&joined));
+    let mut none = other();
+    remove(&mut none, "eventUniqueId");
+    assert_eq!(key_hash(&none), 0);
+    assert_eq!(key_hash(&json!([1])), 0);
+}
+
+#[test]
 fn upsert_key_per_data_type() {
     assert_eq!(upsert_key(&retail()).as_deref(), Some("4711-2026111705"));
     assert_eq!(

@@ -452,7 +452,8 @@ async fn a_large_file_keeps_its_order_across_blocks_and_workers() {
             assert_eq!(index, next);
             assert_eq!(
                 key,
-                surveillance::webhook::fast::tx_key(&format!("b-{index}"))
+                surveillance::webhook::models::RETAIL_MODEL
+                    .key_hash(|_| Some(format!("b-{index}")))
             );
             next += 1;
         }

@@ -35,7 +35,7 @@ use tokio::task::JoinHandle;
 use super::prepare::{checked_value, first_errors};
 use super::{Input, CHANNEL_CHUNKS, CHUNK};
 use crate::client::error::{Error, Result};
-use crate::webhook::fast::{other_key, tx_key, Object, Scalar};
+use crate::webhook::fast::{Object, Scalar};
 use crate::webhook::models::{model_named, Kind, ANY_ITEM, MODELS, OTHER_ITEM, RETAIL_ITEM};
 use crate::webhook::{self, Problem, Severity};
 
@@ -1047,9 +1047,8 @@ struct Plan {
     names: Vec<String>,
     items: Option<usize>,
     data_type: Option<usize>,
-    transaction_id: Option<usize>,
-    location_id: Option<usize>,
-    event_unique_id: Option<usize>,
+    /// The columns of the models' upsert key fields, by name.
+    key_fields: Vec<(&'static str, usize)>,
 }
 
 impl Plan {
@@ -1060,9 +1059,11 @@ impl Plan {
             names: schema.fields().iter().map(|f| f.name().clone()).collect(),
             items: at("items").filter(|&i| items_layout(schema.field(i).data_type())),
             data_type: at("dataType"),
-            transaction_id: at("transactionId"),
-            location_id: at("locationId"),
-            event_unique_id: at("eventUniqueId"),
+            key_fields: MODELS
+                .iter()
+                .flat_map(|m| m.key.iter())
+                .filter_map(|name| Some((*name, at(name)?)))
+                .collect(),
         }
     }
 }
@@ -1112,15 +1113,11 @@ impl<'a> Rows<'a> {
 
     /// The hashed upsert key of a row, as the scanner finds it in the row's JSON.
     fn key(&self, row: usize) -> u64 {
-        let id = |c| self.str_at(c, row).filter(|s| !s.is_empty());
-        match self.str_at(self.plan.data_type, row) {
-            Some("retail" | "restaurant") => id(self.plan.transaction_id).map_or(0, tx_key),
-            Some("other") => match (id(self.plan.location_id), id(self.plan.event_unique_id)) {
-                (Some(l), Some(e)) => other_key(l, e),
-                _ => 0,
-            },
-            _ => 0,
-        }
+        let column = |name: &str| self.plan.key_fields.iter().find(|(n, _)| *n == name);
+        let value = |name: &str| self.str_at(column(name).map(|(_, c)| *c), row);
+        self.str_at(self.plan.data_type, row)
+            .and_then(model_named)
+            .map_or(0, |m| m.key_hash(value))
     }
 
     /// Writes row `row` as a JSON object, deciding with `check` whether it conforms.

@@ -8,7 +8,6 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{Failure, FailureKind, Input, MAX_BODY};
-use crate::webhook::fast::key_hash;
 use crate::webhook::scan::scan;
 use crate::webhook::{self, Problem, Severity};
 
@@ -144,12 +143,7 @@ pub(super) fn checked_value(
             };
         }
     }
-    let key = webhook::upsert_key(value).map_or(0, |k| {
-        key_hash(
-            value.get("dataType").and_then(Value::as_str).unwrap_or(""),
-            &k,
-        )
-    });
+    let key = webhook::key_hash(value);
     Input::Ready {
         index,
         line,
@@ -267,7 +261,7 @@ mod tests {
         else {
             panic!("ready")
         };
-        assert_eq!(key, crate::webhook::fast::other_key("l", "e"));
+        assert_eq!(key, crate::webhook::key_hash(&good));
         let mut bad = good.clone();
         bad["storeId"] = json!("s");
         match check_text(1, Some(2), Bytes::from(bad.to_string()), true) {

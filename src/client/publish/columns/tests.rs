@@ -11,7 +11,23 @@ use arrow_buffer::{NullBuffer, OffsetBuffer};
 use arrow_schema::{Field, Fields};
 
 use super::*;
-use crate::webhook::fast::key_hash;
+use crate::webhook::models::{OTHER_MODEL, RETAIL_MODEL};
+
+/// The hashed upsert key of a retail record with this `transactionId`.
+fn tx_key(id: &str) -> u64 {
+    RETAIL_MODEL.key_hash(|_| Some(id))
+}
+
+/// The hashed upsert key of an `other` record at `location` with this `eventUniqueId`.
+fn other_key(location: &str, event: &str) -> u64 {
+    OTHER_MODEL.key_hash(|name| {
+        Some(if name == "locationId" {
+            location
+        } else {
+            event
+        })
+    })
+}
 
 const T: i64 = 1_794_891_600_000;
 
@@ -208,10 +224,7 @@ fn without_checks_every_row_is_written_and_keyed() {
         match input {
             Input::Ready { index, key, .. } => {
                 assert_eq!(*index, i as u64);
-                assert_eq!(
-                    *key,
-                    key_hash("retail", if i % 2 == 0 { "t-1" } else { "t-2" })
-                );
+                assert_eq!(*key, tx_key(if i % 2 == 0 { "t-1" } else { "t-2" }));
             }
             _ => panic!("ready"),
         }
