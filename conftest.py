@@ -9,3 +9,11 @@ def _quota_ledgers(tmp_path_factory, monkeypatch):
     `surveillance.Limits`), so that no count of another test (an emulator of the same seed on
     the same port) is seen, and nothing is written to the user's cache directory."""
     monkeypatch.setenv("SURVEILLANCE_QUOTA_DIR", str(tmp_path_factory.mktemp("quota")))
+
+
+@pytest.fixture(autouse=True)
+def _dlt_offline(tmp_path_factory, monkeypatch):
+    """dlt (``surveillance.dlt``) sends no telemetry and keeps its own files in a directory of
+    the test's own, not under the home directory."""
+    monkeypatch.setenv("RUNTIME__DLTHUB_TELEMETRY", "false")
+    monkeypatch.setenv("DLT_DATA_DIR", str(tmp_path_factory.mktemp("dlt")))

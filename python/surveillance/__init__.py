@@ -11,6 +11,7 @@ True
 from . import errors
 from ._core import __version__
 from ._output import write_parquet
+from ._scan import scan_events
 from .aio import AsyncClient
 from .client import Client, Cost, EventPlan, Limits
 from .emulator import Emulator
@@ -27,6 +28,7 @@ __all__ = [
     "Cost",
     "Emulator",
     "write_parquet",
+    "scan_events",
     "SyncResult",
     "validate",
     "PublishReport",

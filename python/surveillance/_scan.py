@@ -1,0 +1,300 @@
+"""Events as a polars ``LazyFrame``: :func:`scan_events`, an IO source (``polars.io.plugins``)
+that pushes filters on ``startTime``, the projection and ``head(n)`` into the fetch.
+
+Needs ``pip install 'surveillance[polars]'`` (a polars with ``polars.io.plugins``)."""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from typing import Any, Iterator, List, Optional, Tuple
+
+from . import _core
+from ._time import TimeLike, to_ms
+
+__all__ = ["scan_events"]
+
+#: The first part of a scanned range, fetched alone: a ``head(n)`` of a few rows usually finds
+#: them there, in one request; the rest of the range is one fetch, as ``client.events``'.
+_PROBE_MS = 10 * 60_000
+#: The first part's rows go to polars in this many frames: its streaming engine pulls a frame
+#: or two past the ``head(n)`` it needs before it stops, and those are taken from what was
+#: already fetched rather than from the next fetch.
+_PROBE_FRAMES = 16
+
+#: Time units of polars' datetime literals, in units per millisecond.
+_PER_MS = {"Milliseconds": 1, "Microseconds": 1_000, "Nanoseconds": 1_000_000}
+#: A comparison with the literal on the left, as the same one with the column on the left.
+_FLIPPED = {"Lt": "Gt", "LtEq": "GtEq", "Gt": "Lt", "GtEq": "LtEq", "Eq": "Eq"}
+
+Bounds = Tuple[Optional[int], Optional[int]]
+
+
+def scan_events(
+    client: Any,
+    start: Optional[TimeLike] = None,
+    end: Optional[TimeLike] = None,
+    report_id: Optional[str] = None,
+) -> Any:
+    """The events as a ``polars.LazyFrame`` that fetches only what the query needs.
+
+    Nothing is requested until the frame is collected. Then:
+
+    - filters on ``startTime`` (``>=``, ``>``, ``<``, ``<=``, ``==``, ``is_between``, joined
+      with ``&``) narrow the range fetched, with ``start`` and ``end``; other filters (``|``,
+      other columns, expressions of ``startTime``) are applied to the rows fetched, so the
+      result is exact whatever the filter;
+    - only the columns the query uses are built;
+    - ``head(n)`` stops fetching once it has ``n`` rows: the first 10 minutes of the range are
+      fetched on their own first, and ``head(10)`` of a range whose first 10 minutes hold 10
+      to 99 events costs one request. A query that reads the whole range costs what
+      ``client.events`` of that range costs, plus that first part's request;
+    - windows flow to polars' streaming engine as they complete, so memory stays bounded as
+      with :meth:`Client.iter_events <surveillance.Client.iter_events>`.
+
+    Rows, columns and types are those of ``client.events(start, end, output="polars")``,
+    sorted by ``(startTime, id)``; :attr:`Client.last_cost <surveillance.Client.last_cost>`
+    tells what a collect spent.
+
+    Args:
+        client: a :class:`~surveillance.Client`.
+        start: the earliest ``startTime`` (inclusive): aware or naive (UTC) ``datetime``,
+            ``date``, pandas ``Timestamp`` or ISO-8601 string; or None, to take it from a
+            filter.
+        end: the ``startTime`` to stop before (exclusive), as ``start``; None: the filters'
+            bound, else the time of the collect.
+        report_id: only the events of this report.
+
+    Returns:
+        A ``polars.LazyFrame``.
+
+    Raises:
+        ValueError: (on collect) no lower bound on ``startTime``, neither ``start`` nor a
+            filter: the scan would fetch all of time. ``end`` not after ``start`` (at once).
+        TypeError: ``client`` is not a :class:`~surveillance.Client`.
+        ImportError: polars is missing, or too old to have IO plugins.
+
+    Example:
+        >>> import datetime as dt, polars as pl, surveillance as sv
+        >>> with sv.Emulator(sites=12, days=2, events_per_day=3000) as emu:
+        ...     client = emu.client()
+        ...     day = pl.col("startTime").is_between(
+        ...         dt.datetime(2026, 1, 5, tzinfo=dt.timezone.utc),
+        ...         dt.datetime(2026, 1, 6, tzinfo=dt.timezone.utc), closed="left")
+        ...     lf = sv.scan_events(client).filter(day & (pl.col("type") != "x"))
+        ...     frame = lf.select("id", "startTime", "siteId").collect()
+        ...     first = sv.scan_events(client).filter(day).head(10).collect()
+        ...     requests = client.last_cost.requests
+        >>> frame.shape, frame.columns, first.height, requests
+        ((3000, 3), ['id', 'startTime', 'siteId'], 10, 1)
+    """
+    from . import _check
+    from .client import Client
+
+    pl, register = _require_polars()
+    if not isinstance(client, Client):
+        raise TypeError(f"`client` must be a surveillance.Client, got {type(client).__name__}")
+    lo = None if start is None else to_ms(start, "start")
+    hi = None if end is None else to_ms(end, "end")
+    if lo is not None and hi is not None and hi <= lo:
+        raise ValueError(f"`end` must be after `start`, got [{start}, {end})")
+    report_id = _check.text("report_id", report_id, optional=True, longest=100)
+
+    def source(
+        with_columns: Optional[List[str]],
+        predicate: Any,
+        n_rows: Optional[int],
+        batch_size: Optional[int],
+    ) -> Iterator[Any]:
+        a, b = _intersect((lo, hi), _predicate_bounds(predicate))
+        if a is None:
+            raise ValueError(
+                "scan_events needs a lower bound on `startTime`, or it would fetch all of "
+                "time: pass `start=` to scan_events, or filter on it, e.g. "
+                '.filter(pl.col("startTime") >= datetime(2026, 1, 5, tzinfo=timezone.utc))'
+            )
+        if b is None:
+            b = time.time_ns() // 1_000_000
+        return _frames(pl, client, a, b, report_id, with_columns, predicate, n_rows)
+
+    schema = pl.Schema(_core.events_schema())
+    try:
+        return register(source, schema=schema, explain_name="surveillance.events")
+    except TypeError:  # a polars without `explain_name`
+        return register(source, schema=schema)
+
+
+def _require_polars() -> Tuple[Any, Any]:
+    try:
+        import polars as pl
+    except ImportError:
+        raise ImportError("scan_events needs polars: pip install 'surveillance[polars]'") from None
+    try:
+        from polars.io.plugins import register_io_source
+    except ImportError:
+        raise ImportError(
+            f"scan_events needs a polars with IO plugins (polars.io.plugins), got "
+            f"{pl.__version__}: pip install -U 'surveillance[polars]'"
+        ) from None
+    return pl, register_io_source
+
+
+# --- the fetch -----------------------------------------------------------------------------
+def _frames(
+    pl: Any,
+    client: Any,
+    lo: int,
+    hi: int,
+    report_id: Optional[str],
+    with_columns: Optional[List[str]],
+    predicate: Any,
+    n_rows: Optional[int],
+) -> Iterator[Any]:
+    """The frames of ``[lo, hi)``: the first ``_PROBE_MS`` alone, then the rest in one fetch,
+    a window at a time; filtered by the whole predicate (polars leaves it to the source),
+    projected, and cut at ``n_rows``."""
+    if hi <= lo:
+        return
+    names = list(pl.Schema(_core.events_schema()).names())
+    columns = names if with_columns is None else list(with_columns)
+    read = columns
+    if predicate is not None:
+        needed = set(columns) | set(predicate.meta.root_names())
+        read = [n for n in names if n in needed]
+    left = n_rows
+    probe = min(hi, lo + _PROBE_MS)
+    parts = [(lo, probe)] + ([(probe, hi)] if probe < hi else [])
+    # Counted from before the first fetch (a stream sends its first requests at once), and
+    # left in `last_cost` before each frame: polars may never resume, nor close, the source
+    # once it has the rows it needs.
+    before = client._sent()
+    try:
+        for i, (a, b) in enumerate(parts):
+            stream = client._inner.events_stream(a, b, report_id, None, 2, True, False)
+            try:
+                for batch in stream:
+                    client._settle_cost(before)
+                    frame = _frame(pl, batch, read)
+                    if predicate is not None:
+                        frame = frame.filter(predicate)
+                    frame = frame.select(columns)
+                    if left is not None:
+                        frame = frame.head(left)
+                        left -= frame.height
+                    yield from _pieces(frame, _PROBE_FRAMES if i == 0 else 1)
+                    if left == 0:
+                        return
+            finally:
+                stream.close()
+    finally:
+        client._settle_cost(before)
+
+
+def _frame(pl: Any, batch: Any, columns: List[str]) -> Any:
+    """A polars DataFrame of ``columns`` of an Arrow record batch: only those are converted
+    (with pyarrow; without it, all are, then selected)."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return pl.DataFrame(batch).select(columns)
+    return pl.from_arrow(pa.record_batch(batch).select(columns))
+
+
+def _pieces(frame: Any, count: int) -> Iterator[Any]:
+    """``frame`` cut into at most ``count`` frames of about equal height."""
+    if count <= 1 or frame.height <= 1:
+        yield frame
+        return
+    size = -(-frame.height // count)
+    for offset in range(0, frame.height, size):
+        yield frame.slice(offset, size)
+
+
+# --- predicate pushdown ----------------------------------------------------------------------
+def _predicate_bounds(predicate: Any) -> Bounds:
+    """``[lo, hi)`` (epoch ms, None: open) on ``startTime`` that every row the predicate keeps
+    lies in, from what this reads of it (comparisons of ``startTime`` with datetime literals,
+    ``is_between``, joined by ``&``); what it does not understand bounds nothing."""
+    if predicate is None:
+        return None, None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = json.loads(predicate.meta.serialize(format="json"))
+    except Exception:  # a polars whose plan does not serialize so: no pushdown
+        return None, None
+    return _bounds(tree)
+
+
+def _bounds(node: Any) -> Bounds:
+    if not isinstance(node, dict) or len(node) != 1:
+        return None, None
+    ((kind, body),) = node.items()
+    if kind == "BinaryExpr" and isinstance(body, dict):
+        op, left, right = body.get("op"), body.get("left"), body.get("right")
+        if op == "And":
+            return _intersect(_bounds(left), _bounds(right))
+        if op in _FLIPPED:
+            if _is_start_time(left):
+                return _compare(op, _datetime_ms(right))
+            if _is_start_time(right):
+                return _compare(_FLIPPED[op], _datetime_ms(left))
+        return None, None
+    if kind == "Function" and isinstance(body, dict):
+        function, inputs = body.get("function"), body.get("input")
+        between = function.get("Boolean", {}) if isinstance(function, dict) else None
+        between = between.get("IsBetween") if isinstance(between, dict) else None
+        if isinstance(between, dict) and isinstance(inputs, list) and len(inputs) == 3:
+            if not _is_start_time(inputs[0]):
+                return None, None
+            low, high = _datetime_ms(inputs[1]), _datetime_ms(inputs[2])
+            closed = between.get("closed")
+            if closed not in ("Both", "Left", "Right", "None"):
+                return None, None
+            return _intersect(
+                _compare("GtEq" if closed in ("Both", "Left") else "Gt", low),
+                _compare("LtEq" if closed in ("Both", "Right") else "Lt", high),
+            )
+    return None, None
+
+
+def _is_start_time(node: Any) -> bool:
+    return node == {"Column": "startTime"}
+
+
+def _datetime_ms(node: Any) -> Optional[Tuple[int, int]]:
+    """``(value, units per ms)`` of a datetime literal with a time zone (an instant), else
+    None (a naive one does not compare with ``startTime`` in polars)."""
+    try:
+        value, unit, zone = node["Literal"]["Scalar"]["Datetime"]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or unit not in _PER_MS or not zone:
+        return None
+    return value, _PER_MS[unit]
+
+
+def _compare(op: str, literal: Optional[Tuple[int, int]]) -> Bounds:
+    """The ``[lo, hi)`` in whole ms of ``startTime OP literal``."""
+    if literal is None:
+        return None, None
+    value, per = literal
+    floor, ceil = value // per, -(-value // per)
+    if op == "GtEq":
+        return ceil, None
+    if op == "Gt":
+        return floor + 1, None
+    if op == "Lt":
+        return None, ceil
+    if op == "LtEq":
+        return None, floor + 1
+    if op == "Eq":
+        return ceil, floor + 1
+    return None, None
+
+
+def _intersect(a: Bounds, b: Bounds) -> Bounds:
+    lo = a[0] if b[0] is None else b[0] if a[0] is None else max(a[0], b[0])
+    hi = a[1] if b[1] is None else b[1] if a[1] is None else min(a[1], b[1])
+    return lo, hi

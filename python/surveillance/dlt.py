@@ -1,0 +1,159 @@
+"""A dlt source (https://dlthub.com): the service's events and lists, loaded by a dlt pipeline
+into any of its destinations (DuckDB, BigQuery, Snowflake, Postgres, ...).
+
+Needs ``pip install 'surveillance[dlt]'`` (dlt, pyarrow).
+
+Resources:
+
+- ``events``: incremental on ``startTime`` with dlt's own state (``dlt.sources.incremental``,
+  its ``lag`` set to ``settle``: each run fetches again the last ``settle`` before where the
+  previous one got to, for events created late, as :meth:`Client.sync_events
+  <surveillance.Client.sync_events>` does), ``primary_key="id"``, ``write_disposition="merge"``
+  (an event fetched again replaces its row); yielded as Arrow tables, one per window, which
+  dlt loads without a Python object per event.
+- ``sites``, ``devices``, ``cameras``, ``reports``: ``write_disposition="replace"``.
+
+The source is quota-aware: under a daily budget (:class:`~surveillance.Limits`), the range is
+fetched in chunks that fit what remains of it (as a sync fetches), and when the budget runs out
+(:class:`~surveillance.QuotaExhaustedError`) the run ends cleanly: the windows fetched until
+then are loaded, dlt's state records the latest ``startTime`` among them, and the next run
+(the next day) goes on from there. A list the budget stops is left as it was loaded last.
+
+Example:
+    >>> import dlt, tempfile, surveillance as sv
+    >>> from surveillance.dlt import surveillance_source
+    >>> work = tempfile.mkdtemp()
+    >>> with sv.Emulator(sites=3, days=2, events_per_day=500) as emu:
+    ...     source = surveillance_source(emu.client(), start=emu.start, until=emu.end)
+    ...     pipeline = dlt.pipeline("surveillance", destination=dlt.destinations.duckdb(
+    ...         f"{work}/events.duckdb"), pipelines_dir=work, dataset_name="cloud")
+    ...     _ = pipeline.run(source)
+    >>> with pipeline.sql_client() as sql:
+    ...     sql.execute_sql("SELECT count(*), count(DISTINCT id) FROM events")
+    [(1000, 1000)]
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Iterator, Optional
+
+import dlt
+
+from . import sync as _sync
+from ._time import TimeLike, from_ms, to_ms
+from .errors import QuotaExhaustedError
+
+__all__ = ["surveillance_source"]
+
+logger = logging.getLogger("surveillance.dlt")
+
+
+@dlt.source(name="surveillance")
+def surveillance_source(
+    client: Any = None,
+    start: Optional[TimeLike] = None,
+    settle: _sync.SettleLike = "1h",
+    report_id: Optional[str] = None,
+    until: Optional[TimeLike] = None,
+) -> Any:
+    """The resources ``events``, ``sites``, ``devices``, ``cameras`` and ``reports`` of the
+    service (see the module's documentation).
+
+    Args:
+        client: a :class:`~surveillance.Client`; None: ``surveillance.Client()``, configured
+            by the ``SURVEILLANCE_*`` variables.
+        start: where the first run's events begin (the incremental's initial value): a time
+            as :meth:`Client.events <surveillance.Client.events>` takes.
+        settle: how long after its start an event may still be created (see
+            :func:`~surveillance.sync.parse_settle`): each run fetches that much again.
+        report_id: only the events of this report.
+        until: where the events stop (exclusive); None: the time of the run.
+
+    Raises:
+        ValueError: ``start`` missing, or ``settle`` not a duration.
+        TypeError: ``client`` not a :class:`~surveillance.Client`.
+    """
+    from . import _check
+    from .client import Client
+
+    if client is None:
+        client = Client()
+    if not isinstance(client, Client):
+        raise TypeError(f"`client` must be a surveillance.Client, got {type(client).__name__}")
+    if start is None:
+        raise ValueError(
+            "`start` is missing: give where the first run's events begin, e.g. "
+            "surveillance_source(client, start='2026-01-01')"
+        )
+    start_ms = to_ms(start, "start")
+    until_ms = None if until is None else to_ms(until, "until")
+    lag = _sync.parse_settle(settle).total_seconds()
+    report_id = _check.text("report_id", report_id, optional=True, longest=100)
+    return (
+        _events(client, start_ms, until_ms, lag, report_id),
+        *(_listing(client, kind) for kind in ("sites", "devices", "cameras", "reports")),
+    )
+
+
+def _events(
+    client: Any, start_ms: int, until_ms: Optional[int], lag: float, report_id: Optional[str]
+) -> Any:
+    cursor = dlt.sources.incremental(
+        "startTime", initial_value=from_ms(start_ms), lag=lag or None, range_start="closed"
+    )
+
+    @dlt.resource(name="events", primary_key="id", write_disposition="merge")
+    def events(cursor: Any = cursor) -> Iterator[Any]:
+        """The events from where the last run got to (less ``settle``), a window at a time."""
+        import pyarrow as pa
+
+        lo = to_ms(cursor.start_value, "start")
+        hi = until_ms if until_ms is not None else time.time_ns() // 1_000_000
+        if hi <= lo:
+            return
+        progress = _sync._Progress()
+        try:
+            for table in _sync._fetch(client, pa, lo, hi, report_id, progress):
+                yield _microseconds(pa, table)
+        except QuotaExhaustedError as e:
+            # The windows yielded are loaded and the cursor stands at the latest of them.
+            logger.warning(
+                "the day's request quota is used up: events loaded until %s, the next run goes "
+                "on from there (the quota comes back at %s)",
+                from_ms(progress.frontier).isoformat(),
+                e.resets_at,
+            )
+
+    return events
+
+
+def _listing(client: Any, kind: str) -> Any:
+    @dlt.resource(name=kind, primary_key="id", write_disposition="replace")
+    def listing() -> Iterator[Any]:
+        import pyarrow as pa
+
+        try:
+            table = getattr(client, kind)(output="arrow")
+        except QuotaExhaustedError:
+            logger.warning("the day's request quota is used up: %s left as loaded last", kind)
+            return
+        yield _microseconds(pa, table)
+
+    listing.__doc__ = f"Every record of ``client.{kind}()``, replacing the last load."
+    return listing
+
+
+def _microseconds(pa: Any, table: Any) -> Any:
+    """``table`` with its second and millisecond timestamps as microseconds (the same instants): the
+    precision every destination stores with a time zone (DuckDB's ``TIMESTAMPTZ`` has no
+    other), so that none has to coerce them."""
+    fields = [
+        f.with_type(pa.timestamp("us", f.type.tz))
+        if pa.types.is_timestamp(f.type) and f.type.unit in ("s", "ms")
+        else f
+        for f in table.schema
+    ]
+    schema = pa.schema(fields, metadata=table.schema.metadata)
+    return table if schema.equals(table.schema) else table.cast(schema)

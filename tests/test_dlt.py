@@ -1,0 +1,127 @@
+"""``surveillance.dlt``: a dlt source loaded into a real DuckDB database against the emulator:
+each event once over runs, a run the daily quota stops resumes the next day, and the merge
+keeps the latest version of an event fetched twice."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+
+import pytest
+import surveillance as sv
+
+dlt = pytest.importorskip("dlt")
+pytest.importorskip("duckdb")
+pa = pytest.importorskip("pyarrow")
+pc = pytest.importorskip("pyarrow.compute")
+
+from surveillance.dlt import surveillance_source  # noqa: E402
+
+UTC = dt.timezone.utc
+H = dt.timedelta(hours=1)
+
+#: dlt logs through `Logger.warn`, which Python deprecates.
+pytestmark = pytest.mark.filterwarnings("ignore:The 'warn' method is deprecated:DeprecationWarning")
+
+
+def pipeline(tmp_path, name="surveillance"):
+    """A pipeline into a DuckDB file under `tmp_path`, its working directory there too."""
+    return dlt.pipeline(
+        name,
+        destination=dlt.destinations.duckdb(str(tmp_path / f"{name}.duckdb")),
+        pipelines_dir=str(tmp_path / "pipelines"),
+        dataset_name="cloud",
+    )
+
+
+def rows(p, sql):
+    with p.sql_client() as client:
+        return client.execute_sql(sql)
+
+
+def ids(p) -> list:
+    return [r[0] for r in rows(p, "SELECT id FROM events ORDER BY start_time, id")]
+
+
+def test_two_runs_load_each_event_once_and_the_lists(tmp_path):
+    with sv.Emulator(seed=5, sites=4, days=2, events_per_day=1500) as emu:
+        p = pipeline(tmp_path)
+        middle = emu.start + 30 * H
+        p.run(surveillance_source(emu.client(), start=emu.start, until=middle))
+        assert ids(p) == emu.truth(emu.start, middle)
+        client = emu.client()
+        p.run(surveillance_source(client, start=emu.start, until=emu.end))
+        # The second run fetched from where the first got to, less the settle hour.
+        assert ids(p) == emu.truth(emu.start, emu.end)
+        assert rows(p, "SELECT count(*) - count(DISTINCT id) FROM events") == [(0,)]
+        for kind in ("sites", "devices", "cameras", "reports"):
+            [(count,)] = rows(p, f"SELECT count(*) FROM {kind}")
+            assert count == len(emu.resources(kind)), kind
+        # A third run with nothing new loads nothing new.
+        p.run(surveillance_source(emu.client(), start=emu.start, until=emu.end))
+        assert ids(p) == emu.truth(emu.start, emu.end)
+        state = p.state["sources"]["surveillance"]["resources"]["events"]["incremental"]
+        last = state["startTime"]["last_value"]
+        assert last <= emu.end and last >= emu.end - H
+
+
+def test_a_run_stopped_by_the_quota_resumes_the_next_day_and_ends_equal_to_truth(tmp_path):
+    budget = 120
+    with sv.Emulator(seed=3, sites=6, days=3, events_per_day=10_000) as emu:
+        emu.set_limits(daily_requests=budget)
+        p = pipeline(tmp_path)
+        truth = emu.truth(emu.start, emu.end)
+        loaded = []
+        for _ in range(8):
+            info = p.run(surveillance_source(emu.client(), start=emu.start, until=emu.end))
+            assert not info.has_failed_jobs
+            loaded.append(len(ids(p)))
+            if loaded[-1] == len(truth):
+                break
+            emu.advance_clock(86_400)  # the next day's run
+        stats = emu.stats()
+    assert ids(p) == truth
+    assert 3 <= len(loaded) <= 6, loaded  # stopped at least twice, each run got further
+    assert loaded == sorted(loaded) and len(set(loaded)) == len(loaded)
+    assert stats["rate_limited"] == 0
+    assert all(used <= budget + 1 for used in stats["daily"]["days"].values()), stats["daily"]
+    assert rows(p, "SELECT count(*) - count(DISTINCT id) FROM events") == [(0,)]
+
+
+def test_the_merge_keeps_the_latest_version_of_an_event_fetched_twice(tmp_path):
+    with sv.Emulator(seed=7, sites=3, days=1, events_per_day=600) as emu:
+        events = emu.client().events(emu.start, emu.end)
+        event = events[len(events) // 2]
+        # The first run stops 10 minutes after it: inside the settle hour, read again next run.
+        until = dt.datetime.fromisoformat(event["startTime"]) + dt.timedelta(minutes=10)
+
+        def older_version(table):
+            stale = pc.if_else(pc.equal(table["id"], event["id"]), "an older title", table["title"])
+            return table.set_column(table.schema.get_field_index("title"), "title", stale)
+
+        p = pipeline(tmp_path)
+        first = surveillance_source(emu.client(), start=emu.start, until=until)
+        first.events.add_map(older_version)
+        p.run(first)
+        sql = f"SELECT title FROM events WHERE id = '{event['id']}'"
+        assert rows(p, sql) == [("an older title",)]
+        p.run(surveillance_source(emu.client(), start=emu.start, until=until + H))
+        assert rows(p, sql) == [(event["title"],)]
+        assert ids(p) == emu.truth(emu.start, until + H)
+
+
+def test_bad_arguments_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="`start` is missing"):
+        client = sv.Client(
+            base_url="http://127.0.0.1:9", api_key="k", client_id="c", client_secret="s"
+        )
+        surveillance_source(client)
+    with pytest.raises(TypeError, match="surveillance.Client"):
+        surveillance_source(object(), start="2026-01-05")
+
+
+def test_importing_the_package_does_not_import_dlt():
+    code = "import surveillance, sys; print('dlt' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

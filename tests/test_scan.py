@@ -1,0 +1,164 @@
+"""``sv.scan_events``: a polars LazyFrame whose filters on startTime, projection and head(n)
+reach the fetch; the result equals ``client.events(..., output="polars")``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+
+import pytest
+import surveillance as sv
+
+pl = pytest.importorskip("polars")
+pytest.importorskip("polars.io.plugins")
+
+from conftest import emulator_fixture  # noqa: E402
+
+UTC = dt.timezone.utc
+DAY = dt.timedelta(days=1)
+A = dt.datetime(2026, 1, 5, tzinfo=UTC)
+B = dt.datetime(2026, 1, 7, tzinfo=UTC)
+START = pl.col("startTime")
+
+#: Three days, 3,000 events a day on 12 sites (about 2 a minute, a burst each day).
+emu = emulator_fixture(seed=0, sites=12, days=3, events_per_day=3000)
+
+
+def client_of(emu):
+    """A client under a daily budget: it walks each window a page at a time, so that its
+    requests are the same from run to run (without one it pages ahead, and the pages in flight
+    past a window's end vary)."""
+    client = emu.client(limits=sv.Limits(None, 3, None, None, 10**6))
+    client.access_token()
+    return client
+
+
+def event_requests(client) -> int:
+    return client.stats()["requests"].get("GET /v2/events", 0)
+
+
+def spent(client, run):
+    before = event_requests(client)
+    result = run()
+    return result, event_requests(client) - before
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        (START >= A) & (START < B),
+        START.is_between(A, B, closed="left"),
+        (START < B) & (pl.lit(A) <= START),  # the literal on the left
+    ],
+    ids=["ge-and-lt", "is_between", "flipped"],
+)
+def test_a_filtered_collect_equals_events_and_costs_the_same_requests(emu, where):
+    client = client_of(emu)
+    want, direct = spent(client, lambda: client.events(A, B, output="polars", progress=False))
+    client = client_of(emu)
+    got, scanned = spent(client, lambda: sv.scan_events(client).filter(where).collect())
+    assert got.equals(want) and got.height == 6000
+    # The first 10 minutes are fetched alone (for head(n)); here the rest needs no more pages.
+    assert scanned == direct == 61, (scanned, direct)
+    assert client.last_cost is not None and client.last_cost.requests == scanned
+
+
+def test_a_range_off_the_day_costs_at_most_the_first_parts_request_more(emu):
+    a, b = A + dt.timedelta(hours=3), B + dt.timedelta(hours=5, minutes=30)
+    client = client_of(emu)
+    want, direct = spent(client, lambda: client.events(a, b, output="polars", progress=False))
+    client = client_of(emu)
+    got, scanned = spent(client, lambda: sv.scan_events(client, start=a, end=b).collect())
+    assert got.equals(want)
+    assert direct <= scanned <= direct + 1, (scanned, direct)
+
+
+@pytest.mark.parametrize("engine", ["auto", "streaming"])
+def test_head_10_costs_one_request(emu, engine):
+    client = client_of(emu)
+    lf = sv.scan_events(client).filter(START.is_between(A, B)).head(10)
+    got, requests = spent(client, lambda: lf.collect(engine=engine))
+    assert requests == 1
+    assert got["id"].to_list() == emu.truth(A, B)[:10]
+    # head(n) without a filter: polars hands the source n itself.
+    got, requests = spent(client, lambda: sv.scan_events(client, A, B).head(10).collect())
+    assert requests == 1 and got.height == 10
+
+
+def test_projection_yields_only_the_columns_asked(emu):
+    client = client_of(emu)
+    # siteId is read only by the filter.
+    lf = sv.scan_events(client, A, A + DAY).filter(pl.col("siteId") != "").select("id", "startTime")
+    assert "PROJECT 3/19 COLUMNS" in lf.explain()
+    got = lf.collect()
+    assert got.columns == ["id", "startTime"]
+    assert got.schema["startTime"] == pl.Datetime("ms", "UTC")
+    assert got["id"].to_list() == emu.truth(A, A + DAY)
+
+
+def test_the_schema_is_that_of_events_without_a_request(emu):
+    client = client_of(emu)
+    schema, requests = spent(client, lambda: sv.scan_events(client).collect_schema())
+    assert requests == 0
+    assert schema == client.events(A, A + dt.timedelta(minutes=5), output="polars").schema
+
+
+def test_without_a_lower_bound_collect_says_how_to_give_one(emu):
+    client = client_of(emu)
+    for lf in (
+        sv.scan_events(client),
+        sv.scan_events(client).filter(START < B),
+        sv.scan_events(client).filter((START >= A) | (pl.col("siteId") == "x")),
+    ):
+        with pytest.raises(ValueError, match=r"lower bound on `startTime`.*start="):
+            lf.collect()
+    assert event_requests(client) == 0
+
+
+def test_filters_that_are_not_pushed_down_stay_exact(emu):
+    client = client_of(emu)
+    want = client.events(A, B, output="polars", progress=False)
+    site = want["siteId"][0]
+    cases = [
+        (pl.col("siteId") == site, want.filter(pl.col("siteId") == site)),
+        (START.dt.hour() == 3, want.filter(START.dt.hour() == 3)),
+        (
+            (START < A + DAY) | (pl.col("siteId") == site),
+            want.filter((START < A + DAY) | (pl.col("siteId") == site)),
+        ),
+    ]
+    for where, expected in cases:
+        got = sv.scan_events(client, start=A, end=B).filter(where).collect()
+        assert got.equals(expected) and 0 < got.height < want.height
+
+
+def test_bounds_of_other_units_and_inclusivity_are_exact(emu):
+    client = client_of(emu)
+    times = client.events(A, A + DAY, output="polars", progress=False)["startTime"]
+    t = times[100]
+    at = sv.scan_events(client).filter(START == t).collect()
+    assert at.height == (times == t).sum() > 0
+    # A microsecond literal after t: `>` it starts at the next millisecond.
+    after = pl.lit(t + dt.timedelta(microseconds=1)).cast(pl.Datetime("us", "UTC"))
+    got = sv.scan_events(client, end=A + DAY).filter(START > after).collect()
+    assert got["startTime"].min() > t and got.height == (times > t).sum()
+    empty = sv.scan_events(client).filter((START >= B) & (START < A)).collect()
+    assert empty.height == 0 and empty.schema == at.schema
+
+
+def test_a_start_and_end_in_the_call_are_intersected_with_the_filter(emu):
+    client = client_of(emu)
+    lf = sv.scan_events(client, start=A, end=B).filter(START >= A + DAY)
+    assert lf.collect()["id"].to_list() == emu.truth(A + DAY, B)
+    with pytest.raises(ValueError, match="`end` must be after `start`"):
+        sv.scan_events(client, start=B, end=A)
+    with pytest.raises(TypeError, match="surveillance.Client"):
+        sv.scan_events(object(), start=A)
+
+
+def test_importing_the_package_does_not_import_polars():
+    import subprocess
+
+    code = "import surveillance, sys; print('polars' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
