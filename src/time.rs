@@ -12,8 +12,8 @@ pub enum IsoError {
     Invalid,
 }
 
-/// Milliseconds in a day.
-const DAY_MS: i64 = 86_400_000;
+/// Milliseconds in a day (a UTC day: the service's days, and its quota's, start at UTC midnight).
+pub const DAY_MS: i64 = 86_400_000;
 
 /// Parses `YYYY-MM-DDTHH:MM:SS[.fff...](Z|±HH:MM|±HHMM)` into epoch milliseconds, by hand
 /// because it runs on every record and must accept the colon-less offsets senders use.

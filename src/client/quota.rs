@@ -26,8 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::error::{Error, Result};
 use crate::time::{civil_from_days, days_from_civil};
 
-/// Milliseconds in a day.
-const DAY_MS: i64 = 86_400_000;
+use crate::time::DAY_MS;
 
 /// Where the quota stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

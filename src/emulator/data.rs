@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use crate::rng::{mix, push_uuid, Rng};
 use crate::time::push_time;
 
-const DAY_MS: i64 = 86_400_000;
+use crate::time::DAY_MS;
 
 /// What to generate: the knobs of `Emulator(seed, sites, days, events_per_day)`.
 #[derive(Debug, Clone)]

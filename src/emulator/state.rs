@@ -15,8 +15,7 @@ use crate::rng::{mix, Rng};
 /// Lifetime of a token in seconds, as the service reports it (just under 4 hours).
 pub const DEFAULT_TOKEN_LIFETIME: u64 = 14_399;
 
-/// Milliseconds in a UTC day.
-const DAY_MS: i64 = 86_400_000;
+use crate::time::DAY_MS;
 
 /// The order in which `/v2/events` returns a window's events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -43,8 +43,7 @@ use crate::webhook::{self, Problem, Severity};
 const PARQUET_BATCH: usize = 8192;
 /// Distinct `dataType` values of the first batch whose models the columns are checked against.
 const MAX_DATA_TYPES: usize = 8;
-/// Milliseconds in a day.
-const DAY_MS: i64 = 86_400_000;
+use crate::time::DAY_MS;
 
 // ---------------------------------------------------------------------------------------------
 // The schema check.
