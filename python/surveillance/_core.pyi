@@ -112,10 +112,25 @@ class Client:
     def quota_json(self) -> str:
         """Where the daily quota stands, as JSON text (``limit``, ``used``, ``remaining``,
         ``resets_at_ms``)."""
+    def grant_requests(self, n: int) -> None:
+        """Adds ``n`` requests to the allowance that a shared budget grants this client,
+        putting one in force: each request then takes one, waiting for the next grant when
+        none is left."""
+    def close_allowance(self) -> None:
+        """No more grants will come: a request that finds the allowance spent raises
+        ``QuotaExhaustedError`` instead of waiting."""
+    def end_allowance(self) -> int:
+        """Ends the allowance (requests are no longer bounded by one); the requests left
+        unspent."""
+    def allowance(self) -> Optional[int]:
+        """Requests left of the allowance in force, or None when none is."""
     def close(self) -> None:
         """Stops requests in flight; the client refuses new ones."""
     def config(self) -> dict:
         """The resolved configuration, secrets included (for pickling; never printed)."""
+    @property
+    def cache_dir(self) -> Optional[str]:
+        """The directory of the cache of settled events, or None without one."""
     @property
     def base_url(self) -> str:
         """Base URL (no secret)."""

@@ -8,10 +8,23 @@ see :meth:`Client.__reduce__ <surveillance.Client.__reduce__>`), and each worker
 one client per configuration: every task of that process shares its connections, its limits
 and its token, renewed only when it expires.
 
-Limits (:class:`~surveillance.Limits`) apply per client, hence per worker process: with ``n``
-worker processes, up to ``n`` times the client's read or publish rate reaches the service.
-Against the provider's published limits, give the client ``Limits`` divided by ``n`` (the
-client also slows down by itself on 429).
+On a ``dask.distributed`` cluster, the client's :class:`~surveillance.Limits` hold for the
+whole cluster, whatever its size, through the scheduler (names carry a hash of the service and
+the key, never the key):
+
+- rates: reading tasks take turns, one at a time in the cluster, through a
+  ``distributed.Semaphore`` per service and key, and each reads with the whole of the key's
+  read limits (publishing tasks likewise with the publish limits); the next turn starts no
+  sooner than one interval of the rate after the last one ended;
+- the daily quota: the scheduler holds the day's budget of the key (a ``distributed.Variable``
+  updated under a ``distributed.Lock``); a task's client draws requests from it in small
+  blocks, each request takes one before it is sent, and what a task did not spend goes back.
+  When the budget has no more, the task's next request raises
+  :class:`~surveillance.QuotaExhaustedError` (:func:`publish` attaches its combined report),
+  so the requests of the whole cluster stay within ``daily_requests``.
+
+Each machine's own ledger still counts as well. Without ``dask.distributed`` (the local
+schedulers), tasks share the process's one client, and with it its limits.
 
 Example:
     >>> import surveillance as sv, surveillance.dask as svd
@@ -23,8 +36,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
+import json
+import math
 import os
 import pickle
 import threading
@@ -92,6 +108,241 @@ class _ClientRef:
 
     def __repr__(self) -> str:
         return f"<client ref {self.key[:12]}>"
+
+
+# --- limits across a distributed cluster ----------------------------------------------------------
+#: How often a worker checks what is left of the requests its client was granted.
+_POLL_S = 0.02
+#: A block of the daily budget lasts about this long at the rate in force (at least 2 requests,
+#: at most 50): small enough that the blocks held apart are few, large enough that the
+#: scheduler is asked a few times a second at most.
+_BLOCK_S = 0.5
+
+
+def _cluster() -> Any:
+    """The ``distributed`` client of the worker this task runs on, or None off a cluster."""
+    try:
+        from distributed import get_client, get_worker
+    except ImportError:
+        return None
+    try:
+        get_worker()
+    except ValueError:
+        return None
+    return get_client()
+
+
+def _key_digest(config: dict) -> str:
+    """A name for the service and key of a configuration that does not reveal the key."""
+    data = f"{config['base_url']}\0{config['api_key']}".encode()
+    return hashlib.sha256(data).hexdigest()[:24]
+
+
+class _Budget:
+    """The state of one service and key that the scheduler holds for the cluster: the day's
+    requests drawn (``used``, of ``limit``, on the service's UTC ``day``) and, per kind of
+    request, when the next turn may start (``free_at``, wall-clock seconds). Every change is
+    made under one ``distributed.Lock``."""
+
+    def __init__(self, dask_client: Any, digest: str) -> None:
+        from distributed import Lock, Variable
+
+        name = f"surveillance-budget-{digest}"
+        self._lock = Lock(f"{name}-lock")
+        self._state = Variable(name, client=dask_client)
+
+    def update(self, change: Any) -> Any:
+        """Applies ``change(state) -> result`` to the state, atomically; returns the result."""
+        import asyncio
+
+        with self._lock:
+            try:
+                state = self._state.get(timeout=0)
+            except (TimeoutError, asyncio.TimeoutError):
+                state = {}
+            state = dict(state or {})
+            result = change(state)
+            self._state.set(state)
+        return result
+
+
+class _Allowance:
+    """Keeps one worker client's allowance of requests topped up from the cluster's daily
+    budget while tasks of this process use it, and gives back what they did not spend.
+
+    The first block is drawn before the task sends anything; a thread draws the next one
+    when less than half a block is left. When the budget has no more, the allowance is
+    closed: the client's next request past it raises ``QuotaExhaustedError``."""
+
+    def __init__(self, client: Any, budget: _Budget, limit: int, block: int) -> None:
+        self._client, self._budget, self._limit, self._block = client, budget, limit, block
+        self._users = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def _day(self) -> int:
+        """The service's UTC day by this machine's ledger (days since the epoch)."""
+        q = json.loads(self._client._inner.quota_json())
+        return (q["resets_at_ms"] - 1) // 86_400_000
+
+    def _draw(self) -> int:
+        """Requests drawn from the budget (at most a block; 0 when it has none left)."""
+        day, local = self._day(), self._client.quota()["used"]
+        limit, block = self._limit, self._block
+
+        def change(state: dict) -> int:
+            if state.get("day") != day:
+                state.update(day=day, used=0)
+            state["limit"] = limit
+            # What this machine's ledger counted today is spent, whoever spent it.
+            used = max(int(state["used"]), int(local))
+            grant = max(0, min(block, limit - used))
+            state["used"] = used + grant
+            return grant
+
+        return int(self._budget.update(change))
+
+    def _give_back(self, n: int) -> None:
+        if n <= 0:
+            return
+        day = self._day()
+
+        def change(state: dict) -> None:
+            if state.get("day") == day:
+                state["used"] = max(0, int(state["used"]) - n)
+
+        self._budget.update(change)
+
+    def _top_up(self) -> bool:
+        """Draws a block; closes the allowance when the budget has none. False once closed."""
+        granted = self._draw()
+        inner = self._client._inner
+        inner.grant_requests(granted)
+        if granted == 0:
+            inner.close_allowance()
+            return False
+        return True
+
+    def _run(self) -> None:
+        inner = self._client._inner
+        try:
+            while not self._stop.wait(_POLL_S):
+                left = inner.allowance()
+                if left is None:
+                    return
+                if left * 2 < self._block and not self._top_up():
+                    return
+        except Exception:
+            # The scheduler cannot be reached: nothing more can be drawn.
+            inner.close_allowance()
+
+    def __enter__(self) -> _Allowance:
+        with self._lock:
+            self._users += 1
+            if self._users == 1:
+                self._stop.clear()
+                try:
+                    if self._top_up():
+                        self._thread = threading.Thread(
+                            target=self._run, name="surveillance-allowance", daemon=True
+                        )
+                        self._thread.start()
+                except BaseException:
+                    self._users -= 1
+                    self._client._inner.end_allowance()
+                    raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users:
+                return
+            self._stop.set()
+            if self._thread is not None:
+                self._thread.join()
+                self._thread = None
+            self._give_back(self._client._inner.end_allowance())
+
+
+_ALLOWANCES: dict = {}
+_COORDINATION: dict = {}
+
+
+def _coordination(dask_client: Any, digest: str) -> tuple:
+    """This process's handles on the scheduler's state of a service and key: the
+    :class:`_Budget` and a ``distributed.Semaphore`` of one lease per kind of request (made
+    once: each keeps its leases alive from this process)."""
+    from distributed import Semaphore
+
+    with _CLIENTS_LOCK:
+        found = _COORDINATION.get((dask_client.id, digest))
+        if found is None:
+            turns = {
+                kind: Semaphore(max_leases=1, name=f"surveillance-{kind}-{digest}")
+                for kind in ("read", "publish")
+            }
+            found = (_Budget(dask_client, digest), turns)
+            _COORDINATION[(dask_client.id, digest)] = found
+        return found
+
+
+def _allowance(ref: _ClientRef, client: Any, budget: _Budget, limits: dict) -> _Allowance:
+    """This process's allowance of ``client`` (one per configuration)."""
+    rates = [r for r in (limits["read_per_second"], limits["publish_per_second"]) if r]
+    block = max(2, min(50, math.ceil(max(rates, default=100.0) * _BLOCK_S)))
+    with _CLIENTS_LOCK:
+        allowance = _ALLOWANCES.get(ref.key)
+        if allowance is None or allowance._client is not client:
+            allowance = _Allowance(client, budget, limits["daily_requests"], block)
+            _ALLOWANCES[ref.key] = allowance
+        return allowance
+
+
+@contextlib.contextmanager
+def _limited(ref: _ClientRef, kind: str) -> Any:
+    """Runs a task's ``kind`` (``"read"`` or ``"publish"``) requests within the limits of the
+    client's key for the whole cluster; yields the client. Off a cluster: the client alone."""
+    client = ref.get()
+    dask_client = _cluster()
+    if dask_client is None:
+        yield client
+        return
+    config = client._inner.config()
+    limits, digest = config["limits"], _key_digest(config)
+    budget, turns = _coordination(dask_client, digest)
+    rate = limits[f"{kind}_per_second"]
+    paced = rate is not None or limits[f"{kind}_concurrency"] is not None
+    turn = turns[kind] if paced else None
+    if turn is not None:
+        turn.acquire()
+    try:
+        quota = (
+            _allowance(ref, client, budget, limits)
+            if limits["daily_requests"] is not None
+            else contextlib.nullcontext()
+        )
+        with quota:
+            if turn is not None and rate is not None:
+                # The last turn's requests were sent before it ended: one interval after that.
+                free_at = budget.update(lambda state: state.get(f"{kind}_free_at", 0.0))
+                wait = min(1.0 / rate, float(free_at) - time.time())
+                if wait > 0:
+                    time.sleep(wait)
+            try:
+                yield client
+            finally:
+                if turn is not None and rate is not None:
+                    ended = time.time() + 1.0 / rate
+
+                    def change(state: dict) -> None:
+                        state[f"{kind}_free_at"] = ended
+
+                    budget.update(change)
+    finally:
+        if turn is not None:
+            turn.release()
 
 
 # --- time slices -------------------------------------------------------------------------------
@@ -177,10 +428,14 @@ def events_meta() -> Any:
 
 
 def _fetch_slice(bounds: tuple, ref: _ClientRef, report_id: Optional[str]) -> Any:
-    """One partition: the events of ``[lo, hi)`` by the client's windowed algorithm."""
+    """One partition: the events of ``[lo, hi)`` by the client's windowed algorithm, within
+    the key's limits for the whole cluster (the table becomes pandas after the turn)."""
+    from . import _output
+
     lo, hi = bounds
-    frame = ref.get().events(from_ms(lo), from_ms(hi), report_id, output="pandas", progress=False)
-    return _indexed(frame)
+    with _limited(ref, "read") as client:
+        table = client.events(from_ms(lo), from_ms(hi), report_id, output="arrow", progress=False)
+    return _indexed(_output.convert(table, "pandas"))
 
 
 def events(
@@ -274,7 +529,8 @@ def _publish_part(part: Any, ref: _ClientRef, kwargs: dict) -> tuple:
         records = list(part)  # a bag partition may be any iterable: its size is needed
     size = len(records)
     try:
-        report = ref.get().publish(records, **kwargs)
+        with _limited(ref, "publish") as client:
+            report = client.publish(records, **kwargs)
     except Exception as exc:
         report = getattr(exc, "report", None)
         if report is None:

@@ -455,6 +455,7 @@ impl Http {
         let body = Bytes::from(body.to_string());
         let mut attempt = 0;
         loop {
+            self.unless_closed(self.ledger.take_granted()).await?;
             self.ledger.spend()?;
             let sent_at = Instant::now();
             self.stats.request("POST /v2/oauth/token");
@@ -672,6 +673,7 @@ impl Http {
             let (token, generation) = self.token().await?;
             let slot = gate.acquire().await?;
             // Counted against the day's budget only when it is about to go.
+            self.unless_closed(self.ledger.take_granted()).await?;
             self.ledger.spend()?;
             let started = Instant::now();
             self.stats.request(call.route);

@@ -47,6 +47,9 @@ const BASELINE_SPAN: f64 = 1000.0;
 const RECHECK: Duration = Duration::from_millis(100);
 /// The adaptive rate never goes below this many requests per second.
 const FLOOR: f64 = 0.5;
+/// A request that starts this little past its turn counts as started on it (at most a quarter
+/// of the interval): the lateness of the timer that woke it.
+const TIMER_SLACK: Duration = Duration::from_millis(2);
 
 /// One answer: when it came, when its request was sent, whether it was a 429.
 #[derive(Debug, Clone, Copy)]
@@ -154,13 +157,20 @@ impl Throttle {
     /// Whether a request may start at `now` (then it counts as started), or the instant to ask
     /// again at: requests are spaced by the rate in force, never sent in a burst.
     pub fn turn(&mut self, now: Instant) -> Option<Instant> {
+        let mut start = now;
         if let (Some(rate), Some(last)) = (self.rate(now), self.last_start) {
-            let due = last + Duration::from_secs_f64(1.0 / rate);
+            let interval = Duration::from_secs_f64(1.0 / rate);
+            let due = last + interval;
             if due > now {
                 return Some(due);
             }
+            // A wake-up a little past its turn (timers tick in milliseconds) counts from the
+            // turn, or every interval would grow by the timer's lateness (a tenth at 100/s).
+            if now - due <= TIMER_SLACK.min(interval / 4) {
+                start = due;
+            }
         }
-        self.last_start = Some(now);
+        self.last_start = Some(start);
         None
     }
 
@@ -412,6 +422,10 @@ mod tests {
         // Late: the next turn counts from this start, never a catch-up burst.
         assert_eq!(t.turn(at(t0, 2.0)), None);
         assert_eq!(t.turn(at(t0, 2.0)), Some(at(t0, 2.25)));
+        // A millisecond past its turn (a timer's lateness): the next counts from the turn, so
+        // the rate holds on average.
+        assert_eq!(t.turn(at(t0, 2.251)), None);
+        assert_eq!(t.turn(at(t0, 2.3)), Some(at(t0, 2.5)));
         let mut unlimited = Throttle::new(None);
         assert!((0..100).all(|_| unlimited.turn(t0).is_none()));
     }

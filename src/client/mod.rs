@@ -221,6 +221,11 @@ impl Client {
         self.http.ledger.quota()
     }
 
+    /// The daily quota's ledger of this client, and the allowance a shared budget grants it.
+    pub fn ledger(&self) -> &quota::Ledger {
+        &self.http.ledger
+    }
+
     /// The counters of this client.
     pub fn stats(&self) -> Snapshot {
         self.http.stats.snapshot()

@@ -12,6 +12,9 @@
 //! The day is the service's UTC day, read from the `Date` header of its answers, so a skewed
 //! local clock does not matter (`Date` has a one-second resolution: a request sent within a
 //! second of midnight may be counted on the other day).
+//!
+//! A budget held elsewhere (a Dask cluster's share of the day) can also bound one client: an
+//! allowance of requests granted in blocks, taken one per request before the ledger counts it.
 
 use std::fs::File;
 #[cfg(not(unix))]
@@ -73,6 +76,18 @@ pub struct Ledger {
     skew_ms: AtomicI64,
     /// The local clock, epoch ms (a seam for tests).
     clock: fn() -> i64,
+    /// Requests granted from a budget held elsewhere; None: none is in force.
+    allowance: Mutex<Option<Allowance>>,
+    /// Wakes the requests waiting for a grant.
+    granted: tokio::sync::Notify,
+}
+
+/// What is left of the requests granted to a client, and whether more may come.
+#[derive(Debug, Default, Clone, Copy)]
+struct Allowance {
+    left: u64,
+    /// The budget said no more will come: a request that finds none left is refused.
+    closed: bool,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -201,7 +216,80 @@ impl Ledger {
             memory: Mutex::new(Record::default()),
             skew_ms: AtomicI64::new(0),
             clock: local_now_ms,
+            allowance: Mutex::new(None),
+            granted: tokio::sync::Notify::new(),
         }
+    }
+
+    fn allowance_slot(&self) -> std::sync::MutexGuard<'_, Option<Allowance>> {
+        self.allowance.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds `n` requests to the allowance, putting one in force (none left) if none is: from
+    /// then on every request takes one of them ([`take_granted`](Self::take_granted)).
+    pub fn grant(&self, n: u64) {
+        let mut slot = self.allowance_slot();
+        let a = slot.get_or_insert_with(Allowance::default);
+        a.left = a.left.saturating_add(n);
+        drop(slot);
+        self.granted.notify_waiters();
+    }
+
+    /// No more grants will come: a request that finds the allowance spent is refused with
+    /// [`Error::Quota`] instead of waiting.
+    pub fn close_allowance(&self) {
+        if let Some(a) = self.allowance_slot().as_mut() {
+            a.closed = true;
+        }
+        self.granted.notify_waiters();
+    }
+
+    /// Ends the allowance (requests are no longer bounded by one); what was left unspent.
+    pub fn end_allowance(&self) -> u64 {
+        let left = self.allowance_slot().take().map_or(0, |a| a.left);
+        self.granted.notify_waiters();
+        left
+    }
+
+    /// Requests left of the allowance in force, or None.
+    pub fn allowance(&self) -> Option<u64> {
+        self.allowance_slot().map(|a| a.left)
+    }
+
+    /// Takes one request of the allowance in force (at once without one), waiting for the
+    /// next grant when none is left; [`Error::Quota`] once the allowance is closed and spent.
+    pub async fn take_granted(&self) -> Result<()> {
+        loop {
+            // Registered before the check, so a grant between the two is not missed.
+            let next = self.granted.notified();
+            {
+                let mut slot = self.allowance_slot();
+                match slot.as_mut() {
+                    None => return Ok(()),
+                    Some(a) if a.left > 0 => {
+                        a.left -= 1;
+                        return Ok(());
+                    }
+                    Some(a) if a.closed => break,
+                    Some(_) => {}
+                }
+            }
+            next.await;
+        }
+        let limit = self.limit;
+        Err(self.on_today(|r, _, day| {
+            let when = reset_time((day + 1) * DAY_MS);
+            Error::Quota {
+                message: format!(
+                    "the daily quota of this API key is used up by the clients that share its \
+                     budget (the requests granted to this one are spent, and the budget has no \
+                     more); it comes back at {when}"
+                ),
+                used: r.used,
+                limit,
+                resets_at_ms: (day + 1) * DAY_MS,
+            }
+        }))
     }
 
     /// The ledger's file, or None when it lives in memory.
@@ -488,6 +576,35 @@ mod tests {
         assert!(other.spend().is_err());
         assert_eq!(other.quota().remaining, None);
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[tokio::test]
+    async fn an_allowance_bounds_the_requests_until_it_ends() {
+        let l = Ledger::open("https://api.test/", "key-1234", None, None);
+        l.take_granted().await.expect("none in force");
+        assert_eq!(l.allowance(), None);
+        l.grant(2);
+        l.take_granted().await.expect("1");
+        l.take_granted().await.expect("2");
+        assert_eq!(l.allowance(), Some(0));
+        // None left: the request waits for the next grant.
+        let short = std::time::Duration::from_millis(20);
+        assert!(tokio::time::timeout(short, l.take_granted()).await.is_err());
+        let (took, ()) = tokio::join!(l.take_granted(), async {
+            tokio::time::sleep(short).await;
+            l.grant(3);
+        });
+        took.expect("granted");
+        assert_eq!(l.allowance(), Some(2));
+        l.close_allowance();
+        l.take_granted().await.expect("what is left still goes");
+        l.take_granted().await.expect("the last");
+        let e = l.take_granted().await.expect_err("closed and spent");
+        assert!(matches!(e, Error::Quota { .. }), "{e}");
+        assert!(e.to_string().contains("comes back at"), "{e}");
+        l.grant(4);
+        assert_eq!(l.end_allowance(), 4);
+        l.take_granted().await.expect("none in force again");
     }
 
     #[test]

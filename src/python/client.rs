@@ -397,6 +397,30 @@ impl PyClient {
         serde_json::to_string(&self.core()?.quota()).map_err(errors::internal)
     }
 
+    /// Adds `n` requests to the allowance that a shared budget grants this client, putting
+    /// one in force: each request then takes one, waiting for the next grant when none is left.
+    fn grant_requests(&self, n: u64) -> PyResult<()> {
+        self.core()?.ledger().grant(n);
+        Ok(())
+    }
+
+    /// No more grants will come: a request that finds the allowance spent raises
+    /// `QuotaExhaustedError` instead of waiting.
+    fn close_allowance(&self) -> PyResult<()> {
+        self.core()?.ledger().close_allowance();
+        Ok(())
+    }
+
+    /// Ends the allowance (requests are no longer bounded by one); the requests left unspent.
+    fn end_allowance(&self) -> PyResult<u64> {
+        Ok(self.core()?.ledger().end_allowance())
+    }
+
+    /// Requests left of the allowance in force, or None when none is.
+    fn allowance(&self) -> PyResult<Option<u64>> {
+        Ok(self.core()?.ledger().allowance())
+    }
+
     /// The counters, as JSON text.
     fn stats_json(&self) -> PyResult<String> {
         serde_json::to_string(&self.core()?.stats()).map_err(errors::internal)
