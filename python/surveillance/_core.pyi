@@ -8,6 +8,9 @@ from typing import Any, Awaitable, Callable, ClassVar, Optional, Union, final
 
 __all__ = [
     "BatchStream",
+    "cache_info_at",
+    "cache_location",
+    "clear_cache_at",
     "Client",
     "columns",
     "columns_json",
@@ -55,10 +58,15 @@ class Client:
         end_ms: int,
         report_id: Optional[str] = None,
         progress: Optional[Callable[[dict], Any]] = None,
+        refresh: bool = False,
     ) -> Any:
         """Every event of the range as an Arrow table (one batch per window)."""
     def events_arrow_async(
-        self, start_ms: int, end_ms: int, report_id: Optional[str] = None
+        self,
+        start_ms: int,
+        end_ms: int,
+        report_id: Optional[str] = None,
+        refresh: bool = False,
     ) -> Awaitable[Any]:
         """As ``events_arrow``, as an awaitable (no progress)."""
     def events_reader(
@@ -67,11 +75,16 @@ class Client:
         end_ms: int,
         report_id: Optional[str] = None,
         progress: Optional[Callable[[dict], Any]] = None,
+        refresh: bool = False,
     ) -> Any:
         """The events of the range as a stream of Arrow record batches, handing ``progress``
         the fetch's progress while its consumer waits."""
     def events_reader_async(
-        self, start_ms: int, end_ms: int, report_id: Optional[str] = None
+        self,
+        start_ms: int,
+        end_ms: int,
+        report_id: Optional[str] = None,
+        refresh: bool = False,
     ) -> BatchStream:
         """The events of the range as record batches for ``async for`` (bounded memory)."""
     def events_stream(
@@ -83,9 +96,11 @@ class Client:
         buffer: int = 2,
         arrow: bool = False,
         partial: bool = False,
+        refresh: bool = False,
     ) -> EventStream:
         """The same events, window after window; at most ``buffer`` windows wait.
-        ``partial``: a sync's fetch, not refused up front when the quota left is short."""
+        ``partial``: a sync's fetch, not refused up front when the quota left is short.
+        ``refresh``: past the cache of settled events, replacing what it held of the range."""
     def access_token(self) -> str:
         """A valid access token."""
     def access_token_async(self) -> Awaitable[str]:
@@ -96,6 +111,11 @@ class Client:
         """As ``diagnose``, as an awaitable."""
     def stats_json(self) -> str:
         """The counters, as JSON text."""
+    def cache_info_json(self) -> str:
+        """What the cache of settled events holds (its whole directory), as JSON text;
+        ``null`` without a cache."""
+    def clear_cache(self) -> int:
+        """Empties the cache of settled events; the files removed."""
     def plan_json(
         self,
         start_ms: int,
@@ -307,6 +327,17 @@ def _check(
     no JSON form), the fused check's verdict (None: left to the careful path), the upsert key
     hashed in the walk, the key the core finds in the text (None: it refuses the text), and
     the problems ``validate`` gives."""
+
+def cache_location() -> Optional[str]:
+    """The directory of the cache of settled events that a client of a remote service uses by
+    default: ``SURVEILLANCE_CACHE`` when it names a directory, else the user's cache
+    directory's."""
+
+def cache_info_at(path: str) -> str:
+    """What the cache of settled events at ``path`` holds, as JSON text."""
+
+def clear_cache_at(path: str) -> int:
+    """Empties the cache of settled events at ``path``; the files removed."""
 
 def write_parquet(data: Any, path: str) -> int:
     """Writes Arrow data (``__arrow_c_stream__``/``__arrow_c_array__``) to a Parquet file."""

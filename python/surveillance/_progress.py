@@ -81,6 +81,9 @@ def _words(update: dict, limit: Optional[int], plan: bool) -> tuple[int, str]:
     (42, '4,200 events, 43 of ~101 requests (1.8% of the day), ~58s left')
     >>> _words({"fetched": 0, "requests": 0, "total_ms": 100, "done_ms": 0}, None, False)
     (0, '0 events, 0 requests')
+    >>> _words({"events": 14000, "requests": 0, "total_ms": 100, "done_ms": 100,
+    ...         "saved": 140}, None, False)
+    (100, '14,000 events, 0 requests, 140 saved by the cache')
     >>> _words({"requests": 7, "total_ms": 100, "done_ms": 25}, None, True)
     (25, '7 requests asked, 25% of the range counted')
     """
@@ -99,6 +102,9 @@ def _words(update: dict, limit: Optional[int], plan: bool) -> tuple[int, str]:
     else:
         pct = min(99, 100 * done_ms // total)
     words = f"{fetched:,} events, {_cost(requests, update.get('expected_requests'), limit)}"
+    saved = int(update.get("saved") or 0)
+    if saved:
+        words += f", {saved:,} saved by the cache"
     eta = update.get("eta_s")
     if eta is not None and pct < 100:
         words += f", ~{_duration(eta)} left"

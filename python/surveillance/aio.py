@@ -105,9 +105,11 @@ class AsyncClient(_BaseClient):
         report_id: Optional[str] = None,
         output: str = "dicts",
         progress: ProgressArg = "auto",
+        refresh: bool = False,
     ) -> Any:
         """Every event whose ``startTime`` is in ``[start, end)``, exactly once, sorted by
-        ``(startTime, id)`` (see :meth:`Client.events` for the arguments and outputs).
+        ``(startTime, id)`` (see :meth:`Client.events` for the arguments, the cache and the
+        outputs).
 
         >>> import asyncio, surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=80) as emu:
@@ -116,9 +118,10 @@ class AsyncClient(_BaseClient):
         80
         """
         _output.check(output)
+        _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
         if output != "dicts":
-            table = await self._inner.events_arrow_async(lo, hi, report_id)
+            table = await self._inner.events_arrow_async(lo, hi, report_id, refresh)
             return _output.convert(table, output)
         callback, close = _progress.make(progress, "events", self.quota()["limit"])
         events: list = []
@@ -126,7 +129,7 @@ class AsyncClient(_BaseClient):
             # The collector is paused while the list grows (see _gcpause): its full passes over
             # the events already held would stall the event loop.
             with paused():
-                async for chunk in self._chunks(lo, hi, report_id):
+                async for chunk in self._chunks(lo, hi, report_id, refresh):
                     events.extend(chunk)
                     if callback is not None:
                         callback(_update(events, lo, hi))
@@ -134,8 +137,10 @@ class AsyncClient(_BaseClient):
         finally:
             close()
 
-    async def _chunks(self, lo: int, hi: int, report_id: Optional[str]) -> AsyncIterator[list]:
-        stream = self._inner.events_stream(lo, hi, report_id, None, 2)
+    async def _chunks(
+        self, lo: int, hi: int, report_id: Optional[str], refresh: bool = False
+    ) -> AsyncIterator[list]:
+        stream = self._inner.events_stream(lo, hi, report_id, None, 2, refresh=refresh)
         try:
             while True:
                 chunk = await stream.next_async(_CHUNK)
@@ -146,10 +151,15 @@ class AsyncClient(_BaseClient):
             stream.close()
 
     async def iter_events(
-        self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        refresh: bool = False,
     ) -> AsyncIterator[dict]:
         """The events of :meth:`events`, one dict at a time, in the same order, with bounded
-        memory (``async for event in client.iter_events(start, end)``).
+        memory (``async for event in client.iter_events(start, end)``); ``refresh`` as for
+        :meth:`Client.events`.
 
         >>> import asyncio, surveillance as sv
         >>> async def count(client, emu):
@@ -158,8 +168,9 @@ class AsyncClient(_BaseClient):
         ...     asyncio.run(count(emu.async_client(), emu))
         50
         """
+        _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
-        async for chunk in self._chunks(lo, hi, report_id):
+        async for chunk in self._chunks(lo, hi, report_id, refresh):
             for event in chunk:
                 yield event
 
@@ -173,13 +184,19 @@ class AsyncClient(_BaseClient):
         return EventPlan(**json.loads(await self._inner.plan_json_async(lo, hi, report_id)))
 
     async def event_batches(
-        self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        refresh: bool = False,
     ) -> AsyncIterator[Any]:
         """The events of :meth:`events` as Arrow record batches (one per window, each an
         object with ``__arrow_c_array__``, e.g. for ``pyarrow.record_batch``), produced as
-        windows complete, with bounded memory (``async for batch in ...``)."""
+        windows complete, with bounded memory (``async for batch in ...``); ``refresh`` as
+        for :meth:`Client.events`."""
+        _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
-        stream = self._inner.events_reader_async(lo, hi, report_id)
+        stream = self._inner.events_reader_async(lo, hi, report_id, refresh)
         try:
             while True:
                 batch = await stream.next_async()

@@ -1161,6 +1161,53 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- cache ----------------------------------------------------------------------------
+def _cache_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "action",
+        choices=("info", "clear"),
+        help="info: what the cache of settled events holds; clear: empty it",
+    )
+    p.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="the cache directory (default: SURVEILLANCE_CACHE when it names one, else the "
+        "user's cache directory's)",
+    )
+    p.add_argument("--json", action="store_true", help="info: one JSON object instead of lines")
+
+
+def _cache(args: argparse.Namespace) -> int:
+    """Shows or empties the cache of settled events; no request is sent."""
+    from . import _core
+
+    where = args.dir if args.dir else _core.cache_location()
+    if where is None:
+        raise ValueError("no cache directory: pass --dir DIR or set SURVEILLANCE_CACHE")
+    if args.action == "clear":
+        removed = _core.clear_cache_at(where)
+        print(f"removed {removed:,} cached window{'' if removed == 1 else 's'} from {where}")
+        return 0
+    info = json.loads(_core.cache_info_at(where))
+    if args.json:
+        print(json.dumps(info))
+        return 0
+
+    def when(ms: int) -> str:
+        return f"{dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc):%Y-%m-%d %H:%M:%S}"
+
+    print(f"cache of settled events at {where}: {info['files']:,} files, {info['bytes']:,} bytes")
+    for e in info["entries"]:
+        report = f" report {e['report_id']}" if e["report_id"] else ""
+        print(
+            f"  {e['base_url'] or '(unknown service)'} account {e['account'][:12]}"
+            f" {e['endpoint']}{report}: {e['events']:,} events, {e['bytes']:,} bytes"
+        )
+        for lo, hi in e["ranges"]:
+            print(f"    {when(lo)} to {when(hi)} UTC")
+    return 0
+
+
 # --- registry -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Command:
@@ -1218,6 +1265,12 @@ COMMANDS = [
         "cameras", "every camera, or those of one site or device", _cameras_arguments, _cameras
     ),
     Command("reports", "every report (its id is --report of events)", _list_arguments, _reports),
+    Command(
+        "cache",
+        "show (info) or empty (clear) the cache of settled events",
+        _cache_arguments,
+        _cache,
+    ),
     Command(
         "emulator", "run the emulator and print its credentials", _emulator_arguments, _emulator
     ),

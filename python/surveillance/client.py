@@ -210,6 +210,9 @@ class _BaseClient:
         trust_env: bool = True,
         max_body_bytes: Optional[int] = None,
         max_wait: float = 60.0,
+        cache: Union[bool, str, os.PathLike, None] = None,
+        settle: SettleLike = "1h",
+        cache_max_bytes: Optional[int] = None,
     ) -> None:
         # The arguments as given, before any other name is bound: the native client takes
         # them as keywords.
@@ -230,7 +233,10 @@ class _BaseClient:
         _check.flag("trust_env", trust_env)
         _check.integer("max_body_bytes", max_body_bytes, 1024, 2**40, optional=True, config=True)
         _check.number("max_wait", max_wait, 0, 86_400, config=True)
+        _check.integer("cache_max_bytes", cache_max_bytes, 0, 2**50, optional=True, config=True)
         settings.update(
+            cache=_cache_setting(cache),
+            settle=_sync.parse_settle(settle).total_seconds(),
             timeout=float(timeout),
             max_wait=float(max_wait),
             limits=None if limits is None else asdict(limits),
@@ -286,11 +292,37 @@ class _BaseClient:
 
     def stats(self) -> dict:
         """Counters of this client: ``requests`` by ``"METHOD /path"``, ``retries``,
-        ``rate_limited``, ``tokens`` and ``bytes_received``; and ``quota``, as
+        ``rate_limited``, ``tokens``, ``bytes_received``, ``requests_saved`` (event requests
+        that reads served from the cache of settled events did not send); and ``quota``, as
         :meth:`quota` gives it."""
         stats = json.loads(self._inner.stats_json())
         stats["quota"] = self.quota()
         return stats
+
+    def cache_info(self) -> Optional[dict]:
+        """What the cache of settled events holds, or None when this client has no cache.
+
+        ``path`` (the directory), ``bytes``, ``files``, ``requests_saved`` (by this client's
+        reads so far), and ``entries``: one per account and endpoint, with its ``account`` (a
+        hash of the base URL, API key and client id, never a secret), ``base_url``,
+        ``endpoint``, ``report_id``, ``ranges`` (the ranges held, as pairs of aware UTC
+        datetimes), ``events``, ``bytes`` and ``files``.
+
+        >>> import surveillance as sv, tempfile
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
+        ...     client = emu.client(cache=tempfile.mkdtemp())
+        ...     _ = client.events(emu.start, emu.end, progress=False)
+        ...     _ = client.events(emu.start, emu.end, progress=False)
+        ...     info = client.cache_info()
+        >>> info["entries"][0]["events"], info["requests_saved"]
+        (50, 1)
+        """
+        return _cache_info(self._inner.cache_info_json(), self.stats()["requests_saved"])
+
+    def clear_cache(self) -> int:
+        """Empties the cache of settled events (every account's, in this client's cache
+        directory); the number of files removed (0 without a cache)."""
+        return self._inner.clear_cache()
 
     def close(self) -> None:
         """Stops requests in flight; later calls raise :class:`~surveillance.TransportError`."""
@@ -335,6 +367,16 @@ class Client(_BaseClient):
             86,400; default 60). A longer one means the quota is spent for a long while:
             :class:`~surveillance.QuotaExhaustedError` is raised at once, and every client of
             the machine with the same key refuses requests until then.
+        cache: the cache of settled events on disk (see :meth:`cache_info`): ``True`` (in the
+            user's cache directory), ``False``, or a directory. Default: the environment's
+            ``SURVEILLANCE_CACHE`` (``0`` turns it off, a path moves it), else on, but for a
+            loopback base URL (an emulator), which has no cache unless asked. A read serves
+            the settled parts of its range that earlier reads kept, and fetches only the rest.
+        settle: how long after it starts an event may still change, as for
+            :meth:`sync_events` (``"1h"``, ``"30m"``, a timedelta or seconds): older events are
+            settled, and kept by the cache; the last ``settle`` before now is always fetched.
+        cache_max_bytes: the cap of the cache directory (default 2 GiB): past it, the least
+            recently used windows are evicted.
 
     Example:
         >>> import surveillance as sv
@@ -400,13 +442,16 @@ class Client(_BaseClient):
         report_id: Optional[str] = None,
         output: str = "dicts",
         progress: ProgressArg = "auto",
+        refresh: bool = False,
     ) -> Any:
         """Every event whose ``startTime`` is in ``[start, end)``, exactly once, sorted by
         ``(startTime, id)``, however many there are.
 
         The service pages 100 at a time and refuses offsets past 10,000; the client splits
         the range into windows itself, in close to the fewest requests possible, whatever
-        order and bound inclusivity the service uses.
+        order and bound inclusivity the service uses. With a cache (see the ``cache``
+        argument of :class:`Client`), the settled parts of the range that earlier reads kept
+        are served from disk and only the rest is fetched: a re-run costs no request.
 
         Args:
             start: aware or naive (UTC) ``datetime``, ``date``, pandas ``Timestamp`` or
@@ -424,25 +469,30 @@ class Client(_BaseClient):
                 ``requests``, ``done_ms``, ``total_ms``, ``windows``, and what the pages read
                 so far let the client expect, None until they tell anything:
                 ``expected_events``, ``expected_requests`` and ``eta_s`` (seconds left at the
-                read rate). The bar shows these from the first request on.
+                read rate), and ``saved`` (requests not sent: windows served from the cache).
+                The bar shows these from the first request on.
+            refresh: read the whole range again, past the cache, and replace what it held.
 
         Raises:
             ValueError: ``end`` is not after ``start``, or ``report_id`` is not a UUID.
             DenseWindowError: more than 10,000 events share one millisecond.
         """
         _output.check(output)
+        _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
         callback, close = _progress.make(progress, "events", self.quota()["limit"])
         if output != "dicts":
             try:
-                table = self._inner.events_arrow(lo, hi, report_id, callback)
+                table = self._inner.events_arrow(lo, hi, report_id, callback, refresh)
             finally:
                 close()
             return _output.convert(table, output)
         # Each window becomes dicts here while the next ones are fetched in Rust. The cyclic
         # garbage collector is paused meanwhile: events are trees (no cycles), and collecting
         # while a million containers are created would traverse them again and again.
-        stream = self._inner.events_stream(lo, hi, report_id, callback, _EVENTS_BUFFER)
+        stream = self._inner.events_stream(
+            lo, hi, report_id, callback, _EVENTS_BUFFER, refresh=refresh
+        )
         events: list = []
         try:
             with paused():
@@ -459,9 +509,11 @@ class Client(_BaseClient):
         end: TimeLike,
         report_id: Optional[str] = None,
         progress: ProgressArg = False,
+        refresh: bool = False,
     ) -> Iterator[dict]:
         """The events of :meth:`events`, one dict at a time, in the same order, with bounded
         memory: windows are yielded as they complete, while the next ones are fetched.
+        ``refresh``: as for :meth:`events`.
 
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
@@ -469,11 +521,12 @@ class Client(_BaseClient):
         ...     sum(1 for _ in client.iter_events(emu.start, emu.end))
         50
         """
+        _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
         callback, close = _progress.make(progress, "events", self.quota()["limit"])
         # Counted from before the stream starts: it sends its first requests at once.
         meter = self._meter()
-        stream = self._inner.events_stream(lo, hi, report_id, callback)
+        stream = self._inner.events_stream(lo, hi, report_id, callback, refresh=refresh)
         try:
             with meter:
                 for window in stream:
@@ -500,7 +553,8 @@ class Client(_BaseClient):
         It asks about 1% of the fetch's requests on a service that sorts, more on one that
         does not; the pages it reads of a range that ended over an hour ago are used by the
         next :meth:`events` of that range on this client (within 15 minutes) instead of being
-        asked again.
+        asked again. What the cache of settled events holds of the range costs no request: its
+        events are counted, its requests are not.
 
         Args:
             start, end, report_id: as for :meth:`events`.
@@ -534,6 +588,7 @@ class Client(_BaseClient):
         end: TimeLike,
         report_id: Optional[str] = None,
         progress: Optional[Callable[[dict], Any]] = None,
+        refresh: bool = False,
     ) -> Any:
         """The events of :meth:`events` as a stream of Arrow record batches (one per window),
         produced as windows complete, with bounded memory: an object with
@@ -542,7 +597,7 @@ class Client(_BaseClient):
 
         ``progress``: a callable that receives the update dicts of :meth:`events` while the
         first window is fetched and whenever the consumer waits for the next (its exception
-        ends the stream).
+        ends the stream). ``refresh``: as for :meth:`events`.
 
         >>> import surveillance as sv, pyarrow as pa
         >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
@@ -551,10 +606,11 @@ class Client(_BaseClient):
         ...     reader.read_all().num_rows
         50
         """
+        _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
         if progress is not None and not callable(progress):
             raise TypeError(f"`progress` must be a callable or None, got {type(progress).__name__}")
-        return self._inner.events_reader(lo, hi, report_id, progress)
+        return self._inner.events_reader(lo, hi, report_id, progress, refresh)
 
     # --- incremental sync ---------------------------------------------------------------
     @_metered
@@ -752,6 +808,34 @@ def _quota(text: str) -> dict:
     q = json.loads(text)
     resets = _dt.datetime.fromtimestamp(q.pop("resets_at_ms") / 1000, tz=_dt.timezone.utc)
     return {**q, "resets_at": resets}
+
+
+def _cache_setting(cache: Any) -> Optional[str]:
+    """The native client's ``cache``: ``"1"`` (on), ``"0"`` (off), an absolute directory, or
+    None (as the environment and the base URL say)."""
+    if cache is None:
+        return None
+    if isinstance(cache, bool):
+        return "1" if cache else "0"
+    if not isinstance(cache, (str, os.PathLike)):
+        raise TypeError(f"`cache` must be True, False or a directory, got {type(cache).__name__}")
+    return os.path.abspath(_check.path("cache", cache))
+
+
+def _cache_info(text: str, saved: int) -> Optional[dict]:
+    import datetime as _dt
+
+    info = json.loads(text)
+    if info is None:
+        return None
+
+    def when(ms: int) -> _dt.datetime:
+        return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
+
+    for entry in info["entries"]:
+        entry["ranges"] = [(when(lo), when(hi)) for lo, hi in entry["ranges"]]
+    info["requests_saved"] = saved
+    return info
 
 
 def _restore(cls: type, config: dict) -> Any:

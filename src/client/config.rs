@@ -71,6 +71,15 @@ pub struct Settings {
     /// Longest `Retry-After` of a 429 the client waits for; a longer one raises
     /// [`Error::Quota`] at once.
     pub max_wait: Option<Duration>,
+    /// The cache of settled events (`SURVEILLANCE_CACHE`): `0` (or `false`, `off`) turns it
+    /// off, `1` (or `true`, `on`) asks for it in the default directory, anything else is the
+    /// directory to use. Unset: on in the default directory, but for a loopback base URL.
+    pub cache: Option<String>,
+    /// How long after it starts an event may still change (default an hour): older events
+    /// are settled, and kept by the cache.
+    pub settle: Option<Duration>,
+    /// The cap of the cache directory's size, bytes (default 2 GiB).
+    pub cache_max_bytes: Option<u64>,
 }
 
 /// The region whose webhook `publish` posts to by default.
@@ -138,6 +147,37 @@ pub struct Config {
     /// Where the daily quota's ledger lives (`SURVEILLANCE_QUOTA_DIR` or the user's cache
     /// directory); None: in the process's memory.
     pub quota_dir: Option<PathBuf>,
+    /// The directory of the cache of settled events; None: no cache.
+    pub cache_dir: Option<PathBuf>,
+    /// How long after it starts an event may still change, ms: older events are settled.
+    pub settle_ms: i64,
+    /// The cap of the cache directory's size, bytes.
+    pub cache_max_bytes: u64,
+}
+
+/// The default settle period, ms: an hour, as `sync_events`'s.
+pub const DEFAULT_SETTLE_MS: i64 = 3_600_000;
+
+/// The cache directory that `given` (or `SURVEILLANCE_CACHE`) asks for; None: no cache. Left
+/// unset, a loopback base URL (an emulator, whose data another seed on the same port changes)
+/// has none.
+fn cache_dir(
+    given: Option<String>,
+    env: &dyn Fn(&str) -> Option<String>,
+    base_url: &Url,
+) -> Option<PathBuf> {
+    let asked = given.or_else(|| from_env(env, "SURVEILLANCE_CACHE"));
+    match asked
+        .as_deref()
+        .map(|v| v.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("0" | "false" | "off" | "no") => None,
+        Some("1" | "true" | "on" | "yes") => super::cache::default_dir(env),
+        None if is_loopback(base_url) => None,
+        None => super::cache::default_dir(env),
+        Some(_) => asked.map(|v| PathBuf::from(v.trim())),
+    }
 }
 
 /// Default whole-request timeout.
@@ -150,6 +190,8 @@ pub const DEFAULT_MAX_BODY: usize = 64 * 1024 * 1024;
 pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(60);
 /// The longest `timeout`, seconds (a day): every wait of the client stays finite.
 pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+/// The longest `settle`, seconds (30 days, as `sync_events` takes).
+pub const MAX_SETTLE_SECS: f64 = 30.0 * 86_400.0;
 /// The longest `max_wait`, seconds (a day).
 pub const MAX_WAIT_SECS: f64 = 86_400.0;
 
@@ -322,6 +364,7 @@ impl Config {
         });
         let limits = s.limits.unwrap_or(Limits::PUBLISHED);
         limits.check().map_err(Error::Config)?;
+        let cache_dir = cache_dir(s.cache, env, &base_url);
         Ok(Config {
             api_key,
             client_id,
@@ -338,6 +381,11 @@ impl Config {
             max_body_bytes: s.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY),
             max_wait: s.max_wait.unwrap_or(DEFAULT_MAX_WAIT),
             quota_dir: super::quota::ledger_dir(env),
+            cache_dir,
+            settle_ms: s.settle.map_or(DEFAULT_SETTLE_MS, |d| {
+                i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+            }),
+            cache_max_bytes: s.cache_max_bytes.unwrap_or(super::cache::DEFAULT_MAX_BYTES),
         })
     }
 
@@ -436,6 +484,38 @@ mod tests {
         assert_eq!(format!("{s} {s:?}"), "*** '***'");
         let c = Config::resolve(Settings::default(), &env_of(FULL)).expect("config");
         assert!(!format!("{c:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn the_cache_is_on_by_default_but_for_loopback_unless_asked() {
+        const HOME: &[(&str, &str)] = &[
+            ("SURVEILLANCE_API_KEY", "k"),
+            ("SURVEILLANCE_CLIENT_ID", "id"),
+            ("SURVEILLANCE_CLIENT_SECRET", "s3cret"),
+            ("SURVEILLANCE_BASE_URL", "https://api.example.test"),
+            ("HOME", "/h"),
+            ("XDG_CACHE_HOME", "/h/.cache"),
+        ];
+        let env = env_of(HOME);
+        let of = |cache: Option<&str>, base: &str| {
+            let s = Settings {
+                cache: cache.map(String::from),
+                base_url: Some(base.into()),
+                ..Settings::default()
+            };
+            Config::resolve(s, &env).expect("config").cache_dir
+        };
+        let default = Some(PathBuf::from("/h/.cache/surveillance/events"));
+        if cfg!(all(unix, not(target_os = "macos"))) {
+            assert_eq!(of(None, "https://api.example.test"), default);
+            assert_eq!(of(Some("1"), "http://127.0.0.1:1"), default);
+        }
+        assert_eq!(of(None, "http://127.0.0.1:1"), None);
+        assert_eq!(of(Some("0"), "https://api.example.test"), None);
+        assert_eq!(
+            of(Some("/tmp/c"), "http://127.0.0.1:1"),
+            Some(PathBuf::from("/tmp/c"))
+        );
     }
 
     #[test]

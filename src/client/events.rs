@@ -10,6 +10,10 @@
 //! is bisected and fetched again. An unsorted ceiling page bisects the window at its median.
 //! A window whose next cut would not move (10,000 events or more in one millisecond) is a
 //! `DenseWindow` error. Completed windows are emitted in time order, sorted by (startTime, id).
+//!
+//! With a cache of settled events (`cache`), a range is split into the parts its files hold,
+//! served from disk as windows already complete, and the gaps, each planned as above; a
+//! completed window's settled part (older than the client's `settle`) is written to the cache.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
@@ -22,6 +26,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use super::cache::{Damage, Piece, Segment};
 use super::error::{Error, Result};
 use super::http::Call;
 use super::lists::{page_error, OFFSET_CEILING, PAGE};
@@ -55,7 +60,7 @@ pub struct Shape {
 /// Pages a plan read of ranges that have settled, kept for the fetch of the same range that
 /// usually follows it: a page the fetch asks with the same query is taken from here instead of
 /// being asked again, so that planning a fetch costs only the probes the fetch does not make.
-/// A range that ended more than [`SETTLED_MS`] ago no longer changes (as `sync_events` relies
+/// A range that ended more than the client's settle period ago no longer changes (as `sync_events` relies
 /// on), so its pages are still true when the fetch comes; each is used once, and none is kept
 /// past [`HELD_FOR`] or beyond [`HELD_BYTES`] in all (the oldest go first). A fetch's quota
 /// check (`fits`) holds the fetch's first page the same way, for [`CHECKED_FOR`], whether its
@@ -66,9 +71,6 @@ pub struct Held {
     bytes: usize,
 }
 
-/// How long ago a range must have ended for its pages to be held (an hour, the default settle
-/// period of `sync_events`).
-pub(crate) const SETTLED_MS: i64 = 3_600_000;
 /// How long a plan's page of a settled range waits for its fetch.
 const HELD_FOR: std::time::Duration = std::time::Duration::from_secs(900);
 /// How long the page a fetch's quota check read waits for that fetch (which asks it next,
@@ -144,6 +146,8 @@ pub struct Page {
     /// Taken from what a plan or a quota check held (see [`Held`]): no request was sent for it
     /// by the fetch itself.
     held: bool,
+    /// The page's body, kept until its window completes when the window may be cached.
+    body: Option<Bytes>,
 }
 
 /// A completed window: its events sorted by (startTime, id), and the record batches of its
@@ -194,6 +198,8 @@ pub struct Query {
     /// A fetch that keeps what it gets when the daily quota runs out (a sync, which resumes
     /// the next day): it is not refused up front for needing more than remains.
     pub partial: bool,
+    /// Read every part again, past the cache of settled events, and replace what it held.
+    pub refresh: bool,
 }
 
 /// How far a fetch has got, and how far it has to go.
@@ -219,6 +225,8 @@ pub struct Progress {
     /// Milliseconds left at the read rate in force (the slower of the limit and the rate
     /// seen), from `expected_requests`.
     pub eta_ms: Option<u64>,
+    /// Requests not sent because windows came from the cache of settled events.
+    pub saved: u64,
 }
 
 /// Receives progress updates.
@@ -362,6 +370,8 @@ struct Window {
     estimate: Option<f64>,
     /// A count without a quota: the pages the fetch asks ahead once its ceiling page is empty.
     ahead: usize,
+    /// Served from this file of the cache (complete without a request).
+    cached: Option<Segment>,
 }
 
 impl Window {
@@ -383,6 +393,7 @@ impl Window {
             assumed: BTreeSet::new(),
             estimate: None,
             ahead: 0,
+            cached: None,
         }
     }
 
@@ -392,6 +403,10 @@ impl Window {
     /// unsorted window over the ceiling still to size, at least a page per sampled time. None
     /// when nothing tells yet. `beyond`: the events a millisecond of the windows done.
     fn guess(&self, beyond: Option<f64>) -> Option<f64> {
+        if let Some(s) = &self.cached {
+            let share = (self.we - self.ws) as f64 / (s.hi - s.lo).max(1) as f64;
+            return Some(s.events as f64 * share.min(1.0));
+        }
         let so_far = self.kept_so_far() as f64;
         let end = match self.mode {
             Mode::Known { end } | Mode::Paging { end: Some(end) } => Some(end),
@@ -499,6 +514,12 @@ struct Planner {
     approximate: bool,
     /// Pages asked (answered or not).
     sent: u64,
+    /// Completed windows' settled parts are written to the client's cache.
+    caching: bool,
+    /// Events that started before this (epoch ms) are settled.
+    cutoff: i64,
+    /// A window was written to the cache (which then keeps to its cap).
+    wrote: bool,
     /// When the planner started, for the rate its requests are answered at.
     started: std::time::Instant,
 }
@@ -743,8 +764,11 @@ impl Planner {
         }
     }
 
-    fn on_result(&mut self, id: u64, kind: Kind, page: Page) -> Result<()> {
+    fn on_result(&mut self, id: u64, kind: Kind, mut page: Page) -> Result<()> {
         self.progress.requests += u64::from(!page.held);
+        if !self.caching {
+            page.body = None;
+        }
         let frugal = self.frugal;
         let counting = self.counting;
         let Some(w) = self.window_mut(id) else {
@@ -1147,6 +1171,27 @@ impl Planner {
                     break;
                 };
                 let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
+                if let Some(segment) = &w.cached {
+                    // Held by the cache: its events count, its requests are none.
+                    let held = if (lo, hi) == (segment.lo, segment.hi) {
+                        Some(segment.events)
+                    } else {
+                        self.load(segment).map(|page| {
+                            page.events
+                                .iter()
+                                .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+                                .count() as u64
+                        })
+                    };
+                    let Some(held) = held else {
+                        self.add_opening(w.ws, w.we, false);
+                        break;
+                    };
+                    self.counted += held as f64;
+                    self.frontier = w.we;
+                    self.progress.done_ms = self.frontier - self.query.start_ms;
+                    continue;
+                }
                 let seen: HashSet<&str> = w
                     .pages
                     .values()
@@ -1168,11 +1213,40 @@ impl Planner {
                 break;
             };
             let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
+            if let Some(segment) = &w.cached {
+                let Some(page) = self.load(segment) else {
+                    // Gone or damaged: fetched again, as any window.
+                    self.add_opening(w.ws, w.we, false);
+                    break;
+                };
+                let events: Vec<Event> = page
+                    .events
+                    .into_iter()
+                    .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+                    .collect();
+                // The pages a fresh read of these events asks at the least.
+                let saved = (events.len() as u64).div_ceil(PAGE as u64).max(1);
+                self.progress.saved += saved;
+                self.client.http().stats.saved(saved);
+                self.frontier = w.we;
+                self.progress.events += events.len() as u64;
+                self.progress.done_ms = self.frontier - self.query.start_ms;
+                out.push(Completed {
+                    events,
+                    batches: page.batch.into_iter().collect(),
+                    until_ms: hi,
+                });
+                // One file at a time: a range the cache holds whole still streams with
+                // bounded memory.
+                break;
+            }
             let mut events: Vec<Event> = Vec::new();
             let mut batches = Vec::new();
+            let mut bodies = Vec::new();
             for page in w.pages.into_values() {
                 let at = u32::try_from(batches.len()).unwrap_or(u32::MAX);
                 batches.extend(page.batch);
+                bodies.extend(page.body);
                 events.extend(
                     page.events
                         .into_iter()
@@ -1188,6 +1262,9 @@ impl Planner {
             let mut first = first.into_iter();
             events.retain(|_| first.next().unwrap_or(true));
             events.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
+            if self.caching && lo < self.cutoff {
+                self.keep_settled(lo, hi.min(self.cutoff), &events, &bodies);
+            }
             self.frontier = w.we;
             self.progress.events += events.len() as u64;
             self.progress.done_ms = self.frontier - self.query.start_ms;
@@ -1199,6 +1276,126 @@ impl Planner {
         }
         out
     }
+}
+
+impl Planner {
+    /// Adds the part `[lo, hi)` of a cached segment, complete without a request.
+    fn add_cached(&mut self, segment: Segment, lo: i64, hi: i64) {
+        let mut w = self.new_window(lo, hi);
+        w.mode = Mode::Known { end: 0 };
+        w.done = true;
+        w.cached = Some(segment);
+        self.windows.insert(lo, w);
+    }
+
+    /// The events of a cached segment as one page; None when its file is gone, or damaged (then
+    /// removed, with a warning).
+    fn load(&self, segment: &Segment) -> Option<Page> {
+        let cache = self.client.cache()?;
+        let damage = match cache.read(segment) {
+            Ok(body) => {
+                let url = self.client.config().url("/v2/events");
+                match parse_page(&url, body, self.keep) {
+                    Ok(page) => return Some(page),
+                    Err(e) => Damage::Corrupt(format!("does not hold events ({e})")),
+                }
+            }
+            Err(d) => d,
+        };
+        if let Damage::Corrupt(why) = damage {
+            self.client.http().warn(format!(
+                "the cached events of {} to {} (`{}`) {why}: the file is removed and its range \
+                 fetched again",
+                format_ms(segment.lo),
+                format_ms(segment.hi),
+                segment.path.display()
+            ));
+            cache.remove(segment);
+        }
+        None
+    }
+
+    /// Writes the settled part `[lo, cut)` of a completed window to the cache: its `events`
+    /// (sorted) when they hold their text, else those of its pages' `bodies`, kept once each
+    /// as the window keeps them. A cache that cannot be written is warned about once, then
+    /// left alone by this fetch.
+    fn keep_settled(&mut self, lo: i64, cut: i64, events: &[Event], bodies: &[Bytes]) {
+        let Some(cache) = self.client.cache() else {
+            return;
+        };
+        let report = self.query.report_id.as_deref();
+        let written = if self.keep == Keep::Text {
+            cache.write(
+                report,
+                lo,
+                cut,
+                events.iter().filter(|e| e.start_ms < cut).map(Event::text),
+            )
+        } else {
+            let url = self.client.config().url("/v2/events");
+            let mut all = Vec::new();
+            for body in bodies {
+                match parse_events(&url, body) {
+                    Ok(page) => all.extend(page),
+                    Err(_) => return,
+                }
+            }
+            all.retain(|e| e.start_ms >= lo && e.start_ms < cut);
+            let mut seen = HashSet::with_capacity(all.len());
+            let first: Vec<bool> = all.iter().map(|e| seen.insert(e.id.clone())).collect();
+            let mut first = first.into_iter();
+            all.retain(|_| first.next().unwrap_or(true));
+            all.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
+            cache.write(report, lo, cut, all.iter().map(Event::text))
+        };
+        match written {
+            Ok(()) => self.wrote = true,
+            Err(e) => {
+                self.client.http().warn(format!(
+                    "cannot write the cache of settled events in `{}` ({e}): this read goes on \
+                     without it",
+                    cache.root().display()
+                ));
+                self.caching = false;
+            }
+        }
+    }
+}
+
+/// A query's range in pieces, in time order: the parts the client's cache holds of it (settled
+/// ones only: the part within the settle period of now is always fetched) and the gaps. A
+/// refresh drops what the cache held of the range and fetches it whole.
+fn pieces(client: &Client, query: &Query) -> Vec<Piece> {
+    let (start, end) = (query.start_ms, query.end_ms);
+    let Some(cache) = client.cache() else {
+        return vec![Piece::Gap(start, end)];
+    };
+    let report = query.report_id.as_deref();
+    let settled = end.min(settled_before(client)).max(start);
+    if query.refresh {
+        if settled > start {
+            cache.forget(report, start, settled);
+        }
+        return vec![Piece::Gap(start, end)];
+    }
+    let mut out = if settled > start {
+        cache.cover(report, start, settled)
+    } else {
+        Vec::new()
+    };
+    if end > settled {
+        match out.last_mut() {
+            Some(Piece::Gap(_, hi)) => *hi = end,
+            _ => out.push(Piece::Gap(settled, end)),
+        }
+    }
+    out
+}
+
+/// Events that started before this instant (epoch ms) are settled: the client's settle
+/// period before now.
+fn settled_before(client: &Client) -> i64 {
+    now_ms().saturating_sub(client.config().settle_ms)
 }
 
 /// The requests a fetch makes for a window that a count completed: its pages up to its first
@@ -1283,7 +1480,7 @@ async fn fetch_page(
             q.append_pair("offset", &offset.to_string());
         }
     }
-    let settled = qe < now_ms() - SETTLED_MS;
+    let settled = qe < settled_before(client);
     let ttl = match hold {
         Hold::Settled if settled => Some(HELD_FOR),
         Hold::Next => Some(CHECKED_FOR),
@@ -1328,6 +1525,7 @@ fn parse_page(url: &url::Url, body: Bytes, keep: Keep) -> Result<Page> {
             events: parse_events(url, &body)?,
             batch: None,
             held: false,
+            body: Some(body),
         });
     }
     // One pass over the body into typed rows; a page it cannot take (a value of the wrong type,
@@ -1358,6 +1556,7 @@ fn parse_page(url: &url::Url, body: Bytes, keep: Keep) -> Result<Page> {
         events,
         batch: Some(batch),
         held: false,
+        body: Some(body),
     })
 }
 
@@ -1385,13 +1584,15 @@ pub fn check(query: &Query) -> Result<()> {
 }
 
 impl Planner {
-    /// A planner of `query`'s windows, its first window queued. `counting`: a count (a plan).
+    /// A planner of `query`'s windows: the `pieces` the cache holds, complete, and the first
+    /// window of each gap queued. `counting`: a count (a plan).
     fn new(
         client: Client,
         query: &Query,
         keep: Keep,
         sink: Option<ProgressSink>,
         counting: bool,
+        pieces: Vec<Piece>,
     ) -> Planner {
         let in_flight_max = client
             .config()
@@ -1402,6 +1603,8 @@ impl Planner {
         // Under a daily quota requests are what a fetch costs: none is spent on speculation.
         let frugal = client.config().limits.daily_requests.is_some();
         let unsorted = client.shape().unsorted;
+        let caching = !counting && client.cache().is_some();
+        let cutoff = settled_before(&client);
         let mut p = Planner {
             progress: Progress {
                 total_ms: query.end_ms - query.start_ms,
@@ -1426,8 +1629,16 @@ impl Planner {
             approximate: false,
             sent: 0,
             started: std::time::Instant::now(),
+            caching,
+            cutoff,
+            wrote: false,
         };
-        p.add_first_window(query.start_ms, query.end_ms);
+        for piece in pieces {
+            match piece {
+                Piece::Held(segment, lo, hi) => p.add_cached(segment, lo, hi),
+                Piece::Gap(lo, hi) => p.add_first_window(lo, hi),
+            }
+        }
         p
     }
 
@@ -1435,6 +1646,11 @@ impl Planner {
     /// order), or None when every window is done.
     async fn step(&mut self) -> Result<Option<Vec<Completed>>> {
         loop {
+            // Windows complete without a request (from the cache) go first.
+            let ready = self.drain_ready();
+            if !ready.is_empty() {
+                return Ok(Some(ready));
+            }
             if self.windows.is_empty() {
                 return Ok(None);
             }
@@ -1567,17 +1783,17 @@ pub async fn stream(
     sink: Option<ProgressSink>,
 ) {
     let checked = match check(&query) {
-        Ok(()) => fits(&client, &query).await,
+        Ok(()) => fits_gaps(&client, &query).await,
         Err(e) => Err(e),
     };
-    let checking = match checked {
-        Ok(sent) => sent,
+    let (checking, pieces) = match checked {
+        Ok(checked) => checked,
         Err(e) => {
             let _ = tx.send(Err(e)).await;
             return;
         }
     };
-    let mut p = Planner::new(client, &query, keep, sink, false);
+    let mut p = Planner::new(client, &query, keep, sink, false, pieces);
     // The check's requests are this fetch's (its first page is taken from what it held).
     p.progress.requests += checking;
     loop {
@@ -1585,6 +1801,11 @@ pub async fn stream(
             Ok(Some(ready)) => ready,
             Ok(None) => {
                 p.report();
+                if p.wrote {
+                    if let Some(cache) = p.client.cache() {
+                        cache.evict();
+                    }
+                }
                 return;
             }
             Err(e) => {
@@ -1600,6 +1821,24 @@ pub async fn stream(
         // The sink keeps the latest update for the caller to read when it looks: cheap.
         p.report();
     }
+}
+
+/// The pieces of a fetch's range (see [`pieces`]), each gap checked by [`fits`]; the requests
+/// the checks sent.
+async fn fits_gaps(client: &Client, query: &Query) -> Result<(u64, Vec<Piece>)> {
+    let pieces = pieces(client, query);
+    let mut sent = 0;
+    for piece in &pieces {
+        if let Piece::Gap(lo, hi) = piece {
+            let gap = Query {
+                start_ms: *lo,
+                end_ms: *hi,
+                ..query.clone()
+            };
+            sent += fits(client, &gap).await?;
+        }
+    }
+    Ok((sent, pieces))
 }
 
 /// Under a daily quota, refuses a fetch that cannot fit in what remains of today's before it
@@ -1699,7 +1938,8 @@ pub struct Count {
 /// for the fetch that follows (see [`Held`]).
 pub async fn count(client: Client, query: &Query, sink: Option<ProgressSink>) -> Result<Count> {
     check(query)?;
-    let mut p = Planner::new(client, query, Keep::Text, sink, true);
+    let pieces = pieces(&client, query);
+    let mut p = Planner::new(client, query, Keep::Text, sink, true, pieces);
     while p.step().await?.is_some() {
         if let Some(s) = &p.sink {
             s(p.progress);

@@ -6,6 +6,7 @@
 //! records with the crate's `webhook` module).
 
 pub mod arrow;
+pub mod cache;
 pub mod config;
 pub mod error;
 pub mod events;
@@ -43,6 +44,7 @@ pub struct Client {
     http: Arc<Http>,
     shape: Arc<std::sync::Mutex<events::Shape>>,
     held: Arc<std::sync::Mutex<events::Held>>,
+    cache: Option<Arc<cache::Cache>>,
 }
 
 pub(crate) fn check_uuid(value: &str, name: &str) -> Result<()> {
@@ -77,10 +79,20 @@ struct IdOnly<'a> {
 impl Client {
     /// A client for `config`; `log` receives its log lines.
     pub fn new(config: Config, log: Option<LogSink>) -> Result<Client> {
+        let cache = config.cache_dir.clone().map(|root| {
+            Arc::new(cache::Cache::new(
+                root,
+                config.base_url.as_str(),
+                config.api_key.expose(),
+                &config.client_id,
+                config.cache_max_bytes,
+            ))
+        });
         Ok(Client {
             http: Arc::new(Http::new(config, log)?),
             shape: Arc::default(),
             held: Arc::default(),
+            cache,
         })
     }
 
@@ -108,6 +120,21 @@ impl Client {
     /// [`events::Held`]).
     pub(crate) fn held(&self) -> std::sync::MutexGuard<'_, events::Held> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The cache of settled events of this client's account, if it has one.
+    pub fn cache(&self) -> Option<&cache::Cache> {
+        self.cache.as_deref()
+    }
+
+    /// What the cache directory of this client holds (None without a cache).
+    pub fn cache_info(&self) -> Option<cache::Info> {
+        self.cache().map(|c| cache::info(c.root()))
+    }
+
+    /// Empties the cache directory of this client; the files removed.
+    pub fn clear_cache(&self) -> u64 {
+        self.cache().map_or(0, |c| cache::clear(c.root()))
     }
 
     /// Whether the webhook takes arrays, as far as this client's publishes have found out.

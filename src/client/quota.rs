@@ -143,14 +143,7 @@ pub fn ledger_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     if let Some(dir) = var("SURVEILLANCE_QUOTA_DIR") {
         return Some(dir);
     }
-    let cache = if cfg!(windows) {
-        var("LOCALAPPDATA")
-    } else if cfg!(target_os = "macos") {
-        var("HOME").map(|h| h.join("Library").join("Caches"))
-    } else {
-        var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")))
-    };
-    cache.map(|c| c.join("surveillance").join("quota"))
+    super::cache::user_cache_dir(env).map(|c| c.join("surveillance").join("quota"))
 }
 
 /// Removes the ledger of `base_url` (as [`parse_base_url`](super::config::parse_base_url)

@@ -1,4 +1,5 @@
-//! Counters behind `client.stats()`: requests by endpoint, retries, 429s, tokens and bytes.
+//! Counters behind `client.stats()`: requests by endpoint, retries, 429s, tokens, bytes, and
+//! the requests the cache of settled events saved.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +13,7 @@ pub struct Stats {
     rate_limited: AtomicU64,
     tokens: AtomicU64,
     bytes_received: AtomicU64,
+    requests_saved: AtomicU64,
 }
 
 /// Requests, retries and 429s of one operation (a publish), counted by the calls it makes.
@@ -38,6 +40,8 @@ pub struct Snapshot {
     pub tokens: u64,
     /// Response body bytes received.
     pub bytes_received: u64,
+    /// Event requests that windows served from the cache of settled events did not need.
+    pub requests_saved: u64,
 }
 
 impl Stats {
@@ -78,6 +82,11 @@ impl Stats {
         self.bytes_received.fetch_add(n as u64, Ordering::Relaxed);
     }
 
+    /// Counts event requests a read from the cache did not send.
+    pub fn saved(&self, n: u64) {
+        self.requests_saved.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// The counters now.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
@@ -90,6 +99,7 @@ impl Stats {
             rate_limited: self.rate_limited.load(Ordering::Relaxed),
             tokens: self.tokens.load(Ordering::Relaxed),
             bytes_received: self.bytes_received.load(Ordering::Relaxed),
+            requests_saved: self.requests_saved.load(Ordering::Relaxed),
         }
     }
 }

@@ -106,6 +106,7 @@ impl PyClient {
             end_ms,
             report_id,
             partial: false,
+            refresh: false,
         };
         events::check(&query).map_err(errors::to_py)?;
         Ok(query)
@@ -154,6 +155,10 @@ impl PyClient {
             .get("max_wait")?
             .map(|t| seconds("max_wait", t, false, config::MAX_WAIT_SECS))
             .transpose()?;
+        let settle = given
+            .get("settle")?
+            .map(|t| seconds("settle", t, false, config::MAX_SETTLE_SECS))
+            .transpose()?;
         let limits = given
             .get::<Bound<'_, PyDict>>("limits")?
             .map(|d| kwargs::limits(Keywords::new("Limits", Some(d))))
@@ -173,6 +178,9 @@ impl PyClient {
             trust_env: given.get("trust_env")?,
             max_body_bytes: given.get("max_body_bytes")?,
             max_wait,
+            cache: given.get("cache")?,
+            settle,
+            cache_max_bytes: given.get("cache_max_bytes")?,
         };
         given.done()?;
         let config = Config::from_settings(settings).map_err(errors::to_py)?;
@@ -214,7 +222,8 @@ impl PyClient {
     /// while the next ones are fetched.
     /// `partial`: a sync's fetch, which keeps what it gets when the daily quota runs out, is
     /// not refused up front for needing more than remains.
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, buffer=2, arrow=false, partial=false))]
+    /// `refresh`: past the cache of settled events, replacing what it held of the range.
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, buffer=2, arrow=false, partial=false, refresh=false))]
     #[allow(clippy::too_many_arguments)]
     fn events_stream(
         &self,
@@ -225,9 +234,11 @@ impl PyClient {
         buffer: usize,
         arrow: bool,
         partial: bool,
+        refresh: bool,
     ) -> PyResult<EventStream> {
         let mut query = Self::query(start_ms, end_ms, report_id)?;
         query.partial = partial;
+        query.refresh = refresh;
         EventStream::start(self.core()?, query, progress, buffer, arrow)
     }
 
@@ -256,7 +267,7 @@ impl PyClient {
     }
 
     /// Every event of the range as an Arrow table (one batch per window).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, refresh=false))]
     fn events_arrow(
         &self,
         py: Python<'_>,
@@ -264,8 +275,10 @@ impl PyClient {
         end_ms: i64,
         report_id: Option<String>,
         progress: Option<Py<PyAny>>,
+        refresh: bool,
     ) -> PyResult<PyTable> {
-        let query = Self::query(start_ms, end_ms, report_id)?;
+        let mut query = Self::query(start_ms, end_ms, report_id)?;
+        query.refresh = refresh;
         let cell = super::events::ProgressCell::default();
         let sink = progress.as_ref().map(|_| cell.sink());
         let c = self.core()?;
@@ -277,15 +290,17 @@ impl PyClient {
     }
 
     /// As `events_arrow`, as an awaitable (no progress).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, refresh=false))]
     fn events_arrow_async<'py>(
         &self,
         py: Python<'py>,
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
+        refresh: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let query = Self::query(start_ms, end_ms, report_id)?;
+        let mut query = Self::query(start_ms, end_ms, report_id)?;
+        query.refresh = refresh;
         let c = self.core()?;
         aio::awaitable(py, async move {
             let batches = events::fetch_batches(c, query, None).await?;
@@ -295,7 +310,7 @@ impl PyClient {
 
     /// The events of the range as a stream of Arrow record batches (bounded memory), handing
     /// `progress` the fetch's progress while its consumer waits.
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, refresh=false))]
     fn events_reader(
         &self,
         py: Python<'_>,
@@ -303,20 +318,24 @@ impl PyClient {
         end_ms: i64,
         report_id: Option<String>,
         progress: Option<Py<PyAny>>,
+        refresh: bool,
     ) -> PyResult<PyRecordBatchReader> {
-        let query = Self::query(start_ms, end_ms, report_id)?;
+        let mut query = Self::query(start_ms, end_ms, report_id)?;
+        query.refresh = refresh;
         super::arrow::event_batches(py, self.core()?, query, progress)
     }
 
     /// The events of the range as record batches for `async for` (bounded memory).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, refresh=false))]
     fn events_reader_async(
         &self,
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
+        refresh: bool,
     ) -> PyResult<super::arrow::BatchStream> {
-        let query = Self::query(start_ms, end_ms, report_id)?;
+        let mut query = Self::query(start_ms, end_ms, report_id)?;
+        query.refresh = refresh;
         super::arrow::BatchStream::start(self.core()?, query)
     }
 
@@ -397,6 +416,17 @@ impl PyClient {
         serde_json::to_string(&self.core()?.quota()).map_err(errors::internal)
     }
 
+    /// What the cache of settled events holds (its whole directory), as JSON text; `null`
+    /// without a cache.
+    fn cache_info_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.core()?.cache_info()).map_err(errors::internal)
+    }
+
+    /// Empties the cache of settled events; the files removed.
+    fn clear_cache(&self) -> PyResult<u64> {
+        Ok(self.core()?.clear_cache())
+    }
+
     /// Adds `n` requests to the allowance that a shared budget grants this client, putting
     /// one in force: each request then takes one, waiting for the next grant when none is left.
     fn grant_requests(&self, n: u64) -> PyResult<()> {
@@ -453,7 +483,23 @@ impl PyClient {
         d.set_item("trust_env", c.trust_env)?;
         d.set_item("max_body_bytes", c.max_body_bytes)?;
         d.set_item("max_wait", c.max_wait.as_secs_f64())?;
+        // The directory resolved (or off), so that a worker's client uses the same one.
+        match &c.cache_dir {
+            Some(dir) => d.set_item("cache", dir.display().to_string())?,
+            None => d.set_item("cache", false)?,
+        }
+        d.set_item("settle", c.settle_ms as f64 / 1000.0)?;
+        d.set_item("cache_max_bytes", c.cache_max_bytes)?;
         Ok(d)
+    }
+
+    /// The directory of the cache of settled events, or None without one.
+    #[getter]
+    fn cache_dir(&self) -> Option<String> {
+        self.config
+            .cache_dir
+            .as_ref()
+            .map(|p| p.display().to_string())
     }
 
     /// Base URL (no secret).
@@ -467,4 +513,37 @@ impl PyClient {
     fn region(&self) -> &'static str {
         self.config.region.as_str()
     }
+}
+
+/// The directory of the cache of settled events that a client of a remote service uses by
+/// default: `SURVEILLANCE_CACHE` when it names a directory, else the user's cache directory's.
+#[pyfunction]
+pub fn cache_location() -> Option<String> {
+    let env = |var: &str| std::env::var(var).ok();
+    let named = env("SURVEILLANCE_CACHE")
+        .map(|v| v.trim().to_string())
+        .filter(|v| {
+            !v.is_empty()
+                && !matches!(
+                    v.to_ascii_lowercase().as_str(),
+                    "0" | "1" | "false" | "true" | "off" | "on" | "no" | "yes"
+                )
+        });
+    named
+        .map(std::path::PathBuf::from)
+        .or_else(|| client::cache::default_dir(&env))
+        .map(|p| p.display().to_string())
+}
+
+/// What the cache of settled events at `path` holds, as JSON text.
+#[pyfunction]
+pub fn cache_info_at(path: String) -> PyResult<String> {
+    serde_json::to_string(&client::cache::info(std::path::Path::new(&path)))
+        .map_err(errors::internal)
+}
+
+/// Empties the cache of settled events at `path`; the files removed.
+#[pyfunction]
+pub fn clear_cache_at(path: String) -> u64 {
+    client::cache::clear(std::path::Path::new(&path))
 }

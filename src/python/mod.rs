@@ -49,6 +49,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<emulator::PyEmulator>()?;
     m.add_class::<events::EventStream>()?;
     m.add_class::<arrow::BatchStream>()?;
+    m.add_function(wrap_pyfunction!(client::cache_location, m)?)?;
+    m.add_function(wrap_pyfunction!(client::cache_info_at, m)?)?;
+    m.add_function(wrap_pyfunction!(client::clear_cache_at, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::write_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::events_schema, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::columns, m)?)?;

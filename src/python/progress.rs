@@ -26,7 +26,8 @@ impl Update for events::Progress {
         d.set_item("windows", self.windows)?;
         d.set_item("expected_events", self.expected_events)?;
         d.set_item("expected_requests", self.expected_requests)?;
-        d.set_item("eta_s", self.eta_ms.map(|ms| ms as f64 / 1000.0))
+        d.set_item("eta_s", self.eta_ms.map(|ms| ms as f64 / 1000.0))?;
+        d.set_item("saved", self.saved)
     }
 }
 

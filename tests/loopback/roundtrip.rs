@@ -25,6 +25,7 @@ fn whole(h: &Handle) -> Query {
         end_ms: d.end_ms,
         report_id: None,
         partial: false,
+        refresh: false,
     }
 }
 
@@ -100,6 +101,7 @@ async fn dense_millisecond() {
         end_ms: at + 60_000,
         report_id: None,
         partial: false,
+        refresh: false,
     };
     check_exact(&h, q.clone()).await;
     h.state.data_mut().add_events(at, 2, Some(0));

@@ -1,0 +1,633 @@
+//! The cache of settled events on disk: one file per window whose every page was read, under a
+//! private directory per account (a hash of the base URL, the API key and the client id, never
+//! a secret) and endpoint, named by its range; atomic writes, checksummed reads, an LRU cap.
+//!
+//! A file is `svcache 1 <events> <bytes> <sha256>\n` and then a JSON array of the window's
+//! events in `[lo, hi)`, sorted by (startTime, id), as the service sent them. Its name is
+//! `<lo>_<hi>_<events>.json` (epoch milliseconds): listing a directory is the index, so two
+//! processes that fill one cache never share a file they both write. A file is written under a
+//! unique temporary name and renamed into place, so no reader sees half of one; a file whose
+//! length or checksum is wrong is reported, removed and fetched again, never served. Reading a
+//! file touches its modification time, which the size cap evicts by (least recently used first).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+
+/// The default cap of a cache directory's size, bytes (2 GiB).
+pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
+/// The first word of every cache file (and its format's version after it).
+const MAGIC: &str = "svcache 1";
+/// A temporary file older than this was left by a writer that died: removed by eviction.
+const STALE_TEMP: Duration = Duration::from_secs(3600);
+/// The name of the file of an account's directory that says whose it is (no secret in it).
+const ACCOUNT_FILE: &str = "account.json";
+
+/// The cache of one account: where its files are, and the cap of the whole directory.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    root: PathBuf,
+    account: String,
+    base_url: String,
+    max_bytes: u64,
+}
+
+/// A file of the cache: the events of `[lo, hi)`, `events` of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    /// Start of its range, inclusive, epoch ms.
+    pub lo: i64,
+    /// End of its range, exclusive, epoch ms.
+    pub hi: i64,
+    /// How many events it holds.
+    pub events: u64,
+    /// Its file.
+    pub path: PathBuf,
+}
+
+/// A part of a range: served from a file of the cache, or to fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// `[lo, hi)` from a segment that covers it.
+    Held(Segment, i64, i64),
+    /// `[lo, hi)` is not in the cache.
+    Gap(i64, i64),
+}
+
+/// Why a cached file cannot be served.
+#[derive(Debug)]
+pub enum Damage {
+    /// It is gone (evicted, cleared, replaced by another process): fetched again, silently.
+    Missing,
+    /// It is there but not whole: fetched again, with a warning saying why.
+    Corrupt(String),
+}
+
+/// The user's cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on
+/// macOS, `%LOCALAPPDATA%` on Windows), None when the environment names none.
+pub fn user_cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let var = |name: &str| {
+        env(name)
+            .filter(|v| !v.trim().is_empty())
+            .map(PathBuf::from)
+    };
+    if cfg!(windows) {
+        var("LOCALAPPDATA")
+    } else if cfg!(target_os = "macos") {
+        var("HOME").map(|h| h.join("Library").join("Caches"))
+    } else {
+        var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")))
+    }
+}
+
+/// The default directory of the events cache: `surveillance/events` under the user's cache
+/// directory.
+pub fn default_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    user_cache_dir(env).map(|c| c.join("surveillance").join("events"))
+}
+
+fn sha256_hex(data: &[u8], bytes: usize) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, data);
+    digest.as_ref()[..bytes.min(32)]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Creates `dir` and its parents, private to the user (0700 on Unix).
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// A name no other writer uses: the process, the time and a counter.
+fn temp_name() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(".tmp-{}-{t:x}-{n}", std::process::id())
+}
+
+/// Writes `data` to `path` atomically: a unique temporary name in the same directory, then a
+/// rename over it.
+fn write_atomic(path: &Path, data: &[&[u8]]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let temp = dir.join(temp_name());
+    let written = (|| {
+        let mut f = std::fs::File::create(&temp)?;
+        for part in data {
+            f.write_all(part)?;
+        }
+        f.sync_data()?;
+        std::fs::rename(&temp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
+/// The segment a file name stands for (`<lo>_<hi>_<events>.json`).
+fn segment_of(path: PathBuf) -> Option<Segment> {
+    let name = path.file_name()?.to_str()?.strip_suffix(".json")?;
+    let mut parts = name.split('_');
+    let lo = parts.next()?.parse().ok()?;
+    let hi = parts.next()?.parse().ok()?;
+    let events = parts.next()?.parse().ok()?;
+    (parts.next().is_none() && lo < hi).then_some(Segment {
+        lo,
+        hi,
+        events,
+        path,
+    })
+}
+
+/// The endpoint directory's name of the events of `report` (or of all events).
+fn endpoint_dir(report: Option<&str>) -> String {
+    match report {
+        Some(r) => format!("events-{}", r.to_ascii_lowercase()),
+        None => "events".to_string(),
+    }
+}
+
+impl Cache {
+    /// The cache of the account of `base_url`, `api_key` and `client_id` under `root`.
+    pub fn new(root: PathBuf, base_url: &str, api_key: &str, client_id: &str, max: u64) -> Cache {
+        let mut data = Vec::new();
+        for part in [base_url.trim_end_matches('/'), api_key, client_id] {
+            data.extend_from_slice(part.as_bytes());
+            data.push(0);
+        }
+        Cache {
+            root,
+            account: sha256_hex(&data, 16),
+            base_url: base_url.trim_end_matches('/').to_string(),
+            max_bytes: max,
+        }
+    }
+
+    /// The directory of the whole cache.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The account's name in the cache (a hash, never a secret).
+    pub fn account(&self) -> &str {
+        &self.account
+    }
+
+    fn dir(&self, report: Option<&str>) -> PathBuf {
+        self.root.join(&self.account).join(endpoint_dir(report))
+    }
+
+    /// The segments held of `report`'s events (or all events), by start.
+    pub fn segments(&self, report: Option<&str>) -> Vec<Segment> {
+        let Ok(entries) = std::fs::read_dir(self.dir(report)) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Segment> = entries.filter_map(|e| segment_of(e.ok()?.path())).collect();
+        out.sort_by_key(|s| (s.lo, std::cmp::Reverse(s.hi)));
+        out
+    }
+
+    /// `[start, end)` as pieces in time order: each part a segment covers (the one that reaches
+    /// furthest), and the gaps between.
+    pub fn cover(&self, report: Option<&str>, start: i64, end: i64) -> Vec<Piece> {
+        let segments: Vec<Segment> = self
+            .segments(report)
+            .into_iter()
+            .filter(|s| s.hi > start && s.lo < end)
+            .collect();
+        let mut pieces = Vec::new();
+        let mut at = start;
+        while at < end {
+            let best = segments
+                .iter()
+                .filter(|s| s.lo <= at && s.hi > at)
+                .max_by_key(|s| s.hi);
+            if let Some(s) = best {
+                let to = s.hi.min(end);
+                pieces.push(Piece::Held(s.clone(), at, to));
+                at = to;
+            } else {
+                let to = segments
+                    .iter()
+                    .filter(|s| s.lo > at)
+                    .map(|s| s.lo)
+                    .min()
+                    .unwrap_or(end)
+                    .min(end);
+                pieces.push(Piece::Gap(at, to));
+                at = to;
+            }
+        }
+        pieces
+    }
+
+    /// The JSON array of a segment's events, checked against its header; its file is touched
+    /// (the cap evicts the least recently used).
+    pub fn read(&self, segment: &Segment) -> std::result::Result<Bytes, Damage> {
+        let data = match std::fs::read(&segment.path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Damage::Missing),
+            Err(e) => return Err(Damage::Corrupt(format!("cannot be read ({e})"))),
+        };
+        let body = check(&data).map_err(Damage::Corrupt)?;
+        if let Ok(f) = std::fs::File::options().write(true).open(&segment.path) {
+            let _ = f.set_modified(SystemTime::now());
+        }
+        Ok(Bytes::from(data).slice(body..))
+    }
+
+    /// Removes a segment's file (a damaged one, or one a refresh replaces).
+    pub fn remove(&self, segment: &Segment) {
+        let _ = std::fs::remove_file(&segment.path);
+    }
+
+    /// Keeps `events` events of `[lo, hi)`, whose JSON texts are `texts` (sorted by
+    /// (startTime, id)), for `report`'s events.
+    pub fn write<'a>(
+        &self,
+        report: Option<&str>,
+        lo: i64,
+        hi: i64,
+        texts: impl Iterator<Item = &'a str>,
+    ) -> std::io::Result<()> {
+        let mut body = Vec::with_capacity(4096);
+        body.push(b'[');
+        let mut events = 0u64;
+        for t in texts {
+            if events > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(t.as_bytes());
+            events += 1;
+        }
+        body.push(b']');
+        let account = self.root.join(&self.account);
+        let dir = self.dir(report);
+        private_dir(&self.root)?;
+        private_dir(&dir)?;
+        let marker = account.join(ACCOUNT_FILE);
+        if !marker.exists() {
+            let about = serde_json::json!({ "base_url": self.base_url }).to_string();
+            write_atomic(&marker, &[about.as_bytes()])?;
+        }
+        let header = format!(
+            "{MAGIC} {events} {} {}\n",
+            body.len(),
+            sha256_hex(&body, 32)
+        );
+        let path = dir.join(format!("{lo}_{hi}_{events}.json"));
+        write_atomic(&path, &[header.as_bytes(), &body])
+    }
+
+    /// Removes every segment of `report` that overlaps `[lo, hi)` (a refresh of that range).
+    pub fn forget(&self, report: Option<&str>, lo: i64, hi: i64) {
+        for s in self.segments(report) {
+            if s.hi > lo && s.lo < hi {
+                self.remove(&s);
+            }
+        }
+    }
+
+    /// Evicts the least recently used segments of the whole directory until it fits its cap,
+    /// and temporary files that a dead writer left.
+    pub fn evict(&self) {
+        let mut files = Vec::new();
+        walk(&self.root, &mut |path, meta| {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let used = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            if name.starts_with(".tmp-") {
+                if used.elapsed().is_ok_and(|age| age > STALE_TEMP) {
+                    let _ = std::fs::remove_file(path);
+                }
+            } else if segment_of(path.to_path_buf()).is_some() {
+                files.push((used, meta.len(), path.to_path_buf()));
+            }
+        });
+        let mut total: u64 = files.iter().map(|(_, n, _)| n).sum();
+        if total <= self.max_bytes {
+            return;
+        }
+        files.sort();
+        for (_, n, path) in files {
+            if total <= self.max_bytes {
+                break;
+            }
+            if std::fs::remove_file(&path).is_ok() {
+                total = total.saturating_sub(n);
+            }
+        }
+    }
+}
+
+/// The offset of the body of a cache file's `data`, once its header is checked.
+fn check(data: &[u8]) -> std::result::Result<usize, String> {
+    let end = data
+        .iter()
+        .take(200)
+        .position(|b| *b == b'\n')
+        .ok_or("has no header")?;
+    let header = std::str::from_utf8(&data[..end]).map_err(|_| "has a garbled header")?;
+    let rest = header.strip_prefix(MAGIC).ok_or("is not a cache file")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let [_, len, sum] = fields[..] else {
+        return Err("has a garbled header".into());
+    };
+    let len: usize = len.parse().map_err(|_| "has a garbled header")?;
+    let body = &data[end + 1..];
+    if body.len() != len {
+        return Err(format!(
+            "is truncated or padded ({} bytes of {len})",
+            body.len()
+        ));
+    }
+    if sha256_hex(body, 32) != sum {
+        return Err("fails its checksum".into());
+    }
+    Ok(end + 1)
+}
+
+/// Calls `f` with every file under `dir`, recursively.
+fn walk(dir: &Path, f: &mut dyn FnMut(&Path, &std::fs::Metadata)) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = entry.metadata() else { continue };
+        if meta.is_dir() {
+            walk(&path, f);
+        } else {
+            f(&path, &meta);
+        }
+    }
+}
+
+/// What a cache directory holds, for `cache_info()` and `surveillance cache info`.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Info {
+    /// The directory.
+    pub path: String,
+    /// Bytes of its files.
+    pub bytes: u64,
+    /// Its files of events.
+    pub files: u64,
+    /// What each account holds of each endpoint.
+    pub entries: Vec<Entry>,
+}
+
+/// What a cache holds of one account and endpoint.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Entry {
+    /// The account's name in the cache (a hash of its base URL and credentials).
+    pub account: String,
+    /// Its base URL, when known.
+    pub base_url: Option<String>,
+    /// The endpoint (`GET /v2/events`).
+    pub endpoint: String,
+    /// The report, or None for all events.
+    pub report_id: Option<String>,
+    /// The ranges held, merged, epoch ms `[lo, hi)`.
+    pub ranges: Vec<(i64, i64)>,
+    /// Events held.
+    pub events: u64,
+    /// Bytes of its files.
+    pub bytes: u64,
+    /// Its files.
+    pub files: u64,
+}
+
+/// What the cache at `root` holds.
+pub fn info(root: &Path) -> Info {
+    let mut info = Info {
+        path: root.display().to_string(),
+        ..Info::default()
+    };
+    let Ok(accounts) = std::fs::read_dir(root) else {
+        return info;
+    };
+    let mut accounts: Vec<PathBuf> = accounts.flatten().map(|e| e.path()).collect();
+    accounts.sort();
+    for account in accounts.into_iter().filter(|p| p.is_dir()) {
+        let base_url = std::fs::read(account.join(ACCOUNT_FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v.get("base_url")?.as_str().map(String::from));
+        let Ok(endpoints) = std::fs::read_dir(&account) else {
+            continue;
+        };
+        let mut endpoints: Vec<PathBuf> = endpoints.flatten().map(|e| e.path()).collect();
+        endpoints.sort();
+        for dir in endpoints.into_iter().filter(|p| p.is_dir()) {
+            let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let report_id = match name {
+                "events" => None,
+                n => match n.strip_prefix("events-") {
+                    Some(r) => Some(r.to_string()),
+                    None => continue,
+                },
+            };
+            let mut entry = Entry {
+                account: account
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("")
+                    .to_string(),
+                base_url: base_url.clone(),
+                endpoint: "GET /v2/events".into(),
+                report_id,
+                ..Entry::default()
+            };
+            let mut segments: Vec<(Segment, u64)> = std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| {
+                    let len = e.metadata().ok()?.len();
+                    Some((segment_of(e.path())?, len))
+                })
+                .collect();
+            segments.sort_by_key(|(s, _)| (s.lo, s.hi));
+            for (s, len) in segments {
+                entry.events += s.events;
+                entry.bytes += len;
+                entry.files += 1;
+                match entry.ranges.last_mut() {
+                    Some(last) if s.lo <= last.1 => last.1 = last.1.max(s.hi),
+                    _ => entry.ranges.push((s.lo, s.hi)),
+                }
+            }
+            if entry.files > 0 {
+                info.bytes += entry.bytes;
+                info.files += entry.files;
+                info.entries.push(entry);
+            }
+        }
+    }
+    info
+}
+
+/// Removes every file of the cache at `root` (only the cache's own: its accounts' segments,
+/// their `account.json`, temporary files, and the directories they empty); the number of
+/// segments removed.
+pub fn clear(root: &Path) -> u64 {
+    let mut removed = 0;
+    let Ok(accounts) = std::fs::read_dir(root) else {
+        return 0;
+    };
+    for account in accounts.flatten().map(|e| e.path()).filter(|p| p.is_dir()) {
+        let Ok(endpoints) = std::fs::read_dir(&account) else {
+            continue;
+        };
+        for dir in endpoints.flatten().map(|e| e.path()).filter(|p| p.is_dir()) {
+            for file in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = file.path();
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                if name.starts_with(".tmp-") {
+                    let _ = std::fs::remove_file(&path);
+                } else if segment_of(path.clone()).is_some() && std::fs::remove_file(&path).is_ok()
+                {
+                    removed += 1;
+                }
+            }
+            let _ = std::fs::remove_dir(&dir);
+        }
+        let _ = std::fs::remove_file(account.join(ACCOUNT_FILE));
+        let _ = std::fs::remove_dir(&account);
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_root(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "surveillance-cache-test-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn a_segment_round_trips_and_a_damaged_one_is_refused() {
+        let root = temp_root("round");
+        let c = Cache::new(
+            root.clone(),
+            "https://a.test",
+            "key-1",
+            "id",
+            DEFAULT_MAX_BYTES,
+        );
+        c.write(
+            None,
+            10,
+            20,
+            ["{\"id\":\"a\"}", "{\"id\":\"b\"}"].into_iter(),
+        )
+        .expect("written");
+        let segs = c.segments(None);
+        assert_eq!(segs.len(), 1);
+        assert_eq!((segs[0].lo, segs[0].hi, segs[0].events), (10, 20, 2));
+        let body = c.read(&segs[0]).expect("read");
+        assert_eq!(&body[..], b"[{\"id\":\"a\"},{\"id\":\"b\"}]");
+        let data = std::fs::read(&segs[0].path).expect("file");
+        std::fs::write(&segs[0].path, &data[..data.len() - 3]).expect("truncated");
+        assert!(matches!(c.read(&segs[0]), Err(Damage::Corrupt(_))));
+        c.remove(&segs[0]);
+        assert!(matches!(c.read(&segs[0]), Err(Damage::Missing)));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn a_range_is_covered_by_segments_and_gaps() {
+        let root = temp_root("cover");
+        let c = Cache::new(root.clone(), "https://a.test", "k", "id", DEFAULT_MAX_BYTES);
+        for (lo, hi) in [(10, 20), (15, 30), (40, 50)] {
+            c.write(None, lo, hi, std::iter::empty()).expect("written");
+        }
+        let kinds: Vec<(bool, i64, i64)> = c
+            .cover(None, 0, 45)
+            .into_iter()
+            .map(|p| match p {
+                Piece::Held(_, a, b) => (true, a, b),
+                Piece::Gap(a, b) => (false, a, b),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (false, 0, 10),
+                (true, 10, 20),
+                (true, 20, 30),
+                (false, 30, 40),
+                (true, 40, 45)
+            ]
+        );
+        let other = Cache::new(
+            root.clone(),
+            "https://a.test",
+            "k2",
+            "id",
+            DEFAULT_MAX_BYTES,
+        );
+        assert!(other.segments(None).is_empty());
+        assert_ne!(other.account(), c.account());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn the_cap_evicts_the_least_recently_used_and_no_secret_is_written() {
+        let root = temp_root("cap");
+        let c = Cache::new(
+            root.clone(),
+            "https://a.test",
+            "sekrit-key",
+            "sekrit-id",
+            600,
+        );
+        let text = format!("{{\"x\":\"{}\"}}", "y".repeat(150));
+        for lo in 0..3 {
+            c.write(None, lo * 10, lo * 10 + 10, [text.as_str()].into_iter())
+                .expect("written");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let first = c.segments(None).remove(0);
+        c.read(&first).expect("read");
+        c.evict();
+        let left: Vec<i64> = c.segments(None).iter().map(|s| s.lo).collect();
+        assert_eq!(left, [0, 20]);
+        let mut seen = String::new();
+        walk(&root, &mut |p, _| {
+            seen.push_str(&p.display().to_string());
+            seen.push_str(&String::from_utf8_lossy(
+                &std::fs::read(p).unwrap_or_default(),
+            ));
+        });
+        assert!(!seen.contains("sekrit"), "{seen}");
+        assert_eq!(info(&root).files, 2);
+        assert_eq!(clear(&root), 2);
+        assert_eq!(info(&root).files, 0);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
