@@ -1,10 +1,12 @@
 """``./run-tests`` installs into a virtual environment of its own (``.venv``, made when missing),
-never into the interpreter on PATH: run here with stand-ins for Python and cargo that record
-what they are asked, so that nothing is installed and nothing leaves the machine."""
+never into the interpreter on PATH, and ``./build-wheels`` tests the wheel in another one, made
+new, with no Rust on PATH: run here with stand-ins for Python, cargo and the tools that record
+what they are asked, so that nothing is built or installed and nothing leaves the machine."""
 
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import stat
 import subprocess
@@ -14,15 +16,35 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: A stand-in for an interpreter: logs its command line; `-m venv DIR` makes DIR/bin/python, a
-#: copy of itself; everything else succeeds.
+#: A stand-in for an interpreter: logs its command line (and the opt-level a build is given, and
+#: whether pytest has cargo on PATH); `-m venv DIR` makes DIR/bin/python, a copy of itself, and a
+#: `surveillance` command; maturin makes an empty sdist and wheel where `--out` says, auditwheel
+#: finds manylinux_2_17, `-c` prints the package's folder in its environment; everything else
+#: succeeds.
 FAKE_PYTHON = """#!/bin/sh
 echo "$0 $*" >>"$RUN_TESTS_LOG"
-if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
-    for dir; do :; done
-    mkdir -p "$dir/bin"
-    cp "$0" "$dir/bin/python"
-fi
+out=; prev=
+for arg; do [ "$prev" = --out ] && out=$arg; prev=$arg; done
+case "$1 $2 $3" in
+"-m venv "*)
+    mkdir -p "$prev/bin"
+    cp "$0" "$prev/bin/python"
+    printf '#!/bin/sh\\necho surveillance 0.1.0\\n' >"$prev/bin/surveillance"
+    chmod +x "$prev/bin/surveillance" ;;
+"-m maturin sdist")
+    mkdir -p "$out/x/surveillance-0.1.0"
+    tar -czf "$out/surveillance-0.1.0.tar.gz" -C "$out/x" surveillance-0.1.0
+    rm -r "$out/x" ;;
+"-m maturin build")
+    echo "opt-level ${CARGO_PROFILE_RELEASE_OPT_LEVEL:-of Cargo.toml}" >>"$RUN_TESTS_LOG"
+    : >"$out/surveillance-0.1.0-cp39-abi3-manylinux_2_17_x86_64.whl" ;;
+"-m pytest "*)
+    if command -v cargo >/dev/null; then echo "cargo on PATH" >>"$RUN_TESTS_LOG"; fi ;;
+"-m auditwheel show")
+    echo 'consistent with the following platform tag: "manylinux_2_17_x86_64".' ;;
+"-c "*)
+    echo "$(dirname "$(dirname "$0")")/lib/surveillance" ;;
+esac
 exit 0
 """
 
@@ -35,20 +57,30 @@ def _executable(path: Path, text: str) -> Path:
 
 @pytest.fixture
 def sandbox(tmp_path):
-    """A directory holding only a copy of run-tests, stand-ins for cargo and rustup first on
-    PATH, two stand-in interpreters, and the log they all write to."""
-    if shutil.which("bash") is None:
-        pytest.skip("run-tests is a bash script")
+    """A directory holding only copies of run-tests and build-wheels, stand-ins for cargo,
+    rustup and actionlint first on PATH, two stand-in interpreters, and the log they all
+    write to."""
+    if shutil.which("bash") is None or (platform.system(), platform.machine()) != (
+        "Linux",
+        "x86_64",
+    ):
+        pytest.skip("run-tests and build-wheels are bash scripts for Linux x86_64")
     repo = tmp_path / "repo"
     repo.mkdir()
-    shutil.copy(ROOT / "run-tests", repo / "run-tests")
+    for script in ("run-tests", "build-wheels"):
+        shutil.copy(ROOT / script, repo / script)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("cargo", "rustup"):
-        _executable(bin_dir / tool, '#!/bin/sh\necho "cargo-or-rustup $*" >>"$RUN_TESTS_LOG"\n')
+    for tool in ("cargo", "rustup", "actionlint"):
+        _executable(bin_dir / tool, f'#!/bin/sh\necho "{tool} $*" >>"$RUN_TESTS_LOG"\n')
     log = tmp_path / "log"
     log.touch()
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "VENV", "PYTHON")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VIRTUAL_ENV", "VENV", "PYTHON", "DIST", "CARGO_TARGET_DIR")
+        and not k.startswith("CARGO_PROFILE_")
+    }
     env.update(
         PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         RUN_TESTS_LOG=str(log),
@@ -58,10 +90,10 @@ def sandbox(tmp_path):
     return repo, env, log, pythons
 
 
-def _run(repo: Path, env: dict, log: Path, python: Path) -> list:
+def _run(repo: Path, env: dict, log: Path, python: Path, script: str = "run-tests") -> list:
     log.write_text("")
     out = subprocess.run(
-        ["bash", str(repo / "run-tests")],
+        ["bash", str(repo / script)],
         env=dict(env, PYTHON=str(python)),
         capture_output=True,
         text=True,
@@ -74,6 +106,7 @@ def _run(repo: Path, env: dict, log: Path, python: Path) -> list:
 def test_run_tests_installs_into_its_own_virtual_environment(sandbox):
     repo, env, log, (python, other) = sandbox
     venv_python = str(repo / ".venv" / "bin" / "python")
+    test_python = str(repo / "build" / "wheels" / "venv" / "bin" / "python")
 
     lines = _run(repo, env, log, python)
     # The interpreter on PATH only makes the environment: no pip, no build, no pytest.
@@ -81,8 +114,18 @@ def test_run_tests_installs_into_its_own_virtual_environment(sandbox):
         f"{python} -m venv --clear {repo / '.venv'}"
     ]
     installs = [line for line in lines if " -m pip install" in line]
-    assert installs and all(line.startswith(venv_python + " ") for line in installs)
-    assert any(line.startswith(f"{venv_python} -m pytest") for line in lines)
+    assert installs and all(line.startswith((venv_python, test_python)) for line in installs)
+    # The wheel is built from the sdist, with the profile of cargo test, and tested in a new
+    # environment made from .venv's interpreter, with no cargo on PATH.
+    build = next(line for line in lines if line.startswith(f"{venv_python} -m maturin build"))
+    assert "--zig --compatibility manylinux2014" in build
+    assert f"--manifest-path {repo}/build/wheels/sdist/surveillance-0.1.0/Cargo.toml" in build
+    assert "opt-level 1" in lines
+    assert f"{venv_python} -m venv {repo}/build/wheels/venv" in lines
+    wheel = f"{repo}/build/test-wheels/surveillance-0.1.0-cp39-abi3-manylinux_2_17_x86_64.whl"
+    assert f"{test_python} -m pip install --quiet --disable-pip-version-check {wheel}" in lines
+    tests = [line for line in lines if line.startswith(f"{test_python} -m pytest")]
+    assert len(tests) == 1 and "cargo on PATH" not in lines
 
     # Made once: the next run uses it as it is.
     lines = _run(repo, env, log, python)
@@ -93,6 +136,26 @@ def test_run_tests_installs_into_its_own_virtual_environment(sandbox):
     lines = _run(repo, env, log, other)
     assert [line for line in lines if line.startswith(str(other))] == [
         f"{other} -m venv --clear {repo / '.venv'}"
+    ]
+
+
+def test_build_wheels_builds_the_release_profile_into_dist(sandbox):
+    repo, env, log, (python, _) = sandbox
+    venv_python = str(repo / ".venv" / "bin" / "python")
+    # Even where the shell exports the quick profile (as for editable builds).
+    env = dict(env, CARGO_PROFILE_RELEASE_OPT_LEVEL="1", CARGO_PROFILE_RELEASE_LTO="false")
+
+    lines = _run(repo, env, log, python, "build-wheels")
+    assert [line for line in lines if line.startswith(str(python))] == [
+        f"{python} -m venv --clear {repo / '.venv'}"
+    ]
+    assert "opt-level of Cargo.toml" in lines
+    assert any(
+        line.startswith(f"{venv_python} -m maturin sdist --out {repo}/dist") for line in lines
+    )
+    assert sorted(p.name for p in (repo / "dist").iterdir()) == [
+        "surveillance-0.1.0-cp39-abi3-manylinux_2_17_x86_64.whl",
+        "surveillance-0.1.0.tar.gz",
     ]
 
 
