@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import fcntl
 import json
 import os
+import select
 import shlex
 import signal
 import ssl
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 import urllib.error
@@ -87,6 +91,35 @@ def service_env(emu: Any = None, **extra: str) -> dict:
         )
     env.update(extra)
     return env
+
+
+def run_in_pty(argv: list, env: dict, cwd: Any, columns: int = 160) -> tuple:
+    """Runs ``argv`` with stdin, stdout and stderr on a pseudo-terminal of ``columns``; returns
+    the exit status and everything it wrote."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd)
+    os.close(slave)
+    chunks = []
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 60)
+            if not ready:
+                raise AssertionError("no output from the command for 60 s")
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the command closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        status = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    return status, b"".join(chunks).decode("utf-8", "replace")
 
 
 class EmulatorCommand(NamedTuple):

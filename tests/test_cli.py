@@ -4,16 +4,11 @@ every subcommand, its outputs, progress on a terminal only, and one-line errors.
 from __future__ import annotations
 
 import csv
-import fcntl
 import json
-import os
 import re
-import select
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import urllib.request
 from pathlib import Path
 
@@ -21,7 +16,7 @@ import pytest
 import surveillance as sv
 from surveillance import cli
 
-from conftest import emulator_command, emulator_fixture, service_env
+from conftest import emulator_command, emulator_fixture, run_in_pty, service_env
 
 CLI = [sys.executable, "-m", "surveillance.cli"]
 PROGRESS = re.compile(r"events: *\d+%")
@@ -95,35 +90,8 @@ def _run(args, env, cwd=None):
 
 
 def _run_in_pty(args, env, cwd) -> tuple:
-    """Runs the CLI with stdin, stdout and stderr on a pseudo-terminal; returns the exit
-    status and everything it wrote."""
-    args = _fast(args)
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
-    proc = subprocess.Popen(
-        [*CLI, *args], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd
-    )
-    os.close(slave)
-    chunks = []
-    try:
-        while True:
-            ready, _, _ = select.select([master], [], [], 60)
-            if not ready:
-                raise AssertionError("no output from the command for 60 s")
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the command closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-        status = proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
-    return status, b"".join(chunks).decode("utf-8", "replace")
+    """Runs the CLI on a pseudo-terminal; its exit status and everything it wrote."""
+    return run_in_pty([*CLI, *_fast(args)], env, cwd)
 
 
 cli_emu = emulator_fixture(seed=5, sites=4, days=2, events_per_day=300)

@@ -3,6 +3,7 @@ that reach an emulator running in this process over loopback."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import runpy
@@ -35,9 +36,17 @@ BURSTS = ["2026-01-06T00:00:00Z", "2026-01-06T23:59:59.999Z", "2026-01-05T13:07:
 @pytest.fixture(scope="module")
 def cluster():
     """Two single-threaded worker processes; no dashboard on a fixed port; closed at the end."""
+    with _local_cluster(2) as dask_client:
+        yield dask_client
+
+
+@contextlib.contextmanager
+def _local_cluster(workers: int):
+    """A client of ``workers`` single-threaded worker processes on loopback, with no dashboard
+    on a fixed port; closed at the end."""
     with (
         distributed.LocalCluster(
-            n_workers=2,
+            n_workers=workers,
             processes=True,
             threads_per_worker=1,
             dashboard_address="127.0.0.1:0",
@@ -284,16 +293,7 @@ def four(tmp_path_factory):
     """Four single-threaded worker processes, each with a quota ledger of its own (as four
     machines would have), so only the cluster's coordination keeps them within the key's."""
     base = str(tmp_path_factory.mktemp("ledgers"))
-    with (
-        distributed.LocalCluster(
-            n_workers=4,
-            processes=True,
-            threads_per_worker=1,
-            dashboard_address="127.0.0.1:0",
-            host="127.0.0.1",
-        ) as lc,
-        distributed.Client(lc) as dask_client,
-    ):
+    with _local_cluster(4) as dask_client:
         dirs = dask_client.run(_own_ledger_dir, base)
         assert len(set(dirs.values())) == 4
         dask_client.run(lambda: __import__("surveillance.dask").dask.events_meta())  # imports

@@ -6,19 +6,13 @@ command line, through the progress callback for the API."""
 
 from __future__ import annotations
 
-import fcntl
-import os
 import re
-import select
-import struct
-import subprocess
 import sys
-import termios
 
 import pytest
 import surveillance as sv
 
-from conftest import emulator_fixture, service_env
+from conftest import emulator_fixture, run_in_pty, service_env
 
 # 1 day of 16,000 events: more than one window of 10,000, so a bar that moved only when a
 # window completes would show no count between 0 and 10,000.
@@ -36,33 +30,8 @@ FRAME = re.compile(
 
 
 def _in_pty(args: list, env: dict, cwd) -> tuple:
-    """Runs the CLI on a pseudo-terminal; its exit status and everything it wrote."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
-    proc = subprocess.Popen(
-        [*CLI, *args], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd
-    )
-    os.close(slave)
-    chunks = []
-    try:
-        while True:
-            ready, _, _ = select.select([master], [], [], 60)
-            if not ready:
-                raise AssertionError("no output from the command for 60 s")
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the command closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-        status = proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
-    return status, b"".join(chunks).decode("utf-8", "replace")
+    """Runs the CLI on a pseudo-terminal wide enough for the bar's words."""
+    return run_in_pty([*CLI, *args], env, cwd, columns=200)
 
 
 def _number(text: str) -> int:
