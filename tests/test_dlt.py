@@ -89,6 +89,41 @@ def test_a_run_stopped_by_the_quota_resumes_the_next_day_and_ends_equal_to_truth
     assert rows(p, "SELECT count(*) - count(DISTINCT id) FROM events") == [(0,)]
 
 
+def test_after_a_run_the_quota_stopped_only_what_had_not_settled_is_fetched_again(tmp_path):
+    budget = 40
+    with sv.Emulator(seed=3, sites=4, days=2, events_per_day=4000) as emu:
+        emu.set_limits(daily_requests=budget)
+        p = pipeline(tmp_path)
+        p.run(surveillance_source(emu.client(), start=emu.start, until=emu.end))
+        cursor = p.state["sources"]["surveillance"]["resources"]["events"]["incremental"]
+        stopped_at = cursor["startTime"]["last_value"]
+        assert emu.start < stopped_at < emu.end - H, stopped_at  # stopped by the quota
+        truth = emu.truth(emu.start, emu.end)
+        for _ in range(4):
+            emu.advance_clock(86_400)  # the next day's run
+            source = surveillance_source(emu.client(), start=emu.start, until=emu.end)
+            firsts: list = []
+            source.events.add_map(first_times(firsts))
+            p.run(source)
+            # What the last run fetched had long settled then: none of it is fetched again.
+            assert firsts and min(firsts) >= stopped_at, (min(firsts), stopped_at)
+            if len(ids(p)) == len(truth):
+                break
+            cursor = p.state["sources"]["surveillance"]["resources"]["events"]["incremental"]
+            stopped_at = cursor["startTime"]["last_value"]
+        assert ids(p) == truth
+
+
+def first_times(into: list):
+    """A map for a resource of tables: records each table's first startTime in ``into``."""
+
+    def record(table):
+        into.append(pc.min(table["startTime"]).as_py())
+        return table
+
+    return record
+
+
 def test_the_merge_keeps_the_latest_version_of_an_event_fetched_twice(tmp_path):
     with sv.Emulator(seed=7, sites=3, days=1, events_per_day=600) as emu:
         events = emu.client().events(emu.start, emu.end)

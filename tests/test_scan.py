@@ -156,6 +156,12 @@ def test_a_start_and_end_in_the_call_are_intersected_with_the_filter(emu):
         sv.scan_events(object(), start=A)
 
 
+def test_a_polars_before_2_is_refused_with_what_to_install(emu, monkeypatch):
+    monkeypatch.setattr(pl, "__version__", "1.30.0")
+    with pytest.raises(ImportError, match=r"polars 2\.0 or later.*got 1\.30\.0.*pip install"):
+        sv.scan_events(client_of(emu), start=A, end=B)
+
+
 def test_importing_the_package_does_not_import_polars():
     import subprocess
 

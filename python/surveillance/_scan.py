@@ -1,7 +1,7 @@
 """Events as a polars ``LazyFrame``: :func:`scan_events`, an IO source (``polars.io.plugins``)
 that pushes filters on ``startTime``, the projection and ``head(n)`` into the fetch.
 
-Needs ``pip install 'surveillance[polars]'`` (a polars with ``polars.io.plugins``)."""
+Needs ``pip install 'surveillance[polars]'`` (polars 2.0 or later, for ``polars.io.plugins``)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def scan_events(
         ValueError: (on collect) no lower bound on ``startTime``, neither ``start`` nor a
             filter: the scan would fetch all of time. ``end`` not after ``start`` (at once).
         TypeError: ``client`` is not a :class:`~surveillance.Client`.
-        ImportError: polars is missing, or too old to have IO plugins.
+        ImportError: polars is missing, or older than 2.0.
 
     Example:
         >>> import datetime as dt, polars as pl, surveillance as sv
@@ -118,7 +118,7 @@ def scan_events(
             b = time.time_ns() // 1_000_000
         return _frames(pl, client, a, b, report_id, with_columns, predicate, n_rows)
 
-    schema = pl.Schema(_core.events_schema())
+    schema = _schema(pl)
     try:
         return register(source, schema=schema, explain_name="surveillance.events")
     except TypeError:  # a polars without `explain_name`
@@ -130,14 +130,24 @@ def _require_polars() -> Tuple[Any, Any]:
         import polars as pl
     except ImportError:
         raise ImportError("scan_events needs polars: pip install 'surveillance[polars]'") from None
+    major = pl.__version__.split(".")[0]
     try:
+        if not major.isdigit() or int(major) < 2:
+            raise ImportError
         from polars.io.plugins import register_io_source
     except ImportError:
+        # Before 2.0, polars passes its filters to IO plugins in another form, which this does
+        # not read: no filter would narrow the fetch.
         raise ImportError(
-            f"scan_events needs a polars with IO plugins (polars.io.plugins), got "
-            f"{pl.__version__}: pip install -U 'surveillance[polars]'"
+            f"scan_events needs polars 2.0 or later (its IO plugins), got {pl.__version__}: "
+            "pip install -U 'surveillance[polars]'"
         ) from None
     return pl, register_io_source
+
+
+def _schema(pl: Any) -> Any:
+    """The events' polars schema, read from the extension's Arrow schema."""
+    return pl.Schema(_core.events_schema())
 
 
 # --- the fetch -----------------------------------------------------------------------------
@@ -156,7 +166,7 @@ def _frames(
     projected, and cut at ``n_rows``."""
     if hi <= lo:
         return
-    names = list(pl.Schema(_core.events_schema()).names())
+    names = list(_schema(pl).names())
     columns = names if with_columns is None else list(with_columns)
     read = columns
     if predicate is not None:

@@ -8,7 +8,8 @@ Resources:
 - ``events``: incremental on ``startTime`` with dlt's own state (``dlt.sources.incremental``,
   its ``lag`` set to ``settle``: each run fetches again the last ``settle`` before where the
   previous one got to, for events created late, as :meth:`Client.sync_events
-  <surveillance.Client.sync_events>` does), ``primary_key="id"``, ``write_disposition="merge"``
+  <surveillance.Client.sync_events>` does; after a run the quota stopped, only what had not
+  settled when it was fetched), ``primary_key="id"``, ``write_disposition="merge"``
   (an event fetched again replaces its row); yielded as Arrow tables, one per window, which
   dlt loads without a Python object per event.
 - ``sites``, ``devices``, ``cameras``, ``reports``: ``write_disposition="replace"``.
@@ -109,15 +110,20 @@ def _events(
         """The events from where the last run got to (less ``settle``), a window at a time."""
         import pyarrow as pa
 
-        lo = to_ms(cursor.start_value, "start")
-        hi = until_ms if until_ms is not None else time.time_ns() // 1_000_000
+        wall_ms = time.time_ns() // 1_000_000
+        lo = _resume_from(cursor, dlt.current.resource_state(), lag)
+        hi = until_ms if until_ms is not None else wall_ms
         if hi <= lo:
             return
+        state = dlt.current.resource_state()
         progress = _sync._Progress()
         try:
             for table in _sync._fetch(client, pa, lo, hi, report_id, progress):
                 yield _microseconds(pa, table)
+            state.pop("stopped_at", None)
         except QuotaExhaustedError as e:
+            # The next run fetches again only what had not settled when this one fetched it.
+            state["stopped_at"] = wall_ms
             # The windows yielded are loaded and the cursor stands at the latest of them.
             logger.warning(
                 "the day's request quota is used up: events loaded until %s, the next run goes "
@@ -127,6 +133,18 @@ def _events(
             )
 
     return events
+
+
+def _resume_from(cursor: Any, state: Any, lag: float) -> int:
+    """Where a run's events begin: dlt's cursor less the lag (what it loaded last may have
+    changed since), except after a run the quota stopped: what that run fetched had settled
+    if it was ``lag`` old at the time, so only the part that had not is fetched again."""
+    lo = to_ms(cursor.start_value, "start")
+    stopped_at = state.get("stopped_at")
+    last = cursor.get_state().get("last_value")  # as stored, without the lag
+    if stopped_at is None or last is None or not lag:
+        return lo
+    return max(lo, min(to_ms(last, "last_value"), int(stopped_at) - int(lag * 1000)))
 
 
 def _listing(client: Any, kind: str) -> Any:
