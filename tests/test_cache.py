@@ -1,7 +1,9 @@
-"""The cache of settled events: a re-read costs no request and returns what a fresh read does,
-in every output and path; overlapping reads fetch only their new part; the settle period; a
-refresh; damaged files; two processes filling one cache; accounts kept apart; no secret on
-disk; the size cap; ``cache_info``, ``clear_cache``, ``plan_events`` and the CLI."""
+"""The cache of settled events, against an emulator in its own process (``DRIVER``) with a
+daily quota set, as a user's service is: a re-read costs no request and returns what a fresh
+read does, in every output and path; overlapping reads fetch only their new part; events that
+change within the settle period are read again, those that change after it only on a refresh;
+damaged files; two processes filling one cache; accounts kept apart; no secret on disk; the
+size cap; the requests saved; ``cache_info``, ``clear_cache``, ``plan_events`` and the CLI."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -25,20 +28,136 @@ from conftest import emulator_command, service_env
 DAY = dt.timedelta(days=1)
 D0 = dt.datetime(2026, 1, 5, tzinfo=dt.timezone.utc)
 EVENTS = "GET /v2/events"
+#: The daily quota the emulators enforce and their clients know.
+QUOTA = 100_000
+
+DRIVER = textwrap.dedent(
+    """
+    import json, sys, surveillance as sv
+    options = json.loads(sys.argv[1])
+    quota = options.pop("daily_requests")
+    calls = {"truth", "stats", "reset_stats", "add_events", "update_event", "advance_clock"}
+    with sv.Emulator(**options) as emu:
+        emu.set_limits(daily_requests=quota)
+        names = ("url", "eu_url", "api_key", "client_id", "client_secret", "audience")
+        print(json.dumps({name: getattr(emu, name) for name in names}), flush=True)
+        for line in sys.stdin:
+            command = json.loads(line)
+            if command["call"] == "quit":
+                break
+            try:
+                if command["call"] not in calls:
+                    raise ValueError(f"no call {command['call']!r}")
+                method = getattr(emu, command["call"])
+                answer = {"result": method(*command["args"], **command["kwargs"])}
+            except Exception as e:
+                answer = {"error": f"{type(e).__name__}: {e}"}
+            print(json.dumps(answer, default=str), flush=True)
+    """
+)
+
+
+class Remote:
+    """An emulator in a child process (``DRIVER``) that enforces a daily quota of ``quota``:
+    its settings, clients of it that know the quota, and its methods called over a pipe, one
+    JSON line each way."""
+
+    def __init__(self, quota: int = QUOTA, **options: Any) -> None:
+        self.quota = quota
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", DRIVER, json.dumps({**options, "daily_requests": quota})],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=service_env(),
+        )
+        self.settings = self._read()
+
+    def _read(self) -> Any:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, f"the emulator process ended ({self.proc.wait()})"
+        return json.loads(line)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """The emulator's method ``name`` (times as ISO strings), run in its process."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"call": name, "args": args, "kwargs": kwargs}) + "\n")
+        self.proc.stdin.flush()
+        answer = self._read()
+        assert "error" not in answer, answer["error"]
+        return answer["result"]
+
+    def truth(self, start: dt.datetime, end: dt.datetime) -> list:
+        return self.call("truth", start.isoformat(), end.isoformat())
+
+    def served(self) -> int:
+        """``GET /v2/events`` answered 200 so far."""
+        return self.call("stats")["requests"].get(EVENTS, {}).get("200", 0)
+
+    def account(self) -> dict:
+        """The arguments of a client of it (its credentials and URLs)."""
+        x = self.settings
+        return dict(
+            api_key=x["api_key"],
+            client_id=x["client_id"],
+            client_secret=x["client_secret"],
+            base_url=x["url"],
+            eu_base_url=x["eu_url"],
+            audience=x["audience"],
+        )
+
+    def limits(self) -> sv.Limits:
+        """No rate limit, and its daily quota."""
+        return sv.Limits(None, None, None, None, self.quota)
+
+    def client(self, **kwargs: Any) -> sv.Client:
+        return sv.Client(**self.account(), limits=self.limits(), **kwargs)
+
+    def async_client(self, **kwargs: Any) -> sv.AsyncClient:
+        return sv.AsyncClient(**self.account(), limits=self.limits(), **kwargs)
+
+    def env(self, **extra: str) -> dict:
+        """A child's environment for the CLI: its service, its daily quota, and ``extra``."""
+        x = self.settings
+        return service_env(
+            SURVEILLANCE_BASE_URL=x["url"],
+            SURVEILLANCE_EU_BASE_URL=x["eu_url"],
+            SURVEILLANCE_API_KEY=x["api_key"],
+            SURVEILLANCE_CLIENT_ID=x["client_id"],
+            SURVEILLANCE_CLIENT_SECRET=x["client_secret"],
+            SURVEILLANCE_AUDIENCE=x["audience"],
+            SURVEILLANCE_DAILY_REQUESTS=str(self.quota),
+            **extra,
+        )
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(json.dumps({"call": "quit"}) + "\n")
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def __enter__(self) -> Remote:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 @pytest.fixture(scope="module")
-def emu():
-    with sv.Emulator(sites=5, days=10, events_per_day=2000) as e:
-        yield e
-
-
-@pytest.fixture()
-def quota(emu):
-    """A daily quota, enforced by the emulator and known to its clients."""
-    emu.set_limits(daily_requests=100_000)
-    yield
-    emu.set_limits()
+def remote():
+    with Remote(sites=5, days=10, events_per_day=2000) as r:
+        yield r
 
 
 def event_requests(client) -> int:
@@ -49,18 +168,18 @@ def ids(events) -> list:
     return [e["id"] for e in events]
 
 
-def test_the_same_range_twice_costs_no_request_in_every_output(emu, quota, tmp_path):
-    first = emu.client(cache=tmp_path)
+def test_the_same_range_twice_costs_no_request_in_every_output(remote, tmp_path):
+    first = remote.client(cache=tmp_path)
     want = first.events(D0, D0 + 7 * DAY, progress=False)
-    assert ids(want) == emu.truth(D0, D0 + 7 * DAY)
+    assert ids(want) == remote.truth(D0, D0 + 7 * DAY)
     assert event_requests(first) > 0
     table = first.events(D0, D0 + 7 * DAY, output="arrow", refresh=True, progress=False)
-    again = emu.client(cache=tmp_path)
+    again = remote.client(cache=tmp_path)
     assert again.events(D0, D0 + 7 * DAY, progress=False) == want
     assert again.events(D0, D0 + 7 * DAY, output="arrow", progress=False).equals(table)
     import pandas.testing
 
-    fresh = emu.client(cache=False)
+    fresh = remote.client(cache=False)
     pandas.testing.assert_frame_equal(
         again.events(D0, D0 + 7 * DAY, output="pandas", progress=False),
         fresh.events(D0, D0 + 7 * DAY, output="pandas", progress=False),
@@ -73,7 +192,7 @@ def test_the_same_range_twice_costs_no_request_in_every_output(emu, quota, tmp_p
     assert pa.Table.from_batches(list(batches)).to_pylist() == table.to_pylist()
 
     async def read_async():
-        client = emu.async_client(cache=tmp_path)
+        client = remote.async_client(cache=tmp_path)
         dicts = await client.events(D0, D0 + 7 * DAY, progress=False)
         arrow = await client.events(D0, D0 + 7 * DAY, output="arrow")
         one_by_one = [e async for e in client.iter_events(D0, D0 + 7 * DAY)]
@@ -90,25 +209,25 @@ def test_the_same_range_twice_costs_no_request_in_every_output(emu, quota, tmp_p
     assert again.last_cost is not None
 
 
-def test_an_overlapping_range_costs_only_its_new_part(emu, quota, tmp_path):
-    alone = emu.client(cache=False)
+def test_an_overlapping_range_costs_only_its_new_part(remote, tmp_path):
+    alone = remote.client(cache=False)
     alone.events(D0 + 7 * DAY, D0 + 10 * DAY, progress=False)
     new_part = event_requests(alone)
-    client = emu.client(cache=tmp_path)
+    client = remote.client(cache=tmp_path)
     client.events(D0, D0 + 7 * DAY, progress=False)
     before = event_requests(client)
     got = client.events(D0 + 3 * DAY, D0 + 10 * DAY, progress=False)
-    assert ids(got) == emu.truth(D0 + 3 * DAY, D0 + 10 * DAY)
+    assert ids(got) == remote.truth(D0 + 3 * DAY, D0 + 10 * DAY)
     assert event_requests(client) - before <= new_part + 1
     # A range inside what is held costs nothing.
     before = event_requests(client)
     inside = client.events(D0 + 4 * DAY + dt.timedelta(hours=5), D0 + 9 * DAY, progress=False)
-    assert ids(inside) == emu.truth(D0 + 4 * DAY + dt.timedelta(hours=5), D0 + 9 * DAY)
+    assert ids(inside) == remote.truth(D0 + 4 * DAY + dt.timedelta(hours=5), D0 + 9 * DAY)
     assert event_requests(client) == before
 
 
-def test_plan_events_counts_cached_windows_as_free(emu, tmp_path):
-    client = emu.client(cache=tmp_path)
+def test_plan_events_counts_cached_windows_as_free(remote, tmp_path):
+    client = remote.client(cache=tmp_path)
     n = len(client.events(D0, D0 + 3 * DAY, progress=False))
     plan = client.plan_events(D0, D0 + 3 * DAY, progress=False)
     assert plan.events == n and plan.probes == 0 and plan.requests <= 1
@@ -117,58 +236,81 @@ def test_plan_events_counts_cached_windows_as_free(emu, tmp_path):
 def test_the_settle_period_is_fetched_again_and_a_refresh_replaces_the_rest(tmp_path):
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     start = (now - 2 * DAY).date()
-    with sv.Emulator(sites=3, days=3, events_per_day=500, start=start) as emu:
-        client = emu.client(cache=tmp_path, settle="1h")
-        lo = dt.datetime.combine(start, dt.time(), dt.timezone.utc)
+    lo = dt.datetime.combine(start, dt.time(), dt.timezone.utc)
+    with Remote(sites=3, days=3, events_per_day=500, start=str(start)) as remote:
+        client = remote.client(cache=tmp_path, settle="1h")
         first = client.events(lo, now, progress=False)
-        assert ids(first) == emu.truth(lo, now)
-        late = emu.add_events(now - dt.timedelta(minutes=20), 2, created_at=now)
-        settled = emu.add_events(now - dt.timedelta(hours=3), 1, created_at=now)
+        assert ids(first) == remote.truth(lo, now)
+        at = dt.datetime.isoformat
+        late = remote.call("add_events", at(now - 20 * MINUTE), 2, created_at=at(now))
+        settled = remote.call("add_events", at(now - 3 * HOUR), 1, created_at=at(now))
+        # One event changes within the settle period, one after it had settled.
+        recent = next(e for e in reversed(first) if starts(e) > now - 50 * MINUTE)
+        old = next(e for e in first if starts(e) < now - 3 * HOUR)
+        recent_now = remote.call("update_event", recent["id"], confirmed=not confirmed(recent))
+        old_now = remote.call("update_event", old["id"], confirmed=not confirmed(old))
+        assert recent_now != recent and old_now != old
         before = event_requests(client)
-        second = ids(client.events(lo, now, progress=False))
+        second = {e["id"]: e for e in client.events(lo, now, progress=False)}
         assert set(late) <= set(second)
         assert not set(settled) & set(second)
+        assert second[recent["id"]] == recent_now  # read again: the change shows
+        assert second[old["id"]] == old  # served from the cache: it does not, yet
         assert event_requests(client) - before <= 3  # the last hour alone
-        refreshed = ids(client.events(lo, now, progress=False, refresh=True))
-        assert refreshed == emu.truth(lo, now)
-        assert ids(client.events(lo, now, progress=False)) == refreshed
+        refreshed = client.events(lo, now, progress=False, refresh=True)
+        assert ids(refreshed) == remote.truth(lo, now)
+        assert {e["id"]: e for e in refreshed}[old["id"]] == old_now
+        assert client.events(lo, now, progress=False) == refreshed
 
 
-def test_a_damaged_file_is_warned_about_and_fetched_again(emu, tmp_path, caplog):
-    client = emu.client(cache=tmp_path)
+MINUTE = dt.timedelta(minutes=1)
+HOUR = dt.timedelta(hours=1)
+
+
+def starts(event: dict) -> dt.datetime:
+    return dt.datetime.fromisoformat(event["startTime"])
+
+
+def confirmed(event: dict) -> bool:
+    return bool(event["details"].get("confirmed"))
+
+
+def test_a_damaged_file_is_warned_about_and_fetched_again(remote, tmp_path, caplog):
+    client = remote.client(cache=tmp_path)
     want = client.events(D0, D0 + 2 * DAY, progress=False)
     files = sorted(tmp_path.rglob("*_*_*.json"))
     assert files
     data = files[0].read_bytes()
     files[0].write_bytes(data[: len(data) // 2])
-    again = emu.client(cache=tmp_path)
+    again = remote.client(cache=tmp_path)
     with caplog.at_level(logging.WARNING, logger="surveillance"):
         got = again.events(D0, D0 + 2 * DAY, progress=False)
     assert got == want
     assert event_requests(again) > 0
     assert any("truncated" in r.getMessage() for r in caplog.records), caplog.records
     # Fetched again, and kept whole this time.
-    third = emu.client(cache=tmp_path)
+    third = remote.client(cache=tmp_path)
     assert third.events(D0, D0 + 2 * DAY, progress=False) == want
     assert event_requests(third) == 0
 
 
 def test_accounts_on_one_base_url_are_kept_apart_and_no_secret_is_on_disk(tmp_path):
     secrets = []
-    with sv.Emulator(seed=1, sites=3, days=2, events_per_day=300) as one:
-        port = int(one.url.rsplit(":", 1)[1])
+    span = (D0, D0 + 2 * DAY)
+    with Remote(seed=1, sites=3, days=2, events_per_day=300) as one:
+        port = int(one.settings["url"].rsplit(":", 1)[1])
         a = one.client(cache=tmp_path)
-        got_one = ids(a.events(one.start, one.end, progress=False))
-        assert got_one == one.truth(one.start, one.end)
-        secrets += [one.api_key, one.client_secret, one.client_id]
-    with sv.Emulator(seed=2, sites=3, days=2, events_per_day=300, port=port) as two:
-        assert two.url.endswith(f":{port}")
+        got_one = ids(a.events(*span, progress=False))
+        assert got_one == one.truth(*span)
+        secrets += [one.settings[k] for k in ("api_key", "client_secret", "client_id")]
+    with Remote(seed=2, sites=3, days=2, events_per_day=300, port=port) as two:
+        assert two.settings["url"].endswith(f":{port}")
         b = two.client(cache=tmp_path)
-        got_two = ids(b.events(two.start, two.end, progress=False))
-        assert got_two == two.truth(two.start, two.end)
+        got_two = ids(b.events(*span, progress=False))
+        assert got_two == two.truth(*span)
         assert event_requests(b) > 0
         assert not set(got_one) & set(got_two)
-        secrets += [two.api_key, two.client_secret, two.client_id]
+        secrets += [two.settings[k] for k in ("api_key", "client_secret", "client_id")]
         info = b.cache_info()
     assert len({e["account"] for e in info["entries"]}) == 2
     for path in tmp_path.rglob("*"):
@@ -181,14 +323,14 @@ def test_accounts_on_one_base_url_are_kept_apart_and_no_secret_is_on_disk(tmp_pa
                 assert path.stat().st_mode & 0o777 == 0o700, path
 
 
-def test_loopback_clients_have_no_cache_unless_asked(emu, tmp_path, monkeypatch):
+def test_loopback_clients_have_no_cache_unless_asked(remote, tmp_path, monkeypatch):
     monkeypatch.delenv("SURVEILLANCE_CACHE", raising=False)
-    assert emu.client().cache_info() is None
-    assert emu.client().clear_cache() == 0
-    assert emu.client(cache=tmp_path).cache_info()["path"] == str(tmp_path)
+    assert remote.client().cache_info() is None
+    assert remote.client().clear_cache() == 0
+    assert remote.client(cache=tmp_path).cache_info()["path"] == str(tmp_path)
     monkeypatch.setenv("SURVEILLANCE_CACHE", str(tmp_path / "env"))
-    assert emu.client().cache_info()["path"] == str(tmp_path / "env")
-    assert emu.client(cache=False).cache_info() is None
+    assert remote.client().cache_info()["path"] == str(tmp_path / "env")
+    assert remote.client(cache=False).cache_info() is None
     monkeypatch.setenv("SURVEILLANCE_CACHE", "0")
     remote = dict(api_key="k", client_id="i", client_secret="s", base_url="https://api.test")
     assert sv.Client(**remote).cache_info() is None
@@ -203,19 +345,19 @@ def test_loopback_clients_have_no_cache_unless_asked(emu, tmp_path, monkeypatch)
         sv.Client(**remote, settle="soon")
 
 
-def test_a_client_pickles_with_its_cache(emu, tmp_path):
+def test_a_client_pickles_with_its_cache(remote, tmp_path):
     import pickle
 
-    client = pickle.loads(pickle.dumps(emu.client(cache=tmp_path, settle="2h")))
+    client = pickle.loads(pickle.dumps(remote.client(cache=tmp_path, settle="2h")))
     assert client.cache_info()["path"] == str(tmp_path)
     assert client._inner.config()["settle"] == 7200.0
 
 
-def test_the_cap_evicts_the_least_recently_used_windows(emu, tmp_path):
-    client = emu.client(cache=tmp_path, cache_max_bytes=2_000_000)
+def test_the_cap_evicts_the_least_recently_used_windows(remote, tmp_path):
+    client = remote.client(cache=tmp_path, cache_max_bytes=2_000_000)
     for day in range(6):
         want = client.events(D0 + day * DAY, D0 + (day + 1) * DAY, progress=False)
-        assert ids(want) == emu.truth(D0 + day * DAY, D0 + (day + 1) * DAY)
+        assert ids(want) == remote.truth(D0 + day * DAY, D0 + (day + 1) * DAY)
     info = client.cache_info()
     assert 0 < info["bytes"] <= 2_000_000
     held = info["entries"][0]["ranges"]
@@ -225,19 +367,23 @@ def test_the_cap_evicts_the_least_recently_used_windows(emu, tmp_path):
     assert client.cache_info()["files"] == 0
 
 
-def test_progress_shows_the_requests_saved(emu, tmp_path):
-    client = emu.client(cache=tmp_path)
-    client.events(D0, D0 + 2 * DAY, progress=False)
+def test_progress_and_stats_show_the_requests_saved(remote, tmp_path):
+    first = remote.client(cache=tmp_path)
+    first.events(D0, D0 + 2 * DAY, progress=False)
+    spent = event_requests(first)
+    client = remote.client(cache=tmp_path)
     updates: list = []
     client.events(D0, D0 + 2 * DAY, progress=updates.append)
-    assert updates and updates[-1]["saved"] >= 1 and updates[-1]["requests"] == 0
+    # Saved: exactly what the read that filled the cache spent.
+    assert updates and updates[-1]["saved"] == spent and updates[-1]["requests"] == 0
+    assert client.stats()["requests_saved"] == spent
 
 
 READER = textwrap.dedent(
     """
     import json, sys, surveillance as sv
     lo, hi, cache = sys.argv[1], sys.argv[2], sys.argv[3]
-    client = sv.Client(cache=cache, limits=sv.Limits.unlimited())
+    client = sv.Client(cache=cache, limits=sv.Limits(None, None, None, None, 100_000))
     print(json.dumps([e["id"] for e in client.events(lo, hi, progress=False)]))
     """
 )
@@ -245,9 +391,12 @@ READER = textwrap.dedent(
 
 def test_two_processes_fill_one_cache_at_once(tmp_path):
     ranges = [("2026-01-05", "2026-01-09"), ("2026-01-07", "2026-01-11")]
-    with emulator_command("--sites", "4", "--days", "7", "--events-per-day", "2000") as emulator:
+    options = ("--sites", "4", "--days", "7", "--events-per-day", "2000")
+    with emulator_command(*options, "--daily-requests", str(QUOTA)) as emulator:
         env = service_env(**emulator.exports)
-        fresh = sv.Client(cache=False, limits=sv.Limits.unlimited(), **_settings(emulator))
+        fresh = sv.Client(
+            cache=False, limits=sv.Limits(None, None, None, None, QUOTA), **_settings(emulator)
+        )
         want = [ids(fresh.events(lo, hi, progress=False)) for lo, hi in ranges]
         cache = tmp_path / "cache"
         for _ in range(10):
@@ -267,7 +416,9 @@ def test_two_processes_fill_one_cache_at_once(tmp_path):
                 assert json.loads(out) == expected
             assert not [p for p in cache.rglob(".tmp-*")]
             # Every file is whole: served again with no request, exactly.
-            client = sv.Client(cache=cache, **_settings(emulator))
+            client = sv.Client(
+                cache=cache, limits=sv.Limits(daily_requests=QUOTA), **_settings(emulator)
+            )
             for (lo, hi), expected in zip(ranges, want):
                 assert ids(client.events(lo, hi, progress=False)) == expected
             assert event_requests(client) == 0

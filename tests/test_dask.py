@@ -131,6 +131,22 @@ def test_compute_and_reset_index_give_client_events(cluster, big):
     assert len(sub.compute()) == len(big.truth("2026-01-06T00:00:00Z", "2026-01-06T00:15:00Z"))
 
 
+def test_a_second_compute_is_served_by_the_cache_of_settled_events(cluster, big, tmp_path):
+    client = big.client(cache=tmp_path)  # the workers' clients share its directory
+    start, end = "2026-01-05T20:00:00Z", "2026-01-06T04:00:00Z"
+
+    def read() -> tuple:
+        before = big.stats()["requests"].get("GET /v2/events", {}).get("200", 0)
+        frame = svd.events(client, start, end, partition="2h").compute()
+        return frame, big.stats()["requests"]["GET /v2/events"]["200"] - before
+
+    first, spent = read()
+    again, spent_again = read()
+    assert spent >= len(first) // 100 and spent_again == 0
+    assert again["id"].tolist() == first["id"].tolist() == big.truth(start, end)
+    assert again.equals(first)
+
+
 def test_each_worker_process_reuses_one_client_and_token(cluster, big):
     # a configuration no other test uses: the workers have no client for it yet
     client = big.client(timeout=29.0)

@@ -1,10 +1,10 @@
 """The Python API of `surveillance.Emulator`: its constructor's arguments, the data it generates (as
 `resources()`, `truth()` and the served events show it), its settings (`set_faults`, `set_limits`,
 `set_webhook`, `set_dialect`, `set_token_lifetime`, `advance_clock`, ...), `add_events`,
-`published()`, `stats()`, its lifecycle and HTTPS. Also the parts of the wire contract that the Rust
-tests of `src/emulator/tests.rs` (where the HTTP rules are tested) leave out: the shape of sites,
-devices, cameras and events, the webhook's record models (WEBHOOK-MODELS.md), the body size limit
-over a socket. Requests go over plain HTTP with the standard library."""
+`update_event`, `published()`, `stats()`, its lifecycle and HTTPS. Also the parts of the wire
+contract that the Rust tests of `src/emulator/tests.rs` (where the HTTP rules are tested) leave out:
+the shape of sites, devices, cameras and events, the webhook's record models (WEBHOOK-MODELS.md),
+the body size limit over a socket. Requests go over plain HTTP with the standard library."""
 
 from __future__ import annotations
 
@@ -601,6 +601,34 @@ def test_add_events_iso_string_and_site(make_emu):
     served = Http(e).get_all("/v2/events", {"startTime": at, "endTime": at + MS})
     ev = next(x for x in served if x["id"] == new[0])
     assert ev["siteId"] == sid and inst(ev) == at
+
+
+def test_update_event_changes_what_later_reads_serve(make_emu):
+    e = make_emu()
+    h = Http(e)
+    served = h.get_all("/v2/events", {"startTime": e.start, "endTime": e.end})
+    old = served[7]
+    sites = {s["id"]: s for s in e.resources("sites")}
+    devices = {d["id"]: d for d in e.resources("devices")}
+    other = next(s for s in sites if s != old["siteId"])
+    end = inst(old) + timedelta(minutes=42)
+    new = e.update_event(old["id"], end_time=end, confirmed=False, site_id=other)
+    assert new["id"] == old["id"] and inst(new) == inst(old)
+    assert parse_ts(new["createTime"]) == parse_ts(old["createTime"])
+    assert parse_ts(new["endTime"]) == end and new["details"]["duration_sec"] == 42 * 60
+    assert new["details"]["confirmed"] is False and new["siteId"] == other
+    check_event(new, sites, devices)
+    again = h.get_all("/v2/events", {"startTime": e.start, "endTime": e.end})
+    assert [x["id"] for x in again] == [x["id"] for x in served]
+    assert next(x for x in again if x["id"] == old["id"]) == new
+    with pytest.raises(ValueError, match="no event"):
+        e.update_event("not-an-event", confirmed=True)
+    with pytest.raises(ValueError, match="before the event's startTime"):
+        e.update_event(old["id"], end_time=inst(old) - MS)
+    with pytest.raises(ValueError, match="no site"):
+        e.update_event(old["id"], site_id="nowhere")
+    with pytest.raises(TypeError, match="confirmed"):
+        e.update_event(old["id"], confirmed="yes")
 
 
 def rss_mb() -> float | None:

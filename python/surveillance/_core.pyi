@@ -235,6 +235,15 @@ class Emulator:
     ) -> list[str]:
         """Inserts ``count`` events starting at ``at_ms`` (created at ``created_ms`` when
         given); returns their ids."""
+    def update_event(
+        self,
+        event_id: str,
+        end_ms: Optional[int] = None,
+        confirmed: Optional[bool] = None,
+        site_id: Optional[str] = None,
+    ) -> str:
+        """Changes an event (its end, ``details.confirmed``, its site, each when given);
+        returns its JSON text as now served."""
     def published_json(self, region: Optional[str] = None) -> list[str]:
         """Stored webhook records as JSON texts (of one region, or all)."""
     def clear_published(self) -> None:

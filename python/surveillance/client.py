@@ -306,7 +306,8 @@ class _BaseClient:
         reads so far), and ``entries``: one per account and endpoint, with its ``account`` (a
         hash of the base URL, API key and client id, never a secret), ``base_url``,
         ``endpoint``, ``report_id``, ``ranges`` (the ranges held, as pairs of aware UTC
-        datetimes), ``events``, ``bytes`` and ``files``.
+        datetimes), ``events``, ``requests`` (those the reads that filled it spent: what a
+        read of all it holds saves), ``bytes`` and ``files``.
 
         >>> import surveillance as sv, tempfile
         >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:

@@ -477,6 +477,47 @@ class Emulator:
         _check.text("site_id", site_id, optional=True, longest=100)
         return self._inner.add_events(to_ms(at, "at"), count, site_id, created)
 
+    def update_event(
+        self,
+        event_id: str,
+        *,
+        end_time: Optional[TimeLike] = None,
+        confirmed: Optional[bool] = None,
+        site_id: Optional[str] = None,
+    ) -> dict:
+        """Changes an existing event as the service revises one, and returns it as now served.
+
+        Its id, ``startTime`` and ``createTime`` stay; what follows from the change moves with
+        it (``endTime``, ``details.duration_sec`` and the subtitle with the end; ``deviceId``,
+        ``cameras``, the site's tags and the UTC offset of its times with the site). The
+        service's event has no update time, so nothing in it says that it changed: every later
+        read serves the new version, and a read of a range that settled before the change (a
+        cache, a sync) keeps the old one until it reads that range again.
+
+        Args:
+            event_id: the event's ``id``.
+            end_time: its new ``endTime`` (a time as :meth:`truth` takes), not before its
+                ``startTime`` and within 49 days of it.
+            confirmed: its new ``details.confirmed``.
+            site_id: the site it now belongs to (a camera of that site in the same zone when
+                there is one).
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=20) as emu:
+        ...     first = emu.client().events(emu.start, emu.end)[0]
+        ...     changed = emu.update_event(first["id"], end_time=first["startTime"])
+        ...     again = emu.client().events(emu.start, emu.end)[0]
+        >>> changed["details"]["duration_sec"], again == changed
+        (0, True)
+        >>> again["endTime"] == first["startTime"]
+        True
+        """
+        _check.text("event_id", event_id, longest=100)
+        end = None if end_time is None else to_ms(end_time, "end_time")
+        confirmed = None if confirmed is None else _check.flag("confirmed", confirmed)
+        _check.text("site_id", site_id, optional=True, longest=100)
+        return json.loads(self._inner.update_event(event_id, end, confirmed, site_id))
+
     def client(self, **kwargs: Any) -> Client:
         """A :class:`~surveillance.Client` configured for this emulator.
 

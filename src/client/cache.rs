@@ -4,7 +4,8 @@
 //!
 //! A file is `svcache 1 <events> <bytes> <sha256>\n` and then a JSON array of the window's
 //! events in `[lo, hi)`, sorted by (startTime, id), as the service sent them. Its name is
-//! `<lo>_<hi>_<events>.json` (epoch milliseconds): listing a directory is the index, so two
+//! `<lo>_<hi>_<events>_<requests>.json` (epoch milliseconds; `requests`: those its fetch spent,
+//! see [`Segment::requests`]): listing a directory is the index, so two
 //! processes that fill one cache never share a file they both write. A file is written under a
 //! unique temporary name and renamed into place, so no reader sees half of one; a file whose
 //! length or checksum is wrong is reported, removed and fetched again, never served. Reading a
@@ -42,6 +43,12 @@ pub struct Segment {
     pub hi: i64,
     /// How many events it holds.
     pub events: u64,
+    /// The requests its fetch spent: one per page its window asked (a page a plan or a quota
+    /// check read for that fetch included, retries not), with those of the windows a split
+    /// replaced in its range. A window cut by the settle period keeps its settled part with
+    /// the pages that part's events fill (the least a read of it takes), at most its
+    /// window's: how many of its pages the settled part needed is not known.
+    pub requests: u64,
     /// Its file.
     pub path: PathBuf,
 }
@@ -143,17 +150,19 @@ fn write_atomic(path: &Path, data: &[&[u8]]) -> std::io::Result<()> {
     written
 }
 
-/// The segment a file name stands for (`<lo>_<hi>_<events>.json`).
+/// The segment a file name stands for (`<lo>_<hi>_<events>_<requests>.json`).
 fn segment_of(path: PathBuf) -> Option<Segment> {
     let name = path.file_name()?.to_str()?.strip_suffix(".json")?;
     let mut parts = name.split('_');
     let lo = parts.next()?.parse().ok()?;
     let hi = parts.next()?.parse().ok()?;
     let events = parts.next()?.parse().ok()?;
+    let requests = parts.next()?.parse().ok()?;
     (parts.next().is_none() && lo < hi).then_some(Segment {
         lo,
         hi,
         events,
+        requests,
         path,
     })
 }
@@ -260,13 +269,14 @@ impl Cache {
         let _ = std::fs::remove_file(&segment.path);
     }
 
-    /// Keeps `events` events of `[lo, hi)`, whose JSON texts are `texts` (sorted by
-    /// (startTime, id)), for `report`'s events.
+    /// Keeps the events of `[lo, hi)`, whose JSON texts are `texts` (sorted by (startTime,
+    /// id)), for `report`'s events, with the `requests` their fetch spent.
     pub fn write<'a>(
         &self,
         report: Option<&str>,
         lo: i64,
         hi: i64,
+        requests: u64,
         texts: impl Iterator<Item = &'a str>,
     ) -> std::io::Result<()> {
         let mut body = Vec::with_capacity(4096);
@@ -294,7 +304,7 @@ impl Cache {
             body.len(),
             sha256_hex(&body, 32)
         );
-        let path = dir.join(format!("{lo}_{hi}_{events}.json"));
+        let path = dir.join(format!("{lo}_{hi}_{events}_{requests}.json"));
         write_atomic(&path, &[header.as_bytes(), &body])
     }
 
@@ -409,6 +419,9 @@ pub struct Entry {
     pub ranges: Vec<(i64, i64)>,
     /// Events held.
     pub events: u64,
+    /// The requests the reads that filled its files spent on them (see
+    /// [`Segment::requests`]): what it saves each time it is served whole.
+    pub requests: u64,
     /// Bytes of its files.
     pub bytes: u64,
     /// Its files.
@@ -468,6 +481,7 @@ pub fn info(root: &Path) -> Info {
             segments.sort_by_key(|(s, _)| (s.lo, s.hi));
             for (s, len) in segments {
                 entry.events += s.events;
+                entry.requests += s.requests;
                 entry.bytes += len;
                 entry.files += 1;
                 match entry.ranges.last_mut() {
@@ -543,12 +557,17 @@ mod tests {
             None,
             10,
             20,
+            3,
             ["{\"id\":\"a\"}", "{\"id\":\"b\"}"].into_iter(),
         )
         .expect("written");
         let segs = c.segments(None);
         assert_eq!(segs.len(), 1);
-        assert_eq!((segs[0].lo, segs[0].hi, segs[0].events), (10, 20, 2));
+        assert_eq!(
+            (segs[0].lo, segs[0].hi, segs[0].events, segs[0].requests),
+            (10, 20, 2, 3)
+        );
+        assert_eq!(info(&root).entries[0].requests, 3);
         let body = c.read(&segs[0]).expect("read");
         assert_eq!(&body[..], b"[{\"id\":\"a\"},{\"id\":\"b\"}]");
         let data = std::fs::read(&segs[0].path).expect("file");
@@ -564,7 +583,8 @@ mod tests {
         let root = temp_root("cover");
         let c = Cache::new(root.clone(), "https://a.test", "k", "id", DEFAULT_MAX_BYTES);
         for (lo, hi) in [(10, 20), (15, 30), (40, 50)] {
-            c.write(None, lo, hi, std::iter::empty()).expect("written");
+            c.write(None, lo, hi, 1, std::iter::empty())
+                .expect("written");
         }
         let kinds: Vec<(bool, i64, i64)> = c
             .cover(None, 0, 45)
@@ -608,7 +628,7 @@ mod tests {
         );
         let text = format!("{{\"x\":\"{}\"}}", "y".repeat(150));
         for lo in 0..3 {
-            c.write(None, lo * 10, lo * 10 + 10, [text.as_str()].into_iter())
+            c.write(None, lo * 10, lo * 10 + 10, 1, [text.as_str()].into_iter())
                 .expect("written");
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -372,6 +372,8 @@ struct Window {
     ahead: usize,
     /// Served from this file of the cache (complete without a request).
     cached: Option<Segment>,
+    /// Requests answered for its pages (a page a plan or a quota check held included).
+    spent: u64,
 }
 
 impl Window {
@@ -394,6 +396,7 @@ impl Window {
             estimate: None,
             ahead: 0,
             cached: None,
+            spent: 0,
         }
     }
 
@@ -520,6 +523,9 @@ struct Planner {
     cutoff: i64,
     /// A window was written to the cache (which then keeps to its cap).
     wrote: bool,
+    /// The windows a split replaced: their start and the requests sent for them, charged to
+    /// the completed window that holds that start (for [`Segment::requests`]).
+    replaced: Vec<(i64, u64)>,
     /// When the planner started, for the rate its requests are answered at.
     started: std::time::Instant,
 }
@@ -775,6 +781,7 @@ impl Planner {
             return Ok(());
         };
         w.in_flight -= 1;
+        w.spent += 1;
         let offset = match kind {
             Kind::Probe => CEILING_PAGE,
             Kind::Page(o) => o,
@@ -1125,11 +1132,15 @@ impl Planner {
     }
 
     /// A count: the requests the fetch spent on window `id` before it was split (the pages
-    /// asked so far, as this count asked them).
+    /// asked so far, as this count asked them). A fetch: the requests sent for it, answered or
+    /// in flight, for the window that takes its start.
     fn count_split(&mut self, id: u64) {
         if self.counting {
             let asked = self.window_mut(id).map_or(0, |w| w.launched.len());
             self.predicted += asked as f64;
+        } else if let Some(w) = self.window_mut(id) {
+            let sent = (w.ws, w.spent + w.in_flight as u64);
+            self.replaced.push(sent);
         }
     }
 
@@ -1224,8 +1235,16 @@ impl Planner {
                     .into_iter()
                     .filter(|e| e.start_ms >= lo && e.start_ms < hi)
                     .collect();
-                // The pages a fresh read of these events asks at the least.
-                let saved = (events.len() as u64).div_ceil(PAGE as u64).max(1);
+                // Served whole, the requests its fetch spent; a part, the pages its events
+                // fill (the least a read of that part asks), at most the file's.
+                let saved = if (lo, hi) == (segment.lo, segment.hi) {
+                    segment.requests
+                } else {
+                    (events.len() as u64)
+                        .div_ceil(PAGE as u64)
+                        .max(1)
+                        .min(segment.requests)
+                };
                 self.progress.saved += saved;
                 self.client.http().stats.saved(saved);
                 self.frontier = w.we;
@@ -1263,7 +1282,19 @@ impl Planner {
             events.retain(|_| first.next().unwrap_or(true));
             events.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
             if self.caching && lo < self.cutoff {
-                self.keep_settled(lo, hi.min(self.cutoff), &events, &bodies);
+                let (ws, we) = (w.ws, w.we);
+                let mut spent = w.spent;
+                self.replaced.retain(|(at, sent)| {
+                    let mine = (ws..we).contains(at);
+                    spent += if mine { *sent } else { 0 };
+                    !mine
+                });
+                let cut = hi.min(self.cutoff);
+                if cut < hi {
+                    let settled = events.iter().filter(|e| e.start_ms < cut).count() as u64;
+                    spent = spent.min(settled.div_ceil(PAGE as u64).max(1));
+                }
+                self.keep_settled(lo, cut, spent, &events, &bodies);
             }
             self.frontier = w.we;
             self.progress.events += events.len() as u64;
@@ -1315,11 +1346,18 @@ impl Planner {
         None
     }
 
-    /// Writes the settled part `[lo, cut)` of a completed window to the cache: its `events`
-    /// (sorted) when they hold their text, else those of its pages' `bodies`, kept once each
-    /// as the window keeps them. A cache that cannot be written is warned about once, then
-    /// left alone by this fetch.
-    fn keep_settled(&mut self, lo: i64, cut: i64, events: &[Event], bodies: &[Bytes]) {
+    /// Writes the settled part `[lo, cut)` of a completed window to the cache, with the
+    /// `requests` it took: its `events` (sorted) when they hold their text, else those of its
+    /// pages' `bodies`, kept once each as the window keeps them. A cache that cannot be
+    /// written is warned about once, then left alone by this fetch.
+    fn keep_settled(
+        &mut self,
+        lo: i64,
+        cut: i64,
+        requests: u64,
+        events: &[Event],
+        bodies: &[Bytes],
+    ) {
         let Some(cache) = self.client.cache() else {
             return;
         };
@@ -1329,6 +1367,7 @@ impl Planner {
                 report,
                 lo,
                 cut,
+                requests,
                 events.iter().filter(|e| e.start_ms < cut).map(Event::text),
             )
         } else {
@@ -1346,7 +1385,7 @@ impl Planner {
             let mut first = first.into_iter();
             all.retain(|_| first.next().unwrap_or(true));
             all.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
-            cache.write(report, lo, cut, all.iter().map(Event::text))
+            cache.write(report, lo, cut, requests, all.iter().map(Event::text))
         };
         match written {
             Ok(()) => self.wrote = true,
@@ -1632,6 +1671,7 @@ impl Planner {
             caching,
             cutoff,
             wrote: false,
+            replaced: Vec::new(),
         };
         for piece in pieces {
             match piece {

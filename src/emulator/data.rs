@@ -130,14 +130,26 @@ pub struct Ev {
     pub seq: u32,
     /// endTime - startTime.
     pub dur_ms: u32,
-    /// createTime - endTime.
-    pub create_delay_ms: u32,
+    /// createTime - endTime: negative once [`Data::update_event`] moved the end past the
+    /// creation.
+    pub create_delay_ms: i32,
     /// Index in `Data::cams`.
     pub cam: u32,
     /// UTC offset of the site at startTime, minutes.
     pub offset_min: i16,
     /// Bit 0: `confirmed` present; bit 1: its value; bits 2-3: marker kind.
     pub flags: u8,
+}
+
+/// What [`Data::update_event`] changes of an event; a field left None stays as it is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Change {
+    /// The new endTime, epoch ms (not before its startTime).
+    pub end_ms: Option<i64>,
+    /// The new `details.confirmed`.
+    pub confirmed: Option<bool>,
+    /// The new site, an index in `Data::site_info`.
+    pub site: Option<usize>,
 }
 
 /// The whole data set of one emulator.
@@ -530,7 +542,7 @@ impl Data {
             start_ms: at,
             seq: self.next_seq,
             dur_ms,
-            create_delay_ms: 500 + rng.below(30_000) as u32,
+            create_delay_ms: 500 + rng.below(30_000) as i32,
             cam,
             offset_min: offset_minutes(info.tz, at),
             flags,
@@ -588,7 +600,7 @@ impl Data {
             let span = u32::try_from(created.max(at_ms) - at_ms).unwrap_or(u32::MAX);
             for e in &mut self.events[before..] {
                 e.dur_ms = e.dur_ms.min(span);
-                e.create_delay_ms = span - e.dur_ms;
+                e.create_delay_ms = i32::try_from(span - e.dur_ms).unwrap_or(i32::MAX);
             }
         }
         let ids = self.events[before..]
@@ -598,6 +610,59 @@ impl Data {
         self.events.append(&mut tail);
         self.rebuild_index();
         ids
+    }
+
+    /// Changes the event `id` as the service revises one (its dwell ended later, a person
+    /// confirmed it, it was filed under another site): its id, startTime and createTime stay,
+    /// the fields that follow from the change move with it (endTime, `details.duration_sec`
+    /// and the subtitle with the end; deviceId, cameras, zone, tags and offsets with the
+    /// site), and every later read serves the new version. The service's event has no update
+    /// time, so nothing else tells the change. Returns the event's JSON as now served, or what
+    /// is wrong with the change.
+    pub fn update_event(&mut self, id: &str, change: Change) -> Result<String, String> {
+        let pos = self
+            .events
+            .iter()
+            .position(|e| self.event_id(e).eq_ignore_ascii_case(id))
+            .ok_or_else(|| format!("no event `{id}`"))?;
+        let e = self.events[pos];
+        let mut new = e;
+        if let Some(end) = change.end_ms {
+            let dur = end
+                .checked_sub(e.start_ms)
+                .filter(|d| *d >= 0)
+                .ok_or("`end_time` must not be before the event's startTime")?;
+            new.dur_ms = u32::try_from(dur)
+                .map_err(|_| "`end_time` must be within 49 days of the event's startTime")?;
+            let created = e.start_ms + i64::from(e.dur_ms) + i64::from(e.create_delay_ms);
+            new.create_delay_ms = (created - end).clamp(i32::MIN.into(), i32::MAX.into()) as i32;
+        }
+        if let Some(confirmed) = change.confirmed {
+            new.flags = (new.flags & !3) | 1 | (u8::from(confirmed) << 1);
+        }
+        if let Some(s) = change.site {
+            let info = self
+                .site_info
+                .get(s)
+                .ok_or_else(|| format!("no site number {s}"))?;
+            let zone = self.cams[e.cam as usize].zone;
+            new.cam = info
+                .cameras
+                .iter()
+                .copied()
+                .find(|c| self.cams[*c as usize].zone == zone)
+                .or_else(|| info.cameras.first().copied())
+                .ok_or("that site has no camera")?;
+            new.offset_min = offset_minutes(info.tz, e.start_ms);
+        }
+        let moved = self.cams[new.cam as usize].zone != self.cams[e.cam as usize].zone;
+        self.events[pos] = new;
+        if moved {
+            self.rebuild_index();
+        }
+        let mut out = String::new();
+        self.render_event(&new, &mut out);
+        Ok(out)
     }
 
     /// The id of an event.
@@ -818,6 +883,49 @@ mod tests {
             50
         );
         assert!(d.events.windows(2).all(|w| w[0].start_ms <= w[1].start_ms));
+    }
+
+    #[test]
+    fn an_updated_event_is_served_changed_in_place() {
+        let mut d = small();
+        let e = d.events[200];
+        let id = d.event_id(&e);
+        let mut before = String::new();
+        d.render_event(&e, &mut before);
+        let before: Value = serde_json::from_str(&before).expect("json");
+        let end = e.start_ms + 3_600_000;
+        let other = (d.cams[e.cam as usize].site as usize + 1) % d.site_info.len();
+        let change = Change {
+            end_ms: Some(end),
+            confirmed: Some(true),
+            site: Some(other),
+        };
+        let after: Value =
+            serde_json::from_str(&d.update_event(&id, change).expect("changed")).expect("json");
+        assert_eq!(after["id"], before["id"]);
+        assert_eq!(
+            after["createTime"].as_str().map(parse_ms),
+            before["createTime"].as_str().map(parse_ms)
+        );
+        assert_eq!(after["details"]["duration_sec"], 3600);
+        assert_eq!(after["details"]["confirmed"], true);
+        assert_eq!(
+            after["siteId"].as_str(),
+            Some(d.site_info[other].id.as_str())
+        );
+        let ends = DateTime::parse_from_rfc3339(after["endTime"].as_str().unwrap_or_default());
+        assert_eq!(ends.map(|t| t.timestamp_millis()).ok(), Some(end));
+        assert_eq!(d.events[200].start_ms, e.start_ms);
+        assert!(d.update_event("nope", Change::default()).is_err());
+        let early = Change {
+            end_ms: Some(e.start_ms - 1),
+            ..Change::default()
+        };
+        assert!(d.update_event(&id, early).is_err());
+    }
+
+    fn parse_ms(text: &str) -> i64 {
+        DateTime::parse_from_rfc3339(text).map_or(0, |t| t.timestamp_millis())
     }
 
     #[test]

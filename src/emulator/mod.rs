@@ -7,7 +7,7 @@ pub mod routes;
 pub mod server;
 pub mod state;
 
-pub use data::DataConfig;
+pub use data::{Change, DataConfig};
 pub use dialect::Dialect;
 pub use routes::router;
 pub use server::{spawn, spawn_with, Handle};

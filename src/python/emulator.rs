@@ -15,7 +15,7 @@ use crate::emulator::dialect::{
     ErrorBody, ExpiredToken, RetryAfter, TokenAnswer, WebhookAnswer, WebhookErrors,
 };
 use crate::emulator::{
-    self, Bounds, DataConfig, Dialect, Faults, Handle, Hostile, HostileRule, Order, State,
+    self, Bounds, Change, DataConfig, Dialect, Faults, Handle, Hostile, HostileRule, Order, State,
 };
 
 /// A running emulator of the service on a loopback port (see `surveillance.Emulator`).
@@ -323,6 +323,39 @@ impl PyEmulator {
                 ),
             };
             Ok(data.add_events_created(at_ms, count, site, created_ms))
+        })
+    }
+
+    /// Changes the event `event_id` (its end at `end_ms`, its `details.confirmed`, its site
+    /// `site_id`, each when given); returns its JSON text as now served.
+    #[pyo3(signature = (event_id, end_ms=None, confirmed=None, site_id=None))]
+    fn update_event(
+        &self,
+        py: Python<'_>,
+        event_id: String,
+        end_ms: Option<i64>,
+        confirmed: Option<bool>,
+        site_id: Option<String>,
+    ) -> PyResult<String> {
+        let state = self.handle.state.clone();
+        py.detach(move || {
+            let mut data = state.data_mut();
+            let site = match site_id {
+                None => None,
+                Some(id) => Some(
+                    data.site_info
+                        .iter()
+                        .position(|s| s.id == id)
+                        .ok_or_else(|| PyValueError::new_err(format!("no site `{id}`")))?,
+                ),
+            };
+            let change = Change {
+                end_ms,
+                confirmed,
+                site,
+            };
+            data.update_event(&event_id, change)
+                .map_err(PyValueError::new_err)
         })
     }
 
