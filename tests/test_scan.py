@@ -58,19 +58,42 @@ def test_a_filtered_collect_equals_events_and_costs_the_same_requests(emu, where
     client = client_of(emu)
     got, scanned = spent(client, lambda: sv.scan_events(client).filter(where).collect())
     assert got.equals(want) and got.height == 6000
-    # The first 10 minutes are fetched alone (for head(n)); here the rest needs no more pages.
+    # The fetch's first page, asked first (for head(n)), is the fetch's: not asked twice.
     assert scanned == direct == 61, (scanned, direct)
     assert client.last_cost is not None and client.last_cost.requests == scanned
 
 
-def test_a_range_off_the_day_costs_at_most_the_first_parts_request_more(emu):
+@pytest.mark.parametrize("bounds", ["[)", "[]", "()", "(]"])
+def test_a_range_off_the_day_costs_what_events_costs(emu, bounds):
+    emu.set_semantics(bounds=bounds)
     a, b = A + dt.timedelta(hours=3), B + dt.timedelta(hours=5, minutes=30)
     client = client_of(emu)
     want, direct = spent(client, lambda: client.events(a, b, output="polars", progress=False))
     client = client_of(emu)
     got, scanned = spent(client, lambda: sv.scan_events(client, start=a, end=b).collect())
     assert got.equals(want)
-    assert direct <= scanned <= direct + 1, (scanned, direct)
+    assert scanned == direct, (scanned, direct)
+    first, requests = spent(client, lambda: sv.scan_events(client, a, b).head(10).collect())
+    assert requests == 1 and first.equals(want.head(10))
+
+
+@pytest.mark.parametrize("order", ["desc", "shuffled"])
+def test_a_service_that_does_not_sort_ascending_costs_a_request_more(emu, order):
+    """Its first page does not tell which events come first: the first 10 minutes are fetched
+    alone (for head(n)), a request more than `events`; the page asked to find that out is
+    spent once per client."""
+    emu.set_semantics(order=order)
+    a, b = A + dt.timedelta(hours=3), B + dt.timedelta(hours=5, minutes=30)
+    client = client_of(emu)
+    want, direct = spent(client, lambda: client.events(a, b, output="polars", progress=False))
+    fresh = client_of(emu)
+    got, first_scan = spent(fresh, lambda: sv.scan_events(fresh, start=a, end=b).collect())
+    assert got.equals(want) and first_scan <= direct + 2, (first_scan, direct)
+    got, scanned = spent(fresh, lambda: sv.scan_events(fresh, start=a, end=b).collect())
+    assert got.equals(want) and scanned <= direct + 1, (scanned, direct)
+    lf = sv.scan_events(fresh).filter(START.is_between(a, b)).head(10)
+    head, requests = spent(fresh, lambda: lf.collect())
+    assert requests == 1 and head.equals(want.head(10))
 
 
 @pytest.mark.parametrize("engine", ["auto", "streaming"])
@@ -83,6 +106,9 @@ def test_head_10_costs_one_request(emu, engine):
     # head(n) without a filter: polars hands the source n itself.
     got, requests = spent(client, lambda: sv.scan_events(client, A, B).head(10).collect())
     assert requests == 1 and got.height == 10
+    # More rows than the first page holds: the fetch goes on from the page it had.
+    lf = sv.scan_events(client).filter(START.is_between(A, B)).head(250)
+    assert lf.collect(engine=engine)["id"].to_list() == emu.truth(A, B)[:250]
 
 
 def test_projection_yields_only_the_columns_asked(emu):

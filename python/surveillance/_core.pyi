@@ -101,6 +101,13 @@ class Client:
         """The same events, window after window; at most ``buffer`` windows wait.
         ``partial``: a sync's fetch, not refused up front when the quota left is short.
         ``refresh``: past the cache of settled events, replacing what it held of the range."""
+    def events_peek(
+        self, start_ms: int, end_ms: int, report_id: Optional[str] = None
+    ) -> tuple[Any, int]:
+        """The first page of a fetch of the range, held for that fetch (which then does not
+        ask it again), and the events it shows to be the range's first, as an Arrow record
+        batch, with the epoch ms they end at: all of a short page's range, those before a
+        page sorted ascending ends, or none."""
     def access_token(self) -> str:
         """A valid access token."""
     def access_token_async(self) -> Awaitable[str]:

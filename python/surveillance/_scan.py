@@ -15,8 +15,9 @@ from ._time import TimeLike, to_ms
 
 __all__ = ["scan_events"]
 
-#: The first part of a scanned range, fetched alone: a ``head(n)`` of a few rows usually finds
-#: them there, in one request; the rest of the range is one fetch, as ``client.events``'.
+#: Where the fetch's first page does not tell which events come first (a service that does
+#: not sort them ascending), this first part of a scanned range is fetched alone: a ``head(n)``
+#: of a few rows usually finds them there, in one request; the rest of the range is one fetch.
 _PROBE_MS = 10 * 60_000
 #: The first part's rows go to polars in this many frames: its streaming engine pulls a frame
 #: or two past the ``head(n)`` it needs before it stops, and those are taken from what was
@@ -46,10 +47,14 @@ def scan_events(
       other columns, expressions of ``startTime``) are applied to the rows fetched, so the
       result is exact whatever the filter;
     - only the columns the query uses are built;
-    - ``head(n)`` stops fetching once it has ``n`` rows: the first 10 minutes of the range are
-      fetched on their own first, and ``head(10)`` of a range whose first 10 minutes hold 10
-      to 99 events costs one request. A query that reads the whole range costs what
-      ``client.events`` of that range costs, plus that first part's request;
+    - ``head(n)`` stops fetching once it has ``n`` rows. The fetch's first page is asked
+      first: on a service that sorts events ascending (or a range of one page) it holds the
+      range's first events, so ``head(10)`` costs one request, and a query that reads the
+      whole range costs exactly what ``client.events`` of that range costs (the fetch takes
+      that page rather than asking it again). On a service in another order, the first 10
+      minutes are fetched on their own first: ``head(10)`` of a range whose first 10 minutes
+      hold 10 to 99 events costs one request, the whole range a request more (two on the
+      client's first scan, whose first page showed the order);
     - windows flow to polars' streaming engine as they complete, so memory stays bounded as
       with :meth:`Client.iter_events <surveillance.Client.iter_events>`.
 
@@ -161,38 +166,57 @@ def _frames(
     predicate: Any,
     n_rows: Optional[int],
 ) -> Iterator[Any]:
-    """The frames of ``[lo, hi)``: the first ``_PROBE_MS`` alone, then the rest in one fetch,
-    a window at a time; filtered by the whole predicate (polars leaves it to the source),
-    projected, and cut at ``n_rows``."""
+    """The frames of ``[lo, hi)``, filtered by the whole predicate (polars leaves it to the
+    source), projected, and cut at ``n_rows``.
+
+    First the events that the fetch's first page shows to be the range's first (one request,
+    held for the fetch, which does not ask it again: a service that sorts ascending, or a
+    range of one page); then the rest in one fetch, a window at a time. Where that page tells
+    nothing (another order), the first ``_PROBE_MS`` are fetched alone first, so that
+    ``head(n)`` still stops after a request."""
     if hi <= lo:
         return
     names = list(_schema(pl).names())
     columns = names if with_columns is None else list(with_columns)
-    read = columns
+    needed = set(columns) | {"startTime"}
     if predicate is not None:
-        needed = set(columns) | set(predicate.meta.root_names())
-        read = [n for n in names if n in needed]
+        needed |= set(predicate.meta.root_names())
+    read = [n for n in names if n in needed]
     left = n_rows
-    probe = min(hi, lo + _PROBE_MS)
-    parts = [(lo, probe)] + ([(probe, hi)] if probe < hi else [])
-    # Counted from before the first fetch (a stream sends its first requests at once), and
-    # left in `last_cost` before each frame: polars may never resume, nor close, the source
-    # once it has the rows it needs.
+
+    def frames(batch: Any, after: int, count: int) -> Iterator[Any]:
+        nonlocal left
+        frame = _frame(pl, batch, read)
+        if after > lo:  # what an earlier part gave
+            frame = frame.filter(pl.col("startTime").dt.epoch("ms") >= after)
+        if predicate is not None:
+            frame = frame.filter(predicate)
+        frame = frame.select(columns)
+        if left is not None:
+            frame = frame.head(left)
+            left -= frame.height
+        yield from _pieces(frame, count)
+
+    # Counted from before the first request, and left in `last_cost` before each frame:
+    # polars may never resume, nor close, the source once it has the rows it needs.
     before = client._sent()
     try:
+        first, given = client._inner.events_peek(lo, hi, report_id)
+        client._settle_cost(before)
+        yield from frames(first, lo, _PROBE_FRAMES)
+        if left == 0 or given >= hi:
+            return
+        probe = min(hi, lo + _PROBE_MS)
+        parts = [(lo, hi)]
+        if given == lo and probe < hi:
+            parts = [(lo, probe), (probe, hi)]
         for i, (a, b) in enumerate(parts):
             stream = client._inner.events_stream(a, b, report_id, None, 2, True, False)
             try:
                 for batch in stream:
                     client._settle_cost(before)
-                    frame = _frame(pl, batch, read)
-                    if predicate is not None:
-                        frame = frame.filter(predicate)
-                    frame = frame.select(columns)
-                    if left is not None:
-                        frame = frame.head(left)
-                        left -= frame.height
-                    yield from _pieces(frame, _PROBE_FRAMES if i == 0 else 1)
+                    count = _PROBE_FRAMES if i == 0 and len(parts) > 1 else 1
+                    yield from frames(batch, given, count)
                     if left == 0:
                         return
             finally:

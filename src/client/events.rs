@@ -54,6 +54,9 @@ pub const DEFAULT_IN_FLIGHT: usize = 16;
 #[derive(Debug, Default)]
 pub struct Shape {
     unsorted: bool,
+    /// A full first page [`peek`] asked was not sorted ascending: later peeks tell nothing
+    /// here, so they ask nothing.
+    unpeekable: bool,
     density: std::collections::HashMap<Option<String>, f64>,
 }
 
@@ -1310,6 +1313,62 @@ impl Planner {
 }
 
 impl Planner {
+    /// What the incomplete frontier window's pages show to be complete, for a fetch that
+    /// stops there (the daily quota ran out): on a service that sorts events ascending, its
+    /// pages asked from offset 0 on, all full, hold every event of the window before the
+    /// last one's startTime. So a sync keeps them, and its next run starts there rather than
+    /// at the window's start. None when the pages do not show it (another order, no full page).
+    fn sorted_prefix(&mut self) -> Option<Completed> {
+        let (start, end) = (self.query.start_ms, self.query.end_ms);
+        let w = self.windows.get(&self.frontier)?;
+        if w.done || w.cached.is_some() {
+            return None;
+        }
+        let pages: Vec<&Page> = (0..=CEILING_PAGE)
+            .step_by(PAGE)
+            .map_while(|o| w.pages.get(&o).filter(|p| p.events.len() == PAGE))
+            .collect();
+        let times = pages
+            .iter()
+            .flat_map(|p| p.events.iter().map(|e| e.start_ms));
+        if order_of(times) != Order::Asc {
+            return None;
+        }
+        let last = pages.last()?.events.last()?.start_ms;
+        let (lo, until) = (w.ws.max(start), last.min(w.we).min(end));
+        if until <= lo {
+            return None;
+        }
+        let mut seen = HashSet::new();
+        let mut events = Vec::new();
+        let mut batches = Vec::new();
+        for page in pages {
+            let at = u32::try_from(batches.len()).unwrap_or(u32::MAX);
+            batches.extend(page.batch.clone());
+            for e in &page.events {
+                if e.start_ms >= lo && e.start_ms < until && seen.insert(e.id.as_str()) {
+                    events.push(Event {
+                        start_ms: e.start_ms,
+                        id: e.id.clone(),
+                        raw: e.raw.clone(),
+                        page: at,
+                        row: e.row,
+                    });
+                }
+            }
+        }
+        events.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
+        self.progress.events += events.len() as u64;
+        self.progress.done_ms = until - start;
+        Some(Completed {
+            events,
+            batches,
+            until_ms: until,
+        })
+    }
+}
+
+impl Planner {
     /// Adds the part `[lo, hi)` of a cached segment, complete without a request.
     fn add_cached(&mut self, segment: Segment, lo: i64, hi: i64) {
         let mut w = self.new_window(lo, hi);
@@ -1849,6 +1908,12 @@ pub async fn stream(
                 return;
             }
             Err(e) => {
+                if matches!(e, Error::Quota { .. }) {
+                    // What the pages already in show to be complete is kept, not asked again.
+                    if let Some(prefix) = p.sorted_prefix() {
+                        let _ = tx.send(Ok(prefix)).await;
+                    }
+                }
                 let _ = tx.send(Err(e)).await;
                 return;
             }
@@ -2035,6 +2100,59 @@ pub async fn stream_batches(
             break;
         }
     }
+}
+
+/// The first page of a fetch of `query`, asked ahead of it and held for it (a fetch of the
+/// same query that follows takes it instead of asking again), with the events it shows to be
+/// the query's first: all of the page's range when the page is short; those before its last
+/// event's startTime when the service sorts them ascending (the page is then the range's
+/// first); none otherwise. It asks nothing when the cache holds the query's start, or when
+/// this client found the service's order to be another (a peek would tell nothing).
+/// `until_ms` is where the events given end: every event of the query before it is among
+/// them. This lets a reader that may want only the first rows (a lazy scan's `head`) stop
+/// after one request, without a request more when it reads everything.
+pub async fn peek(client: &Client, query: &Query, keep: Keep) -> Result<Completed> {
+    check(query)?;
+    let none = Completed {
+        until_ms: query.start_ms,
+        ..Completed::default()
+    };
+    let untold = {
+        let shape = client.shape();
+        shape.unsorted || shape.unpeekable
+    };
+    if untold {
+        return Ok(none);
+    }
+    let (lo, hi) = match pieces(client, query).first() {
+        Some(Piece::Gap(lo, hi)) if *lo == query.start_ms => (*lo, *hi),
+        _ => return Ok(none),
+    };
+    let report = query.report_id.as_deref();
+    let page = fetch_page(client, lo, hi, report, 0, keep, Hold::Next).await?;
+    let until = if page.events.len() < PAGE {
+        hi
+    } else if order_of(page.events.iter().map(|e| e.start_ms)) == Order::Asc {
+        page.events.last().map_or(lo, |e| e.start_ms)
+    } else {
+        // A page of one millisecond says nothing of the order; another order does.
+        let order = order_of(page.events.iter().map(|e| e.start_ms));
+        client.shape().unpeekable |= order != Order::Constant;
+        return Ok(none);
+    };
+    let mut events: Vec<Event> = page
+        .events
+        .into_iter()
+        .filter(|e| e.start_ms >= lo && e.start_ms < until)
+        .collect();
+    let mut seen = HashSet::with_capacity(events.len());
+    events.retain(|e| seen.insert(e.id.clone()));
+    events.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
+    Ok(Completed {
+        events,
+        batches: page.batch.into_iter().collect(),
+        until_ms: until,
+    })
 }
 
 /// Every event of the query as Arrow record batches (one per window), in order.

@@ -242,6 +242,27 @@ impl PyClient {
         EventStream::start(self.core()?, query, progress, buffer, arrow)
     }
 
+    /// The first page of a fetch of the range, held for that fetch, and the events it shows
+    /// to be the range's first, as an Arrow record batch, with where they end (epoch ms): see
+    /// `events::peek`.
+    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
+    fn events_peek(
+        &self,
+        py: Python<'_>,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+    ) -> PyResult<(pyo3_arrow::PyRecordBatch, i64)> {
+        let query = Self::query(start_ms, end_ms, report_id)?;
+        let c = self.core()?;
+        let first = wait(py, async move {
+            events::peek(&c, &query, events::Keep::Arrow)
+                .await
+                .and_then(|w| Ok((w.record_batch()?, w.until_ms)))
+        })?;
+        Ok((pyo3_arrow::PyRecordBatch::new(first.0), first.1))
+    }
+
     /// Every record of a list (`sites`, `devices`, `cameras`, `reports`) as an Arrow table.
     #[pyo3(signature = (kind, site_id=None, device_id=None))]
     fn list_arrow(
