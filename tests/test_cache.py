@@ -238,15 +238,19 @@ def test_the_settle_period_is_fetched_again_and_a_refresh_replaces_the_rest(tmp_
     start = (now - 2 * DAY).date()
     lo = dt.datetime.combine(start, dt.time(), dt.timezone.utc)
     with Remote(sites=3, days=3, events_per_day=500, start=str(start)) as remote:
+        at = dt.datetime.isoformat
+        # An event within the settle period and one long settled, whatever the hour (the
+        # generated events follow the sites' opening hours).
+        [recent_id] = remote.call("add_events", at(now - 30 * MINUTE), 1)
+        [old_id] = remote.call("add_events", at(now - 5 * HOUR), 1)
         client = remote.client(cache=tmp_path, settle="1h")
         first = client.events(lo, now, progress=False)
         assert ids(first) == remote.truth(lo, now)
-        at = dt.datetime.isoformat
         late = remote.call("add_events", at(now - 20 * MINUTE), 2, created_at=at(now))
         settled = remote.call("add_events", at(now - 3 * HOUR), 1, created_at=at(now))
         # One event changes within the settle period, one after it had settled.
-        recent = next(e for e in reversed(first) if starts(e) > now - 50 * MINUTE)
-        old = next(e for e in first if starts(e) < now - 3 * HOUR)
+        recent = next(e for e in first if e["id"] == recent_id)
+        old = next(e for e in first if e["id"] == old_id)
         recent_now = remote.call("update_event", recent["id"], confirmed=not confirmed(recent))
         old_now = remote.call("update_event", old["id"], confirmed=not confirmed(old))
         assert recent_now != recent and old_now != old
@@ -265,10 +269,6 @@ def test_the_settle_period_is_fetched_again_and_a_refresh_replaces_the_rest(tmp_
 
 MINUTE = dt.timedelta(minutes=1)
 HOUR = dt.timedelta(hours=1)
-
-
-def starts(event: dict) -> dt.datetime:
-    return dt.datetime.fromisoformat(event["startTime"])
 
 
 def confirmed(event: dict) -> bool:
