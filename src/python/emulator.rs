@@ -18,6 +18,17 @@ use crate::emulator::{
     self, Bounds, Change, DataConfig, Dialect, Faults, Handle, Hostile, HostileRule, Order, State,
 };
 
+/// The index in `data.site_info` of the site `id`, when one is given.
+fn site_number(data: &emulator::data::Data, id: Option<String>) -> PyResult<Option<usize>> {
+    id.map(|id| {
+        data.site_info
+            .iter()
+            .position(|s| s.id == id)
+            .ok_or_else(|| PyValueError::new_err(format!("no site `{id}`")))
+    })
+    .transpose()
+}
+
 /// A running emulator of the service on a loopback port (see `surveillance.Emulator`).
 #[pyclass(name = "Emulator", module = "surveillance._core", frozen)]
 pub struct PyEmulator {
@@ -313,15 +324,7 @@ impl PyEmulator {
         let state = self.handle.state.clone();
         py.detach(move || {
             let mut data = state.data_mut();
-            let site = match site_id {
-                None => None,
-                Some(id) => Some(
-                    data.site_info
-                        .iter()
-                        .position(|s| s.id == id)
-                        .ok_or_else(|| PyValueError::new_err(format!("no site `{id}`")))?,
-                ),
-            };
+            let site = site_number(&data, site_id)?;
             Ok(data.add_events_created(at_ms, count, site, created_ms))
         })
     }
@@ -340,15 +343,7 @@ impl PyEmulator {
         let state = self.handle.state.clone();
         py.detach(move || {
             let mut data = state.data_mut();
-            let site = match site_id {
-                None => None,
-                Some(id) => Some(
-                    data.site_info
-                        .iter()
-                        .position(|s| s.id == id)
-                        .ok_or_else(|| PyValueError::new_err(format!("no site `{id}`")))?,
-                ),
-            };
+            let site = site_number(&data, site_id)?;
             let change = Change {
                 end_ms,
                 confirmed,
