@@ -659,9 +659,18 @@ impl Planner {
             w.mode = Mode::Known { end: lo + PAGE };
             return;
         }
-        // Precise enough for a plan: within about 3% (the end is then taken halfway).
+        // Precise enough for a plan, which is to be within 10%: within about 6% (the end is
+        // then taken halfway).
         if let Some(h) = hi.filter(|_| w.sizing.is_empty()) {
-            if (h - lo) as f64 <= 0.06 * lo as f64 {
+            // An unsorted window keeps to about 3%: sized from a sample, its size calibrates
+            // the sample's other parts.
+            let sorted = order_of(w.times().into_iter()) != Order::Unsorted;
+            let width = if sorted && w.estimate.is_none() {
+                0.12
+            } else {
+                0.06
+            };
+            if (h - lo) as f64 <= width * lo as f64 {
                 let end = (lo + (h - lo) / 2) / PAGE * PAGE;
                 w.assumed.extend((lo..=end).step_by(PAGE));
                 w.mode = Mode::Known { end: end + PAGE };
@@ -672,7 +681,7 @@ impl Planner {
         let top = hi.map_or(CEILING_PAGE, |h| h - PAGE);
         // Where the window ends, as far as its pages tell: the density of its sorted pages, or
         // what it was sized at.
-        let guess = w
+        let sorted = w
             .pages
             .iter()
             .rev()
@@ -686,8 +695,8 @@ impl Planner {
                     _ => return None,
                 };
                 Some((o + PAGE) as f64 * (w.qe - w.qs + 2) as f64 / covered.max(1) as f64)
-            })
-            .or(w.estimate);
+            });
+        let guess = sorted.or(w.estimate);
         let target = match (guess, hi) {
             // Just under the guess: a full page costs nothing (the fetch asks it too), an empty
             // one is a request spent.
@@ -697,6 +706,10 @@ impl Planner {
             // Surely over the ceiling: its page is the one that tells (sorted, the fetch walks
             // to it).
             (Some(g), None) if g >= top as f64 => top,
+            // Past the bound an empty page set: the density overshot. Most of the way there,
+            // a page that is likely full (the fetch asks it too) and tells the density nearer
+            // the end.
+            (Some(_), Some(h)) if sorted.is_some() => lo + (h - lo) * 4 / 5,
             // No guess: upwards from what is known, so that few pages are asked past the end.
             (_, Some(h)) => (lo * 2).min(lo + (h - lo) * 3 / 10),
             (_, None) => lo * 2,
