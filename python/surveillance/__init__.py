@@ -18,6 +18,21 @@ from .emulator import Emulator
 from .errors import *  # noqa: F403 (the exceptions, as errors.__all__ lists them)
 from .publish import PublishReport, validate
 from .sync import SyncResult
+from .types import (
+    CacheEntry,
+    CacheInfo,
+    Camera,
+    Device,
+    Event,
+    EventCamera,
+    EventDetails,
+    Quota,
+    Report,
+    Site,
+    Stats,
+    Stream,
+    StreamDimensions,
+)
 
 __all__ = [
     "__version__",
@@ -32,5 +47,19 @@ __all__ = [
     "SyncResult",
     "validate",
     "PublishReport",
+    # The records and dicts the clients return, for annotations (surveillance.types).
+    "Event",
+    "EventDetails",
+    "EventCamera",
+    "Site",
+    "Device",
+    "Camera",
+    "Stream",
+    "StreamDimensions",
+    "Report",
+    "Quota",
+    "Stats",
+    "CacheInfo",
+    "CacheEntry",
 ]
 __all__ += errors.__all__

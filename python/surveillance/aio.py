@@ -8,7 +8,17 @@ import asyncio
 import functools
 import json
 import threading
-from typing import Any, AsyncIterator, Callable, Optional, TypeVar, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    AsyncIterator,
+    Callable,
+    Literal,
+    Optional,
+    TypeVar,
+    cast,
+    overload,
+)
 
 from . import _check, _output, _progress
 from . import publish as _publish
@@ -17,6 +27,13 @@ from ._progress import ProgressArg
 from ._time import TimeLike, time_range, to_ms
 from .client import EventPlan, _BaseClient
 from .publish import PublishReport
+from .types import Camera, Device, Event, Report, Site
+
+if TYPE_CHECKING:
+    # For the return types of ``output=`` only: none of them is needed at run time.
+    import pandas
+    import polars
+    import pyarrow
 
 __all__ = ["AsyncClient"]
 
@@ -69,16 +86,75 @@ class AsyncClient(_BaseClient):
             return await self._inner.list_dicts_async(kind, *args)
         return _output.convert(await self._inner.list_arrow_async(kind, *args), output)
 
+    @overload
+    async def sites(self, output: Literal["dicts"] = ...) -> list[Site]: ...
+    @overload
+    async def sites(self, output: Literal["arrow"]) -> pyarrow.Table: ...
+    @overload
+    async def sites(self, output: Literal["pandas"]) -> pandas.DataFrame: ...
+    @overload
+    async def sites(self, output: Literal["polars"]) -> polars.DataFrame: ...
     @_ametered
     async def sites(self, output: str = "dicts") -> Any:
         """Every site of the account (see :meth:`Client.sites`)."""
         return await self._list("sites", output)
 
+    @overload
+    async def devices(self, output: Literal["dicts"] = ...) -> list[Device]: ...
+    @overload
+    async def devices(self, output: Literal["arrow"]) -> pyarrow.Table: ...
+    @overload
+    async def devices(self, output: Literal["pandas"]) -> pandas.DataFrame: ...
+    @overload
+    async def devices(self, output: Literal["polars"]) -> polars.DataFrame: ...
     @_ametered
     async def devices(self, output: str = "dicts") -> Any:
         """Every recording device of the account (see :meth:`Client.devices`)."""
         return await self._list("devices", output)
 
+    @overload
+    async def cameras(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        output: Literal["dicts"] = ...,
+    ) -> list[Camera]: ...
+    @overload
+    async def cameras(
+        self, site_id: Optional[str], device_id: Optional[str], output: Literal["arrow"]
+    ) -> pyarrow.Table: ...
+    @overload
+    async def cameras(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        *,
+        output: Literal["arrow"],
+    ) -> pyarrow.Table: ...
+    @overload
+    async def cameras(
+        self, site_id: Optional[str], device_id: Optional[str], output: Literal["pandas"]
+    ) -> pandas.DataFrame: ...
+    @overload
+    async def cameras(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        *,
+        output: Literal["pandas"],
+    ) -> pandas.DataFrame: ...
+    @overload
+    async def cameras(
+        self, site_id: Optional[str], device_id: Optional[str], output: Literal["polars"]
+    ) -> polars.DataFrame: ...
+    @overload
+    async def cameras(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        *,
+        output: Literal["polars"],
+    ) -> polars.DataFrame: ...
     @_ametered
     async def cameras(
         self,
@@ -91,12 +167,93 @@ class AsyncClient(_BaseClient):
         _check.text("device_id", device_id, optional=True, longest=100)
         return await self._list("cameras", output, site_id, device_id)
 
+    @overload
+    async def reports(self, output: Literal["dicts"] = ...) -> list[Report]: ...
+    @overload
+    async def reports(self, output: Literal["arrow"]) -> pyarrow.Table: ...
+    @overload
+    async def reports(self, output: Literal["pandas"]) -> pandas.DataFrame: ...
+    @overload
+    async def reports(self, output: Literal["polars"]) -> polars.DataFrame: ...
     @_ametered
     async def reports(self, output: str = "dicts") -> Any:
         """Every report the caller may read (see :meth:`Client.reports`)."""
         return await self._list("reports", output)
 
     # --- events -------------------------------------------------------------------------
+    @overload
+    async def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        output: Literal["dicts"] = ...,
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> list[Event]: ...
+    @overload
+    async def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str],
+        output: Literal["arrow"],
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> pyarrow.Table: ...
+    @overload
+    async def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        *,
+        output: Literal["arrow"],
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> pyarrow.Table: ...
+    @overload
+    async def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str],
+        output: Literal["pandas"],
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> pandas.DataFrame: ...
+    @overload
+    async def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        *,
+        output: Literal["pandas"],
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> pandas.DataFrame: ...
+    @overload
+    async def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str],
+        output: Literal["polars"],
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> polars.DataFrame: ...
+    @overload
+    async def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        *,
+        output: Literal["polars"],
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> polars.DataFrame: ...
     @_ametered
     async def events(
         self,
@@ -156,7 +313,7 @@ class AsyncClient(_BaseClient):
         end: TimeLike,
         report_id: Optional[str] = None,
         refresh: bool = False,
-    ) -> AsyncIterator[dict]:
+    ) -> AsyncIterator[Event]:
         """The events of :meth:`events`, one dict at a time, in the same order, with bounded
         memory (``async for event in client.iter_events(start, end)``); ``refresh`` as for
         :meth:`Client.events`.

@@ -6,7 +6,18 @@ import functools
 import json
 import os
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterator, Optional, TypeVar, Union, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Iterator,
+    Literal,
+    Optional,
+    TypeVar,
+    Union,
+    cast,
+    overload,
+)
 
 from . import _check, _core, _output, _progress
 from . import publish as _publish
@@ -15,6 +26,13 @@ from ._gcpause import paused
 from ._progress import ProgressArg
 from ._time import TimeLike, time_range
 from .sync import SettleLike, SyncResult
+from .types import CacheInfo, Camera, Device, Event, Quota, Report, Site, Stats
+
+if TYPE_CHECKING:
+    # For the return types of ``output=`` only: none of them is needed at run time.
+    import pandas
+    import polars
+    import pyarrow
 
 __all__ = ["Client", "Limits", "EventPlan", "Cost"]
 
@@ -272,7 +290,7 @@ class _BaseClient:
         self._inner = inner
         return self
 
-    def quota(self) -> dict:
+    def quota(self) -> Quota:
         """Where the daily request quota of this client's API key stands, counted by every
         client of the machine (see :class:`Limits`): ``limit`` (requests a day, None when no
         budget is set), ``used`` (requests sent today, the service's UTC day), ``remaining``
@@ -290,16 +308,16 @@ class _BaseClient:
         """
         return _quota(self._inner.quota_json())
 
-    def stats(self) -> dict:
+    def stats(self) -> Stats:
         """Counters of this client: ``requests`` by ``"METHOD /path"``, ``retries``,
         ``rate_limited``, ``tokens``, ``bytes_received``, ``requests_saved`` (event requests
         that reads served from the cache of settled events did not send); and ``quota``, as
         :meth:`quota` gives it."""
         stats = json.loads(self._inner.stats_json())
         stats["quota"] = self.quota()
-        return stats
+        return cast(Stats, stats)
 
-    def cache_info(self) -> Optional[dict]:
+    def cache_info(self) -> Optional[CacheInfo]:
         """What the cache of settled events holds, or None when this client has no cache.
 
         ``path`` (the directory), ``bytes``, ``files``, ``requests_saved`` (by this client's
@@ -388,6 +406,14 @@ class Client(_BaseClient):
     """
 
     # --- lists --------------------------------------------------------------------------
+    @overload
+    def sites(self, output: Literal["dicts"] = ...) -> list[Site]: ...
+    @overload
+    def sites(self, output: Literal["arrow"]) -> pyarrow.Table: ...
+    @overload
+    def sites(self, output: Literal["pandas"]) -> pandas.DataFrame: ...
+    @overload
+    def sites(self, output: Literal["polars"]) -> polars.DataFrame: ...
     @_metered
     def sites(self, output: str = "dicts") -> Any:
         """Every site of the account (all pages).
@@ -401,6 +427,14 @@ class Client(_BaseClient):
             return self._inner.list_dicts("sites")
         return _output.convert(self._inner.list_arrow("sites"), output)
 
+    @overload
+    def devices(self, output: Literal["dicts"] = ...) -> list[Device]: ...
+    @overload
+    def devices(self, output: Literal["arrow"]) -> pyarrow.Table: ...
+    @overload
+    def devices(self, output: Literal["pandas"]) -> pandas.DataFrame: ...
+    @overload
+    def devices(self, output: Literal["polars"]) -> polars.DataFrame: ...
     @_metered
     def devices(self, output: str = "dicts") -> Any:
         """Every recording device of the account (all pages)."""
@@ -409,6 +443,49 @@ class Client(_BaseClient):
             return self._inner.list_dicts("devices")
         return _output.convert(self._inner.list_arrow("devices"), output)
 
+    @overload
+    def cameras(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        output: Literal["dicts"] = ...,
+    ) -> list[Camera]: ...
+    @overload
+    def cameras(
+        self, site_id: Optional[str], device_id: Optional[str], output: Literal["arrow"]
+    ) -> pyarrow.Table: ...
+    @overload
+    def cameras(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        *,
+        output: Literal["arrow"],
+    ) -> pyarrow.Table: ...
+    @overload
+    def cameras(
+        self, site_id: Optional[str], device_id: Optional[str], output: Literal["pandas"]
+    ) -> pandas.DataFrame: ...
+    @overload
+    def cameras(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        *,
+        output: Literal["pandas"],
+    ) -> pandas.DataFrame: ...
+    @overload
+    def cameras(
+        self, site_id: Optional[str], device_id: Optional[str], output: Literal["polars"]
+    ) -> polars.DataFrame: ...
+    @overload
+    def cameras(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        *,
+        output: Literal["polars"],
+    ) -> polars.DataFrame: ...
     @_metered
     def cameras(
         self,
@@ -426,6 +503,14 @@ class Client(_BaseClient):
             return self._inner.list_dicts("cameras", site_id, device_id)
         return _output.convert(self._inner.list_arrow("cameras", site_id, device_id), output)
 
+    @overload
+    def reports(self, output: Literal["dicts"] = ...) -> list[Report]: ...
+    @overload
+    def reports(self, output: Literal["arrow"]) -> pyarrow.Table: ...
+    @overload
+    def reports(self, output: Literal["pandas"]) -> pandas.DataFrame: ...
+    @overload
+    def reports(self, output: Literal["polars"]) -> polars.DataFrame: ...
     @_metered
     def reports(self, output: str = "dicts") -> Any:
         """Every report the caller may read (its ``id`` is a ``report_id`` for events)."""
@@ -435,6 +520,79 @@ class Client(_BaseClient):
         return _output.convert(self._inner.list_arrow("reports"), output)
 
     # --- events -------------------------------------------------------------------------
+    @overload
+    def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        output: Literal["dicts"] = ...,
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> list[Event]: ...
+    @overload
+    def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str],
+        output: Literal["arrow"],
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> pyarrow.Table: ...
+    @overload
+    def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        *,
+        output: Literal["arrow"],
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> pyarrow.Table: ...
+    @overload
+    def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str],
+        output: Literal["pandas"],
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> pandas.DataFrame: ...
+    @overload
+    def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        *,
+        output: Literal["pandas"],
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> pandas.DataFrame: ...
+    @overload
+    def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str],
+        output: Literal["polars"],
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> polars.DataFrame: ...
+    @overload
+    def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        *,
+        output: Literal["polars"],
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> polars.DataFrame: ...
     @_metered
     def events(
         self,
@@ -511,7 +669,7 @@ class Client(_BaseClient):
         report_id: Optional[str] = None,
         progress: ProgressArg = False,
         refresh: bool = False,
-    ) -> Iterator[dict]:
+    ) -> Iterator[Event]:
         """The events of :meth:`events`, one dict at a time, in the same order, with bounded
         memory: windows are yielded as they complete, while the next ones are fetched.
         ``refresh``: as for :meth:`events`.
@@ -805,12 +963,12 @@ class Client(_BaseClient):
         self.close()
 
 
-def _quota(text: str) -> dict:
+def _quota(text: str) -> Quota:
     import datetime as _dt
 
     q = json.loads(text)
     resets = _dt.datetime.fromtimestamp(q.pop("resets_at_ms") / 1000, tz=_dt.timezone.utc)
-    return {**q, "resets_at": resets}
+    return cast(Quota, {**q, "resets_at": resets})
 
 
 def _cache_setting(cache: Any) -> Optional[str]:
@@ -825,7 +983,7 @@ def _cache_setting(cache: Any) -> Optional[str]:
     return os.path.abspath(_check.path("cache", cache))
 
 
-def _cache_info(text: str, saved: int) -> Optional[dict]:
+def _cache_info(text: str, saved: int) -> Optional[CacheInfo]:
     import datetime as _dt
 
     info = json.loads(text)
@@ -838,7 +996,7 @@ def _cache_info(text: str, saved: int) -> Optional[dict]:
     for entry in info["entries"]:
         entry["ranges"] = [(when(lo), when(hi)) for lo, hi in entry["ranges"]]
     info["requests_saved"] = saved
-    return info
+    return cast(CacheInfo, info)
 
 
 def _restore(cls: type, config: dict) -> Any:

@@ -25,7 +25,11 @@ Messages never contain a secret, an API key or a token.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+import datetime as _dt
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+
+if TYPE_CHECKING:
+    from .publish import PublishReport
 
 __all__ = [
     "SurveillanceError",
@@ -179,10 +183,8 @@ class QuotaExhaustedError(SurveillanceError):
     ) -> None:
         super().__init__(message)
         if isinstance(resets_at, (int, float)):
-            import datetime as _dt
-
             resets_at = _dt.datetime.fromtimestamp(resets_at / 1000, tz=_dt.timezone.utc)
-        self.resets_at = resets_at
+        self.resets_at: Optional[_dt.datetime] = resets_at
         self.used = used
         self.limit = limit
 
@@ -227,7 +229,7 @@ class PublishError(SurveillanceError):
 
     def __init__(self, message: str, report: Any = None) -> None:
         super().__init__(message)
-        self.report = report
+        self.report: Optional[PublishReport] = report
 
     def __reduce__(self) -> Any:
         return (type(self), (str(self), None))
@@ -257,7 +259,7 @@ class PublishInterrupted(KeyboardInterrupt):
             f"publishing interrupted: {accepted:,} of {total:,} records read were accepted; "
             "`.report.write_failures(path)` writes the rest, ready to publish again"
         )
-        self.report = report
+        self.report: Optional[PublishReport] = report
 
     def __reduce__(self) -> Any:
         return (type(self), (None,))

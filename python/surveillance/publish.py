@@ -11,11 +11,14 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Union
 
 from . import _check, _core, _progress, _records
 from ._progress import ProgressArg, _wanted
 from .errors import Problem, PublishError, PublishInterrupted
+
+if TYPE_CHECKING:
+    import pandas
 
 __all__ = ["Problem", "Failure", "PublishReport", "validate"]
 
@@ -27,7 +30,7 @@ PathLike = Union[str, os.PathLike]
 BatchSize = Union[str, int]
 
 
-def validate(record: Any) -> list:
+def validate(record: Any) -> list[Problem]:
     """The problems of ``record`` under its webhook standard model (``retail``,
     ``restaurant`` or ``other``, from its ``dataType``); an empty list when it conforms.
 
@@ -84,7 +87,7 @@ class Failure:
     index: int
     transaction_id: Optional[str]
     status: Optional[int]
-    problems: list
+    problems: list[Problem]
     message: str
     line: Optional[int] = None
     record_json: Optional[str] = field(default=None, repr=False)
@@ -167,8 +170,8 @@ class PublishReport:
             )
             for f in data["failures"]
         ]
-        self.rejected: list = [f for f in failures if f.kind != "unconfirmed"]
-        self.unconfirmed: list = [f for f in failures if f.kind == "unconfirmed"]
+        self.rejected: list[Failure] = [f for f in failures if f.kind != "unconfirmed"]
+        self.unconfirmed: list[Failure] = [f for f in failures if f.kind == "unconfirmed"]
 
     @classmethod
     def _empty(cls, **counts: Any) -> PublishReport:
@@ -205,7 +208,7 @@ class PublishReport:
         )
 
     @property
-    def failures(self) -> list:
+    def failures(self) -> list[Failure]:
         """Every record not accepted, rejected or unconfirmed, in source order."""
         return sorted(self.rejected + self.unconfirmed, key=lambda f: f.index)
 
@@ -280,7 +283,7 @@ class PublishReport:
             offset += count
         return out
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pandas.DataFrame:
         """The records not accepted (rejected and unconfirmed) as a pandas DataFrame, one row
         each in source order, with why: ``index`` (position in the source), ``line`` (in a
         JSON Lines file, else <NA>), ``transaction_id``, ``kind`` (see :attr:`Failure.kind`),
@@ -330,9 +333,9 @@ class PublishReport:
         }
         return pd.DataFrame(columns)
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, int]:
         """Records not accepted by kind (see :attr:`Failure.kind`)."""
-        out: dict = {}
+        out: dict[str, int] = {}
         for f in self.failures:
             out[f.kind] = out.get(f.kind, 0) + 1
         return out
