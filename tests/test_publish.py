@@ -135,10 +135,15 @@ def test_report_counts_only_its_own_retries_while_other_calls_retry(emu):
     reader = threading.Thread(target=failing_reads)
     reader.start()
     try:
+        # The reads are retrying before the publish starts (on a loaded machine the thread
+        # may take a while to get going).
+        deadline = time.monotonic() + 30
+        while client.stats()["retries"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
         before = client.stats()
-        # One record per request at 100/s: a second, in which the reads retry, whatever the
-        # machine's speed.
-        report = client.publish([retail(i) for i in range(100)], batch_size=1, progress=False)
+        # One record per request at 100/s: two seconds, in which the reads retry, whatever
+        # the machine's speed.
+        report = client.publish([retail(i) for i in range(200)], batch_size=1, progress=False)
         during = client.stats()["retries"] - before["retries"]
     finally:
         stop.set()
@@ -147,7 +152,7 @@ def test_report_counts_only_its_own_retries_while_other_calls_retry(emu):
         client.close()
         emu.clear_published()
     assert during > 0, "the reads did not retry while publishing: nothing was tested"
-    assert (report.accepted, report.retries, report.rate_limited) == (100, 0, 0)
+    assert (report.accepted, report.retries, report.rate_limited) == (200, 0, 0)
 
 
 def test_batch_of_100_with_one_bad_record_stores_the_other_99(emu, client):
