@@ -712,7 +712,7 @@ class Client(_BaseClient):
         until it is known within about 6%, then taken halfway; ``exact`` says whether every
         window's size was found).
         It asks 2-5% of the fetch's requests for ranges of days on a service that sorts, more
-        on one that does not (13-24%); the pages it reads of a range that ended over an hour
+        on one that does not (13-26%); the pages it reads of a range that ended over an hour
         ago are used by the next :meth:`events` of that range on this client (within 15
         minutes) instead of being asked again. What the cache of settled events holds of the
         range costs no request: its events are counted, its requests are not.

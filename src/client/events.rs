@@ -710,6 +710,9 @@ impl Planner {
             // a page that is likely full (the fetch asks it too) and tells the density nearer
             // the end.
             (Some(_), Some(h)) if sorted.is_some() => lo + (h - lo) * 4 / 5,
+            // No guess, page 0 alone known (full): page 1, which the fetch asks too; a window of
+            // a page or two (the most common) then ends without a page asked past it.
+            _ if lo == PAGE => lo,
             // No guess: upwards from what is known, so that few pages are asked past the end.
             (_, Some(h)) => (lo * 2).min(lo + (h - lo) * 3 / 10),
             (_, None) => lo * 2,
