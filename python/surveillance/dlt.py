@@ -111,11 +111,11 @@ def _events(
         import pyarrow as pa
 
         wall_ms = time.time_ns() // 1_000_000
-        lo = _resume_from(cursor, dlt.current.resource_state(), lag)
+        state = dlt.current.resource_state()
+        lo = _resume_from(cursor, state, lag)
         hi = until_ms if until_ms is not None else wall_ms
         if hi <= lo:
             return
-        state = dlt.current.resource_state()
         progress = _sync._Progress()
         try:
             for table in _sync._fetch(client, pa, lo, hi, report_id, progress):

@@ -1292,14 +1292,7 @@ impl Planner {
                         .map(|e| Event { page: at, ..e }),
                 );
             }
-            // An event seen on two pages (the service's order shifted between them) is kept
-            // once, as first seen.
-            let mut seen = HashSet::with_capacity(events.len());
-            let first: Vec<bool> = events.iter().map(|e| seen.insert(e.id.as_str())).collect();
-            drop(seen);
-            let mut first = first.into_iter();
-            events.retain(|_| first.next().unwrap_or(true));
-            events.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
+            in_order(&mut events);
             if self.caching && lo < self.cutoff {
                 let (ws, we) = (w.ws, w.we);
                 let mut spent = w.spent;
@@ -1355,14 +1348,13 @@ impl Planner {
         if until <= lo {
             return None;
         }
-        let mut seen = HashSet::new();
         let mut events = Vec::new();
         let mut batches = Vec::new();
         for page in pages {
             let at = u32::try_from(batches.len()).unwrap_or(u32::MAX);
             batches.extend(page.batch.clone());
             for e in &page.events {
-                if e.start_ms >= lo && e.start_ms < until && seen.insert(e.id.as_str()) {
+                if e.start_ms >= lo && e.start_ms < until {
                     events.push(Event {
                         start_ms: e.start_ms,
                         id: e.id.clone(),
@@ -1373,7 +1365,7 @@ impl Planner {
                 }
             }
         }
-        events.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
+        in_order(&mut events);
         self.progress.events += events.len() as u64;
         self.progress.done_ms = until - start;
         Some(Completed {
@@ -1455,11 +1447,7 @@ impl Planner {
                 }
             }
             all.retain(|e| e.start_ms >= lo && e.start_ms < cut);
-            let mut seen = HashSet::with_capacity(all.len());
-            let first: Vec<bool> = all.iter().map(|e| seen.insert(e.id.clone())).collect();
-            let mut first = first.into_iter();
-            all.retain(|_| first.next().unwrap_or(true));
-            all.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
+            in_order(&mut all);
             cache.write(report, lo, cut, requests, all.iter().map(Event::text))
         };
         match written {
@@ -1623,6 +1611,18 @@ async fn fetch_page(
         client.held().put(url.to_string(), body, ttl);
     }
     Ok(page)
+}
+
+/// Puts a window's events in the order a fetch gives them: an event seen on two pages (the
+/// service's order shifted between them) kept once, as first seen, and all sorted by
+/// (startTime, id).
+fn in_order(events: &mut Vec<Event>) {
+    let mut seen = HashSet::with_capacity(events.len());
+    let first: Vec<bool> = events.iter().map(|e| seen.insert(e.id.as_str())).collect();
+    drop(seen);
+    let mut first = first.into_iter();
+    events.retain(|_| first.next().unwrap_or(true));
+    events.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
 }
 
 /// Now, Unix epoch milliseconds.
@@ -2146,13 +2146,13 @@ pub async fn peek(client: &Client, query: &Query, keep: Keep) -> Result<Complete
     };
     let report = query.report_id.as_deref();
     let page = fetch_page(client, lo, hi, report, 0, keep, Hold::Next).await?;
+    let order = order_of(page.events.iter().map(|e| e.start_ms));
     let until = if page.events.len() < PAGE {
         hi
-    } else if order_of(page.events.iter().map(|e| e.start_ms)) == Order::Asc {
+    } else if order == Order::Asc {
         page.events.last().map_or(lo, |e| e.start_ms)
     } else {
         // A page of one millisecond says nothing of the order; another order does.
-        let order = order_of(page.events.iter().map(|e| e.start_ms));
         client.shape().unpeekable |= order != Order::Constant;
         return Ok(none);
     };
@@ -2161,9 +2161,7 @@ pub async fn peek(client: &Client, query: &Query, keep: Keep) -> Result<Complete
         .into_iter()
         .filter(|e| e.start_ms >= lo && e.start_ms < until)
         .collect();
-    let mut seen = HashSet::with_capacity(events.len());
-    events.retain(|e| seen.insert(e.id.clone()));
-    events.sort_unstable_by(|a, b| (a.start_ms, &a.id).cmp(&(b.start_ms, &b.id)));
+    in_order(&mut events);
     Ok(Completed {
         events,
         batches: page.batch.into_iter().collect(),

@@ -799,6 +799,7 @@ fn json_contents(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::parse_time;
 
     fn small() -> Data {
         Data::generate(&DataConfig {
@@ -904,8 +905,8 @@ mod tests {
             serde_json::from_str(&d.update_event(&id, change).expect("changed")).expect("json");
         assert_eq!(after["id"], before["id"]);
         assert_eq!(
-            after["createTime"].as_str().map(parse_ms),
-            before["createTime"].as_str().map(parse_ms)
+            after["createTime"].as_str().and_then(parse_time),
+            before["createTime"].as_str().and_then(parse_time)
         );
         assert_eq!(after["details"]["duration_sec"], 3600);
         assert_eq!(after["details"]["confirmed"], true);
@@ -913,8 +914,7 @@ mod tests {
             after["siteId"].as_str(),
             Some(d.site_info[other].id.as_str())
         );
-        let ends = DateTime::parse_from_rfc3339(after["endTime"].as_str().unwrap_or_default());
-        assert_eq!(ends.map(|t| t.timestamp_millis()).ok(), Some(end));
+        assert_eq!(after["endTime"].as_str().and_then(parse_time), Some(end));
         assert_eq!(d.events[200].start_ms, e.start_ms);
         assert!(d.update_event("nope", Change::default()).is_err());
         let early = Change {
@@ -922,10 +922,6 @@ mod tests {
             ..Change::default()
         };
         assert!(d.update_event(&id, early).is_err());
-    }
-
-    fn parse_ms(text: &str) -> i64 {
-        DateTime::parse_from_rfc3339(text).map_or(0, |t| t.timestamp_millis())
     }
 
     #[test]
