@@ -226,6 +226,24 @@ def test_a_plan_is_within_a_tenth_of_its_fetch_and_its_pages_are_not_asked_twice
         dense.set_semantics()
 
 
+@pytest.mark.parametrize("limits", PLAN_LIMITS)
+@pytest.mark.parametrize("order", ["asc", "desc"])
+def test_a_plan_of_a_long_sorted_range_asks_at_most_a_fiftieth_of_its_fetch(dense, order, limits):
+    """On a service that sorts, a plan asks each window's ceiling page and a few pages at the
+    last window's end: for three days of 120,000 events, at most 2% of ``ceil(N / 100)``."""
+    dense.set_semantics(order)
+    try:
+        client = dense.client(limits=PLAN_LIMITS[limits])
+        start, end = dense.start, dense.start + dt.timedelta(days=3)
+        n = len(dense.truth(start, end))
+        plan = client.plan_events(start, end)
+        assert plan.probes == event_requests(client)
+        assert abs(plan.events - n) <= 0.1 * n, (plan, n)
+        assert plan.probes <= 0.02 * math.ceil(n / 100), (plan, n)
+    finally:
+        dense.set_semantics()
+
+
 def test_plan_reports_time_and_days_at_the_limits(dense):
     client = dense.client(limits=sv.Limits(read_per_second=2.0, daily_requests=400))
     plan = client.plan_events(dense.start, dense.start + dt.timedelta(hours=24))

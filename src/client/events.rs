@@ -590,6 +590,23 @@ impl Planner {
         id
     }
 
+    /// The window a chained cut starts (the rest of a sorted range past a full window). A
+    /// count asks no first page of it: as dense as the window before, it is searched for from
+    /// the start, its ceiling page first when that density puts its end past it (full, every
+    /// page before it is full, and the fetch walks them all).
+    fn add_chained(&mut self, ws: i64, we: i64) -> u64 {
+        if !self.counting {
+            return self.add_window(ws, we);
+        }
+        self.progress.windows += 1;
+        let mut w = self.new_window(ws, we);
+        let id = w.id;
+        w.mode = Mode::Walking;
+        self.windows.insert(ws, w);
+        self.search(id);
+        id
+    }
+
     /// Asks the ceiling page of window `id`, whose size is unknown.
     fn probe(&mut self, id: u64) {
         if let Some(w) = self.window_mut(id) {
@@ -643,6 +660,14 @@ impl Planner {
     /// page), from below where it can (a full page is one the fetch asks too), guided by its
     /// estimate or by how dense its pages are, without asking every page.
     fn search(&mut self, id: u64) {
+        let others = self.counted
+            + self
+                .windows
+                .values()
+                .filter(|w| w.id != id)
+                .map(|w| w.kept() as f64)
+                .sum::<f64>();
+        let density = self.density;
         let Some(w) = self.window_mut(id) else {
             return;
         };
@@ -659,18 +684,22 @@ impl Planner {
             w.mode = Mode::Known { end: lo + PAGE };
             return;
         }
-        // Precise enough for a plan, which is to be within 10%: within about 6% (the end is
-        // then taken halfway).
+        // Precise enough for a plan, which is to be within 10%: a sorted window's end within
+        // about 6% of the events counted so far, this window's and the others' (the end is
+        // then taken halfway), so that the last window of a long range is settled in a probe
+        // or two.
+        // An unsorted window keeps to about 3% of its own size: sized from a sample, its size
+        // calibrates the sample's other parts.
+        let loose = w.sizing.is_empty()
+            && w.estimate.is_none()
+            && order_of(w.times().into_iter()) != Order::Unsorted;
+        let within = if loose {
+            0.12 * (lo as f64 + others)
+        } else {
+            0.06 * lo as f64
+        };
         if let Some(h) = hi.filter(|_| w.sizing.is_empty()) {
-            // An unsorted window keeps to about 3%: sized from a sample, its size calibrates
-            // the sample's other parts.
-            let sorted = order_of(w.times().into_iter()) != Order::Unsorted;
-            let width = if sorted && w.estimate.is_none() {
-                0.12
-            } else {
-                0.06
-            };
-            if (h - lo) as f64 <= width * lo as f64 {
+            if (h - lo) as f64 <= within {
                 let end = (lo + (h - lo) / 2) / PAGE * PAGE;
                 w.assumed.extend((lo..=end).step_by(PAGE));
                 w.mode = Mode::Known { end: end + PAGE };
@@ -696,8 +725,19 @@ impl Planner {
                 };
                 Some((o + PAGE) as f64 * (w.qe - w.qs + 2) as f64 / covered.max(1) as f64)
             });
-        let guess = sorted.or(w.estimate);
+        // A window a chained cut started, with no page yet: as dense as the one before it.
+        let chained = density
+            .filter(|_| w.pages.is_empty())
+            .map(|d| d * (w.qe - w.qs + 2) as f64);
+        let guess = sorted.or(w.estimate).or(chained);
+        let open = (within as usize) / PAGE * PAGE;
         let target = match (guess, hi) {
+            // The end likely lies within what the plan may leave open (the last window of a
+            // long range): the page at that width settles it in one request, past the end or
+            // not.
+            (Some(g), None) if loose && open >= 2 * PAGE && g < (lo + open) as f64 => {
+                lo + open - PAGE
+            }
             // Just under the guess: a full page costs nothing (the fetch asks it too), an empty
             // one is a request spent.
             (Some(g), _) if g > lo as f64 && g < top as f64 => {
@@ -952,7 +992,7 @@ impl Planner {
                 w.we = cut.min(we);
                 self.density = Some(OFFSET_CEILING as f64 / span);
                 if cut < we {
-                    self.add_window(cut, we);
+                    self.add_chained(cut, we);
                 }
             }
             _ => {
@@ -968,7 +1008,7 @@ impl Planner {
                     if let Some(old) = old {
                         self.windows.insert(old.ws, old);
                     }
-                    self.add_window(ws, cut + 1);
+                    self.add_chained(ws, cut + 1);
                 }
             }
         }
