@@ -294,3 +294,40 @@ def test_cache_info_fits_its_type(emu, tmp_path):
     keys_fit(info["entries"][0], sv.CacheEntry, "cache entry")
     lo, hi = info["entries"][0]["ranges"][0]
     assert isinstance(lo, dt.datetime) and isinstance(hi, dt.datetime)
+
+
+def test_results_cross_the_binding_as_python_objects():
+    """The plan, the quota, the stats, the cache's contents and the emulator's lists come from
+    the native module as dicts and lists derived from the core's types: no native method hands
+    back JSON text for the Python layer to parse. (``columns_json`` and ``to_json`` write
+    the webhook's request bodies, which are JSON by definition.)"""
+    import ast
+    import pathlib
+
+    package = pathlib.Path(sv.__file__).parent
+    stub = ast.parse((package / "_core.pyi").read_text())
+    wire = {"columns_json", "to_json"}
+    texts = [
+        node.name
+        for node in ast.walk(stub)
+        if isinstance(node, ast.FunctionDef)
+        and node.name.endswith("_json")
+        and node.name not in wire
+    ]
+    assert texts == []
+    parsed = [
+        f"{path.name}:{number}"
+        for path in package.glob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(
+            r"json\.loads\((?:await )?(?:self\._inner|self\._client\._inner|_core)\.", line
+        )
+    ]
+    assert parsed == []
+    with sv.Emulator(sites=1, days=1, events_per_day=5) as emulator:
+        client = emulator.client()
+        plan = client.plan_events(emulator.start, emulator.end)
+        assert isinstance(plan.events, int) and isinstance(plan.seconds, float)
+        assert isinstance(client.quota()["used"], int)
+        assert isinstance(client.stats()["requests"], dict)
+        assert isinstance(emulator.stats()["requests"], dict)

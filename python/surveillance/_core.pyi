@@ -116,28 +116,29 @@ class Client:
         """The effective settings and whether a token can be had, as text (no secrets)."""
     def diagnose_async(self) -> Awaitable[str]:
         """As ``diagnose``, as an awaitable."""
-    def stats_json(self) -> str:
-        """The counters, as JSON text."""
-    def cache_info_json(self) -> str:
-        """What the cache of settled events holds (its whole directory), as JSON text;
-        ``null`` without a cache."""
+    def stats(self) -> dict[str, Any]:
+        """The counters, as a dict."""
+    def cache_info(self) -> Optional[dict[str, Any]]:
+        """What the cache of settled events holds (its whole directory), as a dict; None
+        without a cache."""
     def clear_cache(self) -> int:
         """Empties the cache of settled events; the files removed."""
-    def plan_json(
+    def plan(
         self,
         start_ms: int,
         end_ms: int,
         report_id: Optional[str] = None,
         progress: Optional[Callable[[dict], Any]] = None,
-    ) -> str:
-        """What fetching the events of a range costs, as JSON text; ``progress`` receives the
-        count's progress."""
-    def plan_json_async(
+    ) -> dict[str, Any]:
+        """What fetching the events of a range costs, found with a few requests: a dict of the
+        core's plan (``events``, ``requests``, ``seconds``, ``days``, ``probes``, ``exact``).
+        ``progress``: called with the count's progress (its requests, the range done)."""
+    def plan_async(
         self, start_ms: int, end_ms: int, report_id: Optional[str] = None
-    ) -> Awaitable[str]:
-        """As ``plan_json``, as an awaitable."""
-    def quota_json(self) -> str:
-        """Where the daily quota stands, as JSON text (``limit``, ``used``, ``remaining``,
+    ) -> Awaitable[dict[str, Any]]:
+        """As ``plan``, as an awaitable."""
+    def quota(self) -> dict[str, Any]:
+        """Where the daily quota stands: a dict (``limit``, ``used``, ``remaining``,
         ``resets_at_ms``)."""
     def grant_requests(self, n: int) -> None:
         """Adds ``n`` requests to the allowance that a shared budget grants this client,
@@ -248,19 +249,19 @@ class Emulator:
         end_ms: Optional[int] = None,
         confirmed: Optional[bool] = None,
         site_id: Optional[str] = None,
-    ) -> str:
+    ) -> dict[str, Any]:
         """Changes an event (its end, ``details.confirmed``, its site, each when given);
-        returns its JSON text as now served."""
-    def published_json(self, region: Optional[str] = None) -> list[str]:
-        """Stored webhook records as JSON texts (of one region, or all)."""
+        returns it as now served."""
+    def published(self, region: Optional[str] = None) -> list[Any]:
+        """Stored webhook records (of one region, or all), as the service received them."""
     def clear_published(self) -> None:
         """Forgets the stored webhook records."""
-    def resources_json(self, kind: str) -> str:
-        """Every record of a resource list as a JSON array text."""
+    def resources(self, kind: str) -> list[dict[str, Any]]:
+        """Every record of a resource list."""
     def truth(self, start_ms: int, end_ms: int, report_id: Optional[str] = None) -> list[str]:
         """Ids of the events with ``start <= startTime < end``, sorted by (startTime, id)."""
-    def stats_json(self) -> str:
-        """The statistics as a JSON text."""
+    def stats(self) -> dict[str, Any]:
+        """The statistics, as a dict."""
     def reset_stats(self) -> None:
         """Zeroes the statistics."""
     def stop(self) -> None:
@@ -349,8 +350,8 @@ def cache_location() -> Optional[str]:
     default: ``SURVEILLANCE_CACHE`` when it names a directory, else the user's cache
     directory's."""
 
-def cache_info_at(path: str) -> str:
-    """What the cache of settled events at ``path`` holds, as JSON text."""
+def cache_info_at(path: str) -> Optional[dict[str, Any]]:
+    """What the cache of settled events at ``path`` holds, as a dict."""
 
 def clear_cache_at(path: str) -> int:
     """Empties the cache of settled events at ``path``; the files removed."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import threading
 from typing import (
     TYPE_CHECKING,
@@ -338,7 +337,7 @@ class AsyncClient(_BaseClient):
         """What :meth:`events` would cost, found with a few requests (see
         :meth:`Client.plan_events`)."""
         lo, hi, report_id = time_range(start, end, report_id)
-        return EventPlan(**json.loads(await self._inner.plan_json_async(lo, hi, report_id)))
+        return EventPlan(**await self._inner.plan_async(lo, hi, report_id))
 
     async def event_batches(
         self,

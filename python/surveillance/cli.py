@@ -1188,7 +1188,7 @@ def _cache(args: argparse.Namespace) -> int:
         removed = _core.clear_cache_at(where)
         print(f"removed {removed:,} cached window{'' if removed == 1 else 's'} from {where}")
         return 0
-    info = json.loads(_core.cache_info_at(where))
+    info = _core.cache_info_at(where)
     if args.json:
         print(json.dumps(info))
         return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 from dataclasses import asdict, dataclass
 from typing import (
@@ -268,7 +267,7 @@ class _BaseClient:
 
     def _sent(self) -> int:
         """Requests this client has sent, every endpoint together."""
-        return sum(json.loads(self._inner.stats_json())["requests"].values())
+        return sum(self._inner.stats()["requests"].values())
 
     def _meter(self) -> _Meter:
         return _Meter(self)
@@ -306,14 +305,14 @@ class _BaseClient:
         ...     q["limit"], q["used"], q["remaining"]
         (50, 2, 48)
         """
-        return _quota(self._inner.quota_json())
+        return _quota(self._inner.quota())
 
     def stats(self) -> Stats:
         """Counters of this client: ``requests`` by ``"METHOD /path"``, ``retries``,
         ``rate_limited``, ``tokens``, ``bytes_received``, ``requests_saved`` (event requests
         that reads served from the cache of settled events did not send); and ``quota``, as
         :meth:`quota` gives it."""
-        stats = json.loads(self._inner.stats_json())
+        stats = self._inner.stats()
         stats["quota"] = self.quota()
         return cast(Stats, stats)
 
@@ -336,7 +335,7 @@ class _BaseClient:
         >>> info["entries"][0]["events"], info["requests_saved"]
         (50, 1)
         """
-        return _cache_info(self._inner.cache_info_json(), self.stats()["requests_saved"])
+        return _cache_info(self._inner.cache_info(), self.stats()["requests_saved"])
 
     def clear_cache(self) -> int:
         """Empties the cache of settled events (every account's, in this client's cache
@@ -739,7 +738,7 @@ class Client(_BaseClient):
         lo, hi, report_id = time_range(start, end, report_id)
         callback, close = _progress.make(progress, "plan", self.quota()["limit"], plan=True)
         try:
-            return EventPlan(**json.loads(self._inner.plan_json(lo, hi, report_id, callback)))
+            return EventPlan(**self._inner.plan(lo, hi, report_id, callback))
         finally:
             close()
 
@@ -963,10 +962,9 @@ class Client(_BaseClient):
         self.close()
 
 
-def _quota(text: str) -> Quota:
+def _quota(q: dict[str, Any]) -> Quota:
     import datetime as _dt
 
-    q = json.loads(text)
     resets = _dt.datetime.fromtimestamp(q.pop("resets_at_ms") / 1000, tz=_dt.timezone.utc)
     return cast(Quota, {**q, "resets_at": resets})
 
@@ -983,10 +981,9 @@ def _cache_setting(cache: Any) -> Optional[str]:
     return os.path.abspath(_check.path("cache", cache))
 
 
-def _cache_info(text: str, saved: int) -> Optional[CacheInfo]:
+def _cache_info(info: Optional[dict[str, Any]], saved: int) -> Optional[CacheInfo]:
     import datetime as _dt
 
-    info = json.loads(text)
     if info is None:
         return None
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import hashlib
-import json
 import math
 import os
 import pickle
@@ -183,7 +182,7 @@ class _Allowance:
 
     def _day(self) -> int:
         """The service's UTC day by this machine's ledger (days since the epoch)."""
-        q = json.loads(self._client._inner.quota_json())
+        q = self._client._inner.quota()
         return (q["resets_at_ms"] - 1) // 86_400_000
 
     def _draw(self) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import tempfile
 from typing import TYPE_CHECKING, Any, Optional
@@ -516,7 +515,7 @@ class Emulator:
         end = None if end_time is None else to_ms(end_time, "end_time")
         confirmed = None if confirmed is None else _check.flag("confirmed", confirmed)
         _check.text("site_id", site_id, optional=True, longest=100)
-        return json.loads(self._inner.update_event(event_id, end, confirmed, site_id))
+        return self._inner.update_event(event_id, end, confirmed, site_id)
 
     def client(self, **kwargs: Any) -> Client:
         """A :class:`~surveillance.Client` configured for this emulator.
@@ -564,7 +563,7 @@ class Emulator:
             region: ``"us"`` or ``"eu"`` for the records posted to that route; None for all.
         """
         _check.choice("region", region, ("us", "eu"), optional=True)
-        return [json.loads(t) for t in self._inner.published_json(region)]
+        return self._inner.published(region)
 
     def clear_published(self) -> None:
         """Forgets the stored webhook records."""
@@ -574,7 +573,7 @@ class Emulator:
         """Every record of ``"sites"``, ``"devices"``, ``"cameras"`` or ``"reports"``, exactly
         as the list endpoint serves them (all pages together)."""
         _check.choice("kind", kind, ("sites", "devices", "cameras", "reports"))
-        return json.loads(self._inner.resources_json(kind))
+        return self._inner.resources(kind)
 
     def truth(self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None) -> list:
         """Ids of the events a perfect client returns for ``[start, end)``, sorted by
@@ -601,7 +600,7 @@ class Emulator:
         >>> stats["requests"]["GET /v2/sites"], stats["tokens_issued"], stats["daily"]["used"]
         ({'200': 1}, 1, 2)
         """
-        return json.loads(self._inner.stats_json())
+        return self._inner.stats()
 
     def reset_stats(self) -> None:
         """Zeroes :meth:`stats`, but its ``"daily"`` counts (the quota's state)."""

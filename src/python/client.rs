@@ -17,6 +17,7 @@ use pyo3_arrow::{PyRecordBatchReader, PyTable};
 use super::events::EventStream;
 use super::from_json::to_list;
 use super::kwargs::{self, Keywords};
+use super::values::{to_py, Value};
 use super::wait::{wait, wait_with};
 use super::{aio, errors, log};
 use crate::client::arrow::Layout;
@@ -388,18 +389,18 @@ impl PyClient {
         aio::awaitable(py, async move { Ok(c.diagnose().await) })
     }
 
-    /// What fetching the events of a range costs, found with a few requests, as JSON text
-    /// (`events`, `requests`, `seconds`, `days`, `probes`, `exact`).
+    /// What fetching the events of a range costs, found with a few requests: a dict of the
+    /// core's plan (`events`, `requests`, `seconds`, `days`, `probes`, `exact`).
     /// `progress`: called with the count's progress (its requests, the range done).
     #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
-    fn plan_json(
+    fn plan<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<String> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let query = Self::query(start_ms, end_ms, report_id)?;
         let c = self.core()?;
         let cell = super::events::ProgressCell::default();
@@ -410,12 +411,12 @@ impl PyClient {
             |py| cell.report(py, progress.as_ref()),
         )?;
         cell.report(py, progress.as_ref())?;
-        serde_json::to_string(&plan).map_err(errors::internal)
+        to_py(py, &plan)
     }
 
-    /// As `plan_json`, as an awaitable.
+    /// As `plan`, as an awaitable.
     #[pyo3(signature = (start_ms, end_ms, report_id=None))]
-    fn plan_json_async<'py>(
+    fn plan_async<'py>(
         &self,
         py: Python<'py>,
         start_ms: i64,
@@ -425,22 +426,19 @@ impl PyClient {
         let query = Self::query(start_ms, end_ms, report_id)?;
         let c = self.core()?;
         aio::awaitable(py, async move {
-            let plan = client::plan::plan(&c, &query, None).await?;
-            serde_json::to_string(&plan)
-                .map_err(|e| client::Error::Data(format!("cannot write the plan: {e}")))
+            Ok(Value(client::plan::plan(&c, &query, None).await?))
         })
     }
 
-    /// Where the daily quota stands, as JSON text (`limit`, `used`, `remaining`,
-    /// `resets_at_ms`).
-    fn quota_json(&self) -> PyResult<String> {
-        serde_json::to_string(&self.core()?.quota()).map_err(errors::internal)
+    /// Where the daily quota stands: a dict (`limit`, `used`, `remaining`, `resets_at_ms`).
+    fn quota<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.core()?.quota())
     }
 
-    /// What the cache of settled events holds (its whole directory), as JSON text; `null`
-    /// without a cache.
-    fn cache_info_json(&self) -> PyResult<String> {
-        serde_json::to_string(&self.core()?.cache_info()).map_err(errors::internal)
+    /// What the cache of settled events holds (its whole directory), as a dict; None without
+    /// a cache.
+    fn cache_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.core()?.cache_info())
     }
 
     /// Empties the cache of settled events; the files removed.
@@ -472,9 +470,9 @@ impl PyClient {
         Ok(self.core()?.ledger().allowance())
     }
 
-    /// The counters, as JSON text.
-    fn stats_json(&self) -> PyResult<String> {
-        serde_json::to_string(&self.core()?.stats()).map_err(errors::internal)
+    /// The counters, as a dict.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.core()?.stats())
     }
 
     /// Stops requests in flight; the client refuses new ones.
@@ -556,11 +554,10 @@ pub fn cache_location() -> Option<String> {
         .map(|p| p.display().to_string())
 }
 
-/// What the cache of settled events at `path` holds, as JSON text.
+/// What the cache of settled events at `path` holds, as a dict.
 #[pyfunction]
-pub fn cache_info_at(path: String) -> PyResult<String> {
-    serde_json::to_string(&client::cache::info(std::path::Path::new(&path)))
-        .map_err(errors::internal)
+pub fn cache_info_at(py: Python<'_>, path: String) -> PyResult<Bound<'_, PyAny>> {
+    to_py(py, &client::cache::info(std::path::Path::new(&path)))
 }
 
 /// Empties the cache of settled events at `path`; the files removed.

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyTuple};
+use pyo3::types::{PyDict, PyInt, PyList, PyTuple};
 
+use super::from_json::{to_list, to_object};
 use super::kwargs::{self, Keywords};
 use super::runtime;
+use super::values::to_py;
 use crate::emulator::dialect::{
     ErrorBody, ExpiredToken, RetryAfter, TokenAnswer, WebhookAnswer, WebhookErrors,
 };
@@ -330,18 +332,18 @@ impl PyEmulator {
     }
 
     /// Changes the event `event_id` (its end at `end_ms`, its `details.confirmed`, its site
-    /// `site_id`, each when given); returns its JSON text as now served.
+    /// `site_id`, each when given); returns it as now served.
     #[pyo3(signature = (event_id, end_ms=None, confirmed=None, site_id=None))]
-    fn update_event(
+    fn update_event<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         event_id: String,
         end_ms: Option<i64>,
         confirmed: Option<bool>,
         site_id: Option<String>,
-    ) -> PyResult<String> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let state = self.handle.state.clone();
-        py.detach(move || {
+        let text = py.detach(move || {
             let mut data = state.data_mut();
             let site = site_number(&data, site_id)?;
             let change = Change {
@@ -351,13 +353,19 @@ impl PyEmulator {
             };
             data.update_event(&event_id, change)
                 .map_err(PyValueError::new_err)
-        })
+        })?;
+        to_object(py, &text)
     }
 
-    /// Stored webhook records as JSON texts (of one region, or all).
+    /// Stored webhook records (of one region, or all), as the service received them.
     #[pyo3(signature = (region=None))]
-    fn published_json(&self, region: Option<&str>) -> Vec<String> {
-        self.handle.state.published(region)
+    fn published<'py>(
+        &self,
+        py: Python<'py>,
+        region: Option<&str>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let texts = self.handle.state.published(region);
+        to_list(py, texts.iter().map(String::as_str))
     }
 
     /// Forgets the stored webhook records.
@@ -365,14 +373,15 @@ impl PyEmulator {
         self.handle.state.clear_published();
     }
 
-    /// Every record of a resource list as a JSON array text.
-    fn resources_json(&self, kind: &str) -> PyResult<String> {
+    /// Every record of a resource list.
+    fn resources<'py>(&self, py: Python<'py>, kind: &str) -> PyResult<Bound<'py, PyAny>> {
         let data = self.handle.state.data();
-        let text = match kind {
-            "sites" => serde_json::to_string(&data.sites),
-            "devices" => serde_json::to_string(&data.devices),
-            "cameras" => serde_json::to_string(&data.cameras),
-            "reports" => serde_json::to_string(
+        match kind {
+            "sites" => to_py(py, &data.sites),
+            "devices" => to_py(py, &data.devices),
+            "cameras" => to_py(py, &data.cameras),
+            "reports" => to_py(
+                py,
                 &data
                     .reports
                     .iter()
@@ -380,13 +389,10 @@ impl PyEmulator {
                     .map(|r| &r.json)
                     .collect::<Vec<_>>(),
             ),
-            _ => {
-                return Err(PyValueError::new_err(format!(
-                    "`kind` must be `sites`, `devices`, `cameras` or `reports`, got `{kind}`"
-                )))
-            }
-        };
-        text.map_err(|e| PyValueError::new_err(e.to_string()))
+            _ => Err(PyValueError::new_err(format!(
+                "`kind` must be `sites`, `devices`, `cameras` or `reports`, got `{kind}`"
+            ))),
+        }
     }
 
     /// Ids of the events with `start <= startTime < end`, sorted by (startTime, id).
@@ -412,9 +418,9 @@ impl PyEmulator {
         })
     }
 
-    /// The statistics as a JSON text.
-    fn stats_json(&self) -> String {
-        self.handle.state.stats_json().to_string()
+    /// The statistics, as a dict.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.handle.state.stats_json())
     }
 
     /// Zeroes the statistics.

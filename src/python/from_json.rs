@@ -152,9 +152,14 @@ pub fn to_list<'py, 'a>(
     result
 }
 
+/// One JSON text as Python objects.
+pub fn to_object<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    to_list(py, std::iter::once(text))?.get_item(0)
+}
+
 /// One JSON text as Python objects, built by the converter of the service's answers (for the
 /// property tests that compare it with `json.loads`).
 #[pyfunction]
 pub fn loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
-    to_list(py, std::iter::once(text))?.get_item(0)
+    to_object(py, text)
 }

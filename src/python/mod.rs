@@ -36,6 +36,7 @@ mod publish;
 mod report;
 mod runtime;
 mod to_json;
+mod values;
 mod wait;
 
 use pyo3::prelude::*;
