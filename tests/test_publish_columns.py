@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import pickle
 from dataclasses import replace
 
 import pytest
@@ -146,6 +147,9 @@ def test_a_legacy_column_is_refused_once_before_any_request(emu, client):
         Problem("locationId", "missing required field `locationId`", "error"),
     ]
     assert "nothing was sent" in str(e.value) and "storeId" in str(e.value)
+    # The problems survive a pickle (a Dask worker's error reaching the client).
+    again = pickle.loads(pickle.dumps(e.value))
+    assert again.problems == e.value.problems and str(again) == str(e.value)
     # The dict path says the same of each row.
     row = frame.iloc[0].dropna().to_dict()
     assert set(e.value.problems) <= set(sv.validate(row))

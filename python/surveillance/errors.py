@@ -138,7 +138,10 @@ class ValidationError(SurveillanceError, ValueError):
 
     def __init__(self, message: str, problems: Optional[list] = None) -> None:
         super().__init__(message)
-        self.problems = [Problem(*p) for p in problems or []]
+        # Dicts from the native module; Problems again when unpickled.
+        self.problems = [
+            Problem(**p) if isinstance(p, dict) else Problem(*p) for p in problems or []
+        ]
 
     def __reduce__(self) -> Any:
         return (type(self), (str(self), self.problems))

@@ -2,10 +2,9 @@
 //! `surveillance/errors.py` (so the classes carry attributes and docstrings, and pickle).
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
-use pyo3::PyErr;
+use pyo3::{PyErr, Python};
 
 use crate::client::Error;
-use crate::webhook::Severity;
 
 pyo3::import_exception!(surveillance.errors, SurveillanceError);
 pyo3::import_exception!(surveillance.errors, ConfigError);
@@ -54,18 +53,14 @@ pub fn to_py(e: Error) -> PyErr {
             ..
         } => QuotaExhaustedError::new_err((message, resets_at_ms, used, limit)),
         Error::Validation { problems, .. } => {
-            // As (path, message, severity) tuples: `ValidationError` makes them `Problem`s.
-            let problems: Vec<(String, String, &str)> = problems
-                .into_iter()
-                .map(|p| {
-                    let severity = match p.severity {
-                        Severity::Error => "error",
-                        Severity::Warning => "warning",
-                    };
-                    (p.path, p.message, severity)
-                })
-                .collect();
-            ValidationError::new_err((message, problems))
+            // As the dicts `validate` and a report's failures give: `ValidationError` makes
+            // them `Problem`s.
+            let problems =
+                Python::attach(|py| super::values::to_py(py, &problems).map(|list| list.unbind()));
+            match problems {
+                Ok(list) => ValidationError::new_err((message, list)),
+                Err(e) => e,
+            }
         }
     }
 }

@@ -221,8 +221,20 @@ impl FailureKind {
     }
 }
 
-/// A record that was not accepted, and why.
-#[derive(Debug, Clone, PartialEq)]
+impl serde::Serialize for FailureKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// A text as it may be shown or handed on: with anything that looks like a secret masked.
+fn scrubbed<S: serde::Serializer>(text: &str, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&super::redact::scrub(text))
+}
+
+/// A record that was not accepted, and why. Serialized (for the bindings) with the record's
+/// `transactionId` under the webhook's own name and the message scrubbed of secrets.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Failure {
     /// Why, in one word.
     pub kind: FailureKind,
@@ -231,19 +243,22 @@ pub struct Failure {
     /// Line number in a file (1-based), when the source is one.
     pub line: Option<u64>,
     /// The record's `transactionId`, when it has a string one.
+    #[serde(rename = "transactionId")]
     pub transaction_id: Option<String>,
     /// The HTTP status of the refusal; None when the record was not sent or got no answer.
     pub status: Option<u16>,
     /// Validation problems (errors and warnings), when validation kept it back.
     pub problems: Vec<Problem>,
     /// What happened, lowercase: the service's message for a refusal.
+    #[serde(serialize_with = "scrubbed")]
     pub message: String,
     /// The record as JSON text, ready to publish again (None if it could not be serialized).
     pub record: Option<String>,
 }
 
 /// What a publish did: every record taken from the source is accepted or in `failures`.
-#[derive(Debug, Clone, Default)]
+/// Serialized (for the bindings) with `elapsed` in seconds and `error` as its scrubbed words.
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
     /// Records taken from the source.
     pub total: u64,
@@ -260,11 +275,27 @@ pub struct Report {
     /// 429 answers this client received during the publish.
     pub rate_limited: u64,
     /// Wall time.
+    #[serde(serialize_with = "seconds")]
     pub elapsed: Duration,
     /// Stopped by `cancel`: records taken but not yet accepted are failures.
     pub interrupted: bool,
     /// Stopped by an error that concerns every record (e.g. credentials refused).
+    #[serde(serialize_with = "error_words")]
     pub error: Option<Error>,
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+fn error_words<S: serde::Serializer>(
+    e: &Option<Error>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match e {
+        Some(e) => s.serialize_str(&e.clone().scrubbed().to_string()),
+        None => s.serialize_none(),
+    }
 }
 
 impl Report {
