@@ -46,27 +46,57 @@ impl Limits {
         Self::NONE
     }
 
-    /// What is wrong with these limits, in words naming the field: a rate that is not a
-    /// positive number, or a concurrency of zero.
+    /// What is wrong with these limits, in words naming the field (see [`check_rate`] and
+    /// [`check_count`]).
     pub fn check(&self) -> Result<(), String> {
         for (name, v) in [
             ("read_per_second", self.read_per_second),
             ("publish_per_second", self.publish_per_second),
         ] {
-            if v.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
-                return Err(format!("`{name}` must be a positive number or None"));
-            }
+            v.map_or(Ok(()), |v| check_rate(name, v))?;
         }
         for (name, v) in [
             ("read_concurrency", self.read_concurrency),
             ("publish_concurrency", self.publish_concurrency),
         ] {
-            if v == Some(0) {
-                return Err(format!("`{name}` must be at least 1 or None"));
-            }
+            v.map_or(Ok(()), |v| check_count(name, v as i128, CONCURRENCY))?;
         }
-        Ok(())
+        self.daily_requests
+            .map_or(Ok(()), |v| check_count("daily_requests", v as i128, DAILY))
     }
+}
+
+/// Requests a second a rate may be: from one an hour to a million a second, so that every
+/// wait stays finite.
+pub const RATE: (f64, f64) = (1.0 / 3600.0, 1_000_000.0);
+/// Requests a concurrency may hold in flight.
+pub const CONCURRENCY: (u64, u64) = (1, 10_000);
+/// Requests a daily budget may allow.
+pub const DAILY: (u64, u64) = (1, 1_000_000_000);
+
+/// Whether `v` is a rate the limit `name` may be (see [`RATE`]), in words naming it if not.
+pub fn check_rate(name: &str, v: f64) -> Result<(), String> {
+    let (low, high) = RATE;
+    if v.is_finite() && (low..=high).contains(&v) {
+        return Ok(());
+    }
+    Err(format!(
+        "`{name}` must be a number of requests a second from 1/3600 (one an hour) to 1,000,000, \
+         or None, got {v}"
+    ))
+}
+
+/// Whether `v` is a count the limit `name` may be, from `low` to `high`, in words naming it if
+/// not.
+pub fn check_count(name: &str, v: i128, (low, high): (u64, u64)) -> Result<(), String> {
+    if (i128::from(low)..=i128::from(high)).contains(&v) {
+        return Ok(());
+    }
+    Err(format!(
+        "`{name}` must be from {} to {}, or None, got {v}",
+        crate::text::thousands(low),
+        crate::text::thousands(high)
+    ))
 }
 
 #[cfg(test)]
@@ -82,6 +112,17 @@ mod tests {
             ..Limits::NONE
         };
         assert!(zero.check().unwrap_err().contains("read_concurrency"));
+        let many = Limits {
+            publish_concurrency: Some(10_001),
+            ..Limits::NONE
+        };
+        assert!(many.check().unwrap_err().contains("from 1 to 10,000"));
+        let slow = Limits {
+            read_per_second: Some(1.0 / 7200.0),
+            ..Limits::NONE
+        };
+        assert!(slow.check().unwrap_err().contains("read_per_second"));
+        assert!(super::check_count("daily_requests", -1, super::DAILY).is_err());
         let nan = Limits {
             publish_per_second: Some(f64::NAN),
             ..Limits::NONE

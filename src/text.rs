@@ -22,9 +22,30 @@ pub fn shown(s: &str) -> String {
     out
 }
 
+/// `n` with its thousands grouped by commas, as messages write counts: `10,000`.
+#[must_use]
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        assert_eq!(thousands(1), "1");
+        assert_eq!(thousands(10_000), "10,000");
+        assert_eq!(thousands(1_000_000_000), "1,000,000,000");
+    }
 
     #[test]
     fn long_and_control_values_are_cut_and_escaped() {

@@ -787,3 +787,30 @@ def test_close_stops_a_call_in_flight(make_emu):
     worker.join(10)
     assert isinstance(outcome.get("error"), sv.TransportError), outcome
     assert outcome["elapsed"] < 1.5, outcome
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("read_per_second", 1 / 7200),
+        ("publish_per_second", 2e6),
+        ("read_concurrency", 0),
+        ("publish_concurrency", 10_001),
+        ("daily_requests", 0),
+        ("daily_requests", 10**9 + 1),
+    ],
+)
+def test_a_limit_has_one_bound_for_a_client_and_the_emulator(emu, field, value):
+    """The bounds are the core's: ``Limits`` and ``Emulator.set_limits`` refuse the same
+    values in the same words, and take the same edges."""
+    with pytest.raises(sv.ConfigError) as client_side:
+        sv.Limits(**{field: value})
+    with pytest.raises(ValueError) as emulator_side:
+        emu.set_limits(**{field: value})
+    assert str(client_side.value) == str(emulator_side.value)
+    assert f"`{field}`" in str(client_side.value)
+    edges = {"per_second": (1 / 3600, 1e6), "concurrency": (1, 10_000), "daily": (1, 10**9)}
+    for edge in next(v for k, v in edges.items() if k in field):
+        sv.Limits(**{field: edge})
+        emu.set_limits(**{field: edge})
+    emu.set_limits()

@@ -83,16 +83,37 @@ def integer(
     config: bool = False,
 ) -> Optional[int]:
     """An int argument from ``low`` to ``high`` (a bool is not an int here)."""
+    value = an_integer(name, value, optional=optional)
+    if value is None:
+        return None
+    if not low <= value <= high:
+        raise _error(config)(f"`{name}` must be from {low:,} to {high:,}, got {shown(value)}")
+    return int(value)
+
+
+def an_integer(name: str, value: Any, *, optional: bool = False) -> Optional[int]:
+    """An int argument, of any size (its range is checked where it is used)."""
     if value is None and optional:
         return None
     # An int, or another integer type (numpy's); never a bool, whose int value is an accident.
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         alternatives = " or None" if optional else ""
         raise TypeError(f"`{name}` must be an int{alternatives}, got {kind(value)}")
-    value = value.__index__()
-    if not low <= value <= high:
-        raise _error(config)(f"`{name}` must be from {low:,} to {high:,}, got {shown(value)}")
-    return int(value)
+    return int(value.__index__())
+
+
+def a_number(name: str, value: Any, *, optional: bool = False) -> Optional[float]:
+    """A number argument, of any value, NaN and infinities included (its range is checked
+    where it is used)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, (bool, str, bytes)) or not hasattr(value, "__float__"):
+        alternatives = " or None" if optional else ""
+        raise TypeError(f"`{name}` must be a number{alternatives}, got {kind(value)}")
+    try:
+        return float(value)
+    except OverflowError:  # an int past a float's range (10**400) is out of every range
+        return math.inf if value > 0 else -math.inf
 
 
 def number(
@@ -107,15 +128,9 @@ def number(
 ) -> Optional[float]:
     """A number from ``low`` (excluded when ``above``) to ``high``; NaN and infinities are out
     of every range."""
-    if value is None and optional:
+    v = a_number(name, value, optional=optional)
+    if v is None:
         return None
-    if isinstance(value, (bool, str, bytes)) or not hasattr(value, "__float__"):
-        alternatives = " or None" if optional else ""
-        raise TypeError(f"`{name}` must be a number{alternatives}, got {kind(value)}")
-    try:
-        v = float(value)
-    except OverflowError:  # an int past a float's range (10**400) is out of every range
-        v = math.inf if value > 0 else -math.inf
     ok = math.isfinite(v) and (low < v if above else low <= v) and v <= high
     if not ok:
         start = f"above {low:g}" if above else f"from {low:g}"

@@ -9,6 +9,7 @@ from typing import Any, Awaitable, Callable, ClassVar, Optional, Union, final
 __all__ = [
     "BatchStream",
     "cache_info_at",
+    "check_limits",
     "cache_location",
     "clear_cache_at",
     "Client",
@@ -333,6 +334,11 @@ def jsonl_rest(path: str, *, skip: int = 0) -> JsonLines:
 
 def validate(record: Any) -> list[dict]:
     """The problems of a record under its standard model (``path``, ``message``, ``severity``)."""
+
+def check_limits(**limits: Optional[float]) -> None:
+    """Checks limits given by their field names (``read_per_second``, ``read_concurrency``,
+    ``publish_per_second``, ``publish_concurrency``, ``daily_requests``) against the core's
+    bounds, for ``surveillance.Limits``, which checks only their types."""
 
 def to_json(record: Any) -> str:
     """The JSON text of a record, as ``publish`` writes it."""

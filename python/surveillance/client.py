@@ -69,13 +69,12 @@ class Limits:
     daily_requests: Optional[int] = 2400
 
     def __post_init__(self) -> None:
+        # The types here; the bounds are the core's, the same for a client and the emulator.
         for name in ("read_per_second", "publish_per_second"):
-            _check.number(name, getattr(self, name), 1 / 3600, 1e6, optional=True, config=True)
-        for name in ("read_concurrency", "publish_concurrency"):
-            _check.integer(name, getattr(self, name), 1, 10_000, optional=True, config=True)
-        _check.integer(
-            "daily_requests", self.daily_requests, 1, 1_000_000_000, optional=True, config=True
-        )
+            _check.a_number(name, getattr(self, name), optional=True)
+        for name in ("read_concurrency", "publish_concurrency", "daily_requests"):
+            _check.an_integer(name, getattr(self, name), optional=True)
+        _core.check_limits(**asdict(self))
 
     @classmethod
     def unlimited(cls) -> Limits:

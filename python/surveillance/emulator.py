@@ -377,7 +377,8 @@ class Emulator:
         the seconds until the next UTC midnight and a message that says when the quota resets
         (``... it resets at 2026-11-24T00:00:00Z``); at midnight the count starts again at 0.
         ``stats()["daily"]`` shows the counts. Setting a quota where there was none, or lifting
-        it, starts the counts anew; changing its value keeps them.
+        it, starts the counts anew; changing its value keeps them. The bounds are those of
+        :class:`~surveillance.Limits`.
 
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
@@ -390,17 +391,18 @@ class Emulator:
         """
         limits = dict(locals())  # the limits as given, by name
         del limits["self"]
+        # The types here; the bounds are the core's, the same as a client's Limits.
         for name, rate in (
             ("read_per_second", read_per_second),
             ("publish_per_second", publish_per_second),
         ):
-            _check.number(name, rate, 0, 1e6, above=True, optional=True)
+            _check.a_number(name, rate, optional=True)
         for name, n in (
             ("read_concurrency", read_concurrency),
             ("publish_concurrency", publish_concurrency),
+            ("daily_requests", daily_requests),
         ):
-            _check.integer(name, n, 1, 100_000, optional=True)
-        _check.integer("daily_requests", daily_requests, 0, 2**40, optional=True)
+            _check.an_integer(name, n, optional=True)
         self._limits = limits
         self._inner.set_limits(**limits)
 

@@ -272,7 +272,6 @@ impl PyEmulator {
     #[pyo3(signature = (**limits))]
     fn set_limits(&self, limits: Option<Bound<'_, PyDict>>) -> PyResult<()> {
         let limits = kwargs::limits(Keywords::new("set_limits", limits))?;
-        limits.check().map_err(PyValueError::new_err)?;
         self.handle.state.set_limits(limits);
         Ok(())
     }

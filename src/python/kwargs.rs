@@ -60,17 +60,50 @@ impl<'py> Keywords<'py> {
 }
 
 /// Limits given by their field names (`dataclasses.asdict` of a `surveillance.Limits`, or the
-/// keywords of `Emulator.set_limits`); an absent or None field lifts that limit.
+/// keywords of `Emulator.set_limits`); an absent or None field lifts that limit. Each is
+/// checked against the core's bounds (`crate::limits`) as given, so that a negative or huge
+/// number is refused in the core's words, never as an overflow.
 pub fn limits(given: Keywords<'_>) -> PyResult<Limits> {
+    let rate = |name: &str| -> PyResult<Option<f64>> {
+        let v: Option<f64> = given.get(name)?;
+        if let Some(v) = v {
+            crate::limits::check_rate(name, v).map_err(config_error)?;
+        }
+        Ok(v)
+    };
+    let count = |name: &str, bounds| -> PyResult<Option<u64>> {
+        let v: Option<i128> = given.get(name)?;
+        match v {
+            Some(v) => {
+                crate::limits::check_count(name, v, bounds).map_err(config_error)?;
+                Ok(u64::try_from(v).ok())
+            }
+            None => Ok(None),
+        }
+    };
+    let (concurrency, daily) = (crate::limits::CONCURRENCY, crate::limits::DAILY);
     let limits = Limits {
-        read_per_second: given.get("read_per_second")?,
-        read_concurrency: given.get("read_concurrency")?,
-        publish_per_second: given.get("publish_per_second")?,
-        publish_concurrency: given.get("publish_concurrency")?,
-        daily_requests: given.get("daily_requests")?,
+        read_per_second: rate("read_per_second")?,
+        read_concurrency: count("read_concurrency", concurrency)?.map(|v| v as usize),
+        publish_per_second: rate("publish_per_second")?,
+        publish_concurrency: count("publish_concurrency", concurrency)?.map(|v| v as usize),
+        daily_requests: count("daily_requests", daily)?,
     };
     given.done()?;
     Ok(limits)
+}
+
+/// The core's words on a setting, as `surveillance.ConfigError`.
+fn config_error(message: String) -> PyErr {
+    super::errors::to_py(crate::client::Error::Config(message))
+}
+
+/// Checks limits given by their field names against the core's bounds, for
+/// `surveillance.Limits`, which checks only their types.
+#[pyfunction]
+#[pyo3(signature = (**limits))]
+pub fn check_limits(limits: Option<Bound<'_, PyDict>>) -> PyResult<()> {
+    self::limits(Keywords::new("Limits", limits)).map(|_| ())
 }
 
 /// Limits as a dict of their field names, as [`limits`] takes them.

@@ -57,6 +57,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::events_schema, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::columns, m)?)?;
     m.add_function(wrap_pyfunction!(from_json::loads, m)?)?;
+    m.add_function(wrap_pyfunction!(kwargs::check_limits, m)?)?;
     m.add_function(wrap_pyfunction!(publish::publish_records, m)?)?;
     m.add_class::<columns::JsonLines>()?;
     m.add_function(wrap_pyfunction!(columns::publish_columns, m)?)?;
