@@ -82,7 +82,7 @@ pub fn check_rate(name: &str, v: f64) -> Result<(), String> {
     }
     Err(format!(
         "`{name}` must be a number of requests a second from 1/3600 (one an hour) to 1,000,000, \
-         or None, got {v}"
+         got {v}"
     ))
 }
 
@@ -93,7 +93,7 @@ pub fn check_count(name: &str, v: i128, (low, high): (u64, u64)) -> Result<(), S
         return Ok(());
     }
     Err(format!(
-        "`{name}` must be from {} to {}, or None, got {v}",
+        "`{name}` must be from {} to {}, got {v}",
         crate::text::thousands(low),
         crate::text::thousands(high)
     ))

@@ -116,6 +116,18 @@ def a_number(name: str, value: Any, *, optional: bool = False) -> Optional[float
         return math.inf if value > 0 else -math.inf
 
 
+def limit_values(limits: dict[str, Any]) -> dict[str, Any]:
+    """Limits by name (``Limits``' fields), their types checked: rates as floats (an int past
+    a float's range is infinite, out of every range), counts as ints; their bounds are the
+    core's."""
+    return {
+        name: a_number(name, value, optional=True)
+        if name.endswith("per_second")
+        else an_integer(name, value, optional=True)
+        for name, value in limits.items()
+    }
+
+
 def number(
     name: str,
     value: Any,

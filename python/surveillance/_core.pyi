@@ -7,6 +7,11 @@ The public, documented classes are :class:`surveillance.Client` and
 from typing import Any, Awaitable, Callable, ClassVar, Optional, Union, final
 
 __all__ = [
+    "DAY_MS",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_MAX_WAIT_S",
+    "DEFAULT_TIMEOUT_S",
+    "MAX_SETTLE_S",
     "BatchStream",
     "cache_info_at",
     "check_limits",
@@ -30,6 +35,17 @@ __all__ = [
     "__version__",
 ]
 __version__: str
+
+#: Milliseconds in a day.
+DAY_MS: int
+#: Seconds a request may take by default, connection to last byte.
+DEFAULT_TIMEOUT_S: float
+#: Retries per request by default.
+DEFAULT_MAX_RETRIES: int
+#: The longest wait for a 429's ``Retry-After`` by default, seconds.
+DEFAULT_MAX_WAIT_S: float
+#: The longest ``settle``, seconds (30 days).
+MAX_SETTLE_S: float
 
 @final
 class Client:

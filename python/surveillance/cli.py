@@ -98,7 +98,7 @@ def _client_arguments(p: argparse.ArgumentParser, *, publish: bool = False) -> N
     group.add_argument(
         "--timeout",
         type=float,
-        default=30.0,
+        default=_core.DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help="seconds per request (default %(default)g)",
     )

@@ -70,11 +70,7 @@ class Limits:
 
     def __post_init__(self) -> None:
         # The types here; the bounds are the core's, the same for a client and the emulator.
-        for name in ("read_per_second", "publish_per_second"):
-            _check.a_number(name, getattr(self, name), optional=True)
-        for name in ("read_concurrency", "publish_concurrency", "daily_requests"):
-            _check.an_integer(name, getattr(self, name), optional=True)
-        _core.check_limits(**asdict(self))
+        _core.check_limits(**_check.limit_values(asdict(self)))
 
     @classmethod
     def unlimited(cls) -> Limits:
@@ -219,13 +215,13 @@ class _BaseClient:
         base_url: Optional[str] = None,
         eu_base_url: Optional[str] = None,
         audience: Optional[str] = None,
-        timeout: float = 30.0,
-        max_retries: int = 5,
+        timeout: float = _core.DEFAULT_TIMEOUT_S,
+        max_retries: int = _core.DEFAULT_MAX_RETRIES,
         limits: Optional[Limits] = None,
         ca_bundle: Optional[Union[str, os.PathLike]] = None,
         trust_env: bool = True,
         max_body_bytes: Optional[int] = None,
-        max_wait: float = 60.0,
+        max_wait: float = _core.DEFAULT_MAX_WAIT_S,
         cache: Union[bool, str, os.PathLike, None] = None,
         settle: SettleLike = "1h",
         cache_max_bytes: Optional[int] = None,
@@ -242,19 +238,23 @@ class _BaseClient:
             _check.text(name, value, optional=True, config=True)
         for name, value in (("base_url", base_url), ("eu_base_url", eu_base_url)):
             _check.text(name, value, optional=True, longest=2048, config=True)
-        _check.choice("region", region, ("us", "eu"), optional=True, fold=True, config=True)
-        _check.number("timeout", timeout, 0, 86_400, above=True, config=True)
-        _check.integer("max_retries", max_retries, 0, 100, config=True)
+        # Types here; values are the core's to check (one bound each, its words).
+        _check.text("region", region, optional=True, config=True)
         _check.path("ca_bundle", ca_bundle, optional=True)
         _check.flag("trust_env", trust_env)
-        _check.integer("max_body_bytes", max_body_bytes, 1024, 2**40, optional=True, config=True)
-        _check.number("max_wait", max_wait, 0, 86_400, config=True)
-        _check.integer("cache_max_bytes", cache_max_bytes, 0, 2**50, optional=True, config=True)
+        timeout = _check.a_number("timeout", timeout)
+        max_wait = _check.a_number("max_wait", max_wait)
+        for name, count in (
+            ("max_retries", max_retries),
+            ("max_body_bytes", max_body_bytes),
+            ("cache_max_bytes", cache_max_bytes),
+        ):
+            _check.an_integer(name, count, optional=name != "max_retries")
         settings.update(
             cache=_cache_setting(cache),
             settle=_sync.parse_settle(settle).total_seconds(),
-            timeout=float(timeout),
-            max_wait=float(max_wait),
+            timeout=timeout,
+            max_wait=max_wait,
             limits=None if limits is None else asdict(limits),
             ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
         )

@@ -46,6 +46,7 @@ import threading
 import time
 from typing import Any, Optional, Union
 
+from . import _core
 from ._time import TimeLike, from_ms, to_ms
 
 __all__ = ["events", "publish", "events_meta"]
@@ -183,7 +184,7 @@ class _Allowance:
     def _day(self) -> int:
         """The service's UTC day by this machine's ledger (days since the epoch)."""
         q = self._client._inner.quota()
-        return (q["resets_at_ms"] - 1) // 86_400_000
+        return (q["resets_at_ms"] - 1) // _core.DAY_MS
 
     def _draw(self) -> int:
         """Requests drawn from the budget (at most a block; 0 when it has none left)."""

@@ -392,19 +392,8 @@ class Emulator:
         limits = dict(locals())  # the limits as given, by name
         del limits["self"]
         # The types here; the bounds are the core's, the same as a client's Limits.
-        for name, rate in (
-            ("read_per_second", read_per_second),
-            ("publish_per_second", publish_per_second),
-        ):
-            _check.a_number(name, rate, optional=True)
-        for name, n in (
-            ("read_concurrency", read_concurrency),
-            ("publish_concurrency", publish_concurrency),
-            ("daily_requests", daily_requests),
-        ):
-            _check.an_integer(name, n, optional=True)
+        self._inner.set_limits(**_check.limit_values(limits))
         self._limits = limits
-        self._inner.set_limits(**limits)
 
     def set_webhook(self, arrays: bool = True) -> None:
         """Sets how the webhook takes its bodies.

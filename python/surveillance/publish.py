@@ -597,7 +597,7 @@ def publish(
     parquet: Optional[str] = None
     size: Optional[int] = None
     rest: Optional[Callable[[int], Iterator[str]]] = None
-    _check.choice("region", region, ("us", "eu"), optional=True, fold=True, config=True)
+    _check.text("region", region, optional=True, config=True)
     _check.flag("validate", validate)
     if isinstance(records, (str, os.PathLike)):
         path = _check.path("records", records)

@@ -106,7 +106,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
-from . import _store
+from . import _core, _store
 from ._time import TimeLike, from_ms, to_ms
 from .errors import ConfigError, QuotaExhaustedError, SyncLockedError
 
@@ -132,7 +132,7 @@ LOCK_FILE = "_sync.lock"
 PART_FILE = "part-0.parquet"
 
 _STATE_VERSION = 1
-_DAY_MS = 86_400_000
+_DAY_MS = _core.DAY_MS
 _TMP_SUFFIX = ".tmp"
 #: The shortest chunk of a range fetched under a daily budget (see `_fetch`).
 _MIN_CHUNK_MS = 60_000
@@ -213,8 +213,7 @@ class SyncResult:
 
 
 _SETTLE_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|w|d|h|m|s)", re.I)
-_UNITS_MS = {"w": 604_800_000, "d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1_000, "ms": 1}
-_MAX_SETTLE_S = 30 * 86_400
+_UNITS_MS = {"w": 7 * _DAY_MS, "d": _DAY_MS, "h": 3_600_000, "m": 60_000, "s": 1_000, "ms": 1}
 
 
 def parse_settle(value: SettleLike) -> _dt.timedelta:
@@ -245,7 +244,7 @@ def parse_settle(value: SettleLike) -> _dt.timedelta:
     else:
         seconds = float(value) if abs(value) < 1e18 else float("inf")
     # At most 30 days: every run fetches that much again.
-    if not (0 <= seconds <= _MAX_SETTLE_S):  # NaN too
+    if not (0 <= seconds <= _core.MAX_SETTLE_S):  # NaN too
         raise ValueError(f"`settle` must be from 0 to 30 days, got {shown(value)}")
     return _dt.timedelta(seconds=seconds)
 

@@ -194,6 +194,31 @@ pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 pub const MAX_SETTLE_SECS: f64 = 30.0 * 86_400.0;
 /// The longest `max_wait`, seconds (a day).
 pub const MAX_WAIT_SECS: f64 = 86_400.0;
+/// The retries per request a client may make.
+pub const RETRIES: (u64, u64) = (0, 100);
+/// The body cap a client may set, bytes: from 1 KiB to 1 TiB.
+pub const BODY_BYTES: (u64, u64) = (1024, 1 << 40);
+/// The cache cap a client may set, bytes (0: nothing is kept).
+pub const CACHE_BYTES: (u64, u64) = (0, 1 << 50);
+
+/// A duration setting `name` given in seconds: finite, above 0 when `positive` (else from 0),
+/// at most `max`; in words naming it if not.
+pub fn seconds(name: &str, value: f64, positive: bool, max: f64) -> Result<Duration> {
+    let low = if positive { value > 0.0 } else { value >= 0.0 };
+    if !(value.is_finite() && low && value <= max) {
+        let from = if positive { "above 0" } else { "from 0" };
+        return Err(Error::Config(format!(
+            "`{name}` must be a number of seconds {from} up to {max}, got `{value}`"
+        )));
+    }
+    Ok(Duration::from_secs_f64(value))
+}
+
+/// A count setting `name` from `low` to `high` (see [`crate::limits::check_count`]).
+pub fn count(name: &str, value: i128, bounds: (u64, u64)) -> Result<u64> {
+    crate::limits::check_count(name, value, bounds).map_err(Error::Config)?;
+    u64::try_from(value).map_err(|_| Error::Config(format!("`{name}` must not be negative")))
+}
 
 fn from_env(env: &dyn Fn(&str) -> Option<String>, var: &str) -> Option<String> {
     env(var).filter(|v| !v.trim().is_empty())
@@ -348,10 +373,18 @@ impl Config {
             .or_else(|| from_env(env, "SURVEILLANCE_AUDIENCE"))
             .unwrap_or_else(|| format!("{}/", base_url.as_str().trim_end_matches('/')));
         header_safe(&audience, "audience", "SURVEILLANCE_AUDIENCE")?;
+        // Each setting against its one bound (the bindings check a value as given, before it
+        // becomes a Duration or an unsigned number, with the same functions).
         let timeout = s.timeout.unwrap_or(DEFAULT_TIMEOUT);
-        if timeout.is_zero() {
-            return Err(Error::Config("`timeout` must be positive".into()));
-        }
+        seconds("timeout", timeout.as_secs_f64(), true, MAX_TIMEOUT_SECS)?;
+        let max_wait = s.max_wait.unwrap_or(DEFAULT_MAX_WAIT);
+        seconds("max_wait", max_wait.as_secs_f64(), false, MAX_WAIT_SECS)?;
+        let max_retries = s.max_retries.unwrap_or(DEFAULT_MAX_RETRIES);
+        count("max_retries", max_retries.into(), RETRIES)?;
+        let max_body_bytes = s.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY);
+        count("max_body_bytes", max_body_bytes as i128, BODY_BYTES)?;
+        let cache_max_bytes = s.cache_max_bytes.unwrap_or(super::cache::DEFAULT_MAX_BYTES);
+        count("cache_max_bytes", cache_max_bytes.into(), CACHE_BYTES)?;
         let trust_env = s.trust_env.unwrap_or(true);
         let ca_bundle = s.ca_bundle.or_else(|| {
             if trust_env {
@@ -374,18 +407,18 @@ impl Config {
             eu_base_url,
             audience,
             timeout,
-            max_retries: s.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+            max_retries,
             limits,
             ca_bundle,
             trust_env,
-            max_body_bytes: s.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY),
-            max_wait: s.max_wait.unwrap_or(DEFAULT_MAX_WAIT),
+            max_body_bytes,
+            max_wait,
             quota_dir: super::quota::ledger_dir(env),
             cache_dir,
             settle_ms: s.settle.map_or(DEFAULT_SETTLE_MS, |d| {
                 i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
             }),
-            cache_max_bytes: s.cache_max_bytes.unwrap_or(super::cache::DEFAULT_MAX_BYTES),
+            cache_max_bytes,
         })
     }
 

@@ -24,18 +24,18 @@ use crate::client::arrow::Layout;
 use crate::client::events::{self, Query};
 use crate::client::{self, config, Config, Secret, Settings};
 
-/// Seconds given as a float, as a duration: above 0 (or from 0, unless `positive`) up to `max`;
-/// a `ConfigError` naming `name` and the range otherwise (`Duration::from_secs_f64` panics on
-/// what does not fit, and a wait of decades is no wait).
+/// A duration setting, checked by the core (see `config::seconds`).
 fn seconds(name: &str, value: f64, positive: bool, max: f64) -> PyResult<Duration> {
-    let low = if positive { value > 0.0 } else { value >= 0.0 };
-    if !(value.is_finite() && low && value <= max) {
-        let from = if positive { "above 0" } else { "from 0" };
-        return Err(errors::ConfigError::new_err(format!(
-            "`{name}` must be a number of seconds {from} up to {max}, got `{value}`"
-        )));
-    }
-    Ok(Duration::from_secs_f64(value))
+    config::seconds(name, value, positive, max).map_err(errors::to_py)
+}
+
+/// A count setting given as a Python int of any size, checked by the core (see
+/// `config::count`).
+fn count(given: &Keywords<'_>, name: &str, bounds: (u64, u64)) -> PyResult<Option<u64>> {
+    given
+        .get::<i128>(name)?
+        .map(|v| config::count(name, v, bounds).map_err(errors::to_py))
+        .transpose()
 }
 
 /// The native client (see `surveillance.Client`).
@@ -173,15 +173,16 @@ impl PyClient {
             eu_base_url: given.get("eu_base_url")?,
             audience: given.get("audience")?,
             timeout,
-            max_retries: given.get("max_retries")?,
+            max_retries: count(&given, "max_retries", config::RETRIES)?.map(|v| v as u32),
             limits,
             ca_bundle: given.get("ca_bundle")?,
             trust_env: given.get("trust_env")?,
-            max_body_bytes: given.get("max_body_bytes")?,
+            max_body_bytes: count(&given, "max_body_bytes", config::BODY_BYTES)?
+                .map(|v| v as usize),
             max_wait,
             cache: given.get("cache")?,
             settle,
-            cache_max_bytes: given.get("cache_max_bytes")?,
+            cache_max_bytes: count(&given, "cache_max_bytes", config::CACHE_BYTES)?,
         };
         given.done()?;
         let config = Config::from_settings(settings).map_err(errors::to_py)?;

@@ -46,6 +46,13 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tune_allocator();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The core's defaults and bounds that the Python layer shows in its signatures.
+    use crate::client::config;
+    m.add("DAY_MS", crate::time::DAY_MS)?;
+    m.add("DEFAULT_TIMEOUT_S", config::DEFAULT_TIMEOUT.as_secs_f64())?;
+    m.add("DEFAULT_MAX_RETRIES", config::DEFAULT_MAX_RETRIES)?;
+    m.add("DEFAULT_MAX_WAIT_S", config::DEFAULT_MAX_WAIT.as_secs_f64())?;
+    m.add("MAX_SETTLE_S", config::MAX_SETTLE_SECS)?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<emulator::PyEmulator>()?;
     m.add_class::<events::EventStream>()?;
