@@ -295,3 +295,26 @@ def test_progress_counts_rows(emu, client):
     report = client.publish(table, progress=updates.append)
     assert report.ok
     assert updates[-1]["accepted"] == 1000 and updates[-1]["read"] == 1000
+
+
+def test_the_columns_and_the_dicts_write_the_same_bytes():
+    """One JSON writer for both paths: a record's text is the same whether it came as a dict
+    or as a row of Arrow columns, floats in Python's form (``1e+16``, ``1.5e-05``) and strings
+    with quotes, backslashes and control characters escaped as ``json.dumps`` does."""
+    from surveillance import _core
+
+    records = [
+        {
+            "dataType": "other",
+            "schemaVersion": "1",
+            "startTime": T0 + i,
+            "locationId": f'store "{i}"\\\n\t\x01é',
+            "dataSourceId": "pos-1",
+            "eventUniqueId": f"e-{i}",
+            "eventType": "door",
+            "amount": value,
+        }
+        for i, value in enumerate([1e16, 1.5e-05, 0.1, -2.5e300, 123456789.0, 5e-324])
+    ]
+    table = pa.Table.from_pylist(records)
+    assert list(_core.columns_json(table)) == [_core.to_json(r) for r in records]

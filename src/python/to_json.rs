@@ -13,6 +13,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{intern, Borrowed};
 
+use crate::client::publish::json::{write_float, write_str};
 use crate::webhook::fast::{self, FieldRef, Object, Scalar};
 use crate::webhook::models::Kind;
 use crate::webhook::models::{model_named, MODELS};
@@ -188,123 +189,6 @@ fn utf8<'a>(s: &'a Bound<'_, PyAny>) -> Result<Cow<'a, str>, ConvError> {
     s.to_cow()
         .map(|c| Cow::Owned(c.into_owned()))
         .map_err(|_| surrogate())
-}
-
-/// For each byte: 0 when it is written as it is, else the letter of its escape (`u`: `\u00XX`).
-static ESCAPE: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut c = 0;
-    while c < 0x20 {
-        t[c] = b'u';
-        c += 1;
-    }
-    t[0x08] = b'b';
-    t[0x09] = b't';
-    t[0x0a] = b'n';
-    t[0x0c] = b'f';
-    t[0x0d] = b'r';
-    t[b'"' as usize] = b'"';
-    t[b'\\' as usize] = b'\\';
-    t
-};
-
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// The bytes of `w` that need an escape (below 0x20, `"` or `\`), as their high bits. The
-/// lowest bit set is exact (a borrow only flags bytes above a byte that needs an escape), so
-/// `trailing_zeros() / 8` is the first such byte.
-#[inline]
-fn escapes(w: u64) -> u64 {
-    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-    let control = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
-    control | zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\')))
-}
-
-/// Writes `s` as a JSON string as `json.dumps(s, ensure_ascii=False)` does: `"` and `\`, and
-/// control characters (short escapes where JSON has them, else `\u00xx`), the rest as it is.
-/// Eight bytes are tested at a time, and the text between escapes is copied in one piece.
-pub fn write_str(out: &mut Vec<u8>, s: &[u8]) {
-    out.reserve(s.len() + 2);
-    out.push(b'"');
-    let mut start = 0;
-    let mut i = 0;
-    while i < s.len() {
-        let rest = &s[i..];
-        let n = rest.len().min(8);
-        // A short tail is padded with spaces, which need no escape.
-        let mut w = [b' '; 8];
-        w[..n].copy_from_slice(&rest[..n]);
-        let found = escapes(u64::from_le_bytes(w));
-        if found == 0 {
-            i += n;
-            continue;
-        }
-        let at = i + (found.trailing_zeros() / 8) as usize;
-        let b = s[at];
-        out.extend_from_slice(&s[start..at]);
-        match ESCAPE[b as usize] {
-            b'u' => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(&[
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX[(b >> 4) as usize],
-                    HEX[(b & 0xf) as usize],
-                ]);
-            }
-            e => out.extend_from_slice(&[b'\\', e]),
-        }
-        start = at + 1;
-        i = at + 1;
-    }
-    out.extend_from_slice(&s[start..]);
-    out.push(b'"');
-}
-
-// ---------------------------------------------------------------------------------------------
-// Numbers.
-
-/// Writes a finite float as Python's `repr` does (shortest round trip, as `ryu`, with Python's
-/// exponent form: `1e+16`, `1.5e-05`), so that the text is `json.dumps`'s.
-pub fn write_float(out: &mut Vec<u8>, v: f64) {
-    let mut buf = ryu::Buffer::new();
-    let s = buf.format_finite(v).as_bytes();
-    if let Some(e) = s.iter().position(|&b| b == b'e') {
-        out.extend_from_slice(&s[..=e]);
-        let (sign, digits) = match s.get(e + 1) {
-            Some(b'-') => (b'-', &s[e + 2..]),
-            _ => (b'+', &s[e + 1..]),
-        };
-        out.push(sign);
-        if digits.len() == 1 {
-            out.push(b'0');
-        }
-        out.extend_from_slice(digits);
-        return;
-    }
-    let (negative, body) = match s.strip_prefix(b"-") {
-        Some(rest) => (true, rest),
-        None => (false, s),
-    };
-    // ryu writes 1e-5 <= |v| < 1e-4 as `0.0000ddd`; Python switches to an exponent there.
-    if let Some(digits) = body.strip_prefix(b"0.0000") {
-        if let Some((first, rest)) = digits.split_first() {
-            if negative {
-                out.push(b'-');
-            }
-            out.push(*first);
-            if !rest.is_empty() {
-                out.push(b'.');
-                out.extend_from_slice(rest);
-            }
-            out.extend_from_slice(b"e-05");
-            return;
-        }
-    }
-    out.extend_from_slice(s);
 }
 
 fn not_finite(v: f64) -> ConvError {
@@ -511,7 +395,7 @@ impl<'py> Writer<'py> {
         unsafe {
             if t == &raw mut ffi::PyUnicode_Type {
                 let s = utf8(obj)?;
-                write_str(out, s.as_bytes());
+                write_str(out, &s);
                 return Ok(Seen::Str(s));
             }
             if t == &raw mut ffi::PyLong_Type {
@@ -691,7 +575,7 @@ impl<'py> Writer<'py> {
                 out.extend_from_slice(b"\":");
             }
             None => {
-                write_str(out, name.as_bytes());
+                write_str(out, &name);
                 out.push(b':');
             }
         }
@@ -834,7 +718,7 @@ impl<'py> Writer<'py> {
         }
         if obj.is_instance_of::<PyString>() {
             let s = utf8(obj)?;
-            write_str(out, s.as_bytes());
+            write_str(out, &s);
             return Ok(Seen::Str(s));
         }
         if let Ok(d) = obj.cast::<PyDict>() {
@@ -946,128 +830,4 @@ fn float(v: f64, out: &mut Vec<u8>) -> Result<Seen<'static>, ConvError> {
     }
     write_float(out, v);
     Ok(Seen::Float(v))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn escaped(s: &str) -> String {
-        let mut out = Vec::new();
-        write_str(&mut out, s.as_bytes());
-        String::from_utf8(out).expect("UTF-8")
-    }
-
-    #[test]
-    fn strings_are_escaped_as_json_dumps_does() {
-        assert_eq!(escaped(""), r#""""#);
-        assert_eq!(
-            escaped("plain text, long enough"),
-            r#""plain text, long enough""#
-        );
-        assert_eq!(escaped("a\"b\\c"), r#""a\"b\\c""#);
-        assert_eq!(escaped("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
-        assert_eq!(escaped("\u{0}\u{1f}\u{7f}"), "\"\\u0000\\u001f\u{7f}\"");
-        assert_eq!(
-            escaped("caf\u{e9} \u{1f600} x"),
-            "\"caf\u{e9} \u{1f600} x\""
-        );
-        // An escape in every position of a word.
-        for i in 0..20 {
-            let mut s = "x".repeat(20);
-            s.replace_range(i..=i, "\"");
-            let want = format!("\"{}\"", s.replace('"', "\\\""));
-            assert_eq!(escaped(&s), want);
-        }
-    }
-
-    #[test]
-    fn the_escape_test_finds_the_first_byte_that_needs_one() {
-        for b in 0..=255u8 {
-            for at in 0..8 {
-                // Bytes that need an escape, and bytes that do not, after the one tested.
-                for after in [b'a', b'"', 0x00, 0x1f, 0xff] {
-                    let mut w = [b'a'; 8];
-                    w[at] = b;
-                    for x in w.iter_mut().skip(at + 1) {
-                        *x = after;
-                    }
-                    let found = escapes(u64::from_le_bytes(w));
-                    let first = w.iter().position(|&x| ESCAPE[x as usize] != 0);
-                    let got = (found != 0).then(|| (found.trailing_zeros() / 8) as usize);
-                    assert_eq!(got, first, "{b:#x} at {at}, then {after:#x}");
-                }
-            }
-        }
-    }
-
-    /// The escaper of the JSON spec, byte by byte.
-    fn reference(s: &str) -> String {
-        let mut out = String::from("\"");
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\u{8}' => out.push_str("\\b"),
-                '\u{c}' => out.push_str("\\f"),
-                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-        out
-    }
-
-    #[test]
-    fn strings_of_every_mix_are_escaped_as_the_reference_does() {
-        let alphabet = [
-            "a", "\"", "\\", "\n", "\u{0}", "\u{1f}", " ", "\u{7f}", "é", "😀",
-        ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for len in 0..40 {
-            for _ in 0..200 {
-                let mut s = String::new();
-                for _ in 0..len {
-                    state = crate::rng::mix(state);
-                    s.push_str(alphabet[(state % alphabet.len() as u64) as usize]);
-                }
-                assert_eq!(escaped(&s), reference(&s), "{s:?}");
-            }
-        }
-    }
-
-    fn float_text(v: f64) -> String {
-        let mut out = Vec::new();
-        write_float(&mut out, v);
-        String::from_utf8(out).expect("UTF-8")
-    }
-
-    #[test]
-    fn floats_are_written_as_python_repr_writes_them() {
-        for (v, want) in [
-            (0.0, "0.0"),
-            (-0.0, "-0.0"),
-            (1.0, "1.0"),
-            (3.5, "3.5"),
-            (-2.25, "-2.25"),
-            (1e15, "1000000000000000.0"),
-            (1e16, "1e+16"),
-            (1.5e17, "1.5e+17"),
-            (123_456_789_012_345_680.0, "1.2345678901234568e+17"),
-            (0.0001, "0.0001"),
-            (0.00001, "1e-05"),
-            (-0.000_012_34, "-1.234e-05"),
-            (1e-7, "1e-07"),
-            (5e-324, "5e-324"),
-            (1.7976931348623157e308, "1.7976931348623157e+308"),
-            (0.1, "0.1"),
-            (1_794_891_600_000.0, "1794891600000.0"),
-        ] {
-            assert_eq!(float_text(v), want, "{v:e}");
-            assert_eq!(float_text(v).parse::<f64>().ok(), Some(v));
-        }
-    }
 }

@@ -32,6 +32,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::json;
 use super::prepare::{checked_value, first_errors};
 use super::{Input, CHANNEL_CHUNKS, CHUNK};
 use crate::client::error::{Error, Result};
@@ -924,37 +925,24 @@ fn at_slice<T: Copy>(v: &[T], i: usize) -> std::result::Result<T, Unwritable> {
 /// `"name":` as JSON.
 fn key_json(name: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(name.len() + 3);
-    let _ = serde_json::to_writer(&mut key, name);
+    json::write_str(&mut key, name);
     key.push(b':');
     key
 }
 
 fn string<'a>(s: &'a str, out: &mut Vec<u8>) -> Scalar<'a> {
-    // Escaped as the dict path escapes (serde_json's rules: quote, backslash, controls). Most
-    // strings need none, and the scan without an early exit is vectorised: copied as they are.
-    let bytes = s.as_bytes();
-    let escapes = bytes.iter().fold(false, |any, &b| {
-        any | (b < 0x20) | (b == b'"') | (b == b'\\')
-    });
-    if escapes {
-        let _ = serde_json::to_writer(&mut *out, s);
-    } else {
-        out.reserve(bytes.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(bytes);
-        out.push(b'"');
-    }
+    json::write_str(out, s);
     Scalar::Str(s)
 }
 
-/// A float as the dict path writes it (the shortest text that reads back as the same float).
+/// A float as the dict path writes it (the same writer: Python's `repr`, `1e+16`).
 fn float(
     v: f64,
     out: &mut Vec<u8>,
     lossy: bool,
 ) -> std::result::Result<Scalar<'static>, Unwritable> {
     if v.is_finite() {
-        let _ = serde_json::to_writer(&mut *out, &v);
+        json::write_float(out, v);
         return Ok(Scalar::Float(v));
     }
     if lossy {

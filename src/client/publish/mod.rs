@@ -47,6 +47,7 @@ use answer::Said;
 
 mod answer;
 pub mod columns;
+pub mod json;
 mod prepare;
 mod source;
 
