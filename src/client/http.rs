@@ -153,7 +153,7 @@ const MAX_RENEWALS: u32 = 64;
 const FRESH_REFUSALS: u32 = 2;
 
 /// The longest `Retry-After` taken as it is (two days; a wait that long is a quota anyway).
-const MAX_RETRY_AFTER_MS: i64 = 2 * 86_400_000;
+const MAX_RETRY_AFTER_MS: i64 = 2 * crate::time::DAY_MS;
 
 /// Reads `Retry-After` as seconds (integer or decimal) or an HTTP date. A date is read against
 /// the answer's own `Date` when it has one (the service's clock, not this machine's, which may

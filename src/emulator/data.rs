@@ -298,7 +298,7 @@ impl Data {
                                 "dimensions": {"width": w, "height": h},
                                 "fps": fps,
                                 "average_bps": bps + rng.below(100_000),
-                                "earliestSegmentDate": format!("{}", 1_735_689_600_000u64 + rng.below(30 * 86_400_000)),
+                                "earliestSegmentDate": format!("{}", 1_735_689_600_000u64 + rng.below(30 * DAY_MS as u64)),
                             })
                         })
                         .collect();
@@ -363,7 +363,7 @@ impl Data {
                 "externalId": external,
                 "status": if rng.chance(0.95) { "ACTIVE" } else { "VIRTUAL" },
                 "visibilityStatus": "VISIBLE",
-                "updatedAt": 1_767_225_600 + rng.below(90 * 86_400),
+                "updatedAt": 1_767_225_600 + rng.below(90 * DAY_MS as u64 / 1000),
                 "deletedAt": 0,
                 "tags": site_tags,
                 "locationTags": tags,

@@ -1675,7 +1675,7 @@ async fn retry_after_in_seconds_as_a_date_or_absent() {
     let at = chrono::DateTime::parse_from_rfc2822(text.to_str().expect("ascii"));
     let midnight = at.expect("an HTTP date").timestamp_millis();
     assert_eq!(
-        midnight % 86_400_000,
+        midnight % crate::time::DAY_MS,
         0,
         "the quota's wait ends at midnight"
     );
