@@ -52,7 +52,8 @@ class Client:
     """The native client (see :class:`surveillance.Client`)."""
 
     def __new__(cls, **settings: Any) -> Client:
-        """The arguments of :class:`surveillance.Client`, checked there, as keywords."""
+        """The arguments of :class:`surveillance.Client`, as keywords: their types checked
+        there, their values here, by the core."""
     def list_dicts(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
     ) -> list[dict]:
@@ -60,7 +61,7 @@ class Client:
     def list_dicts_async(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
     ) -> Awaitable[list[dict]]:
-        """As ``records``, as an awaitable."""
+        """As ``list_dicts``, as an awaitable."""
     def list_arrow(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
     ) -> Any:

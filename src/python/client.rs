@@ -143,7 +143,9 @@ fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> client::Result<PyTable
 
 #[pymethods]
 impl PyClient {
-    /// The settings of `surveillance.Client`, as keywords (checked there; see `Settings`).
+    /// The settings of `surveillance.Client`, as keywords: their types checked there, their
+    /// values by the core (`Config::resolve`; durations and counts as given, before they
+    /// become a `Duration` or an unsigned number).
     #[new]
     #[pyo3(signature = (**settings))]
     fn new(settings: Option<Bound<'_, PyDict>>) -> PyResult<Self> {

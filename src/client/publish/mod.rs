@@ -149,7 +149,8 @@ impl Default for Options {
 impl Options {
     /// The options a caller asked for, checked: `region` by name (None: the client's),
     /// `batch_size` None for "auto" (arrays of 100, one record per request once the service
-    /// refuses arrays) or from 1 to 100, `validate`. The one place these are checked.
+    /// refuses arrays) or from 1 to 100, `validate`. The one place their values are checked
+    /// (the Python layer checks their types).
     pub fn new(region: Option<&str>, batch_size: Option<i64>, validate: bool) -> Result<Options> {
         let options = Options {
             region: region.map(Region::parse).transpose()?,
