@@ -63,11 +63,12 @@ pub struct Shape {
 /// Pages a plan read of ranges that have settled, kept for the fetch of the same range that
 /// usually follows it: a page the fetch asks with the same query is taken from here instead of
 /// being asked again, so that planning a fetch costs only the probes the fetch does not make.
-/// A range that ended more than the client's settle period ago no longer changes (as `sync_events` relies
-/// on), so its pages are still true when the fetch comes; each is used once, and none is kept
-/// past [`HELD_FOR`] or beyond [`HELD_BYTES`] in all (the oldest go first). A fetch's quota
-/// check (`fits`) holds the fetch's first page the same way, for [`CHECKED_FOR`], whether its
-/// range has settled or not: the fetch asks it next, within the same call.
+/// A range that ended more than the client's settle period ago no longer changes (as
+/// `sync_events` relies on), so its pages are still true when the fetch comes; each is used
+/// once, and none is kept past [`HELD_FOR`] or beyond [`HELD_BYTES`] in all (the oldest go
+/// first). A fetch's quota check (`quota_check`) holds the fetch's first page the same way,
+/// for [`CHECKED_FOR`], whether its range has settled or not: the fetch asks it next, within
+/// the same call.
 #[derive(Debug, Default)]
 pub struct Held {
     pages: VecDeque<(String, Bytes, std::time::Instant, std::time::Duration)>,
@@ -134,7 +135,7 @@ pub struct Event {
 
 /// What a fetch keeps of each event besides its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Keep {
+pub enum EventForm {
     /// Its JSON text (for dicts).
     Text,
     /// A row of its page's Arrow record batch, built from the body in one pass.
@@ -221,7 +222,7 @@ pub struct Progress {
     /// Windows planned so far.
     pub windows: u64,
     /// The events the range holds, as far as its pages tell so far (see
-    /// [`Planner::expect`]); None until a page tells anything.
+    /// [`Fetch::expect`]); None until a page tells anything.
     pub expected_events: Option<u64>,
     /// The requests the whole fetch takes, from `expected_events`.
     pub expected_requests: Option<u64>,
@@ -492,13 +493,13 @@ impl Window {
     }
 }
 
-struct Planner {
+struct Fetch {
     client: Client,
     query: Query,
     windows: BTreeMap<i64, Window>,
     queue: VecDeque<(u64, Kind)>,
     tasks: JoinSet<(u64, Kind, Result<Page>)>,
-    keep: Keep,
+    keep: EventForm,
     in_flight_max: usize,
     next_id: u64,
     frontier: i64,
@@ -506,7 +507,7 @@ struct Planner {
     sink: Option<ProgressSink>,
     /// Events per millisecond seen in the last full window, to size the pages ahead.
     density: Option<f64>,
-    /// A daily quota is set: every request must carry events (see [`Planner::frugal`]).
+    /// A daily quota is set: every request must carry events (see [`Fetch::frugal`]).
     frugal: bool,
     /// A window of this query came back in no order of startTime.
     unsorted: bool,
@@ -539,7 +540,7 @@ fn dense(ms: i64) -> Error {
     }
 }
 
-impl Planner {
+impl Fetch {
     fn window_mut(&mut self, id: u64) -> Option<&mut Window> {
         self.windows.values_mut().find(|w| w.id == id)
     }
@@ -1361,7 +1362,7 @@ impl Planner {
     }
 }
 
-impl Planner {
+impl Fetch {
     /// What the incomplete frontier window's pages show to be complete, for a fetch that
     /// stops there (the daily quota ran out): on a service that sorts events ascending, its
     /// pages asked from offset 0 on, all full, hold every event of the window before the
@@ -1416,7 +1417,7 @@ impl Planner {
     }
 }
 
-impl Planner {
+impl Fetch {
     /// Adds the part `[lo, hi)` of a cached segment, complete without a request.
     fn add_cached(&mut self, segment: Segment, lo: i64, hi: i64) {
         let mut w = self.new_window(lo, hi);
@@ -1469,7 +1470,7 @@ impl Planner {
             return;
         };
         let report = self.query.report_id.as_deref();
-        let written = if self.keep == Keep::Text {
+        let written = if self.keep == EventForm::Text {
             cache.write(
                 report,
                 lo,
@@ -1604,7 +1605,7 @@ async fn fetch_page(
     qe: i64,
     report: Option<&str>,
     offset: usize,
-    keep: Keep,
+    keep: EventForm,
     hold: Hold,
 ) -> Result<Page> {
     // The window widened by 1 ms on both sides, so that inclusive and exclusive bounds give the
@@ -1673,8 +1674,8 @@ fn now_ms() -> i64 {
 }
 
 /// A page's events, and its typed rows unless only the texts are kept.
-fn parse_page(url: &url::Url, body: Bytes, keep: Keep) -> Result<Page> {
-    if keep == Keep::Text {
+fn parse_page(url: &url::Url, body: Bytes, keep: EventForm) -> Result<Page> {
+    if keep == EventForm::Text {
         return Ok(Page {
             events: parse_events(url, &body)?,
             batch: None,
@@ -1737,17 +1738,17 @@ pub fn check(query: &Query) -> Result<()> {
     Ok(())
 }
 
-impl Planner {
+impl Fetch {
     /// A planner of `query`'s windows: the `pieces` the cache holds, complete, and the first
     /// window of each gap queued. `counting`: a count (a plan).
     fn new(
         client: Client,
         query: &Query,
-        keep: Keep,
+        keep: EventForm,
         sink: Option<ProgressSink>,
         counting: bool,
         pieces: Vec<Piece>,
-    ) -> Planner {
+    ) -> Fetch {
         let in_flight_max = client
             .config()
             .limits
@@ -1759,7 +1760,7 @@ impl Planner {
         let unsorted = client.shape().unsorted;
         let caching = !counting && client.cache().is_some();
         let cutoff = settled_before(&client);
-        let mut p = Planner {
+        let mut p = Fetch {
             progress: Progress {
                 total_ms: query.end_ms - query.start_ms,
                 ..Progress::default()
@@ -1933,12 +1934,12 @@ impl Planner {
 pub async fn stream(
     client: Client,
     query: Query,
-    keep: Keep,
+    keep: EventForm,
     tx: mpsc::Sender<Result<Completed>>,
     sink: Option<ProgressSink>,
 ) {
     let checked = match check(&query) {
-        Ok(()) => fits_gaps(&client, &query).await,
+        Ok(()) => quota_check_gaps(&client, &query).await,
         Err(e) => Err(e),
     };
     let (checking, pieces) = match checked {
@@ -1948,7 +1949,7 @@ pub async fn stream(
             return;
         }
     };
-    let mut p = Planner::new(client, &query, keep, sink, false, pieces);
+    let mut p = Fetch::new(client, &query, keep, sink, false, pieces);
     // The check's requests are this fetch's (its first page is taken from what it held).
     p.progress.requests += checking;
     loop {
@@ -1984,9 +1985,9 @@ pub async fn stream(
     }
 }
 
-/// The pieces of a fetch's range (see [`pieces`]), each gap checked by [`fits`]; the requests
-/// the checks sent.
-async fn fits_gaps(client: &Client, query: &Query) -> Result<(u64, Vec<Piece>)> {
+/// The pieces of a fetch's range (see [`pieces`]), each gap checked by [`quota_check`]; the
+/// requests the checks sent.
+async fn quota_check_gaps(client: &Client, query: &Query) -> Result<(u64, Vec<Piece>)> {
     let pieces = pieces(client, query);
     let mut sent = 0;
     for piece in &pieces {
@@ -1996,7 +1997,7 @@ async fn fits_gaps(client: &Client, query: &Query) -> Result<(u64, Vec<Piece>)> 
                 end_ms: *hi,
                 ..query.clone()
             };
-            sent += fits(client, &gap).await?;
+            sent += quota_check(client, &gap).await?;
         }
     }
     Ok((sent, pieces))
@@ -2007,7 +2008,7 @@ async fn fits_gaps(client: &Client, query: &Query) -> Result<(u64, Vec<Piece>)> 
 /// twice); when that page says the fetch may need half of what remains or more (a sorted page's
 /// density over the range, or an unsorted page with less than two windows' worth left), the
 /// range is counted (as `plan_events` counts it) and refused if it needs more than remains.
-async fn fits(client: &Client, query: &Query) -> Result<u64> {
+async fn quota_check(client: &Client, query: &Query) -> Result<u64> {
     if query.partial {
         return Ok(0);
     }
@@ -2018,7 +2019,7 @@ async fn fits(client: &Client, query: &Query) -> Result<u64> {
     };
     let (ws, we) = (query.start_ms, query.end_ms);
     let report = query.report_id.as_deref();
-    let page = fetch_page(client, ws, we, report, 0, Keep::Text, Hold::Next).await?;
+    let page = fetch_page(client, ws, we, report, 0, EventForm::Text, Hold::Next).await?;
     let times: Vec<i64> = page.events.iter().map(|e| e.start_ms).collect();
     if times.len() < PAGE {
         return Ok(sent(client, before));
@@ -2100,7 +2101,7 @@ pub struct Count {
 pub async fn count(client: Client, query: &Query, sink: Option<ProgressSink>) -> Result<Count> {
     check(query)?;
     let pieces = pieces(&client, query);
-    let mut p = Planner::new(client, query, Keep::Text, sink, true, pieces);
+    let mut p = Fetch::new(client, query, EventForm::Text, sink, true, pieces);
     while p.step().await?.is_some() {
         if let Some(s) = &p.sink {
             s(p.progress);
@@ -2131,7 +2132,13 @@ pub async fn fetch_all(
     sink: Option<ProgressSink>,
 ) -> Result<Vec<Event>> {
     let (tx, mut rx) = mpsc::channel(64);
-    let _producer = AbortOnDrop(tokio::spawn(stream(client, query, Keep::Text, tx, sink)));
+    let _producer = AbortOnDrop(tokio::spawn(stream(
+        client,
+        query,
+        EventForm::Text,
+        tx,
+        sink,
+    )));
     let mut all = Vec::new();
     while let Some(window) = rx.recv().await {
         all.extend(window?.events);
@@ -2148,7 +2155,13 @@ pub async fn stream_batches(
     sink: Option<ProgressSink>,
 ) {
     let (etx, mut erx) = mpsc::channel(2);
-    let _producer = AbortOnDrop(tokio::spawn(stream(client, query, Keep::Arrow, etx, sink)));
+    let _producer = AbortOnDrop(tokio::spawn(stream(
+        client,
+        query,
+        EventForm::Arrow,
+        etx,
+        sink,
+    )));
     while let Some(window) = erx.recv().await {
         let batch = window.and_then(|w| w.record_batch());
         let failed = batch.is_err();
@@ -2167,7 +2180,7 @@ pub async fn stream_batches(
 /// `until_ms` is where the events given end: every event of the query before it is among
 /// them. This lets a reader that may want only the first rows (a lazy scan's `head`) stop
 /// after one request, without a request more when it reads everything.
-pub async fn peek(client: &Client, query: &Query, keep: Keep) -> Result<Completed> {
+pub async fn peek(client: &Client, query: &Query, keep: EventForm) -> Result<Completed> {
     check(query)?;
     let none = Completed {
         until_ms: query.start_ms,

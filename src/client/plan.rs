@@ -23,7 +23,7 @@ use super::Client;
 
 /// An estimate of a fetch's cost.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct Plan {
+pub struct EventPlan {
     /// Events in the range (estimated).
     pub events: u64,
     /// Requests `events()` would make for them (estimated).
@@ -42,7 +42,7 @@ pub struct Plan {
 }
 
 /// Plans the fetch of `query` (see the module's documentation).
-pub async fn plan(client: &Client, query: &Query, sink: Option<ProgressSink>) -> Result<Plan> {
+pub async fn plan(client: &Client, query: &Query, sink: Option<ProgressSink>) -> Result<EventPlan> {
     let count = events::count(client.clone(), query, sink).await?;
     Ok(finish(
         client,
@@ -54,7 +54,7 @@ pub async fn plan(client: &Client, query: &Query, sink: Option<ProgressSink>) ->
 }
 
 /// Time and quota of `requests` at the client's limits.
-fn finish(client: &Client, events: u64, requests: u64, probes: u64, exact: bool) -> Plan {
+fn finish(client: &Client, events: u64, requests: u64, probes: u64, exact: bool) -> EventPlan {
     let limits = client.config().limits;
     let seconds = match (limits.read_per_second, limits.read_concurrency) {
         (Some(rate), _) => requests as f64 / rate,
@@ -72,7 +72,7 @@ fn finish(client: &Client, events: u64, requests: u64, probes: u64, exact: bool)
         }
         None => 0.0,
     };
-    Plan {
+    EventPlan {
         events,
         requests,
         seconds,

@@ -14,14 +14,14 @@ const MAX_TOKENS: usize = 64;
 pub const MASK: &str = "***";
 
 #[derive(Default)]
-struct Known {
+struct Secrets {
     /// Keys and client secrets, and the forms servers echo them in.
     fixed: Vec<String>,
     /// Tokens, oldest first, and their forms.
     tokens: Vec<Vec<String>>,
 }
 
-static KNOWN: RwLock<Known> = RwLock::new(Known {
+static KNOWN: RwLock<Secrets> = RwLock::new(Secrets {
     fixed: Vec::new(),
     tokens: Vec::new(),
 });
@@ -47,7 +47,7 @@ fn forms(secret: &str) -> Vec<String> {
     out
 }
 
-fn known() -> std::sync::RwLockWriteGuard<'static, Known> {
+fn known() -> std::sync::RwLockWriteGuard<'static, Secrets> {
     KNOWN.write().unwrap_or_else(|e| e.into_inner())
 }
 

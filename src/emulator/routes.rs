@@ -63,7 +63,7 @@ impl ApiError {
 /// The code and text of an [`ApiError`], kept with its answer so that [`spoken`] can say them
 /// in the dialect's error body.
 #[derive(Debug, Clone)]
-struct Said {
+struct ErrorWords {
     code: &'static str,
     text: String,
 }
@@ -74,7 +74,7 @@ impl IntoResponse for ApiError {
             self.0,
             json!({"error": self.1, "message": self.2}).to_string(),
         );
-        r.extensions_mut().insert(Said {
+        r.extensions_mut().insert(ErrorWords {
             code: self.1,
             text: self.2,
         });
@@ -163,12 +163,12 @@ async fn dated(AxState(state): AxState<Shared>, req: Request, next: Next) -> Res
 async fn spoken(AxState(state): AxState<Shared>, req: Request, next: Next) -> Response {
     let mut response = next.run(req).await;
     let dialect = state.dialect();
-    let said = response.extensions_mut().remove::<Said>();
-    if let Some(said) = said.filter(|_| dialect.error_body != ErrorBody::ErrorMessage) {
+    let words = response.extensions_mut().remove::<ErrorWords>();
+    if let Some(words) = words.filter(|_| dialect.error_body != ErrorBody::ErrorMessage) {
         let status = response.status();
         let reason = status.canonical_reason().unwrap_or("Error");
         let head = format!("{} {reason}", status.as_u16());
-        let (kind, body) = dialect.error_body.render(&head, said.code, &said.text);
+        let (kind, body) = dialect.error_body.render(&head, words.code, &words.text);
         *response.body_mut() = Body::from(body);
         let headers = response.headers_mut();
         headers.remove(header::CONTENT_LENGTH);

@@ -260,7 +260,7 @@ impl PyClient {
         let query = Self::query(start_ms, end_ms, report_id)?;
         let c = self.core()?;
         let first = wait(py, async move {
-            events::peek(&c, &query, events::Keep::Arrow)
+            events::peek(&c, &query, events::EventForm::Arrow)
                 .await
                 .and_then(|w| Ok((w.record_batch()?, w.until_ms)))
         })?;

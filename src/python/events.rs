@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
 use super::from_json::to_list;
 use super::{errors, log, runtime, wait};
-use crate::client::events::{self, Event, Keep, Progress, Query};
+use crate::client::events::{self, Event, EventForm, Progress, Query};
 use crate::client::Result;
 
 /// The events fetch's progress cell.
@@ -47,7 +47,11 @@ impl EventStream {
         let (tx, rx) = mpsc::channel(buffer.max(1));
         let cell = ProgressCell::default();
         let sink = progress.as_ref().map(|_| cell.sink());
-        let keep = if arrow { Keep::Arrow } else { Keep::Text };
+        let keep = if arrow {
+            EventForm::Arrow
+        } else {
+            EventForm::Text
+        };
         let frontier = std::sync::atomic::AtomicI64::new(query.start_ms);
         let task = rt.spawn(events::stream(client, query, keep, tx, sink));
         Ok(EventStream {
@@ -85,16 +89,16 @@ impl EventStream {
                 let mut r = self.rx.lock().await;
                 if !r.rest.is_empty() {
                     let events: Vec<Event> = r.rest.drain(..).collect();
-                    return Some(Ok(Handout::Dicts(events)));
+                    return Some(Ok(NextItem::Dicts(events)));
                 }
                 r.rx.recv().await.map(|window| {
                     window.and_then(|w| {
                         self.frontier
                             .store(w.until_ms, std::sync::atomic::Ordering::Relaxed);
                         if self.arrow {
-                            w.record_batch().map(Handout::Batch)
+                            w.record_batch().map(NextItem::Batch)
                         } else {
-                            Ok(Handout::Dicts(w.events))
+                            Ok(NextItem::Dicts(w.events))
                         }
                     })
                 })
@@ -104,10 +108,10 @@ impl EventStream {
                 return Err(e);
             }
             match step {
-                Some(Some(Ok(Handout::Dicts(events)))) => {
+                Some(Some(Ok(NextItem::Dicts(events)))) => {
                     return to_list(py, events.iter().map(Event::text)).map(|l| Some(l.into_any()))
                 }
-                Some(Some(Ok(Handout::Batch(batch)))) => {
+                Some(Some(Ok(NextItem::Batch(batch)))) => {
                     return Ok(Some(
                         Bound::new(py, pyo3_arrow::PyRecordBatch::new(batch))?.into_any(),
                     ))
@@ -153,7 +157,7 @@ impl EventStream {
 }
 
 /// What `__next__` hands out.
-enum Handout {
+enum NextItem {
     Dicts(Vec<Event>),
     Batch(arrow_array::RecordBatch),
 }

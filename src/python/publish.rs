@@ -202,7 +202,7 @@ fn report_read(
 }
 
 /// A record of a chunk, before the chunk's buffer is frozen.
-enum Pulled {
+enum ChunkRecord {
     Written {
         index: u64,
         range: Range<usize>,
@@ -244,7 +244,7 @@ fn pull<'py>(
         };
         let start = buf.len();
         match writer.record(&obj, &mut buf, check) {
-            Ok(written) => pulled.push(Pulled::Written {
+            Ok(written) => pulled.push(ChunkRecord::Written {
                 index: *index,
                 range: start..buf.len(),
                 written,
@@ -252,7 +252,7 @@ fn pull<'py>(
             Err(mut e) => {
                 buf.truncate(start);
                 let interrupt = e.interrupt.take();
-                pulled.push(Pulled::Refused(Input::Rejected {
+                pulled.push(ChunkRecord::Refused(Input::Rejected {
                     index: *index,
                     line: None,
                     problems: vec![e.problem()],
@@ -276,7 +276,7 @@ fn pull<'py>(
     let chunk = pulled
         .into_iter()
         .map(|p| match p {
-            Pulled::Written {
+            ChunkRecord::Written {
                 index,
                 range,
                 written,
@@ -293,7 +293,7 @@ fn pull<'py>(
                     core::check_text(index, None, text, check)
                 }
             }
-            Pulled::Refused(input) => input,
+            ChunkRecord::Refused(input) => input,
         })
         .collect();
     (chunk, done, raised)

@@ -115,7 +115,7 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
 // What the walk looks up once per interpreter.
 
 /// The classes of the careful path and the interned names the record-level lookups use.
-struct Known {
+struct Lookups {
     date: Py<PyAny>,
     to_ms: Py<PyAny>,
     decimal: Py<PyAny>,
@@ -125,11 +125,11 @@ struct Known {
     key_fields: Vec<(&'static str, Py<PyString>)>,
 }
 
-static KNOWN: PyOnceLock<Known> = PyOnceLock::new();
+static LOOKUPS: PyOnceLock<Lookups> = PyOnceLock::new();
 
-fn known(py: Python<'_>) -> PyResult<&'static Known> {
-    KNOWN.get_or_try_init(py, || {
-        Ok(Known {
+fn lookups(py: Python<'_>) -> PyResult<&'static Lookups> {
+    LOOKUPS.get_or_try_init(py, || {
+        Ok(Lookups {
             date: py.import("datetime")?.getattr("date")?.unbind(),
             to_ms: py.import("surveillance._time")?.getattr("to_ms")?.unbind(),
             decimal: py.import("decimal")?.getattr("Decimal")?.unbind(),
@@ -201,7 +201,7 @@ fn not_finite(v: f64) -> ConvError {
 // The walk.
 
 /// What a value was, as far as the fast check goes (a string borrowed from its object).
-enum Seen<'a> {
+enum FastValue<'a> {
     Null,
     Bool,
     UInt(u64),
@@ -211,16 +211,16 @@ enum Seen<'a> {
     Container,
 }
 
-impl Seen<'_> {
+impl FastValue<'_> {
     fn scalar(&self) -> Scalar<'_> {
         match self {
-            Seen::Null => Scalar::Null,
-            Seen::Bool => Scalar::Bool,
-            Seen::UInt(v) => Scalar::UInt(*v),
-            Seen::NegInt => Scalar::NegInt,
-            Seen::Float(f) => Scalar::Float(*f),
-            Seen::Str(s) => Scalar::Str(s),
-            Seen::Container => Scalar::Container,
+            FastValue::Null => Scalar::Null,
+            FastValue::Bool => Scalar::Bool,
+            FastValue::UInt(v) => Scalar::UInt(*v),
+            FastValue::NegInt => Scalar::NegInt,
+            FastValue::Float(f) => Scalar::Float(*f),
+            FastValue::Str(s) => Scalar::Str(s),
+            FastValue::Container => Scalar::Container,
         }
     }
 }
@@ -250,7 +250,7 @@ pub struct Written {
 /// walked again carefully, taking a reference to each value and checking sizes as it goes.
 pub struct Writer<'py> {
     py: Python<'py>,
-    known: &'static Known,
+    lookups: &'static Lookups,
     none: *mut ffi::PyObject,
     true_: *mut ffi::PyObject,
     false_: *mut ffi::PyObject,
@@ -267,7 +267,7 @@ impl<'py> Writer<'py> {
     pub fn new(py: Python<'py>) -> PyResult<Self> {
         Ok(Writer {
             py,
-            known: known(py)?,
+            lookups: lookups(py)?,
             // SAFETY: the addresses of the interpreter's singletons (no reference is taken).
             none: unsafe { ffi::Py_None() },
             true_: unsafe { ffi::Py_True() },
@@ -324,14 +324,14 @@ impl<'py> Writer<'py> {
                 key: 0,
             });
         };
-        let known = self.known;
-        let data_type = self.lookup_str(dict, &known.data_type);
+        let lookups = self.lookups;
+        let data_type = self.lookup_str(dict, &lookups.data_type);
         let data_type = match &data_type {
             Some(v) => utf8(v).ok(),
             None => None,
         };
         let value = |name: &str| {
-            let (_, field) = known.key_fields.iter().find(|(n, _)| *n == name)?;
+            let (_, field) = lookups.key_fields.iter().find(|(n, _)| *n == name)?;
             let v = self.lookup_str(dict, field)?;
             utf8(&v).ok().map(|t| t.into_owned())
         };
@@ -388,7 +388,7 @@ impl<'py> Writer<'py> {
         obj: &'a Bound<'py, PyAny>,
         out: &mut Vec<u8>,
         depth: u32,
-    ) -> Result<Seen<'a>, ConvError> {
+    ) -> Result<FastValue<'a>, ConvError> {
         let p = obj.as_ptr();
         // SAFETY: `p` is a live object; reading its type and comparing addresses.
         let t = unsafe { ffi::Py_TYPE(p) };
@@ -396,7 +396,7 @@ impl<'py> Writer<'py> {
             if t == &raw mut ffi::PyUnicode_Type {
                 let s = utf8(obj)?;
                 write_str(out, &s);
-                return Ok(Seen::Str(s));
+                return Ok(FastValue::Str(s));
             }
             if t == &raw mut ffi::PyLong_Type {
                 return self.int(obj, out);
@@ -406,23 +406,23 @@ impl<'py> Writer<'py> {
             }
             if p == self.none {
                 out.extend_from_slice(b"null");
-                return Ok(Seen::Null);
+                return Ok(FastValue::Null);
             }
             if p == self.true_ {
                 out.extend_from_slice(b"true");
-                return Ok(Seen::Bool);
+                return Ok(FastValue::Bool);
             }
             if p == self.false_ {
                 out.extend_from_slice(b"false");
-                return Ok(Seen::Bool);
+                return Ok(FastValue::Bool);
             }
             if t == &raw mut ffi::PyDict_Type {
                 self.object(obj.cast_unchecked::<PyDict>(), None, out, depth)?;
-                return Ok(Seen::Container);
+                return Ok(FastValue::Container);
             }
             if t == &raw mut ffi::PyList_Type || t == &raw mut ffi::PyTuple_Type {
                 self.array(obj, None, out, depth)?;
-                return Ok(Seen::Container);
+                return Ok(FastValue::Container);
             }
         }
         self.other(obj, out, depth)
@@ -432,7 +432,7 @@ impl<'py> Writer<'py> {
         &mut self,
         obj: &Bound<'py, PyAny>,
         out: &mut Vec<u8>,
-    ) -> Result<Seen<'static>, ConvError> {
+    ) -> Result<FastValue<'static>, ConvError> {
         let p = obj.as_ptr();
         let mut overflow: c_int = 0;
         // SAFETY: `p` is an int (or int subclass); the GIL is held.
@@ -446,8 +446,8 @@ impl<'py> Writer<'py> {
             }
             out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
             return Ok(match u64::try_from(v) {
-                Ok(u) => Seen::UInt(u),
-                Err(_) => Seen::NegInt,
+                Ok(u) => FastValue::UInt(u),
+                Err(_) => FastValue::NegInt,
             });
         }
         if overflow > 0 {
@@ -456,7 +456,7 @@ impl<'py> Writer<'py> {
             match PyErr::take(self.py) {
                 None => {
                     out.extend_from_slice(itoa::Buffer::new().format(u).as_bytes());
-                    return Ok(Seen::UInt(u));
+                    return Ok(FastValue::UInt(u));
                 }
                 Some(_overflow) => {}
             }
@@ -472,7 +472,7 @@ impl<'py> Writer<'py> {
             ConvError::python(self.py, e, message)
         })?;
         out.extend_from_slice(utf8(&digits)?.as_bytes());
-        Ok(Seen::Container)
+        Ok(FastValue::Container)
     }
 
     /// An object: a dict or a dict subclass (its own entries, as `dict` iterates them); with
@@ -568,10 +568,10 @@ impl<'py> Writer<'py> {
         match &field {
             // A field of the model: its name is the key's text, and needs no escape.
             Some((object, f)) => {
-                let known = object.name(*f).as_bytes();
-                out.reserve(known.len() + 3);
+                let lookups = object.name(*f).as_bytes();
+                out.reserve(lookups.len() + 3);
                 out.push(b'"');
-                out.extend_from_slice(known);
+                out.extend_from_slice(lookups);
                 out.extend_from_slice(b"\":");
             }
             None => {
@@ -608,7 +608,7 @@ impl<'py> Writer<'py> {
             }
         }
         let seen = self.value(value, out, depth + 1)?;
-        if let (Kind::Items(_), Seen::Container) = (object.kind(f), &seen) {
+        if let (Kind::Items(_), FastValue::Container) = (object.kind(f), &seen) {
             // An array of another type (a list subclass, numpy's `tolist()`): its elements
             // were not checked, so the careful path judges the record.
             self.unjudged = true;
@@ -712,18 +712,18 @@ impl<'py> Writer<'py> {
         obj: &'a Bound<'py, PyAny>,
         out: &mut Vec<u8>,
         depth: u32,
-    ) -> Result<Seen<'a>, ConvError> {
+    ) -> Result<FastValue<'a>, ConvError> {
         if !self.careful {
             return Err(ConvError::careful());
         }
         if obj.is_instance_of::<PyString>() {
             let s = utf8(obj)?;
             write_str(out, &s);
-            return Ok(Seen::Str(s));
+            return Ok(FastValue::Str(s));
         }
         if let Ok(d) = obj.cast::<PyDict>() {
             self.object(d, None, out, depth)?;
-            return Ok(Seen::Container);
+            return Ok(FastValue::Container);
         }
         if let Ok(f) = obj.cast::<PyFloat>() {
             return float(f.value(), out);
@@ -733,7 +733,7 @@ impl<'py> Writer<'py> {
         }
         if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
             self.array(obj, None, out, depth)?;
-            return Ok(Seen::Container);
+            return Ok(FastValue::Container);
         }
         let py = self.py;
         let failed = |e: PyErr, what: &str| {
@@ -743,9 +743,9 @@ impl<'py> Writer<'py> {
             );
             ConvError::python(py, e, message)
         };
-        let known = self.known;
-        if obj.is_instance(known.date.bind(py)).unwrap_or(false) {
-            let ms = known
+        let lookups = self.lookups;
+        if obj.is_instance(lookups.date.bind(py)).unwrap_or(false) {
+            let ms = lookups
                 .to_ms
                 .bind(py)
                 .call1((obj,))
@@ -755,7 +755,7 @@ impl<'py> Writer<'py> {
                 .map_err(|e| failed(PyErr::from(e), "a date"))?;
             return self.int(ms.as_any(), out);
         }
-        if obj.is_instance(known.decimal.bind(py)).unwrap_or(false) {
+        if obj.is_instance(lookups.decimal.bind(py)).unwrap_or(false) {
             let finite: bool = obj
                 .call_method0(intern!(py, "is_finite"))
                 .and_then(|v| v.extract())
@@ -770,7 +770,7 @@ impl<'py> Writer<'py> {
             out.extend_from_slice(text.to_string_lossy().as_bytes());
             // Its text may be beyond what a reader takes as a number: the careful path judges.
             self.unjudged = true;
-            return Ok(Seen::Container);
+            return Ok(FastValue::Container);
         }
         if obj.hasattr(intern!(py, "tolist")).unwrap_or(false)
             && obj.hasattr(intern!(py, "dtype")).unwrap_or(false)
@@ -785,16 +785,16 @@ impl<'py> Writer<'py> {
             let seen = self.value(&plain, out, depth + 1)?;
             self.open.pop();
             return Ok(match seen {
-                Seen::Null => Seen::Null,
-                Seen::Bool => Seen::Bool,
-                Seen::UInt(v) => Seen::UInt(v),
-                Seen::NegInt => Seen::NegInt,
-                Seen::Float(f) => Seen::Float(f),
-                Seen::Str(s) => Seen::Str(Cow::Owned(s.into_owned())),
-                Seen::Container => Seen::Container,
+                FastValue::Null => FastValue::Null,
+                FastValue::Bool => FastValue::Bool,
+                FastValue::UInt(v) => FastValue::UInt(v),
+                FastValue::NegInt => FastValue::NegInt,
+                FastValue::Float(f) => FastValue::Float(f),
+                FastValue::Str(s) => FastValue::Str(Cow::Owned(s.into_owned())),
+                FastValue::Container => FastValue::Container,
             });
         }
-        if obj.is_instance(known.mapping.bind(py)).unwrap_or(false) {
+        if obj.is_instance(lookups.mapping.bind(py)).unwrap_or(false) {
             // A mapping may name a key twice in its items: the careful path judges the record.
             self.unjudged = true;
             self.enter(obj, depth)?;
@@ -814,7 +814,7 @@ impl<'py> Writer<'py> {
             }
             out.push(b'}');
             self.open.pop();
-            return Ok(Seen::Container);
+            return Ok(FastValue::Container);
         }
         Err(ConvError::new(format!(
             "a value of type `{}` has no JSON form; use str, int, float, bool, None, dict, list \
@@ -824,10 +824,10 @@ impl<'py> Writer<'py> {
     }
 }
 
-fn float(v: f64, out: &mut Vec<u8>) -> Result<Seen<'static>, ConvError> {
+fn float(v: f64, out: &mut Vec<u8>) -> Result<FastValue<'static>, ConvError> {
     if !v.is_finite() {
         return Err(not_finite(v));
     }
     write_float(out, v);
-    Ok(Seen::Float(v))
+    Ok(FastValue::Float(v))
 }

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::prepare::Rec;
+use super::prepare::Prepared;
 use crate::client::words;
 use crate::webhook::Problem;
 
@@ -117,7 +117,7 @@ pub(super) struct Named {
 
 /// What an answer proves.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Said {
+pub(super) enum Stored {
     /// Every record posted was accepted.
     All,
     /// The answer names the records that failed; the others were stored unless `rest_stored`
@@ -134,49 +134,49 @@ pub(super) enum Said {
 }
 
 /// What a 2xx answer with `body` proves about `recs`, posted together.
-pub(super) fn success(body: &[u8], recs: &[&Rec]) -> Said {
+pub(super) fn success(body: &[u8], recs: &[&Prepared]) -> Stored {
     let n = recs.len();
     let text = String::from_utf8_lossy(&body[..body.len().min(1 << 20)]);
     let trimmed = text.trim_start_matches('\u{feff}').trim();
     if trimmed.is_empty() {
-        return Said::All;
+        return Stored::All;
     }
     let Ok(v) = serde_json::from_str::<Value>(trimmed) else {
         return if is_acknowledgement(trimmed) {
-            Said::All
+            Stored::All
         } else {
-            Said::NoProof
+            Stored::NoProof
         };
     };
     let Value::Object(map) = &v else {
         // A JSON list, string or number from the API: nothing in it says otherwise.
-        return Said::All;
+        return Stored::All;
     };
-    if let Some(said) = named(map, recs) {
-        return said;
+    if let Some(stored_by) = named(map, recs) {
+        return stored_by;
     }
     if let Some(k) = count(map, &ACCEPTED_COUNTS) {
         if k < n as u64 {
-            return Said::Unnamed(format!(
+            return Stored::Unnamed(format!(
                 "the service counted {k} of the {n} records posted as accepted"
             ));
         }
-        return Said::All;
+        return Stored::All;
     }
     if let Some(k) = count(map, &FAILED_COUNTS).filter(|k| *k > 0) {
-        return Said::Unnamed(format!(
+        return Stored::Unnamed(format!(
             "the service counted {k} of the {n} records posted as failed"
         ));
     }
     if says_failed(map) {
         let w = words::of_json(&v, 0).unwrap_or_else(|| "it says the post failed".into());
-        return Said::Unnamed(w);
+        return Stored::Unnamed(w);
     }
-    Said::All
+    Stored::All
 }
 
 /// The failed records a refusal's `body` names among `recs`, when it names them all.
-pub(super) fn refusal(body: &[u8], recs: &[&Rec]) -> Option<Said> {
+pub(super) fn refusal(body: &[u8], recs: &[&Prepared]) -> Option<Stored> {
     let v: Value = serde_json::from_slice(body).ok()?;
     named(v.as_object()?, recs)
 }
@@ -223,7 +223,7 @@ struct Entry {
 
 /// The records the answer names as failed, when every entry it lists can be matched to a
 /// record posted; None when it names none, or names one that cannot be matched.
-fn named(map: &Map<String, Value>, recs: &[&Rec]) -> Option<Said> {
+fn named(map: &Map<String, Value>, recs: &[&Prepared]) -> Option<Stored> {
     let mut entries = Vec::new();
     for (keys, failing) in [(&FAILURE_LISTS[..], true), (&RESULT_LISTS[..], false)] {
         for key in keys {
@@ -310,7 +310,7 @@ fn named(map: &Map<String, Value>, recs: &[&Rec]) -> Option<Said> {
     }
     failed.sort_by_key(|f| f.pos);
     let rest_stored = count(map, &ACCEPTED_COUNTS).is_none_or(|k| k >= (n - failed.len()) as u64);
-    Some(Said::Named {
+    Some(Stored::Named {
         failed,
         rest_stored,
     })
@@ -420,9 +420,9 @@ mod tests {
     use super::*;
     use bytes::Bytes;
 
-    fn recs(n: usize) -> Vec<Rec> {
+    fn recs(n: usize) -> Vec<Prepared> {
         (0..n)
-            .map(|i| Rec {
+            .map(|i| Prepared {
                 index: i as u64,
                 line: None,
                 key: i as u64 + 1,
@@ -432,15 +432,15 @@ mod tests {
             .collect()
     }
 
-    fn said(body: &str, n: usize) -> Said {
+    fn stored_by(body: &str, n: usize) -> Stored {
         let r = recs(n);
-        let refs: Vec<&Rec> = r.iter().collect();
+        let refs: Vec<&Prepared> = r.iter().collect();
         success(body.as_bytes(), &refs)
     }
 
-    fn failed_positions(s: &Said) -> Vec<usize> {
+    fn failed_positions(s: &Stored) -> Vec<usize> {
         match s {
-            Said::Named { failed, .. } => failed.iter().map(|f| f.pos).collect(),
+            Stored::Named { failed, .. } => failed.iter().map(|f| f.pos).collect(),
             other => panic!("not named: {other:?}"),
         }
     }
@@ -462,7 +462,7 @@ mod tests {
             "ok\n",
             "Accepted.",
         ] {
-            assert_eq!(said(body, 3), Said::All, "{body:?}");
+            assert_eq!(stored_by(body, 3), Stored::All, "{body:?}");
         }
     }
 
@@ -473,19 +473,24 @@ mod tests {
             "<!DOCTYPE html><title>Portal</title>",
             "Please log in at the portal before using the network",
         ] {
-            assert_eq!(said(body, 2), Said::NoProof, "{body:?}");
+            assert_eq!(stored_by(body, 2), Stored::NoProof, "{body:?}");
         }
     }
 
     #[test]
     fn a_2xx_that_says_otherwise_is_believed() {
-        assert!(matches!(said(r#"{"accepted": 2}"#, 3), Said::Unnamed(_)));
-        assert!(matches!(said(r#"{"failed": 1}"#, 3), Said::Unnamed(_)));
-        assert!(
-            matches!(said(r#"{"success": false, "message": "nope"}"#, 3), Said::Unnamed(w) if w == "nope")
-        );
+        assert!(matches!(
+            stored_by(r#"{"accepted": 2}"#, 3),
+            Stored::Unnamed(_)
+        ));
+        assert!(matches!(
+            stored_by(r#"{"failed": 1}"#, 3),
+            Stored::Unnamed(_)
+        ));
+        let nope = stored_by(r#"{"success": false, "message": "nope"}"#, 3);
+        assert!(matches!(nope, Stored::Unnamed(w) if w == "nope"));
         assert_eq!(
-            failed_positions(&said(
+            failed_positions(&stored_by(
                 r#"{"accepted": 2, "errors": [{"index": 1, "message": "bad"}]}"#,
                 3
             )),
@@ -496,7 +501,7 @@ mod tests {
     #[test]
     fn refusals_name_records_by_position_or_id_under_any_key() {
         let r = recs(4);
-        let refs: Vec<&Rec> = r.iter().collect();
+        let refs: Vec<&Prepared> = r.iter().collect();
         for (body, want) in [
             (
                 r#"{"errors":[{"index":2,"path":"items[0].quantity","message":"expected a number"}],"accepted":3}"#,
@@ -525,7 +530,7 @@ mod tests {
             br#"{"errors":[{"index":2,"path":"items[0].quantity","message":"expected a number"}]}"#,
             &refs,
         ) {
-            Some(Said::Named {
+            Some(Stored::Named {
                 failed,
                 rest_stored,
             }) => {
@@ -541,7 +546,7 @@ mod tests {
     #[test]
     fn what_cannot_be_matched_names_nothing() {
         let r = recs(4);
-        let refs: Vec<&Rec> = r.iter().collect();
+        let refs: Vec<&Prepared> = r.iter().collect();
         for body in [
             r#"{"message":"one or more records failed validation"}"#,
             r#"{"errors":["quantity must be a number"]}"#,
@@ -556,12 +561,12 @@ mod tests {
     #[test]
     fn a_count_of_none_accepted_means_the_rest_was_not_stored() {
         let r = recs(3);
-        let refs: Vec<&Rec> = r.iter().collect();
+        let refs: Vec<&Prepared> = r.iter().collect();
         match refusal(
             br#"{"errors":[{"index":0,"message":"bad"}],"accepted":0}"#,
             &refs,
         ) {
-            Some(Said::Named { rest_stored, .. }) => assert!(!rest_stored),
+            Some(Stored::Named { rest_stored, .. }) => assert!(!rest_stored),
             other => panic!("{other:?}"),
         }
     }

@@ -51,31 +51,31 @@ use crate::time::DAY_MS;
 
 /// What a model field takes, as far as a column's type can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Wants {
+enum FieldType {
     Text,
     Time,
     Number,
     Items,
 }
 
-fn wants(kind: Kind) -> Wants {
+fn field_type(kind: Kind) -> FieldType {
     match kind {
-        Kind::Time => Wants::Time,
-        Kind::Number => Wants::Number,
-        Kind::Items(_) => Wants::Items,
+        Kind::Time => FieldType::Time,
+        Kind::Number => FieldType::Number,
+        Kind::Items(_) => FieldType::Items,
         Kind::DataType
         | Kind::SchemaVersion
         | Kind::Id
         | Kind::Text
         | Kind::Status
         | Kind::ItemType
-        | Kind::TableNumber => Wants::Text,
+        | Kind::TableNumber => FieldType::Text,
     }
 }
 
 /// What a column of this type holds, as JSON goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Holds {
+enum ColumnType {
     Null,
     Bool,
     Number,
@@ -88,11 +88,11 @@ enum Holds {
     Nothing,
 }
 
-fn holds(dt: &DataType) -> Holds {
+fn column_type(dt: &DataType) -> ColumnType {
     use DataType as D;
     match dt {
-        D::Null => Holds::Null,
-        D::Boolean => Holds::Bool,
+        D::Null => ColumnType::Null,
+        D::Boolean => ColumnType::Bool,
         D::Int8
         | D::Int16
         | D::Int32
@@ -107,21 +107,21 @@ fn holds(dt: &DataType) -> Holds {
         | D::Decimal32(..)
         | D::Decimal64(..)
         | D::Decimal128(..)
-        | D::Decimal256(..) => Holds::Number,
-        D::Utf8 | D::LargeUtf8 | D::Utf8View => Holds::Text,
-        D::Timestamp(..) | D::Date32 | D::Date64 => Holds::Time,
+        | D::Decimal256(..) => ColumnType::Number,
+        D::Utf8 | D::LargeUtf8 | D::Utf8View => ColumnType::Text,
+        D::Timestamp(..) | D::Date32 | D::Date64 => ColumnType::Time,
         D::List(_)
         | D::LargeList(_)
         | D::FixedSizeList(..)
         | D::ListView(_)
-        | D::LargeListView(_) => Holds::List,
-        D::Struct(_) => Holds::Struct,
-        D::Dictionary(_, values) => match holds(values) {
+        | D::LargeListView(_) => ColumnType::List,
+        D::Struct(_) => ColumnType::Struct,
+        D::Dictionary(_, values) => match column_type(values) {
             // Dictionaries of containers are not something Arrow writers make.
-            Holds::List | Holds::Struct => Holds::Nothing,
+            ColumnType::List | ColumnType::Struct => ColumnType::Nothing,
             h => h,
         },
-        _ => Holds::Nothing,
+        _ => ColumnType::Nothing,
     }
 }
 
@@ -248,10 +248,10 @@ fn layout_problems(schema: &Schema) -> Vec<Problem> {
 
 /// The part of `dt` with no JSON form, if any.
 fn unwritable(dt: &DataType) -> Option<&DataType> {
-    match holds(dt) {
-        Holds::Nothing => Some(dt),
-        Holds::List => element(dt).and_then(unwritable),
-        Holds::Struct => match dt {
+    match column_type(dt) {
+        ColumnType::Nothing => Some(dt),
+        ColumnType::List => element(dt).and_then(unwritable),
+        ColumnType::Struct => match dt {
             DataType::Struct(fields) => fields.iter().find_map(|f| unwritable(f.data_type())),
             _ => None,
         },
@@ -261,9 +261,9 @@ fn unwritable(dt: &DataType) -> Option<&DataType> {
 
 /// `items` is a list of structs (or holds nothing at all: a null column, lists of nulls).
 fn items_layout(dt: &DataType) -> bool {
-    match holds(dt) {
-        Holds::Null => true,
-        Holds::List => {
+    match column_type(dt) {
+        ColumnType::Null => true,
+        ColumnType::List => {
             element(dt).is_some_and(|e| matches!(e, DataType::Struct(_) | DataType::Null))
         }
         _ => false,
@@ -271,31 +271,34 @@ fn items_layout(dt: &DataType) -> bool {
 }
 
 /// Whether a column that holds `h` fits a field that wants `w`.
-fn fits(w: Wants, h: Holds) -> bool {
+fn column_fits(w: FieldType, h: ColumnType) -> bool {
     matches!(
         (w, h),
-        (_, Holds::Null)
-            | (Wants::Text, Holds::Text)
-            | (Wants::Time, Holds::Number | Holds::Text | Holds::Time)
-            | (Wants::Number, Holds::Number)
-            | (Wants::Items, Holds::List)
+        (_, ColumnType::Null)
+            | (FieldType::Text, ColumnType::Text)
+            | (
+                FieldType::Time,
+                ColumnType::Number | ColumnType::Text | ColumnType::Time
+            )
+            | (FieldType::Number, ColumnType::Number)
+            | (FieldType::Items, ColumnType::List)
     )
 }
 
-fn expected(w: Wants, name: &str) -> String {
+fn expected(w: FieldType, name: &str) -> String {
     match (w, name) {
-        (Wants::Text, "schemaVersion") => "expected the string `\"1\"`".into(),
-        (Wants::Text, _) => "expected a string".into(),
-        (Wants::Time, _) => "expected epoch milliseconds or an ISO-8601 timestamp".into(),
-        (Wants::Number, _) => "expected a number".into(),
-        (Wants::Items, _) => "expected an array".into(),
+        (FieldType::Text, "schemaVersion") => "expected the string `\"1\"`".into(),
+        (FieldType::Text, _) => "expected a string".into(),
+        (FieldType::Time, _) => "expected epoch milliseconds or an ISO-8601 timestamp".into(),
+        (FieldType::Number, _) => "expected a number".into(),
+        (FieldType::Items, _) => "expected an array".into(),
     }
 }
 
-fn type_problem(path: &str, w: Wants, name: &str, dt: &DataType) -> Problem {
-    let hint = match (w, holds(dt)) {
-        (Wants::Text, Holds::Number) => "; cast the column to strings",
-        (Wants::Number, Holds::Text) => "; cast the column to numbers",
+fn type_problem(path: &str, w: FieldType, name: &str, dt: &DataType) -> Problem {
+    let hint = match (w, column_type(dt)) {
+        (FieldType::Text, ColumnType::Number) => "; cast the column to strings",
+        (FieldType::Number, ColumnType::Text) => "; cast the column to numbers",
         _ => "",
     };
     error(
@@ -328,7 +331,7 @@ fn item_kind(name: &str) -> Option<Kind> {
 }
 
 /// What the detailed validator says at `path` of `record` (errors only).
-fn said(record: &Value, path: &str) -> Vec<Problem> {
+fn validator_errors(record: &Value, path: &str) -> Vec<Problem> {
     webhook::validate(record)
         .into_iter()
         .filter(|p| p.path == path && p.severity == Severity::Error)
@@ -365,7 +368,7 @@ fn model_problems(schema: &Schema, data_types: Option<&[String]>) -> Vec<Problem
     };
     let has = |name: &str| schema.fields().iter().any(|f| f.name() == name);
     if data_types.is_some() && !has("dataType") {
-        for p in said(&json!({}), "dataType") {
+        for p in validator_errors(&json!({}), "dataType") {
             push(p, &mut out);
         }
     }
@@ -373,18 +376,18 @@ fn model_problems(schema: &Schema, data_types: Option<&[String]>) -> Vec<Problem
         let name = f.name().as_str();
         let Some(kind) = top_kind(name) else {
             for dt in &types {
-                for p in said(&probe(*dt, json!({ name: null })), name) {
+                for p in validator_errors(&probe(*dt, json!({ name: null })), name) {
                     push(p, &mut out);
                 }
             }
             continue;
         };
-        let w = wants(kind);
-        if !fits(w, holds(f.data_type())) {
+        let w = field_type(kind);
+        if !column_fits(w, column_type(f.data_type())) {
             push(type_problem(name, w, name, f.data_type()), &mut out);
             continue;
         }
-        if w != Wants::Items {
+        if w != FieldType::Items {
             continue;
         }
         let Some(DataType::Struct(item_fields)) = element(f.data_type()) else {
@@ -397,15 +400,15 @@ fn model_problems(schema: &Schema, data_types: Option<&[String]>) -> Vec<Problem
                 None => {
                     for dt in &types {
                         let record = probe(*dt, json!({ "items": [{ item_name: null }] }));
-                        for mut p in said(&record, &format!("items[0].{item_name}")) {
+                        for mut p in validator_errors(&record, &format!("items[0].{item_name}")) {
                             p.path.clone_from(&path);
                             push(p, &mut out);
                         }
                     }
                 }
                 Some(kind) => {
-                    let w = wants(kind);
-                    if !fits(w, holds(item.data_type())) {
+                    let w = field_type(kind);
+                    if !column_fits(w, column_type(item.data_type())) {
                         push(
                             type_problem(&path, w, item_name, item.data_type()),
                             &mut out,
@@ -438,7 +441,7 @@ fn model_problems(schema: &Schema, data_types: Option<&[String]>) -> Vec<Problem
             continue;
         };
         for field in model.fields.iter().filter(|f| f.required && !has(f.name)) {
-            for mut p in said(&probe(Some(dt), json!({})), field.name) {
+            for mut p in validator_errors(&probe(Some(dt), json!({})), field.name) {
                 if field.name == "items" {
                     // Items are the one field whose column has a layout to learn.
                     p.message = format!("{}: add an `items` column, {ITEMS_LAYOUT}", p.message);

@@ -43,7 +43,7 @@ use super::stats::Tally;
 use super::Client;
 use crate::client::words;
 use crate::webhook::Problem;
-use answer::Said;
+use answer::Stored;
 
 mod answer;
 pub mod columns;
@@ -52,7 +52,7 @@ mod prepare;
 mod source;
 
 pub use prepare::check_text;
-use prepare::{prepare, Rec};
+use prepare::{prepare, Prepared};
 pub use source::{jsonl_rest, jsonl_source, values_source, JsonlRest};
 
 /// Most records in one webhook array (the provider's limit).
@@ -363,7 +363,7 @@ type Posting = (Vec<usize>, Arc<AtomicU64>);
 /// publish still knows which halves of a split batch were accepted).
 #[derive(Debug)]
 struct Batch {
-    recs: Vec<Rec>,
+    recs: Vec<Prepared>,
     outcomes: Mutex<Vec<Option<Outcome>>>,
     /// Records that left the machine at least once.
     posted: Mutex<Vec<bool>>,
@@ -378,7 +378,7 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Batch {
-    fn new(recs: Vec<Rec>, round: u32) -> Batch {
+    fn new(recs: Vec<Prepared>, round: u32) -> Batch {
         let n = recs.len();
         Batch {
             recs,
@@ -498,7 +498,7 @@ impl Shared {
 }
 
 /// The body of `recs`: one object alone when `as_array` is false and there is one record.
-fn body_of(recs: &[&Rec], as_array: bool) -> Bytes {
+fn body_of(recs: &[&Prepared], as_array: bool) -> Bytes {
     if recs.len() == 1 && !as_array {
         return recs[0].text.clone();
     }
@@ -555,11 +555,11 @@ fn post_range<'a>(
     parent: Option<String>,
 ) -> BoxFuture<'a, TaskEnd> {
     Box::pin(async move {
-        let recs: Vec<&Rec> = idx.iter().map(|&i| &batch.recs[i]).collect();
+        let recs: Vec<&Prepared> = idx.iter().map(|&i| &batch.recs[i]).collect();
         let sent = batch.begin(&idx);
         let call = shared.call(body_of(&recs, as_array), Some(sent.clone()));
         let read = |body: Bytes| match answer::success(&body, &recs) {
-            Said::NoProof => Err(Error::Decode {
+            Stored::NoProof => Err(Error::Decode {
                 url: shared.url.path().to_owned(),
                 detail: format!(
                     "the answer is not the API's (no proof that the service stored the \
@@ -573,20 +573,20 @@ fn post_range<'a>(
         let result = shared.client.http().send_checked(&call, read).await;
         batch.end();
         match result {
-            Ok(Said::All) => {
+            Ok(Stored::All) => {
                 batch.set(&idx, &Outcome::Accepted);
                 TaskEnd::default()
             }
-            Ok(Said::Named {
+            Ok(Stored::Named {
                 failed,
                 rest_stored,
             }) => named(shared, batch, idx, failed, rest_stored, None, as_array).await,
-            Ok(Said::Unnamed(words)) => {
+            Ok(Stored::Unnamed(words)) => {
                 refused_whole(shared, batch, idx, None, words, parent).await
             }
-            Ok(Said::NoProof) => unreachable_no_proof(batch, &idx),
+            Ok(Stored::NoProof) => unreachable_no_proof(batch, &idx),
             Err(Error::Status { status, body, .. }) if matches!(status, 400 | 422) => {
-                if let Some(Said::Named {
+                if let Some(Stored::Named {
                     failed,
                     rest_stored,
                 }) = answer::refusal(body.as_bytes(), &recs)
@@ -901,9 +901,9 @@ struct Dispatcher {
     in_flight_max: usize,
     /// Records taken from the source but not yet in a batch, each with a key not held by any
     /// other record in `ready` or in flight.
-    ready: VecDeque<Rec>,
+    ready: VecDeque<Prepared>,
     /// Records waiting for an earlier record with the same key to finish.
-    blocked: HashMap<u64, VecDeque<Rec>, Keyed>,
+    blocked: HashMap<u64, VecDeque<Prepared>, Keyed>,
     blocked_len: usize,
     /// Keys of the records in `ready` or in flight.
     held: HashSet<u64, Keyed>,
@@ -930,7 +930,7 @@ impl Dispatcher {
     }
 
     /// Queues a record, behind any earlier record with the same key.
-    fn admit(&mut self, rec: Rec) {
+    fn admit(&mut self, rec: Prepared) {
         if rec.key != 0 && !self.held.insert(rec.key) {
             self.blocked_len += 1;
             self.blocked.entry(rec.key).or_default().push_back(rec);
@@ -1117,14 +1117,14 @@ impl Dispatcher {
     }
 
     /// Counts a record in `sent` the first time it is known to have left the machine.
-    fn count_sent(&mut self, rec: &mut Rec, posted: bool) {
+    fn count_sent(&mut self, rec: &mut Prepared, posted: bool) {
         if posted && !rec.posted {
             self.report.sent += 1;
         }
         rec.posted |= posted;
     }
 
-    fn fail(&mut self, rec: Rec, outcome: Outcome) {
+    fn fail(&mut self, rec: Prepared, outcome: Outcome) {
         match outcome {
             Outcome::Accepted => self.report.accepted += 1,
             Outcome::Failed {
@@ -1185,7 +1185,7 @@ impl Dispatcher {
                 }
             }
         }
-        let mut waiting: Vec<Rec> = Vec::new();
+        let mut waiting: Vec<Prepared> = Vec::new();
         for batch in std::mem::take(&mut self.again) {
             waiting.extend(batch.recs);
         }

@@ -1,4 +1,4 @@
-//! From what a source gives ([`Input`]) to a record ready to post ([`Rec`]) or the [`Failure`]
+//! From what a source gives ([`Input`]) to a record ready to post ([`Prepared`]) or the [`Failure`]
 //! that keeps it back: the fast check ([`scan`]) for a text, the careful path (serde_json and
 //! the detailed validator) for what the fast check refuses or cannot judge, and the size limit.
 
@@ -13,7 +13,7 @@ use crate::webhook::{self, Problem, Severity};
 
 /// A record ready to post.
 #[derive(Debug)]
-pub(super) struct Rec {
+pub(super) struct Prepared {
     pub index: u64,
     pub line: Option<u64>,
     /// Its upsert key, hashed (0: none).
@@ -24,7 +24,7 @@ pub(super) struct Rec {
     pub posted: bool,
 }
 
-impl Rec {
+impl Prepared {
     /// The record's `transactionId` (retail and restaurant records), for a failure.
     pub fn transaction_id(&self) -> Option<String> {
         transaction_id_of(&self.text)
@@ -153,7 +153,7 @@ pub(super) fn checked_value(
 }
 
 /// Turns an input into a record ready to post, or the failure that keeps it back.
-pub(super) fn prepare(input: Input, check: bool) -> Result<Rec, Box<Failure>> {
+pub(super) fn prepare(input: Input, check: bool) -> Result<Prepared, Box<Failure>> {
     match input {
         // Checked here, then taken as their producer's checked records are.
         Input::Text { index, line, text } => {
@@ -185,7 +185,7 @@ pub(super) fn prepare(input: Input, check: bool) -> Result<Rec, Box<Failure>> {
                     record: Some(String::from_utf8_lossy(&text).into_owned()),
                 }));
             }
-            Ok(Rec {
+            Ok(Prepared {
                 index,
                 line,
                 key,
