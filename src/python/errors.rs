@@ -56,10 +56,10 @@ pub fn to_py(e: Error) -> PyErr {
             // As the dicts `validate` and a report's failures give: `ValidationError` makes
             // them `Problem`s.
             let problems =
-                Python::attach(|py| super::values::to_py(py, &problems).map(|list| list.unbind()));
+                Python::attach(|py| pythonize::pythonize(py, &problems).map(|list| list.unbind()));
             match problems {
                 Ok(list) => ValidationError::new_err((message, list)),
-                Err(e) => e,
+                Err(e) => e.into(),
             }
         }
     }
