@@ -1,0 +1,272 @@
+//! A batch's rows as records: the columns that the checks and the keys read, each row written
+//! as one record's JSON with the fast check of its model fused in, and the chunks of inputs
+//! that publishing posts.
+
+use super::*;
+
+/// Where the columns that matter for the checks and keys are.
+#[derive(Debug, Clone)]
+pub(super) struct Positions {
+    /// `"name":` of each column.
+    pub(super) keys: Vec<Vec<u8>>,
+    pub(super) names: Vec<String>,
+    pub(super) items: Option<usize>,
+    pub(super) data_type: Option<usize>,
+    /// The columns of the models' upsert key fields, by name.
+    pub(super) key_fields: Vec<(&'static str, usize)>,
+}
+
+impl Positions {
+    pub(super) fn new(schema: &Schema) -> Positions {
+        let at = |name: &str| schema.index_of(name).ok();
+        Positions {
+            keys: schema.fields().iter().map(|f| key_json(f.name())).collect(),
+            names: schema.fields().iter().map(|f| f.name().clone()).collect(),
+            items: at("items").filter(|&i| items_layout(schema.field(i).data_type())),
+            data_type: at("dataType"),
+            key_fields: MODELS
+                .iter()
+                .flat_map(|m| m.key.iter())
+                .filter_map(|name| Some((*name, at(name)?)))
+                .collect(),
+        }
+    }
+}
+
+/// A batch's columns, bound.
+pub(super) struct Rows<'a> {
+    pub(super) positions: &'a Positions,
+    pub(super) cols: Vec<Col<'a>>,
+}
+
+/// What writing a row found.
+pub(super) struct Written {
+    /// The fast check's verdict (always true when not checking).
+    pub(super) conforms: bool,
+    /// The hashed upsert key; 0: none.
+    pub(super) key: u64,
+}
+
+impl<'a> Rows<'a> {
+    pub(super) fn bind(positions: &'a Positions, batch: &'a RecordBatch) -> Result<Rows<'a>> {
+        if batch.num_columns() != positions.names.len() {
+            return Err(Error::Io(format!(
+                "a batch of the data has {} columns where its schema has {}",
+                batch.num_columns(),
+                positions.names.len()
+            )));
+        }
+        let cols = batch
+            .columns()
+            .iter()
+            .zip(&positions.names)
+            .map(|(a, name)| {
+                Col::bind(a.as_ref()).map_err(|t| {
+                    Error::Io(format!(
+                        "the column `{name}` of a batch cannot be written: {t}"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Rows { positions, cols })
+    }
+
+    pub(super) fn str_at(&self, col: Option<usize>, row: usize) -> Option<&'a str> {
+        col.and_then(|c| self.cols.get(c))
+            .and_then(|c| c.str_at(row))
+    }
+
+    /// The hashed upsert key of a row, as the scanner finds it in the row's JSON.
+    pub(super) fn key(&self, row: usize) -> u64 {
+        let column = |name: &str| self.positions.key_fields.iter().find(|(n, _)| *n == name);
+        let value = |name: &str| self.str_at(column(name).map(|(_, c)| *c), row);
+        self.str_at(self.positions.data_type, row)
+            .and_then(model_named)
+            .map_or(0, |m| m.key_hash(value))
+    }
+
+    /// Writes row `row` as a JSON object, deciding with `check` whether it conforms.
+    pub(super) fn write(
+        &self,
+        row: usize,
+        check: bool,
+        lossy: bool,
+        out: &mut Vec<u8>,
+    ) -> std::result::Result<Written, Unwritable> {
+        let mut record = if check {
+            self.str_at(self.positions.data_type, row)
+                .and_then(Object::record)
+        } else {
+            None
+        };
+        let conforms_so_far = !check || record.is_some();
+        out.push(b'{');
+        let mut first = true;
+        for (c, col) in self.cols.iter().enumerate() {
+            if col.is_null(row) {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.extend_from_slice(&self.positions.keys[c]);
+            let name = self.positions.names[c].as_str();
+            let located = |mut e: Unwritable| {
+                e.path = format!("{name}{}", e.path);
+                e
+            };
+            let Some(rec) = record.as_mut() else {
+                col.write(row, out, lossy).map_err(located)?;
+                continue;
+            };
+            let Some(field) = rec.field(name.as_bytes()) else {
+                col.write(row, out, lossy).map_err(located)?;
+                continue;
+            };
+            if let (Kind::Items(_), true) = (rec.kind(field), self.positions.items == Some(c)) {
+                match rec.items(field) {
+                    Some(items) => {
+                        if !write_items(col, row, &items, out, lossy).map_err(located)? {
+                            rec.fail();
+                        }
+                    }
+                    None => {
+                        col.write(row, out, lossy).map_err(located)?;
+                    }
+                }
+            } else {
+                let value = col.write(row, out, lossy).map_err(located)?;
+                rec.value(field, value);
+            }
+        }
+        out.push(b'}');
+        Ok(Written {
+            conforms: conforms_so_far && record.as_ref().is_none_or(Object::complete),
+            key: self.key(row),
+        })
+    }
+}
+
+/// Writes the `items` list of a row, checking each element; false when one does not conform.
+pub(super) fn write_items(
+    col: &Col<'_>,
+    row: usize,
+    items: &crate::webhook::fast::Items,
+    out: &mut Vec<u8>,
+    lossy: bool,
+) -> std::result::Result<bool, Unwritable> {
+    let Values::List(offsets, child) = &col.values else {
+        col.write(row, out, lossy)?;
+        return Ok(false);
+    };
+    let mut ok = true;
+    out.push(b'[');
+    let mut n = 0;
+    for j in offsets.range(row, child.len) {
+        if child.is_null(j) {
+            continue;
+        }
+        if n > 0 {
+            out.push(b',');
+        }
+        let at = |mut e: Unwritable| {
+            e.path = format!("[{n}]{}", e.path);
+            e
+        };
+        let Values::Struct(members) = &child.values else {
+            child.write(j, out, lossy).map_err(at)?;
+            ok = false;
+            n += 1;
+            continue;
+        };
+        let mut item = items.item();
+        out.push(b'{');
+        let mut first = true;
+        for m in members {
+            if m.col.is_null(j) {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.extend_from_slice(&m.key);
+            let value = m.col.write(j, out, lossy).map_err(|mut e| {
+                e.path = format!("[{n}].{}{}", m.name, e.path);
+                e
+            })?;
+            if let Some(f) = item.field(m.name.as_bytes()) {
+                item.value(f, value);
+            }
+        }
+        out.push(b'}');
+        ok &= item.complete();
+        n += 1;
+    }
+    out.push(b']');
+    Ok(ok)
+}
+
+/// The inputs of rows `rows` of a batch, numbered from `index`: their JSON in one buffer, each
+/// record a view of it.
+pub(super) fn chunk(
+    rows: &Rows<'_>,
+    range: Range<usize>,
+    index: u64,
+    check: bool,
+    size_hint: usize,
+) -> Vec<Input> {
+    let mut buf = Vec::with_capacity(size_hint);
+    let mut spans = Vec::with_capacity(range.len());
+    for row in range {
+        let start = buf.len();
+        let outcome = match rows.write(row, check, false, &mut buf) {
+            Ok(w) => Ok(w),
+            Err(e) => {
+                buf.truncate(start);
+                // Always writable: what has no JSON form is written as Python writes it.
+                let _ = rows.write(row, false, true, &mut buf);
+                Err(e)
+            }
+        };
+        spans.push((start..buf.len(), outcome));
+    }
+    let bytes = Bytes::from(buf);
+    spans
+        .into_iter()
+        .zip(index..)
+        .map(|((span, outcome), index)| {
+            let text = bytes.slice(span);
+            match outcome {
+                Ok(Written {
+                    conforms: true,
+                    key,
+                }) => Input::Ready {
+                    index,
+                    line: None,
+                    key,
+                    text,
+                },
+                // The detailed validator says what is wrong, as it does for a dict.
+                Ok(Written {
+                    conforms: false, ..
+                }) => match serde_json::from_slice::<Value>(&text) {
+                    Ok(value) => checked_value(index, None, &value, text, true),
+                    Err(e) => Input::Rejected {
+                        index,
+                        line: None,
+                        problems: vec![error(String::new(), format!("not valid JSON: {e}"))],
+                        text: Some(String::from_utf8_lossy(&text).into_owned()),
+                    },
+                },
+                Err(e) => Input::Rejected {
+                    index,
+                    line: None,
+                    problems: vec![error(e.path, e.message)],
+                    text: Some(String::from_utf8_lossy(&text).into_owned()),
+                },
+            }
+        })
+        .collect()
+}
