@@ -7,7 +7,7 @@ import random
 
 import pytest
 import surveillance as sv
-from surveillance import cli
+from surveillance import analysis
 from surveillance.analysis import dwell_summary, location_tags, with_local_time
 
 pd = pytest.importorskip("pandas")
@@ -104,4 +104,19 @@ def test_demo_quantile_agrees_with_pandas():
     rng = random.Random(1)
     for n in (1, 2, 3, 10, 101):
         values = [rng.randint(1, 3000) for _ in range(n)]
-        assert cli._quantile(values, 0.9) == pytest.approx(pd.Series(values).quantile(0.9))
+        assert analysis.quantile(values, 0.9) == pytest.approx(pd.Series(values).quantile(0.9))
+
+
+def test_the_plain_site_rows_are_dwell_summary(data):
+    """The demo's statistics (``site_rows``, without pandas) are ``dwell_summary``'s."""
+    df = with_local_time(data["events"], data["sites"])
+    df = df[df[analysis.DURATION].notna()]
+    rows = analysis.site_rows(
+        list(df["siteId"]), list(df[analysis.DURATION]), list(df["localStartTime"].dt.hour)
+    )
+    summary = dwell_summary(df, by="siteId")
+    assert [r[0] for r in rows] == list(summary.index)
+    for site, events, median, p90, busiest in rows:
+        got = summary.loc[site]
+        assert (events, busiest) == (got["events"], got["busiest_local_hour"])
+        assert median == pytest.approx(got["median_sec"]) and p90 == pytest.approx(got["p90_sec"])

@@ -9,6 +9,10 @@ of the dicts) and return new DataFrames; the inputs are never modified.
 - :func:`dwell_summary` gives the count, median and p90 of ``details.duration_sec`` per group,
   and the busiest local hour.
 
+The same statistics without pandas, over plain lists (``surveillance demo`` uses them, and
+needs no pandas): :func:`quantile`, :func:`local_hours`, :func:`bursts`, :func:`site_rows` and
+:func:`brand_of`.
+
 A typical session::
 
     events = client.events(start, end, output="pandas")
@@ -27,7 +31,16 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["location_tags", "with_local_time", "dwell_summary"]
+__all__ = [
+    "location_tags",
+    "with_local_time",
+    "dwell_summary",
+    "quantile",
+    "local_hours",
+    "bursts",
+    "site_rows",
+    "brand_of",
+]
 
 #: The column of the dwell time in seconds, as the client's typed tables and
 #: ``pandas.json_normalize`` name it.
@@ -75,6 +88,16 @@ def _tags(value: Any) -> dict:
             key, _, text = tag.partition(":")
             out.setdefault(key.strip().lower(), text.strip())
     return out
+
+
+def brand_of(location_tags: Any) -> str:
+    """The brand a site's ``locationTags`` name (``Brand:Acme``), as :func:`location_tags`
+    reads it; ``"(no brand)"`` without one.
+
+    >>> brand_of(["City:Lyon", "Brand:Acme"]), brand_of(None)
+    ('Acme', '(no brand)')
+    """
+    return _tags(location_tags).get("brand") or "(no brand)"
 
 
 def location_tags(df: pd.DataFrame, column: str = "locationTags") -> pd.DataFrame:
@@ -243,3 +266,99 @@ def dwell_summary(
             lambda s: int(s.value_counts().sort_index().idxmax())
         )
     return out.sort_values("events", ascending=False, kind="stable")
+
+
+# --- the same statistics over plain lists, without pandas -------------------------------------
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` with linear interpolation, as pandas'
+    ``Series.quantile`` (and so :func:`dwell_summary`'s ``p90_sec``) computes it.
+
+    >>> quantile([60, 120, 300], 0.9)
+    264.0
+    """
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return float(ordered[low] + (ordered[high] - ordered[low]) * (pos - low))
+
+
+def local_hours(
+    start_ms: Sequence[int], site_ids: Sequence[str], zones: dict
+) -> tuple[list[int], bool]:
+    """The local hour of day of each event, from its site's IANA time zone (``zones``: site id
+    to zone), as :func:`with_local_time` gives it; and whether the hours are local: UTC is
+    used when the time zone database is missing.
+
+    >>> local_hours([1767614400000], ["lyon"], {"lyon": "Europe/Paris"})
+    ([13], True)
+    """
+    import datetime as dt
+
+    try:
+        from zoneinfo import ZoneInfo
+
+        tz = {site: ZoneInfo(zone) for site, zone in zones.items() if zone}
+    except Exception:  # no zoneinfo module, or no time zone data (Windows without tzdata)
+        tz = {}
+    utc = dt.timezone.utc
+    hours = [
+        dt.datetime.fromtimestamp(ms / 1000, tz.get(site, utc)).hour
+        for ms, site in zip(start_ms, site_ids)
+    ]
+    return hours, bool(tz) or not zones
+
+
+#: Events of one site stamped with one millisecond from which :func:`bursts` takes them for a
+#: burst.
+BURST = 10
+
+
+def bursts(site_ids: Sequence[str], starts: Sequence[int]) -> set:
+    """The ``(site, millisecond)`` of each burst: more than :data:`BURST` events of one site
+    stamped with one millisecond, as a camera that uploads its backlog stamps them. Their time
+    says nothing of when they happened, so statistics of the hour leave them out.
+
+    >>> bursts(["a"] * 11 + ["b"], [5] * 12)
+    {('a', 5)}
+    """
+    from collections import Counter
+
+    counts = Counter(zip(site_ids, starts))
+    return {key for key, n in counts.items() if n > BURST}
+
+
+def site_rows(
+    site_ids: Sequence[str], durations: Sequence[Any], hours: Sequence[int]
+) -> list[tuple[str, int, float, float, int]]:
+    """Per site, as :func:`dwell_summary` gives them: ``(site, events, median, p90, busiest
+    hour)``, where events, median and p90 are of the events with a duration and the busiest
+    hour (the earliest on a tie) is of all its events; the busiest sites first.
+
+    >>> site_rows(["a", "a", "a", "b"], [60, 120, 300, None], [9, 12, 12, 18])
+    [('a', 3, 120.0, 264.0, 12)]
+    """
+    import statistics
+    from collections import defaultdict
+
+    per_site: dict = defaultdict(list)
+    per_hour: dict = defaultdict(lambda: [0] * 24)
+    for site, seconds, hour in zip(site_ids, durations, hours):
+        if seconds is not None:
+            per_site[site].append(seconds)
+        per_hour[site][hour] += 1
+    rows = []
+    for site, values in sorted(per_site.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        counts = per_hour[site]
+        rows.append(
+            (
+                site,
+                len(values),
+                float(statistics.median(values)),
+                quantile(values, 0.9),
+                counts.index(max(counts)),
+            )
+        )
+    return rows

@@ -26,16 +26,28 @@ import re
 import shlex
 import statistics
 import sys
-import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from . import __version__, _core, _records, _store
+from . import __version__, _core, _records, _store, analysis
 from ._output import write_parquet
 from ._progress import make as _progress_bar
-from ._time import from_ms, to_ms
+from ._time import to_ms
+from ._writers import (
+    _EVENT_COLUMNS,
+    _FORMATS,
+    _LOCAL_COLUMN,
+    _format,
+    _print_table,
+    _pyarrow,
+    _Target,
+    _utc,
+    _writable,
+    _writable_dir,
+    _write_rows,
+)
 from .client import Client, Limits
 from .emulator import Emulator
 from .errors import ConfigError, QuotaExhaustedError, SurveillanceError
@@ -222,12 +234,6 @@ def _emulator(args: argparse.Namespace) -> int:
 
 
 # --- output ---------------------------------------------------------------------------
-#: File formats by file-name suffix.
-_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl"}
-_SUFFIXES.update({".ndjson": "jsonl"})
-_FORMATS = ("table", "csv", "jsonl", "parquet")
-
-
 def _output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-o",
@@ -238,268 +244,6 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
         "(default: a table on a terminal, JSON Lines when stdout is piped)",
     )
     p.add_argument("--format", choices=_FORMATS, help="the output format, whatever the suffix")
-
-
-def _format(args: argparse.Namespace) -> str:
-    """The output format: ``--format``, else the suffix of ``-o``, else ``table`` on a
-    terminal and ``jsonl`` when stdout is piped; ``-o`` (a file or a URI) is checked
-    writable."""
-    fmt = _format_of(args)
-    if args.output:
-        _writable(args.output, "-o", remote=True)
-    return fmt
-
-
-def _format_of(args: argparse.Namespace) -> str:
-    if args.format:
-        if args.format == "table" and args.output:
-            raise ValueError("--format table writes to the terminal: leave out -o")
-        if args.format == "parquet" and not args.output:
-            raise ValueError("--format parquet needs a file: pass -o FILE.parquet")
-        return args.format
-    if args.output:
-        suffix = _store.suffix(args.output).lower()
-        if suffix not in _SUFFIXES:
-            raise ValueError(
-                f"cannot tell the format of {_store.shown(args.output)!r}: name it .parquet, "
-                ".csv or .jsonl, or pass --format"
-            )
-        return _SUFFIXES[suffix]
-    return "table" if sys.stdout.isatty() else "jsonl"
-
-
-def _writable(path: str, option: str, *, remote: bool = False) -> None:
-    """Raises OSError naming ``path`` (as the user gave it) unless a file can be written
-    there: called before the first request, so that a mistyped destination costs no quota.
-    With ``remote``, ``path`` may be a URI that pyarrow opens (``s3://bucket/key``): its
-    bucket must exist (one request to the store), and a scheme pyarrow does not know is a
-    :class:`ConfigError`."""
-    if _store.is_uri(path):
-        if not remote:
-            raise ValueError(f"{option} takes a local file, got {_store.shown(path)!r}")
-        location = _store.resolve(path, option)
-        if location.filesystem is not None:
-            _writable_object(location, option)
-            return
-        path = location.path  # a file:// URI
-    if os.path.isdir(path):
-        raise OSError(f"cannot write {option} {path!r}: it is a directory")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        why = "is not a directory" if os.path.exists(parent) else "does not exist"
-        raise OSError(f"cannot write {option} {path!r}: {os.path.dirname(path)!r} {why}")
-    try:  # what the file's writer will do: create a file in that directory
-        fd, probe = tempfile.mkstemp(prefix=".surveillance-", suffix=".check", dir=parent)
-    except OSError as e:
-        raise OSError(f"cannot write {option} {path!r}: {e.strerror or e}") from None
-    os.close(fd)
-    os.remove(probe)
-
-
-def _writable_object(location: _store.Location, option: str) -> None:
-    """As :func:`_writable`, for an object: its bucket exists, and it is no directory."""
-    why = _store.unusable(location, file=True)
-    if why is not None:
-        raise OSError(f"cannot write {option} {location.shown!r}: {why}")
-
-
-def _writable_dir(path: str, option: str) -> None:
-    """As :func:`_writable`, for a directory created when missing (``sync``'s dataset)."""
-    local = _store.local_path(path, option)
-    if local is None:
-        return  # an object store: sync_events checks it before the first request
-    path = local
-    existing = os.path.abspath(path)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise OSError(f"cannot write {option} {path!r}: {existing!r} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise OSError(f"cannot write {option} {path!r}: {existing!r} is not writable")
-
-
-class _Target:
-    """The file of ``-o`` written under a temporary name and renamed when complete (a run
-    that fails half-way leaves no truncated file), or stdout. An object (a URI other than
-    ``file://``) is written to a local temporary file, uploaded in one call once complete:
-    it appears whole or not at all."""
-
-    def __init__(self, path: Optional[str], binary: bool = False) -> None:
-        self._remote: Optional[_store.Location] = None
-        if path is not None and _store.is_uri(path):
-            location = _store.resolve(path, "-o")
-            if location.filesystem is None:
-                path = location.path  # a file:// URI
-            else:
-                self._remote = location
-        self.path = path
-        self._partial = None if path is None else f"{path}.partial"
-        if self._remote is not None:
-            fd, self._partial = tempfile.mkstemp(
-                prefix="surveillance-", suffix=_store.suffix(self._remote.path)
-            )
-            os.close(fd)
-        self._binary = binary
-        #: Whether the object is complete in its store (a Ctrl-C came after it).
-        self.committed = False
-
-    def open(self) -> Any:
-        if self._partial is None:
-            return sys.stdout.buffer if self._binary else sys.stdout
-        if self._binary:
-            return open(self._partial, "wb")
-        return open(self._partial, "w", encoding="utf-8", newline="")
-
-    @property
-    def name(self) -> str:
-        """Where a writer that takes a path writes."""
-        return self._partial or "-"
-
-    def commit(self) -> None:
-        if self._remote is not None and self._partial is not None:
-            try:
-                _store.upload(self._partial, self._remote)
-            except KeyboardInterrupt:
-                # pyarrow finishes an upload before Python sees Ctrl-C.
-                self.committed = _store.uploaded(self._partial, self._remote)
-                raise
-            finally:
-                os.remove(self._partial)
-            self.committed = True
-        elif self._partial is not None and self.path is not None:
-            os.replace(self._partial, self.path)
-
-    def discard(self) -> None:
-        if self._partial is not None and os.path.exists(self._partial):
-            os.remove(self._partial)
-
-
-def _pyarrow() -> tuple:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ImportError(
-            "writing Parquet needs pyarrow: pip install 'surveillance[pandas]'"
-        ) from None
-    return pa, pq
-
-
-def _cell(value: Any) -> Any:
-    """A value as a CSV cell: lists and objects as JSON, None as an empty cell."""
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return "" if value is None else value
-
-
-#: Columns of events in CSV: the names of the events' Arrow schema (the one definition, in the
-#: core), ``details.x`` read from the event's details and ``details`` the whole map as JSON.
-_EVENT_COLUMNS = list(_core.events_schema().names)
-
-
-#: Times of events, written in UTC (the service writes them at each site's UTC offset).
-_TIME_COLUMNS = frozenset({"startTime", "endTime", "createTime"})
-#: The column ``--local-time`` adds: the start as the service sends it, the wall clock at the
-#: site with its UTC offset.
-_LOCAL_COLUMN = "localStartTime"
-
-
-def _utc(value: Any) -> Any:
-    """A time of an event as UTC, with milliseconds and ``Z``, as pandas and Arrow read it
-    (times at mixed UTC offsets do not make one datetime column).
-
-    >>> _utc("2026-01-04T17:00:15.372-07:00")
-    '2026-01-05T00:00:15.372Z'
-    """
-    if not isinstance(value, str) or not value:
-        return value
-    try:
-        ms = to_ms(value, "time")
-    except ValueError:
-        return value
-    return from_ms(ms).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
-
-
-def _event_row(event: dict, columns: list = _EVENT_COLUMNS) -> list:
-    details = event.get("details") or {}
-    row = []
-    for column in columns:
-        if column.startswith("details."):
-            row.append(_cell(details.get(column[len("details.") :])))
-        elif column == "details":
-            row.append(_cell(details))
-        elif column in _TIME_COLUMNS:
-            row.append(_cell(_utc(event.get(column))))
-        elif column == _LOCAL_COLUMN:
-            row.append(_cell(event.get("startTime")))
-        else:
-            row.append(_cell(event.get(column)))
-    return row
-
-
-def _write_rows(target: _Target, fmt: str, records: Any, header: Optional[list] = None) -> int:
-    """Writes dicts as JSON Lines or CSV (``header``: the columns of events); returns the
-    count. A list of records without ``header`` gets the union of their keys as columns."""
-    count = 0
-    f = target.open()
-    try:
-        if fmt == "jsonl":
-            for record in records:
-                f.write(json.dumps(record, ensure_ascii=False) + "\n")
-                count += 1
-        elif header is not None:
-            writer = csv.writer(f)
-            writer.writerow(header)
-            for record in records:
-                writer.writerow(_event_row(record, header))
-                count += 1
-        else:
-            records = list(records)
-            columns: dict = {}
-            for record in records:
-                columns.update(dict.fromkeys(record))
-            writer = csv.writer(f)
-            writer.writerow(list(columns))
-            for record in records:
-                writer.writerow([_cell(record.get(c)) for c in columns])
-            count = len(records)
-        f.flush()
-    finally:
-        if f not in (sys.stdout, getattr(sys.stdout, "buffer", None)):
-            f.close()
-    return count
-
-
-def _text(value: Any, width: int = 40) -> str:
-    if value is None:
-        text = ""
-    elif isinstance(value, dict):  # localized names: {"en-US": ..., "fr-FR": ...}
-        text = str(value.get("en-US", next(iter(value.values()), "")))
-    elif isinstance(value, (list, tuple)):
-        text = ", ".join(map(str, value))
-    elif isinstance(value, float):
-        text = f"{value:g}"
-    else:
-        text = str(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _print_table(rows: list, columns: list) -> None:
-    """Prints ``rows`` (lists of values) under ``columns``, numbers aligned right."""
-    cells = [[_text(v) for v in row] for row in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    numeric = [
-        bool(rows) and all(isinstance(r[i], (int, float)) or r[i] is None for r in rows)
-        for i in range(len(columns))
-    ]
-
-    def line(values: list) -> str:
-        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)]
-        return "  ".join(parts).rstrip()
-
-    out = [line(columns), line(["-" * w for w in widths])]
-    out.extend(line(r) for r in cells)
-    print("\n".join(out))
 
 
 # --- quota ----------------------------------------------------------------------------
@@ -975,32 +719,6 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
 
 
-def _quantile(values: list, q: float) -> float:
-    """The ``q`` quantile with linear interpolation, as pandas' ``Series.quantile``."""
-    ordered = sorted(values)
-    pos = q * (len(ordered) - 1)
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-
-def _local_hours(start_ms: list, site_ids: list, zones: dict) -> tuple:
-    """The local hour of day of each event, from its site's time zone; UTC when the time
-    zone database is missing (then the second value says so)."""
-    try:
-        from zoneinfo import ZoneInfo
-
-        tz = {site: ZoneInfo(zone) for site, zone in zones.items() if zone}
-    except Exception:  # no zoneinfo module, or no time zone data (Windows without tzdata)
-        tz = {}
-    utc = dt.timezone.utc
-    hours = [
-        dt.datetime.fromtimestamp(ms / 1000, tz.get(site, utc)).hour
-        for ms, site in zip(start_ms, site_ids)
-    ]
-    return hours, bool(tz) or not zones
-
-
 def _read_export(path: str, fmt: str) -> tuple:
     """Site ids, durations and start times (epoch ms) of the exported events."""
     if fmt == "parquet":
@@ -1025,18 +743,6 @@ def _read_export(path: str, fmt: str) -> tuple:
                 durations.append((row.get("details") or {}).get("duration_sec"))
             starts.append(to_ms(row["startTime"], "startTime"))
     return site_ids, durations, starts
-
-
-#: Events of one site stamped with one millisecond from which the demo takes them for a burst.
-_BURST = 10
-
-
-def _bursts(site_ids: list, starts: list) -> set:
-    """The ``(site, millisecond)`` of each burst: more than :data:`_BURST` events of one site
-    stamped with one millisecond, as a camera that uploads its backlog stamps them (the
-    emulator's data holds one a day). Their time says nothing of when they happened."""
-    counts = Counter(zip(site_ids, starts))
-    return {key for key, n in counts.items() if n > _BURST}
 
 
 def _plot(path: str, brands: list, hours: list, durations: list) -> Any:
@@ -1109,47 +815,30 @@ def _demo(args: argparse.Namespace) -> int:
         starts = [to_ms(e["startTime"], "startTime") for e in fetched]
     print(f"fetched {count:,} events in {elapsed:.2f} s with {requests:,} requests")
     print(f"wrote {path}")
-    bursts = _bursts(site_ids, starts)
+    bursts = analysis.bursts(site_ids, starts)
     if bursts:
         # Left out of the statistics and the chart (the export keeps every event).
         kept = [i for i, key in enumerate(zip(site_ids, starts)) if key not in bursts]
         print(
             f"left out of the statistics: {count - len(kept):,} events in {len(bursts):,} "
-            f"bursts (over {_BURST} events of a site in one millisecond: a camera uploading "
-            "its backlog, whose times are not when the events happened)"
+            f"bursts (over {analysis.BURST} events of a site in one millisecond: a camera "
+            "uploading its backlog, whose times are not when the events happened)"
         )
         site_ids = [site_ids[i] for i in kept]
         durations = [durations[i] for i in kept]
         starts = [starts[i] for i in kept]
 
     zones = {site: s.get("timezone") for site, s in sites.items()}
-    hours, local = _local_hours(starts, site_ids, zones)
-    per_site: dict = defaultdict(list)
-    per_hour: dict = defaultdict(lambda: [0] * 24)
-    for site, seconds, hour in zip(site_ids, durations, hours):
-        if seconds is not None:
-            per_site[site].append(seconds)
-        per_hour[site][hour] += 1
+    hours, local = analysis.local_hours(starts, site_ids, zones)
     hour_label = "busiest hour" if local else "busiest UTC hour"
     print()
     print(f"{'site':<34} {'events':>7} {'median s':>9} {'p90 s':>7} {hour_label:>13}")
-    for site, values in sorted(per_site.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+    for site, events, median, p90, busiest in analysis.site_rows(site_ids, durations, hours):
         name = str(sites.get(site, {}).get("name", site))[:34]
-        counts = per_hour[site]
-        busiest = counts.index(max(counts))
-        print(
-            f"{name:<34} {len(values):>7,} {statistics.median(values):>9.0f} "
-            f"{_quantile(values, 0.9):>7.0f} {busiest:>10}:00"
-        )
+        print(f"{name:<34} {events:>7,} {median:>9.0f} {p90:>7.0f} {busiest:>10}:00")
     if args.plot:
-        brand_of = {
-            site: next(
-                (t.split(":", 1)[1] for t in s.get("locationTags") or [] if t.startswith("Brand:")),
-                "(no brand)",
-            )
-            for site, s in sites.items()
-        }
-        brands = [brand_of.get(site, "(no brand)") for site in site_ids]
+        brand = {site: analysis.brand_of(s.get("locationTags")) for site, s in sites.items()}
+        brands = [brand.get(site, "(no brand)") for site in site_ids]
         print()
         if _plot(args.plot, brands, hours, durations):
             print(
