@@ -28,6 +28,12 @@ from conftest import retail as conftest_retail
 SEEDS = range(4)
 PER_SEED = 1_000
 
+#: The tests that call `_core._check`, which only a test build has (`--features test-seams`:
+#: `build-wheels --test-build`, as run-tests builds it); a release wheel leaves it out.
+needs_seams = pytest.mark.skipif(
+    not hasattr(_core, "_check"), reason="a release build: no `_core._check` (test-seams)"
+)
+
 
 class Str(str):
     """A str subclass (as enums with a str mixin, pandas' and numpy's strings are)."""
@@ -400,6 +406,7 @@ def broken() -> dict:
     }
 
 
+@needs_seams
 def test_values_with_no_json_form_are_errors_naming_the_field():
     for record, path, message in broken().values():
         with pytest.raises(ValueError) as e:
@@ -460,6 +467,7 @@ def test_python_code_that_changes_the_record_under_the_walk_is_an_error_not_a_cr
 
 
 # --- the fused check --------------------------------------------------------------------------
+@needs_seams
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_fused_verdict_and_key_are_the_careful_paths(seed):
     judged = conforming = 0
@@ -501,6 +509,7 @@ def test_problems_are_reported_as_before():
         assert got == case["problems"], case["record"]
 
 
+@needs_seams
 def test_keys_follow_the_upsert_key_whatever_the_check():
     base = retail(0)
     other = {
@@ -538,6 +547,7 @@ def test_keys_follow_the_upsert_key_whatever_the_check():
     assert keys[10] == keys[7]
 
 
+@needs_seams
 def test_what_the_walk_cannot_judge_goes_the_careful_way(emu):
     emu.clear_published()
     odd = [

@@ -22,7 +22,6 @@ __all__ = [
     "columns_json",
     "Emulator",
     "events_schema",
-    "loads",
     "EventStream",
     "JsonLines",
     "jsonl_rest",
@@ -32,6 +31,7 @@ __all__ = [
     "validate",
     "write_parquet",
     "_check",
+    "_loads",
     "__version__",
 ]
 __version__: str
@@ -360,14 +360,6 @@ def check_limits(**limits: Optional[float]) -> None:
 def to_json(record: Any) -> str:
     """The JSON text of a record, as ``publish`` writes it."""
 
-def _check(
-    record: Any,
-) -> tuple[Optional[str], Optional[bool], int, Optional[int], list[dict]]:
-    """Private, for tests: what ``publish`` makes of a record: its JSON text (None when it has
-    no JSON form), the fused check's verdict (None: left to the careful path), the upsert key
-    hashed in the walk, the key the core finds in the text (None: it refuses the text), and
-    the problems ``validate`` gives."""
-
 def cache_location() -> Optional[str]:
     """The directory of the cache of settled events that a client of a remote service uses by
     default: ``SURVEILLANCE_CACHE`` when it names a directory, else the user's cache
@@ -388,5 +380,14 @@ def columns(table: Any, names: list[str]) -> dict[str, list]:
 def events_schema() -> Any:
     """The Arrow schema of events (``__arrow_c_schema__``; ``.names``): the one definition."""
 
-def loads(text: str) -> Any:
-    """One JSON text as Python objects, by the converter of the service's answers."""
+def _check(
+    record: Any,
+) -> tuple[Optional[str], Optional[bool], int, Optional[int], list[dict]]:
+    """A test build only (the ``test-seams`` feature): what ``publish`` makes of a record: its
+    JSON text (None when it has no JSON form), the fused check's verdict (None: left to the
+    careful path), the upsert key hashed in the walk, the key the core finds in the text (None:
+    it refuses the text), and the problems ``validate`` gives."""
+
+def _loads(text: str) -> Any:
+    """A test build only: one JSON text as Python objects, by the converter of the service's
+    answers."""

@@ -159,7 +159,9 @@ pub fn to_object<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>
 
 /// One JSON text as Python objects, built by the converter of the service's answers (for the
 /// property tests that compare it with `json.loads`).
+#[cfg(feature = "test-seams")]
 #[pyfunction]
+#[pyo3(name = "_loads")]
 pub fn loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     to_object(py, text)
 }

@@ -63,7 +63,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::write_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::events_schema, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::columns, m)?)?;
-    m.add_function(wrap_pyfunction!(from_json::loads, m)?)?;
+    #[cfg(feature = "test-seams")]
+    {
+        m.add_function(wrap_pyfunction!(from_json::loads, m)?)?;
+        m.add_function(wrap_pyfunction!(publish::check_record, m)?)?;
+    }
     m.add_function(wrap_pyfunction!(kwargs::check_limits, m)?)?;
     m.add_function(wrap_pyfunction!(publish::publish_records, m)?)?;
     m.add_class::<columns::JsonLines>()?;
@@ -72,7 +76,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(columns::jsonl_rest, m)?)?;
     m.add_function(wrap_pyfunction!(publish::validate_record, m)?)?;
     m.add_function(wrap_pyfunction!(publish::record_json, m)?)?;
-    m.add_function(wrap_pyfunction!(publish::check_record, m)?)?;
     Ok(())
 }
 

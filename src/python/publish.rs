@@ -90,6 +90,7 @@ pub fn record_json(py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<String
 /// it leaves the record to the careful path); the upsert key hashed in the walk; the key the
 /// core's check of the text finds (None when it refuses the text); and the detailed
 /// validator's problems, as `validate` gives them.
+#[cfg(feature = "test-seams")]
 #[pyfunction]
 #[pyo3(name = "_check")]
 #[allow(clippy::type_complexity)]
