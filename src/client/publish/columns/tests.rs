@@ -407,7 +407,7 @@ fn numbers_are_written_as_python_writes_them() {
     );
     assert!(
         texts[3].starts_with(
-            r#"{"d":0.01,"tiny":1E-7,"whole":5E+2,"f32":1.0000000200408773e+20,"f64":1e-7"#
+            r#"{"d":0.01,"tiny":1E-7,"whole":5E+2,"f32":1.0000000200408773e+20,"f64":1e-07"#
         ),
         "{}",
         texts[3]
