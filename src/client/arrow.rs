@@ -148,6 +148,17 @@ impl Layout {
     }
 
     /// Sites: `updatedAt`/`deletedAt` as timestamps in seconds.
+    /// The layout of `list`.
+    pub fn of(list: super::lists::List) -> Layout {
+        use super::lists::List;
+        match list {
+            List::Sites => Layout::sites(),
+            List::Devices => Layout::devices(),
+            List::Cameras => Layout::cameras(),
+            List::Reports => Layout::reports(),
+        }
+    }
+
     pub fn sites() -> Layout {
         use Source::*;
         let text = |n: &'static str| (n, DataType::Utf8, Key(n));

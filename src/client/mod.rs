@@ -32,7 +32,7 @@ pub use config::{Config, Region, Secret, Settings};
 pub use error::{Error, Result};
 pub use http::{Level, LogSink};
 pub use limits::Limits;
-pub use lists::Record;
+pub use lists::{List, Record};
 pub use stats::Snapshot;
 
 use http::Http;
@@ -147,19 +147,38 @@ impl Client {
         Ok(self.http.token().await?.0)
     }
 
+    /// Every record of `list` (cameras of a site and/or a device, see [`Client::cameras`]; the
+    /// other lists take no filter).
+    pub async fn list(
+        &self,
+        list: List,
+        site_id: Option<&str>,
+        device_id: Option<&str>,
+    ) -> Result<Vec<Record>> {
+        match list {
+            List::Cameras => self.cameras(site_id, device_id).await,
+            other => self.plain(other).await,
+        }
+    }
+
+    /// Every record of a list that takes no filter.
+    async fn plain(&self, list: List) -> Result<Vec<Record>> {
+        list_all(&self.http, list.path(), list.route(), &[]).await
+    }
+
     /// Every site.
     pub async fn sites(&self) -> Result<Vec<Record>> {
-        list_all(&self.http, "/v2/sites", "GET /v2/sites", &[]).await
+        self.plain(List::Sites).await
     }
 
     /// Every device.
     pub async fn devices(&self) -> Result<Vec<Record>> {
-        list_all(&self.http, "/v2/devices", "GET /v2/devices", &[]).await
+        self.plain(List::Devices).await
     }
 
     /// Every report the caller may read.
     pub async fn reports(&self) -> Result<Vec<Record>> {
-        list_all(&self.http, "/v2/reports", "GET /v2/reports", &[]).await
+        self.plain(List::Reports).await
     }
 
     /// Every camera, of a site and/or a device. A list past the offset ceiling is fetched per
@@ -182,7 +201,14 @@ impl Client {
         if let Some(d) = device_id {
             params.push(("deviceId", d));
         }
-        match list_all(&self.http, "/v2/cameras", "GET /v2/cameras", &params).await {
+        match list_all(
+            &self.http,
+            List::Cameras.path(),
+            List::Cameras.route(),
+            &params,
+        )
+        .await
+        {
             Err(Error::Ceiling { .. }) if device_id.is_none() => {}
             other => return other,
         }
@@ -193,7 +219,7 @@ impl Client {
                 .sites()
                 .await?
                 .iter()
-                .map(|s| record_id(s, "/v2/sites"))
+                .map(|s| record_id(s, List::Sites.path()))
                 .collect::<Result<_>>()?,
         };
         let mut tasks = tokio::task::JoinSet::new();
@@ -217,8 +243,8 @@ impl Client {
         if !per_device {
             match list_all(
                 &self.http,
-                "/v2/cameras",
-                "GET /v2/cameras",
+                List::Cameras.path(),
+                List::Cameras.route(),
                 &[("siteId", &site)],
             )
             .await
@@ -230,13 +256,21 @@ impl Client {
         let mut out = Vec::new();
         for d in &self.devices().await? {
             let of: SiteOfDevice = serde_json::from_str(d.get()).map_err(|e| Error::Decode {
-                url: "/v2/devices".into(),
+                url: List::Devices.path().into(),
                 detail: format!("a device has no usable `siteId` ({e})"),
             })?;
             if of.site_id.is_some_and(|s| s.eq_ignore_ascii_case(&site)) {
-                let device = record_id(d, "/v2/devices")?;
+                let device = record_id(d, List::Devices.path())?;
                 let params = [("siteId", site.as_str()), ("deviceId", device.as_str())];
-                out.extend(list_all(&self.http, "/v2/cameras", "GET /v2/cameras", &params).await?);
+                out.extend(
+                    list_all(
+                        &self.http,
+                        List::Cameras.path(),
+                        List::Cameras.route(),
+                        &params,
+                    )
+                    .await?,
+                );
             }
         }
         Ok(out)

@@ -9,7 +9,6 @@ use std::time::Duration;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3_arrow::{PyRecordBatchReader, PyTable};
@@ -67,16 +66,9 @@ impl PyClient {
         site_id: Option<String>,
         device_id: Option<String>,
     ) -> PyResult<impl Future<Output = client::Result<Vec<client::Record>>> + Send + 'static> {
-        let kind = ListKind::parse(kind)?;
+        let list = client::lists::List::named(kind).map_err(errors::to_py)?;
         let c = self.core()?;
-        Ok(async move {
-            match kind {
-                ListKind::Sites => c.sites().await,
-                ListKind::Devices => c.devices().await,
-                ListKind::Cameras => c.cameras(site_id.as_deref(), device_id.as_deref()).await,
-                ListKind::Reports => c.reports().await,
-            }
-        })
+        Ok(async move { c.list(list, site_id.as_deref(), device_id.as_deref()).await })
     }
 
     /// The core future of a list as one typed Arrow table.
@@ -86,12 +78,7 @@ impl PyClient {
         site_id: Option<String>,
         device_id: Option<String>,
     ) -> PyResult<impl Future<Output = client::Result<PyTable>> + Send + 'static> {
-        let layout = match ListKind::parse(kind)? {
-            ListKind::Sites => Layout::sites(),
-            ListKind::Devices => Layout::devices(),
-            ListKind::Cameras => Layout::cameras(),
-            ListKind::Reports => Layout::reports(),
-        };
+        let layout = Layout::of(client::lists::List::named(kind).map_err(errors::to_py)?);
         let fut = self.list_future(kind, site_id, device_id)?;
         Ok(async move {
             let records = fut.await?;
@@ -111,27 +98,6 @@ impl PyClient {
         };
         events::check(&query).map_err(errors::to_py)?;
         Ok(query)
-    }
-}
-
-/// The lists of the service.
-#[derive(Clone, Copy)]
-enum ListKind {
-    Sites,
-    Devices,
-    Cameras,
-    Reports,
-}
-
-impl ListKind {
-    fn parse(kind: &str) -> PyResult<ListKind> {
-        Ok(match kind {
-            "sites" => ListKind::Sites,
-            "devices" => ListKind::Devices,
-            "cameras" => ListKind::Cameras,
-            "reports" => ListKind::Reports,
-            other => return Err(PyValueError::new_err(format!("no list `{other}`"))),
-        })
     }
 }
 
