@@ -365,7 +365,7 @@ def cache_location() -> Optional[str]:
     default: ``SURVEILLANCE_CACHE`` when it names a directory, else the user's cache
     directory's."""
 
-def cache_info_at(path: str) -> Optional[dict[str, Any]]:
+def cache_info_at(path: str) -> dict[str, Any]:
     """What the cache of settled events at ``path`` holds, as a dict."""
 
 def clear_cache_at(path: str) -> int:

@@ -242,8 +242,6 @@ class _BaseClient:
         _check.text("region", region, optional=True, config=True)
         _check.path("ca_bundle", ca_bundle, optional=True)
         _check.flag("trust_env", trust_env)
-        timeout = _check.a_number("timeout", timeout)
-        max_wait = _check.a_number("max_wait", max_wait)
         for name, count in (
             ("max_retries", max_retries),
             ("max_body_bytes", max_body_bytes),
@@ -253,8 +251,8 @@ class _BaseClient:
         settings.update(
             cache=_cache_setting(cache),
             settle=_sync.parse_settle(settle).total_seconds(),
-            timeout=timeout,
-            max_wait=max_wait,
+            timeout=_check.a_number("timeout", timeout),
+            max_wait=_check.a_number("max_wait", max_wait),
             limits=None if limits is None else asdict(limits),
             ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
         )
