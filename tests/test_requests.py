@@ -204,3 +204,22 @@ def test_what_a_fetch_spent_is_told(day):
     unlimited = day.client(limits=sv.Limits.unlimited())
     unlimited.events(start, start + HOUR, progress=False)
     assert unlimited.last_cost.limit is None and "%" not in str(unlimited.last_cost)
+
+
+def test_what_an_async_iteration_spent_is_told(day):
+    """``iter_events`` and ``event_batches`` of the async client leave their cost in
+    ``last_cost`` once the iteration ends, as the sync client's ``iter_events`` does."""
+    import asyncio
+
+    client = day.async_client(limits=sv.Limits(read_per_second=None, daily_requests=2400))
+    start = day.start + 20 * HOUR
+
+    async def drain(iterator):
+        return [x async for x in iterator]
+
+    for method in (client.iter_events, client.event_batches):
+        asyncio.run(client.sites())
+        assert client.last_cost.requests >= 1
+        day.reset_stats()
+        got = asyncio.run(drain(method(start, start + HOUR)))
+        assert got and client.last_cost.requests == reads(day) > 1

@@ -326,9 +326,11 @@ class AsyncClient(_BaseClient):
         """
         _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
-        async for chunk in self._chunks(lo, hi, report_id, refresh):
-            for event in chunk:
-                yield event
+        # What the iteration spent is in ``last_cost`` once it ends or is closed.
+        with self._meter():
+            async for chunk in self._chunks(lo, hi, report_id, refresh):
+                for event in chunk:
+                    yield event
 
     @_ametered
     async def plan_events(
@@ -352,15 +354,18 @@ class AsyncClient(_BaseClient):
         for :meth:`Client.events`."""
         _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
-        stream = self._inner.events_reader_async(lo, hi, report_id, refresh)
-        try:
-            while True:
-                batch = await stream.next_async()
-                if batch is None:
-                    return
-                yield batch
-        finally:
-            stream.close()
+        # What the iteration spent is in ``last_cost`` once it ends or is closed (counted from
+        # before the stream starts its requests).
+        with self._meter():
+            stream = self._inner.events_reader_async(lo, hi, report_id, refresh)
+            try:
+                while True:
+                    batch = await stream.next_async()
+                    if batch is None:
+                        return
+                    yield batch
+            finally:
+                stream.close()
 
     # --- publishing ---------------------------------------------------------------------
     @_ametered
