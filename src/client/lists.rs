@@ -142,7 +142,10 @@ mod tests {
             assert_eq!(List::named(list.name()).ok(), Some(list));
             assert_eq!(list.path(), format!("/v2/{}", list.name()));
             assert_eq!(list.route(), format!("GET {}", list.path()));
-            assert!(!crate::client::arrow::Layout::of(list).schema().fields().is_empty());
+            assert!(!crate::client::arrow::Layout::of(list)
+                .schema()
+                .fields()
+                .is_empty());
         }
         let refused = List::named("zones").err().map(|e| e.to_string());
         assert!(refused.is_some_and(|m| m.contains("zones") && m.contains("sites, devices")));
