@@ -28,15 +28,6 @@ fn seconds(name: &str, value: f64, positive: bool, max: f64) -> PyResult<Duratio
     config::seconds(name, value, positive, max).map_err(errors::to_py)
 }
 
-/// A count setting given as a Python int of any size, checked by the core (see
-/// `config::count`).
-fn count(given: &Keywords<'_>, name: &str, bounds: (u64, u64)) -> PyResult<Option<u64>> {
-    given
-        .get::<i128>(name)?
-        .map(|v| config::count(name, v, bounds).map_err(errors::to_py))
-        .transpose()
-}
-
 /// The native client (see `surveillance.Client`).
 #[pyclass(name = "Client", module = "surveillance._core", frozen)]
 pub struct PyClient {
@@ -141,16 +132,19 @@ impl PyClient {
             eu_base_url: given.get("eu_base_url")?,
             audience: given.get("audience")?,
             timeout,
-            max_retries: count(&given, "max_retries", config::RETRIES)?.map(|v| v as u32),
+            max_retries: given
+                .count("max_retries", config::RETRIES)?
+                .map(|v| v as u32),
             limits,
             ca_bundle: given.get("ca_bundle")?,
             trust_env: given.get("trust_env")?,
-            max_body_bytes: count(&given, "max_body_bytes", config::BODY_BYTES)?
+            max_body_bytes: given
+                .count("max_body_bytes", config::BODY_BYTES)?
                 .map(|v| v as usize),
             max_wait,
             cache: given.get("cache")?,
             settle,
-            cache_max_bytes: count(&given, "cache_max_bytes", config::CACHE_BYTES)?,
+            cache_max_bytes: given.count("cache_max_bytes", config::CACHE_BYTES)?,
         };
         given.done()?;
         let config = Config::from_settings(settings).map_err(errors::to_py)?;

@@ -40,6 +40,15 @@ impl<'py> Keywords<'py> {
         })
     }
 
+    /// The count `name` (a Python int of any size), checked against `bounds` by the core as
+    /// given, so that a negative or huge number gets the core's words, never an overflow;
+    /// None when it is absent or None.
+    pub fn count(&self, name: &str, bounds: (u64, u64)) -> PyResult<Option<u64>> {
+        self.get::<i128>(name)?
+            .map(|v| crate::client::config::count(name, v, bounds).map_err(super::errors::to_py))
+            .transpose()
+    }
+
     /// The argument `name`, which must be given.
     pub fn need<T: FromPyObjectOwned<'py>>(&self, name: &str) -> PyResult<T> {
         self.get(name)?.ok_or_else(|| {
@@ -71,23 +80,17 @@ pub fn limits(given: Keywords<'_>) -> PyResult<Limits> {
         }
         Ok(v)
     };
-    let count = |name: &str, bounds| -> PyResult<Option<u64>> {
-        let v: Option<i128> = given.get(name)?;
-        match v {
-            Some(v) => {
-                crate::limits::check_count(name, v, bounds).map_err(config_error)?;
-                Ok(u64::try_from(v).ok())
-            }
-            None => Ok(None),
-        }
-    };
     let (concurrency, daily) = (crate::limits::CONCURRENCY, crate::limits::DAILY);
     let limits = Limits {
         read_per_second: rate("read_per_second")?,
-        read_concurrency: count("read_concurrency", concurrency)?.map(|v| v as usize),
+        read_concurrency: given
+            .count("read_concurrency", concurrency)?
+            .map(|v| v as usize),
         publish_per_second: rate("publish_per_second")?,
-        publish_concurrency: count("publish_concurrency", concurrency)?.map(|v| v as usize),
-        daily_requests: count("daily_requests", daily)?,
+        publish_concurrency: given
+            .count("publish_concurrency", concurrency)?
+            .map(|v| v as usize),
+        daily_requests: given.count("daily_requests", daily)?,
     };
     given.done()?;
     Ok(limits)
