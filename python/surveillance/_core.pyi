@@ -134,6 +134,10 @@ class Client:
         """The effective settings and whether a token can be had, as text (no secrets)."""
     def diagnose_async(self) -> Awaitable[str]:
         """As ``diagnose``, as an awaitable."""
+    def follow_clock(self, emulator: Emulator) -> None:
+        """Reads the day of the daily quota from ``emulator``'s clock (which its
+        ``advance_clock`` moves) instead of the local one, until the service's ``Date``
+        headers correct it."""
     def stats(self) -> dict[str, Any]:
         """The counters, as a dict."""
     def cache_info(self) -> Optional[dict[str, Any]]:

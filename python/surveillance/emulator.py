@@ -418,9 +418,10 @@ class Emulator:
     def advance_clock(self, seconds: float) -> None:
         """Moves the emulator's clock forward (or back, with a negative ``seconds``): tokens
         expire as after that much real time, the ``Date`` of its answers moves, and the daily
-        quota counts in the UTC day the clock is then in. The clients of this process see the
-        time pass too (their daily quota is counted in the service's day: a client whose
-        budget is spent gets a new one when the emulator's day changes).
+        quota counts in the UTC day the clock is then in. The clients made by :meth:`client`
+        and :meth:`async_client` read the day of their quota from this clock (a client whose
+        budget is spent gets a new one when the emulator's day changes); any other client
+        learns the new day from the ``Date`` of the next answer, as from a real service.
 
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
@@ -514,7 +515,9 @@ class Emulator:
         Its limits are lifted (:meth:`Limits.unlimited`) unless the emulator enforces some
         with :meth:`set_limits`, in which case the client uses the same ones (the daily quota
         too: the client then refuses the request past it before sending). Keyword
-        arguments override (``timeout=``, ``max_retries=``, ``limits=`` ...).
+        arguments override (``timeout=``, ``max_retries=``, ``limits=`` ...). The client reads
+        the day of its quota from the emulator's clock, so :meth:`advance_clock` moves its day
+        too.
         """
         from .client import Client, Limits
 
@@ -531,7 +534,9 @@ class Emulator:
             "audience": self.audience,
         }
         settings.update(kwargs)
-        return Client(**settings)
+        client = Client(**settings)
+        client._inner.follow_clock(self._inner)
+        return client
 
     def async_client(self, **kwargs: Any) -> AsyncClient:
         """An :class:`~surveillance.AsyncClient` configured for this emulator, as

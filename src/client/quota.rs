@@ -21,7 +21,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 
 use reqwest::header::{HeaderMap, DATE};
 use serde::{Deserialize, Serialize};
@@ -74,8 +74,8 @@ pub struct Ledger {
     memory: Mutex<Record>,
     /// The service's clock minus the local clock, from its `Date` headers.
     skew_ms: AtomicI64,
-    /// The local clock, epoch ms (a seam for tests).
-    clock: fn() -> i64,
+    /// The clock the day is read from before the service's `Date` says otherwise.
+    clock: RwLock<Clock>,
     /// Requests granted from a budget held elsewhere; None: none is in force.
     allowance: Mutex<Option<Allowance>>,
     /// Wakes the requests waiting for a grant.
@@ -99,37 +99,34 @@ impl std::fmt::Debug for Ledger {
     }
 }
 
-/// Time added to the local clock of the ledgers of a base URL (see [`advance_clock`]).
-static CLOCK_OFFSETS: Mutex<Vec<(String, i64)>> = Mutex::new(Vec::new());
+/// The clock a ledger reads the day from until the service's `Date` headers correct it: the
+/// local clock, or the clock of a service that keeps its own (an emulator whose day can be
+/// moved on, handed over by [`Ledger::follow`]).
+#[derive(Clone, Default)]
+pub struct Clock(Option<Arc<dyn Fn() -> i64 + Send + Sync>>);
 
-fn local_now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
+impl Clock {
+    /// A clock that reads `now` (epoch ms).
+    pub fn new(now: impl Fn() -> i64 + Send + Sync + 'static) -> Clock {
+        Clock(Some(Arc::new(now)))
+    }
 
-fn clock_offset(base_url: &str) -> i64 {
-    let offsets = CLOCK_OFFSETS.lock().unwrap_or_else(|e| e.into_inner());
-    let base_url = base_url.trim_end_matches('/');
-    offsets
-        .iter()
-        .find(|(u, _)| u == base_url)
-        .map_or(0, |(_, ms)| *ms)
-}
-
-/// Moves the clock that the ledgers of `base_url` read the day from by `ms` (None: back to
-/// the real clock): the test seam that lets a day pass for the clients of an emulator as it
-/// does for the emulator itself (`Emulator.advance_clock`). Until the next `Date` header, a
-/// ledger reads the service's day from the local clock and the last skew.
-pub fn advance_clock(base_url: &str, ms: Option<i64>) {
-    let base_url = base_url.trim_end_matches('/');
-    let mut offsets = CLOCK_OFFSETS.lock().unwrap_or_else(|e| e.into_inner());
-    let at = offsets.iter().position(|(u, _)| u == base_url);
-    match (at, ms) {
-        (Some(i), Some(ms)) => offsets[i].1 += ms,
-        (None, Some(ms)) => offsets.push((base_url.to_owned(), ms)),
-        (Some(i), None) => {
-            offsets.swap_remove(i);
+    /// Now, epoch ms.
+    pub fn now_ms(&self) -> i64 {
+        match &self.0 {
+            Some(now) => now(),
+            None => chrono::Utc::now().timestamp_millis(),
         }
-        (None, None) => {}
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Clock(given)"
+        } else {
+            "Clock(local)"
+        })
     }
 }
 
@@ -208,7 +205,7 @@ impl Ledger {
             file: Mutex::new(file),
             memory: Mutex::new(Record::default()),
             skew_ms: AtomicI64::new(0),
-            clock: local_now_ms,
+            clock: RwLock::new(Clock::default()),
             allowance: Mutex::new(None),
             granted: tokio::sync::Notify::new(),
         }
@@ -295,9 +292,19 @@ impl Ledger {
         self.limit
     }
 
+    /// Reads the day from `clock` from now on (the clock of an emulator, which its
+    /// `advance_clock` moves): until the next `Date` header, as the service's clock.
+    pub fn follow(&self, clock: Clock) {
+        *self.clock.write().unwrap_or_else(|e| e.into_inner()) = clock;
+        self.skew_ms.store(0, Ordering::Relaxed);
+    }
+
     /// The local clock, epoch ms.
     fn local_ms(&self) -> i64 {
-        (self.clock)() + clock_offset(&self.base_url)
+        self.clock
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .now_ms()
     }
 
     /// The service's clock now, epoch ms.

@@ -433,6 +433,13 @@ impl PyClient {
         Ok(self.core()?.ledger().allowance())
     }
 
+    /// Reads the day of the daily quota from `emulator`'s clock (which its `advance_clock`
+    /// moves) instead of the local one, until the service's `Date` headers correct it.
+    fn follow_clock(&self, emulator: PyRef<'_, super::emulator::PyEmulator>) -> PyResult<()> {
+        self.core()?.ledger().follow(emulator.clock());
+        Ok(())
+    }
+
     /// The counters, as a dict.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.core()?.stats())

@@ -40,12 +40,18 @@ pub struct PyEmulator {
 impl Drop for PyEmulator {
     fn drop(&mut self) {
         self.handle.signal_stop();
-        crate::client::quota::advance_clock(&self.handle.url(), None);
         self.forget_ledger();
     }
 }
 
 impl PyEmulator {
+    /// The emulator's clock, for the ledgers of its clients (`Client.follow_clock`): the day
+    /// of their quota is the emulator's, which `advance_clock` moves.
+    pub(crate) fn clock(&self) -> crate::client::quota::Clock {
+        let state = Arc::clone(&self.handle.state);
+        crate::client::quota::Clock::new(move || state.now_ms())
+    }
+
     /// Removes the daily quota's ledger of this emulator's URL and key (see
     /// `client::quota::forget`): it counted requests to a service that is gone.
     fn forget_ledger(&self) {
@@ -288,8 +294,7 @@ impl PyEmulator {
         self.handle.state.set_token_lifetime(seconds);
     }
 
-    /// Moves the emulator's clock, and the clock this process's clients read the day of
-    /// their quota from (time passes for both, as it does in real life).
+    /// Moves the emulator's clock (its clients' ledgers follow it: see `clock`).
     fn advance_clock(&self, seconds: f64) -> PyResult<()> {
         if !(seconds.is_finite() && seconds.abs() <= 1e11) {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
@@ -297,7 +302,6 @@ impl PyEmulator {
             )));
         }
         self.handle.state.advance_clock(seconds);
-        crate::client::quota::advance_clock(&self.url(), Some((seconds * 1000.0) as i64));
         Ok(())
     }
 
@@ -431,7 +435,6 @@ impl PyEmulator {
     fn stop(&self, py: Python<'_>) -> PyResult<()> {
         let rt = runtime::get().map_err(|e| PyOSError::new_err(e.to_string()))?;
         py.detach(|| rt.block_on(self.handle.stop()));
-        crate::client::quota::advance_clock(&self.url(), None);
         self.forget_ledger();
         Ok(())
     }
