@@ -16,7 +16,7 @@ from .aio import AsyncClient
 from .client import Client, Cost, EventPlan, Limits
 from .emulator import Emulator
 from .errors import *  # noqa: F403 (the exceptions, as errors.__all__ lists them)
-from .publish import PublishReport, validate
+from .publish import PublishError, PublishInterrupted, PublishReport, validate
 from .sync import SyncResult
 from .types import (
     CacheEntry,
@@ -47,6 +47,8 @@ __all__ = [
     "SyncResult",
     "validate",
     "PublishReport",
+    "PublishError",
+    "PublishInterrupted",
     # The records and dicts the clients return, for annotations (surveillance.types).
     "Event",
     "EventDetails",

@@ -582,7 +582,7 @@ def _publish_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    from .errors import PublishInterrupted
+    from .publish import PublishInterrupted
 
     _records.check(args.file)
     if args.failures:

@@ -20,16 +20,17 @@ Every error the package raises on purpose is a :class:`SurveillanceError`::
     KeyboardInterrupt
     └── PublishInterrupted   Ctrl-C during Client.publish (.report: the partial PublishReport)
 
+The two that carry a publish report are defined beside it, in :mod:`surveillance.publish`
+(so this module needs nothing of the package); ``surveillance.PublishError`` and
+``surveillance.PublishInterrupted`` name them, as they name these.
+
 Messages never contain a secret, an API key or a token.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional
-
-if TYPE_CHECKING:
-    from .publish import PublishReport
+from typing import Any, NamedTuple, Optional
 
 __all__ = [
     "SurveillanceError",
@@ -45,8 +46,6 @@ __all__ = [
     "DenseWindowError",
     "QuotaExhaustedError",
     "SyncLockedError",
-    "PublishError",
-    "PublishInterrupted",
 ]
 
 
@@ -219,50 +218,3 @@ class SyncLockedError(SurveillanceError):
 
     def __reduce__(self) -> Any:
         return (type(self), (str(self), self.path))
-
-
-class PublishError(SurveillanceError):
-    """Raised by :meth:`PublishReport.raise_on_failure
-    <surveillance.PublishReport.raise_on_failure>` when records were not accepted.
-
-    Attributes:
-        report: the :class:`~surveillance.PublishReport`; ``report.rejected`` lists the
-            records and why, ``report.write_failures(path)`` writes them to publish again.
-    """
-
-    def __init__(self, message: str, report: Any = None) -> None:
-        super().__init__(message)
-        self.report: Optional[PublishReport] = report
-
-    def __reduce__(self) -> Any:
-        return (type(self), (str(self), None))
-
-
-class PublishInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or another ``KeyboardInterrupt``) stopped :meth:`Client.publish
-    <surveillance.Client.publish>`. A ``KeyboardInterrupt``, so code that stops on Ctrl-C
-    still stops; it carries what was done.
-
-    Attributes:
-        report: the partial :class:`~surveillance.PublishReport`: every record taken from the
-            source is accepted or in ``report.rejected`` (those not yet accepted with
-            ``status`` None), and ``report.write_failures(path)`` writes every record not yet
-            accepted (with the unread rest of a list, DataFrame or file source), ready to
-            publish again.
-
-    >>> import surveillance as sv
-    >>> issubclass(sv.PublishInterrupted, KeyboardInterrupt)
-    True
-    """
-
-    def __init__(self, report: Any = None) -> None:
-        accepted = getattr(report, "accepted", 0)
-        total = getattr(report, "total", 0)
-        super().__init__(
-            f"publishing interrupted: {accepted:,} of {total:,} records read were accepted; "
-            "`.report.write_failures(path)` writes the rest, ready to publish again"
-        )
-        self.report: Optional[PublishReport] = report
-
-    def __reduce__(self) -> Any:
-        return (type(self), (None,))

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, U
 
 from . import _check, _core, _progress, _records
 from ._progress import ProgressArg, _wanted
-from .errors import Problem, PublishError, PublishInterrupted
+from .errors import Problem, SurveillanceError
 
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["Problem", "Failure", "PublishReport", "validate"]
+__all__ = ["Problem", "Failure", "PublishReport", "PublishError", "PublishInterrupted", "validate"]
 
 #: DataFrame rows converted to dicts at a time.
 _FRAME_CHUNK = 1000
@@ -474,6 +474,53 @@ class PublishReport:
 
 
 # --- sources ----------------------------------------------------------------------------------
+class PublishError(SurveillanceError):
+    """Raised by :meth:`PublishReport.raise_on_failure
+    <surveillance.PublishReport.raise_on_failure>` when records were not accepted.
+
+    Attributes:
+        report: the :class:`~surveillance.PublishReport`; ``report.rejected`` lists the
+            records and why, ``report.write_failures(path)`` writes them to publish again.
+    """
+
+    def __init__(self, message: str, report: Optional[PublishReport] = None) -> None:
+        super().__init__(message)
+        self.report: Optional[PublishReport] = report
+
+    def __reduce__(self) -> Any:
+        return (type(self), (str(self), None))
+
+
+class PublishInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or another ``KeyboardInterrupt``) stopped :meth:`Client.publish
+    <surveillance.Client.publish>`. A ``KeyboardInterrupt``, so code that stops on Ctrl-C
+    still stops; it carries what was done.
+
+    Attributes:
+        report: the partial :class:`~surveillance.PublishReport`: every record taken from the
+            source is accepted or in ``report.rejected`` (those not yet accepted with
+            ``status`` None), and ``report.write_failures(path)`` writes every record not yet
+            accepted (with the unread rest of a list, DataFrame or file source), ready to
+            publish again.
+
+    >>> import surveillance as sv
+    >>> issubclass(sv.PublishInterrupted, KeyboardInterrupt)
+    True
+    """
+
+    def __init__(self, report: Optional[PublishReport] = None) -> None:
+        accepted = getattr(report, "accepted", 0)
+        total = getattr(report, "total", 0)
+        super().__init__(
+            f"publishing interrupted: {accepted:,} of {total:,} records read were accepted; "
+            "`.report.write_failures(path)` writes the rest, ready to publish again"
+        )
+        self.report: Optional[PublishReport] = report
+
+    def __reduce__(self) -> Any:
+        return (type(self), (None,))
+
+
 def _missing(value: Any) -> bool:
     """Absent in a DataFrame row: None, NaN, NaT, pandas.NA."""
     if value is None:
