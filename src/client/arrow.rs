@@ -23,7 +23,7 @@ use crate::time::parse_time;
 
 /// Where a column's values come from in a record.
 #[derive(Debug, Clone, Copy)]
-enum Source {
+pub(crate) enum Source {
     /// A top-level key.
     Key(&'static str),
     /// A key of a nested object (`details.duration_sec`).
@@ -45,19 +45,19 @@ fn utc_ms() -> DataType {
     DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
 }
 
-fn utc_s() -> DataType {
+pub(crate) fn utc_s() -> DataType {
     DataType::Timestamp(TimeUnit::Second, Some("UTC".into()))
 }
 
-fn list_of(dt: DataType) -> DataType {
+pub(crate) fn list_of(dt: DataType) -> DataType {
     DataType::List(Arc::new(Field::new("item", dt, true)))
 }
 
-fn strukt(fields: Vec<Field>) -> DataType {
+pub(crate) fn strukt(fields: Vec<Field>) -> DataType {
     DataType::Struct(Fields::from(fields))
 }
 
-fn locale_map() -> DataType {
+pub(crate) fn locale_map() -> DataType {
     let entries = Field::new(
         "entries",
         strukt(vec![
@@ -70,7 +70,12 @@ fn locale_map() -> DataType {
 }
 
 impl Layout {
-    fn new(noun: &'static str, columns: Vec<(&'static str, DataType, Source)>) -> Layout {
+    /// A layout of `columns` (name, type, where it is read from); `noun` names a record in
+    /// errors.
+    pub(crate) fn new(
+        noun: &'static str,
+        columns: Vec<(&'static str, DataType, Source)>,
+    ) -> Layout {
         let fields: Vec<Field> = columns
             .iter()
             .map(|(n, dt, _)| Field::new(*n, dt.clone(), true))
@@ -143,119 +148,6 @@ impl Layout {
                     Nested("details", "marker"),
                 ),
                 ("details", DataType::Utf8, Json("details")),
-            ],
-        )
-    }
-
-    /// Sites: `updatedAt`/`deletedAt` as timestamps in seconds.
-    /// The layout of `list`.
-    pub fn of(list: super::lists::List) -> Layout {
-        use super::lists::List;
-        match list {
-            List::Sites => Layout::sites(),
-            List::Devices => Layout::devices(),
-            List::Cameras => Layout::cameras(),
-            List::Reports => Layout::reports(),
-        }
-    }
-
-    pub fn sites() -> Layout {
-        use Source::*;
-        let text = |n: &'static str| (n, DataType::Utf8, Key(n));
-        let int = |n: &'static str| (n, DataType::Int64, Key(n));
-        Layout::new(
-            "site",
-            vec![
-                text("id"),
-                text("customerId"),
-                text("primaryDeviceId"),
-                text("motionAlarmScheduleId"),
-                text("cloudStoragePackageId"),
-                text("name"),
-                text("address"),
-                text("timezone"),
-                text("type"),
-                text("externalId"),
-                text("status"),
-                text("visibilityStatus"),
-                ("updatedAt", utc_s(), Key("updatedAt")),
-                ("deletedAt", utc_s(), Key("deletedAt")),
-                ("tags", list_of(DataType::Utf8), Key("tags")),
-                ("locationTags", list_of(DataType::Utf8), Key("locationTags")),
-                int("deviceCount"),
-                int("cameraCount"),
-                int("onlineCameraCount"),
-                int("offlineCameraCount"),
-            ],
-        )
-    }
-
-    /// Devices.
-    pub fn devices() -> Layout {
-        use Source::*;
-        let text = |n: &'static str| (n, DataType::Utf8, Key(n));
-        Layout::new(
-            "device",
-            vec![
-                text("id"),
-                text("customerId"),
-                text("name"),
-                text("status"),
-                text("address"),
-                text("timezoneId"),
-                ("totalCameras", DataType::Int64, Key("totalCameras")),
-                ("offlineCameras", DataType::Int64, Key("offlineCameras")),
-                text("siteId"),
-            ],
-        )
-    }
-
-    /// Cameras, with their nested streams.
-    pub fn cameras() -> Layout {
-        use Source::*;
-        let text = |n: &'static str| (n, DataType::Utf8, Key(n));
-        let stream = strukt(vec![
-            Field::new("id", DataType::Utf8, true),
-            Field::new("name", DataType::Utf8, true),
-            Field::new("retention", DataType::Int64, true),
-            Field::new(
-                "dimensions",
-                strukt(vec![
-                    Field::new("width", DataType::Int64, true),
-                    Field::new("height", DataType::Int64, true),
-                ]),
-                true,
-            ),
-            Field::new("fps", DataType::Float64, true),
-            Field::new("average_bps", DataType::Int64, true),
-            Field::new("earliestSegmentDate", DataType::Utf8, true),
-        ]);
-        Layout::new(
-            "camera",
-            vec![
-                text("id"),
-                text("deviceId"),
-                text("name"),
-                text("status"),
-                text("siteId"),
-                ("streams", list_of(stream), Key("streams")),
-                text("ip"),
-                text("manufacturer"),
-                text("model"),
-                text("serialNumber"),
-            ],
-        )
-    }
-
-    /// Reports: locale maps as `map<utf8, utf8>`.
-    pub fn reports() -> Layout {
-        use Source::*;
-        Layout::new(
-            "report",
-            vec![
-                ("id", DataType::Utf8, Key("id")),
-                ("name", locale_map(), Key("name")),
-                ("description", locale_map(), Key("description")),
             ],
         )
     }
@@ -844,7 +736,10 @@ mod tests {
     #[test]
     fn reports_maps() {
         let r = r#"{"id":"r","name":{"en-US":"A","fr-FR":"B"},"description":null}"#;
-        let b = Layout::reports().batch([r].into_iter()).expect("batch");
+        let b = crate::client::lists::List::Reports
+            .layout()
+            .batch([r].into_iter())
+            .expect("batch");
         assert!(b.column(2).is_null(0));
         assert_eq!(b.column(1).len(), 1);
     }

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::arrow::{events_fast, Layout};
 use super::events::parse_events;
-use super::lists::parse_page;
+use super::lists::{parse_page, List};
 use super::Error;
 use crate::time::parse_time;
 use crate::webhook::scan::scan;
@@ -297,7 +297,7 @@ proptest! {
     #[test]
     fn any_records_to_arrow_never_panic(values in prop::collection::vec(any_json(), 0..5)) {
         let texts: Vec<String> = values.iter().map(Value::to_string).collect();
-        for layout in [Layout::events(), Layout::sites(), Layout::devices(), Layout::cameras(), Layout::reports()] {
+        for layout in [Layout::events(), List::Sites.layout(), List::Devices.layout(), List::Cameras.layout(), List::Reports.layout()] {
             let _ = layout.batch(texts.iter().map(String::as_str));
         }
     }
@@ -377,7 +377,8 @@ fn floats_are_read_exactly() {
     let v: f64 = serde_json::from_str("7225682116495305.0").expect("a float");
     assert_eq!(v, 7_225_682_116_495_305.0);
     let camera = r#"{"id":"c","streams":[{"fps":7225682116495305.0}]}"#;
-    let batch = Layout::cameras()
+    let batch = List::Cameras
+        .layout()
         .batch([camera].into_iter())
         .expect("camera batch");
     assert_eq!(batch.num_rows(), 1);

@@ -1,9 +1,12 @@
-//! Auto-paging of the plain lists (sites, devices, cameras, reports): 100 records a page until a
-//! short page; a list that reaches the offset ceiling is split (cameras) or refused, never cut.
+//! The lists of the service (sites, devices, cameras, reports: one table, [`List`]) and their
+//! auto-paging: 100 records a page until a short page; a list that reaches the offset ceiling
+//! is split (cameras) or refused, never cut.
 
+use arrow_schema::{DataType, Field};
 use serde_json::value::RawValue;
 use url::Url;
 
+use super::arrow::{list_of, locale_map, strukt, utc_s, Layout, Source};
 use super::error::{Error, Result};
 use super::http::{Call, Http};
 
@@ -15,9 +18,10 @@ pub const OFFSET_CEILING: usize = 10_000;
 /// One record as the service sent it (JSON text, not parsed further).
 pub type Record = Box<RawValue>;
 
-/// The plain lists of the service, each with its name (as the bindings and the CLI call it),
-/// its path, the route its requests are counted under, and (in `arrow.rs`) its Arrow layout:
-/// the one table a new list endpoint is added to.
+/// The lists of the service: the one table a new list endpoint is added to. Each one's
+/// facts stand together in its [`Spec`]: its name (as the bindings and the CLI call it), its
+/// path, the route its requests are counted under, what it holds, its filters and its Arrow
+/// layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum List {
     Sites,
@@ -26,18 +30,91 @@ pub enum List {
     Reports,
 }
 
+/// What the client knows of one list.
+#[derive(Debug)]
+pub struct Spec {
+    /// `sites`, `devices`, ...
+    pub name: &'static str,
+    /// Its path on the service.
+    pub path: &'static str,
+    /// The route its requests are counted under in the stats.
+    pub route: &'static str,
+    /// What it holds, in a few words (the CLI's help).
+    pub about: &'static str,
+    /// The query parameters that narrow it.
+    pub filters: &'static [Filter],
+    /// Its Arrow layout.
+    pub layout: fn() -> Layout,
+}
+
+/// A query parameter that narrows a list to the records of one site, device, ...
+#[derive(Debug)]
+pub struct Filter {
+    /// The parameter, as the service names it (`siteId`).
+    pub param: &'static str,
+    /// The keyword the bindings and the CLI take it as (`site_id`).
+    pub keyword: &'static str,
+}
+
+const SITE: Filter = Filter {
+    param: "siteId",
+    keyword: "site_id",
+};
+const DEVICE: Filter = Filter {
+    param: "deviceId",
+    keyword: "device_id",
+};
+
+const SITES: Spec = Spec {
+    name: "sites",
+    path: "/v2/sites",
+    route: "GET /v2/sites",
+    about: "every site",
+    filters: &[],
+    layout: site_layout,
+};
+const DEVICES: Spec = Spec {
+    name: "devices",
+    path: "/v2/devices",
+    route: "GET /v2/devices",
+    about: "every recording device",
+    filters: &[],
+    layout: device_layout,
+};
+const CAMERAS: Spec = Spec {
+    name: "cameras",
+    path: "/v2/cameras",
+    route: "GET /v2/cameras",
+    about: "every camera, or those of one site or device",
+    filters: &[SITE, DEVICE],
+    layout: camera_layout,
+};
+const REPORTS: Spec = Spec {
+    name: "reports",
+    path: "/v2/reports",
+    route: "GET /v2/reports",
+    about: "every report (its id is the report_id of events)",
+    filters: &[],
+    layout: report_layout,
+};
+
 impl List {
     /// Every list, in the order the documentation gives them.
     pub const ALL: [List; 4] = [List::Sites, List::Devices, List::Cameras, List::Reports];
 
+    /// Its facts.
+    pub fn spec(self) -> &'static Spec {
+        match self {
+            List::Sites => &SITES,
+            List::Devices => &DEVICES,
+            List::Cameras => &CAMERAS,
+            List::Reports => &REPORTS,
+        }
+    }
+
     /// Its name: `sites`, `devices`, `cameras`, `reports`.
     pub fn name(self) -> &'static str {
-        match self {
-            List::Sites => "sites",
-            List::Devices => "devices",
-            List::Cameras => "cameras",
-            List::Reports => "reports",
-        }
+        self.spec().name
     }
 
     /// The list called `name`; an error naming the lists there are otherwise.
@@ -57,22 +134,17 @@ impl List {
 
     /// Its path on the service.
     pub fn path(self) -> &'static str {
-        match self {
-            List::Sites => "/v2/sites",
-            List::Devices => "/v2/devices",
-            List::Cameras => "/v2/cameras",
-            List::Reports => "/v2/reports",
-        }
+        self.spec().path
     }
 
     /// The route its requests are counted under in the stats.
     pub fn route(self) -> &'static str {
-        match self {
-            List::Sites => "GET /v2/sites",
-            List::Devices => "GET /v2/devices",
-            List::Cameras => "GET /v2/cameras",
-            List::Reports => "GET /v2/reports",
-        }
+        self.spec().route
+    }
+
+    /// Its Arrow layout.
+    pub fn layout(self) -> Layout {
+        (self.spec().layout)()
     }
 }
 
@@ -132,6 +204,108 @@ pub async fn list_all(
     }
 }
 
+/// Sites: `updatedAt`/`deletedAt` as timestamps in seconds.
+fn site_layout() -> Layout {
+    use Source::*;
+    let text = |n: &'static str| (n, DataType::Utf8, Key(n));
+    let int = |n: &'static str| (n, DataType::Int64, Key(n));
+    Layout::new(
+        "site",
+        vec![
+            text("id"),
+            text("customerId"),
+            text("primaryDeviceId"),
+            text("motionAlarmScheduleId"),
+            text("cloudStoragePackageId"),
+            text("name"),
+            text("address"),
+            text("timezone"),
+            text("type"),
+            text("externalId"),
+            text("status"),
+            text("visibilityStatus"),
+            ("updatedAt", utc_s(), Key("updatedAt")),
+            ("deletedAt", utc_s(), Key("deletedAt")),
+            ("tags", list_of(DataType::Utf8), Key("tags")),
+            ("locationTags", list_of(DataType::Utf8), Key("locationTags")),
+            int("deviceCount"),
+            int("cameraCount"),
+            int("onlineCameraCount"),
+            int("offlineCameraCount"),
+        ],
+    )
+}
+
+/// Devices.
+fn device_layout() -> Layout {
+    use Source::*;
+    let text = |n: &'static str| (n, DataType::Utf8, Key(n));
+    Layout::new(
+        "device",
+        vec![
+            text("id"),
+            text("customerId"),
+            text("name"),
+            text("status"),
+            text("address"),
+            text("timezoneId"),
+            ("totalCameras", DataType::Int64, Key("totalCameras")),
+            ("offlineCameras", DataType::Int64, Key("offlineCameras")),
+            text("siteId"),
+        ],
+    )
+}
+
+/// Cameras, with their nested streams.
+fn camera_layout() -> Layout {
+    use Source::*;
+    let text = |n: &'static str| (n, DataType::Utf8, Key(n));
+    let stream = strukt(vec![
+        Field::new("id", DataType::Utf8, true),
+        Field::new("name", DataType::Utf8, true),
+        Field::new("retention", DataType::Int64, true),
+        Field::new(
+            "dimensions",
+            strukt(vec![
+                Field::new("width", DataType::Int64, true),
+                Field::new("height", DataType::Int64, true),
+            ]),
+            true,
+        ),
+        Field::new("fps", DataType::Float64, true),
+        Field::new("average_bps", DataType::Int64, true),
+        Field::new("earliestSegmentDate", DataType::Utf8, true),
+    ]);
+    Layout::new(
+        "camera",
+        vec![
+            text("id"),
+            text("deviceId"),
+            text("name"),
+            text("status"),
+            text("siteId"),
+            ("streams", list_of(stream), Key("streams")),
+            text("ip"),
+            text("manufacturer"),
+            text("model"),
+            text("serialNumber"),
+        ],
+    )
+}
+
+/// Reports: locale maps as `map<utf8, utf8>`.
+fn report_layout() -> Layout {
+    use Source::*;
+    Layout::new(
+        "report",
+        vec![
+            ("id", DataType::Utf8, Key("id")),
+            ("name", locale_map(), Key("name")),
+            ("description", locale_map(), Key("description")),
+        ],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::List;
@@ -142,10 +316,7 @@ mod tests {
             assert_eq!(List::named(list.name()).ok(), Some(list));
             assert_eq!(list.path(), format!("/v2/{}", list.name()));
             assert_eq!(list.route(), format!("GET {}", list.path()));
-            assert!(!crate::client::arrow::Layout::of(list)
-                .schema()
-                .fields()
-                .is_empty());
+            assert!(!list.layout().schema().fields().is_empty());
         }
         let refused = List::named("zones").err().map(|e| e.to_string());
         assert!(refused.is_some_and(|m| m.contains("zones") && m.contains("sites, devices")));

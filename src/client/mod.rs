@@ -147,18 +147,30 @@ impl Client {
         Ok(self.http.token().await?.0)
     }
 
-    /// Every record of `list` (cameras of a site and/or a device, see [`Client::cameras`]; the
-    /// other lists take no filter).
+    /// Every record of `list`, narrowed by the filters it takes (`site_id`, `device_id`: see
+    /// [`Spec::filters`](lists::Spec); cameras past the offset ceiling: [`Client::cameras`]).
     pub async fn list(
         &self,
         list: List,
         site_id: Option<&str>,
         device_id: Option<&str>,
     ) -> Result<Vec<Record>> {
-        match list {
-            List::Cameras => self.cameras(site_id, device_id).await,
-            other => self.plain(other).await,
+        if list == List::Cameras {
+            return self.cameras(site_id, device_id).await;
         }
+        let mut params = Vec::new();
+        for (keyword, value) in [("site_id", site_id), ("device_id", device_id)] {
+            let Some(value) = value else { continue };
+            let Some(filter) = list.spec().filters.iter().find(|f| f.keyword == keyword) else {
+                return Err(Error::Config(format!(
+                    "the {} list takes no `{keyword}`",
+                    list.name()
+                )));
+            };
+            check_uuid(value, keyword)?;
+            params.push((filter.param, value));
+        }
+        list_all(&self.http, list.path(), list.route(), &params).await
     }
 
     /// Every record of a list that takes no filter.

@@ -69,7 +69,9 @@ impl PyClient {
         site_id: Option<String>,
         device_id: Option<String>,
     ) -> PyResult<impl Future<Output = client::Result<PyTable>> + Send + 'static> {
-        let layout = Layout::of(client::lists::List::named(kind).map_err(errors::to_py)?);
+        let layout = client::lists::List::named(kind)
+            .map_err(errors::to_py)?
+            .layout();
         let fut = self.list_future(kind, site_id, device_id)?;
         Ok(async move {
             let records = fut.await?;
