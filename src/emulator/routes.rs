@@ -17,7 +17,7 @@ use axum::Router;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use super::data::Data;
+use super::data::{Listing, LISTINGS};
 use super::dialect::{ErrorBody, ExpiredToken, Failure, Rendered, RetryAfter, WebhookAnswer};
 use super::state::{Class, Fault, Hostile, Order, Refusal, State, Verdict};
 use crate::webhook as validate;
@@ -122,12 +122,18 @@ pub fn http_date(ms: i64) -> String {
 /// The emulator's router over `state`, usable without a socket (`tower::ServiceExt::oneshot`).
 /// Every answer it gives carries one `Date` header, from the emulator's clock.
 pub fn router(state: Shared) -> Router {
-    Router::new()
-        .route("/v2/oauth/token", post(token))
-        .route("/v2/sites", get(sites))
-        .route("/v2/devices", get(devices))
-        .route("/v2/cameras", get(cameras))
-        .route("/v2/reports", get(reports))
+    let mut router = Router::new().route("/v2/oauth/token", post(token));
+    for listing in &LISTINGS {
+        router = router.route(
+            listing.path,
+            get(
+                move |AxState(state): AxState<Shared>, Query(p): Params| async move {
+                    list(listing, &p, &state)
+                },
+            ),
+        );
+    }
+    router
         .route("/v2/events", get(events))
         .route("/v2/webhook", post(webhook_us))
         .route("/eu/v2/webhook", post(webhook_eu))
@@ -537,54 +543,31 @@ fn page_of(records: &[&Value], offset: usize) -> Response {
     )
 }
 
+/// A page of `listing`, narrowed by its filters.
 fn list(
+    listing: &Listing,
     p: &HashMap<String, String>,
-    pick: impl FnOnce(&Data) -> Vec<&Value>,
     state: &State,
 ) -> Result<Response, ApiError> {
     let offset = offset_of(p)?;
+    let mut wanted = Vec::with_capacity(listing.filters.len());
+    for (param, key) in listing.filters {
+        if let Some(want) = uuid_param(p, param)? {
+            wanted.push((*key, want));
+        }
+    }
     let data = state.data();
-    Ok(page_of(&pick(&data), offset))
-}
-
-async fn sites(AxState(state): AxState<Shared>, Query(p): Params) -> Result<Response, ApiError> {
-    list(&p, |d| d.sites.iter().collect(), &state)
-}
-
-async fn devices(AxState(state): AxState<Shared>, Query(p): Params) -> Result<Response, ApiError> {
-    list(&p, |d| d.devices.iter().collect(), &state)
-}
-
-async fn reports(AxState(state): AxState<Shared>, Query(p): Params) -> Result<Response, ApiError> {
-    list(
-        &p,
-        |d| {
-            d.reports
-                .iter()
-                .filter(|r| r.visible)
-                .map(|r| &r.json)
-                .collect()
-        },
-        &state,
-    )
-}
-
-async fn cameras(AxState(state): AxState<Shared>, Query(p): Params) -> Result<Response, ApiError> {
-    let site = uuid_param(&p, "siteId")?;
-    let device = uuid_param(&p, "deviceId")?;
-    let matches = |c: &Value, key: &str, want: Option<&str>| {
-        want.is_none_or(|w| c[key].as_str().is_some_and(|v| v.eq_ignore_ascii_case(w)))
-    };
-    list(
-        &p,
-        |d| {
-            d.cameras
-                .iter()
-                .filter(|c| matches(c, "siteId", site) && matches(c, "deviceId", device))
-                .collect()
-        },
-        &state,
-    )
+    let records: Vec<&Value> = (listing.records)(&data)
+        .into_iter()
+        .filter(|r| {
+            wanted.iter().all(|(key, want)| {
+                r[*key]
+                    .as_str()
+                    .is_some_and(|v| v.eq_ignore_ascii_case(want))
+            })
+        })
+        .collect();
+    Ok(page_of(&records, offset))
 }
 
 /// Parses a startTime/endTime parameter: ISO 8601 in UTC with a trailing `Z`.

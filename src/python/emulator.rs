@@ -13,6 +13,7 @@ use super::from_json::{to_list, to_object};
 use super::kwargs::{self, Keywords};
 use super::runtime;
 use super::values::to_py;
+use crate::emulator::data::LISTINGS;
 use crate::emulator::dialect::{
     ErrorBody, ExpiredToken, RetryAfter, TokenAnswer, WebhookAnswer, WebhookErrors,
 };
@@ -378,24 +379,14 @@ impl PyEmulator {
 
     /// Every record of a resource list.
     fn resources<'py>(&self, py: Python<'py>, kind: &str) -> PyResult<Bound<'py, PyAny>> {
-        let data = self.handle.state.data();
-        match kind {
-            "sites" => to_py(py, &data.sites),
-            "devices" => to_py(py, &data.devices),
-            "cameras" => to_py(py, &data.cameras),
-            "reports" => to_py(
-                py,
-                &data
-                    .reports
-                    .iter()
-                    .filter(|r| r.visible)
-                    .map(|r| &r.json)
-                    .collect::<Vec<_>>(),
-            ),
-            _ => Err(PyValueError::new_err(format!(
-                "`kind` must be `sites`, `devices`, `cameras` or `reports`, got `{kind}`"
-            ))),
-        }
+        let Some(listing) = crate::emulator::data::listing(kind) else {
+            let names: Vec<&str> = LISTINGS.iter().map(|l| l.name).collect();
+            return Err(PyValueError::new_err(format!(
+                "`kind` must be one of {}, got `{kind}`",
+                names.join(", ")
+            )));
+        };
+        to_py(py, &(listing.records)(&self.handle.state.data()))
     }
 
     /// Ids of the events with `start <= startTime < end`, sorted by (startTime, id).
