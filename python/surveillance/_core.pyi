@@ -12,6 +12,7 @@ __all__ = [
     "DEFAULT_MAX_WAIT_S",
     "DEFAULT_TIMEOUT_S",
     "MAX_SETTLE_S",
+    "LISTS",
     "BatchStream",
     "cache_info_at",
     "check_limits",
@@ -46,6 +47,9 @@ DEFAULT_MAX_RETRIES: int
 DEFAULT_MAX_WAIT_S: float
 #: The longest ``settle``, seconds (30 days).
 MAX_SETTLE_S: float
+#: The core's list table: each list's ``name``, what it holds (``about``) and the keywords of
+#: its ``filters``.
+LISTS: list[dict[str, Any]]
 
 @final
 class Client:

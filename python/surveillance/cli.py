@@ -643,16 +643,31 @@ def _list_arguments(p: argparse.ArgumentParser) -> None:
     _client_arguments(p)
 
 
-def _cameras_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--site", metavar="ID", help="only the cameras of this site")
-    p.add_argument("--device", metavar="ID", help="only the cameras of this device")
-    _list_arguments(p)
+def _filter_option(keyword: str) -> str:
+    """The option of a list's filter: ``site_id`` is ``--site``."""
+    return keyword.removesuffix("_id")
 
 
-def _list(kind: str, args: argparse.Namespace) -> int:
+def _list_command(spec: dict) -> Command:
+    """The command of one list of the core's table (``_core.LISTS``)."""
+    kind = spec["name"]
+
+    def arguments(p: argparse.ArgumentParser) -> None:
+        for keyword in spec["filters"]:
+            thing = _filter_option(keyword)
+            p.add_argument(f"--{thing}", metavar="ID", help=f"only the {kind} of this {thing}")
+        _list_arguments(p)
+
+    def run(args: argparse.Namespace) -> int:
+        return _list(kind, spec["filters"], args)
+
+    return Command(kind, spec["about"], arguments, run)
+
+
+def _list(kind: str, filters: list, args: argparse.Namespace) -> int:
     fmt = _format(args)
     client = _client(args)
-    extra = (args.site, args.device) if kind == "cameras" else ()
+    extra = tuple(getattr(args, _filter_option(k)) for k in filters)
     fetch = getattr(client, kind)
     if fmt == "parquet":
         _, pq = _pyarrow()
@@ -667,7 +682,7 @@ def _list(kind: str, args: argparse.Namespace) -> int:
         count = table.num_rows
     elif fmt == "table":
         records = fetch(*extra)
-        columns = _LIST_COLUMNS[kind]
+        columns = _LIST_COLUMNS.get(kind) or list(dict.fromkeys(k for r in records for k in r))
         _print_table([[r.get(c) for c in columns] for r in records], columns)
         return 0
     else:
@@ -681,22 +696,6 @@ def _list(kind: str, args: argparse.Namespace) -> int:
     if args.output:
         print(f"wrote {count:,} {kind} to {_store.shown(args.output)}: {client.last_cost}")
     return 0
-
-
-def _sites(args: argparse.Namespace) -> int:
-    return _list("sites", args)
-
-
-def _devices(args: argparse.Namespace) -> int:
-    return _list("devices", args)
-
-
-def _cameras(args: argparse.Namespace) -> int:
-    return _list("cameras", args)
-
-
-def _reports(args: argparse.Namespace) -> int:
-    return _list("reports", args)
 
 
 # --- demo -----------------------------------------------------------------------------
@@ -948,12 +947,7 @@ COMMANDS = [
         _publish_arguments,
         _publish,
     ),
-    Command("sites", "every site", _list_arguments, _sites),
-    Command("devices", "every recording device", _list_arguments, _devices),
-    Command(
-        "cameras", "every camera, or those of one site or device", _cameras_arguments, _cameras
-    ),
-    Command("reports", "every report (its id is --report of events)", _list_arguments, _reports),
+    *(_list_command(spec) for spec in _core.LISTS),
     Command(
         "cache",
         "show (info) or empty (clear) the cache of settled events",

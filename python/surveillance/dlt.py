@@ -42,6 +42,7 @@ from typing import Any, Iterator, Optional
 
 import dlt
 
+from . import _core
 from . import sync as _sync
 from ._time import TimeLike, from_ms, to_ms
 from .errors import QuotaExhaustedError
@@ -94,7 +95,7 @@ def surveillance_source(
     report_id = _check.text("report_id", report_id, optional=True, longest=100)
     return (
         _events(client, start_ms, until_ms, lag, report_id),
-        *(_listing(client, kind) for kind in ("sites", "devices", "cameras", "reports")),
+        *(_listing(client, spec["name"]) for spec in _core.LISTS),
     )
 
 

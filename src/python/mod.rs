@@ -41,6 +41,26 @@ mod wait;
 
 use pyo3::prelude::*;
 
+/// The core's list table (`client::lists`) as the Python layer needs it: for each list, its
+/// `name`, what it holds (`about`) and the keywords of its `filters`.
+fn lists(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    #[derive(serde::Serialize)]
+    struct Shown {
+        name: &'static str,
+        about: &'static str,
+        filters: Vec<&'static str>,
+    }
+    let shown: Vec<Shown> = crate::client::lists::List::ALL
+        .iter()
+        .map(|l| Shown {
+            name: l.name(),
+            about: l.spec().about,
+            filters: l.spec().filters.iter().map(|f| f.keyword).collect(),
+        })
+        .collect();
+    values::to_py(py, &shown)
+}
+
 /// The native module `surveillance._core`.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -53,6 +73,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_MAX_RETRIES", config::DEFAULT_MAX_RETRIES)?;
     m.add("DEFAULT_MAX_WAIT_S", config::DEFAULT_MAX_WAIT.as_secs_f64())?;
     m.add("MAX_SETTLE_S", config::MAX_SETTLE_SECS)?;
+    m.add("LISTS", lists(m.py())?)?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<emulator::PyEmulator>()?;
     m.add_class::<events::EventStream>()?;
