@@ -8,7 +8,7 @@ transactions to the service's webhook. :class:`Emulator` runs the service locall
 True
 """
 
-from . import errors
+from . import errors, types
 from ._core import __version__
 from ._output import write_parquet
 from ._scan import scan_events
@@ -18,21 +18,7 @@ from .emulator import Emulator
 from .errors import *  # noqa: F403 (the exceptions, as errors.__all__ lists them)
 from .publish import PublishError, PublishInterrupted, PublishReport, validate
 from .sync import SyncResult
-from .types import (
-    CacheEntry,
-    CacheInfo,
-    Camera,
-    Device,
-    Event,
-    EventCamera,
-    EventDetails,
-    Quota,
-    Report,
-    Site,
-    Stats,
-    Stream,
-    StreamDimensions,
-)
+from .types import *  # noqa: F403 (the records and dicts, as types.__all__ lists them)
 
 __all__ = [
     "__version__",
@@ -49,19 +35,7 @@ __all__ = [
     "PublishReport",
     "PublishError",
     "PublishInterrupted",
-    # The records and dicts the clients return, for annotations (surveillance.types).
-    "Event",
-    "EventDetails",
-    "EventCamera",
-    "Site",
-    "Device",
-    "Camera",
-    "Stream",
-    "StreamDimensions",
-    "Report",
-    "Quota",
-    "Stats",
-    "CacheInfo",
-    "CacheEntry",
 ]
 __all__ += errors.__all__
+# The records and dicts the clients return, for annotations (surveillance.types).
+__all__ += types.__all__

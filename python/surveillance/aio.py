@@ -11,22 +11,21 @@ from typing import (
     TYPE_CHECKING,
     Any,
     AsyncIterator,
-    Callable,
     Literal,
     Optional,
-    TypeVar,
-    cast,
     overload,
 )
 
 from . import _check, _output, _progress
 from . import publish as _publish
 from ._gcpause import paused
+from ._lists import AsyncLists
+from ._meter import ametered
 from ._progress import ProgressArg
 from ._time import TimeLike, time_range, to_ms
 from .client import EventPlan, _BaseClient
 from .publish import PublishReport
-from .types import Camera, Device, Event, Report, Site
+from .types import Event
 
 if TYPE_CHECKING:
     # For the return types of ``output=`` only: none of them is needed at run time.
@@ -40,22 +39,7 @@ __all__ = ["AsyncClient"]
 _CHUNK = 500
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _ametered(method: _F) -> _F:
-    """Leaves what each call of the coroutine ``method`` spent in ``last_cost`` (calls running
-    at the same time on one client count in each other's)."""
-
-    @functools.wraps(method)
-    async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self._meter():
-            return await method(self, *args, **kwargs)
-
-    return cast(_F, wrapper)
-
-
-class AsyncClient(_BaseClient):
+class AsyncClient(AsyncLists, _BaseClient):
     """The client for asyncio applications and notebooks: every call is a coroutine (or an
     async iterator) that never blocks the event loop.
 
@@ -77,107 +61,6 @@ class AsyncClient(_BaseClient):
         ...     asyncio.run(main(emu))
         (3, 100)
     """
-
-    # --- lists --------------------------------------------------------------------------
-    async def _list(self, kind: str, output: str, *args: Optional[str]) -> Any:
-        _output.check(output)
-        if output == "dicts":
-            return await self._inner.list_dicts_async(kind, *args)
-        return _output.convert(await self._inner.list_arrow_async(kind, *args), output)
-
-    @overload
-    async def sites(self, output: Literal["dicts"] = ...) -> list[Site]: ...
-    @overload
-    async def sites(self, output: Literal["arrow"]) -> pyarrow.Table: ...
-    @overload
-    async def sites(self, output: Literal["pandas"]) -> pandas.DataFrame: ...
-    @overload
-    async def sites(self, output: Literal["polars"]) -> polars.DataFrame: ...
-    @_ametered
-    async def sites(self, output: str = "dicts") -> Any:
-        """Every site of the account (see :meth:`Client.sites`)."""
-        return await self._list("sites", output)
-
-    @overload
-    async def devices(self, output: Literal["dicts"] = ...) -> list[Device]: ...
-    @overload
-    async def devices(self, output: Literal["arrow"]) -> pyarrow.Table: ...
-    @overload
-    async def devices(self, output: Literal["pandas"]) -> pandas.DataFrame: ...
-    @overload
-    async def devices(self, output: Literal["polars"]) -> polars.DataFrame: ...
-    @_ametered
-    async def devices(self, output: str = "dicts") -> Any:
-        """Every recording device of the account (see :meth:`Client.devices`)."""
-        return await self._list("devices", output)
-
-    @overload
-    async def cameras(
-        self,
-        site_id: Optional[str] = ...,
-        device_id: Optional[str] = ...,
-        output: Literal["dicts"] = ...,
-    ) -> list[Camera]: ...
-    @overload
-    async def cameras(
-        self, site_id: Optional[str], device_id: Optional[str], output: Literal["arrow"]
-    ) -> pyarrow.Table: ...
-    @overload
-    async def cameras(
-        self,
-        site_id: Optional[str] = ...,
-        device_id: Optional[str] = ...,
-        *,
-        output: Literal["arrow"],
-    ) -> pyarrow.Table: ...
-    @overload
-    async def cameras(
-        self, site_id: Optional[str], device_id: Optional[str], output: Literal["pandas"]
-    ) -> pandas.DataFrame: ...
-    @overload
-    async def cameras(
-        self,
-        site_id: Optional[str] = ...,
-        device_id: Optional[str] = ...,
-        *,
-        output: Literal["pandas"],
-    ) -> pandas.DataFrame: ...
-    @overload
-    async def cameras(
-        self, site_id: Optional[str], device_id: Optional[str], output: Literal["polars"]
-    ) -> polars.DataFrame: ...
-    @overload
-    async def cameras(
-        self,
-        site_id: Optional[str] = ...,
-        device_id: Optional[str] = ...,
-        *,
-        output: Literal["polars"],
-    ) -> polars.DataFrame: ...
-    @_ametered
-    async def cameras(
-        self,
-        site_id: Optional[str] = None,
-        device_id: Optional[str] = None,
-        output: str = "dicts",
-    ) -> Any:
-        """Every camera, optionally of one site and/or device (see :meth:`Client.cameras`)."""
-        _check.text("site_id", site_id, optional=True, longest=100)
-        _check.text("device_id", device_id, optional=True, longest=100)
-        return await self._list("cameras", output, site_id, device_id)
-
-    @overload
-    async def reports(self, output: Literal["dicts"] = ...) -> list[Report]: ...
-    @overload
-    async def reports(self, output: Literal["arrow"]) -> pyarrow.Table: ...
-    @overload
-    async def reports(self, output: Literal["pandas"]) -> pandas.DataFrame: ...
-    @overload
-    async def reports(self, output: Literal["polars"]) -> polars.DataFrame: ...
-    @_ametered
-    async def reports(self, output: str = "dicts") -> Any:
-        """Every report the caller may read (see :meth:`Client.reports`)."""
-        return await self._list("reports", output)
 
     # --- events -------------------------------------------------------------------------
     @overload
@@ -253,7 +136,7 @@ class AsyncClient(_BaseClient):
         progress: ProgressArg = ...,
         refresh: bool = ...,
     ) -> polars.DataFrame: ...
-    @_ametered
+    @ametered
     async def events(
         self,
         start: TimeLike,
@@ -332,7 +215,7 @@ class AsyncClient(_BaseClient):
                 for event in chunk:
                     yield event
 
-    @_ametered
+    @ametered
     async def plan_events(
         self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None
     ) -> EventPlan:
@@ -368,7 +251,7 @@ class AsyncClient(_BaseClient):
                 stream.close()
 
     # --- publishing ---------------------------------------------------------------------
-    @_ametered
+    @ametered
     async def publish(
         self,
         records: Any,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import asdict, dataclass
 from typing import (
@@ -12,7 +11,6 @@ from typing import (
     Iterator,
     Literal,
     Optional,
-    TypeVar,
     Union,
     cast,
     overload,
@@ -22,10 +20,12 @@ from . import _check, _core, _output, _progress
 from . import publish as _publish
 from . import sync as _sync
 from ._gcpause import paused
+from ._lists import Lists
+from ._meter import Meter, metered
 from ._progress import ProgressArg
 from ._time import TimeLike, time_range
 from .sync import SettleLike, SyncResult
-from .types import CacheInfo, Camera, Device, Event, Quota, Report, Site, Stats
+from .types import CacheInfo, Event, Quota, Stats
 
 if TYPE_CHECKING:
     # For the return types of ``output=`` only: none of them is needed at run time.
@@ -153,35 +153,6 @@ class Cost:
         return text
 
 
-class _Meter:
-    """Counts what one call of a client sends: ``with client._meter(): ...`` leaves
-    :class:`Cost` in ``client.last_cost``, whether the call ends or raises."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-        self._before = client._sent()
-
-    def __enter__(self) -> _Meter:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._client._settle_cost(self._before)
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _metered(method: _F) -> _F:
-    """Leaves what each call of ``method`` spent in ``last_cost``."""
-
-    @functools.wraps(method)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self._meter():
-            return method(self, *args, **kwargs)
-
-    return cast(_F, wrapper)
-
-
 def _duration(seconds: float) -> str:
     """``45 s``, ``7 min``, ``2 h 5 min``, ``3 d 4 h``."""
     s = int(round(seconds))
@@ -266,8 +237,8 @@ class _BaseClient:
         """Requests this client has sent, every endpoint together."""
         return sum(self._inner.stats()["requests"].values())
 
-    def _meter(self) -> _Meter:
-        return _Meter(self)
+    def _meter(self) -> Meter:
+        return Meter(self)
 
     def _settle_cost(self, before: int) -> None:
         quota = self.quota()
@@ -352,7 +323,7 @@ class _BaseClient:
         return f"{type(self).__name__}(base_url={inner.base_url!r}, region={inner.region!r})"
 
 
-class Client(_BaseClient):
+class Client(Lists, _BaseClient):
     """A client of the service: thread-safe, picklable, a context manager.
 
     Every argument left as ``None`` is read from the environment: ``SURVEILLANCE_API_KEY``,
@@ -400,120 +371,6 @@ class Client(_BaseClient):
         ...         len(client.sites())
         3
     """
-
-    # --- lists --------------------------------------------------------------------------
-    @overload
-    def sites(self, output: Literal["dicts"] = ...) -> list[Site]: ...
-    @overload
-    def sites(self, output: Literal["arrow"]) -> pyarrow.Table: ...
-    @overload
-    def sites(self, output: Literal["pandas"]) -> pandas.DataFrame: ...
-    @overload
-    def sites(self, output: Literal["polars"]) -> polars.DataFrame: ...
-    @_metered
-    def sites(self, output: str = "dicts") -> Any:
-        """Every site of the account (all pages).
-
-        Args:
-            output: ``"dicts"`` (a list of dicts exactly as the service sends them),
-                ``"arrow"``, ``"pandas"`` or ``"polars"`` (a typed table).
-        """
-        _output.check(output)
-        if output == "dicts":
-            return self._inner.list_dicts("sites")
-        return _output.convert(self._inner.list_arrow("sites"), output)
-
-    @overload
-    def devices(self, output: Literal["dicts"] = ...) -> list[Device]: ...
-    @overload
-    def devices(self, output: Literal["arrow"]) -> pyarrow.Table: ...
-    @overload
-    def devices(self, output: Literal["pandas"]) -> pandas.DataFrame: ...
-    @overload
-    def devices(self, output: Literal["polars"]) -> polars.DataFrame: ...
-    @_metered
-    def devices(self, output: str = "dicts") -> Any:
-        """Every recording device of the account (all pages)."""
-        _output.check(output)
-        if output == "dicts":
-            return self._inner.list_dicts("devices")
-        return _output.convert(self._inner.list_arrow("devices"), output)
-
-    @overload
-    def cameras(
-        self,
-        site_id: Optional[str] = ...,
-        device_id: Optional[str] = ...,
-        output: Literal["dicts"] = ...,
-    ) -> list[Camera]: ...
-    @overload
-    def cameras(
-        self, site_id: Optional[str], device_id: Optional[str], output: Literal["arrow"]
-    ) -> pyarrow.Table: ...
-    @overload
-    def cameras(
-        self,
-        site_id: Optional[str] = ...,
-        device_id: Optional[str] = ...,
-        *,
-        output: Literal["arrow"],
-    ) -> pyarrow.Table: ...
-    @overload
-    def cameras(
-        self, site_id: Optional[str], device_id: Optional[str], output: Literal["pandas"]
-    ) -> pandas.DataFrame: ...
-    @overload
-    def cameras(
-        self,
-        site_id: Optional[str] = ...,
-        device_id: Optional[str] = ...,
-        *,
-        output: Literal["pandas"],
-    ) -> pandas.DataFrame: ...
-    @overload
-    def cameras(
-        self, site_id: Optional[str], device_id: Optional[str], output: Literal["polars"]
-    ) -> polars.DataFrame: ...
-    @overload
-    def cameras(
-        self,
-        site_id: Optional[str] = ...,
-        device_id: Optional[str] = ...,
-        *,
-        output: Literal["polars"],
-    ) -> polars.DataFrame: ...
-    @_metered
-    def cameras(
-        self,
-        site_id: Optional[str] = None,
-        device_id: Optional[str] = None,
-        output: str = "dicts",
-    ) -> Any:
-        """Every camera, optionally of one site (all devices of a multi-device site) and/or
-        one device. A list longer than the service can page (10,000) is fetched per site,
-        then per device, so it is never cut short."""
-        _output.check(output)
-        _check.text("site_id", site_id, optional=True, longest=100)
-        _check.text("device_id", device_id, optional=True, longest=100)
-        if output == "dicts":
-            return self._inner.list_dicts("cameras", site_id, device_id)
-        return _output.convert(self._inner.list_arrow("cameras", site_id, device_id), output)
-
-    @overload
-    def reports(self, output: Literal["dicts"] = ...) -> list[Report]: ...
-    @overload
-    def reports(self, output: Literal["arrow"]) -> pyarrow.Table: ...
-    @overload
-    def reports(self, output: Literal["pandas"]) -> pandas.DataFrame: ...
-    @overload
-    def reports(self, output: Literal["polars"]) -> polars.DataFrame: ...
-    @_metered
-    def reports(self, output: str = "dicts") -> Any:
-        """Every report the caller may read (its ``id`` is a ``report_id`` for events)."""
-        _output.check(output)
-        if output == "dicts":
-            return self._inner.list_dicts("reports")
-        return _output.convert(self._inner.list_arrow("reports"), output)
 
     # --- events -------------------------------------------------------------------------
     @overload
@@ -589,7 +446,7 @@ class Client(_BaseClient):
         progress: ProgressArg = ...,
         refresh: bool = ...,
     ) -> polars.DataFrame: ...
-    @_metered
+    @metered
     def events(
         self,
         start: TimeLike,
@@ -690,7 +547,7 @@ class Client(_BaseClient):
             stream.close()
             close()
 
-    @_metered
+    @metered
     def plan_events(
         self,
         start: TimeLike,
@@ -770,7 +627,7 @@ class Client(_BaseClient):
         return self._inner.events_reader(lo, hi, report_id, progress, refresh)
 
     # --- incremental sync ---------------------------------------------------------------
-    @_metered
+    @metered
     def sync_events(
         self,
         path: Union[str, os.PathLike],
@@ -852,7 +709,7 @@ class Client(_BaseClient):
         return _sync.sync_events(self, path, start, report_id=report_id, until=until, settle=settle)
 
     # --- publishing ---------------------------------------------------------------------
-    @_metered
+    @metered
     def publish(
         self,
         records: Any,
