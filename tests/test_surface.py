@@ -273,3 +273,27 @@ def test_analysis_helpers(emu, client):
     )
     tagged = location_tags(events)
     fuzz("dwell_summary", dwell_summary, {"events_df": tagged}, secrets_of(emu))
+
+
+def test_every_list_of_the_core_table_is_served_everywhere(emu, client):
+    """The core's list table (`_core.LISTS`) is where a list endpoint is added: each list is a
+    method of both clients, a CLI command with an option per filter, and served by the
+    emulator, with the same records through each."""
+    import asyncio
+
+    import surveillance.cli as cli
+
+    names = [spec["name"] for spec in sv._core.LISTS]
+    assert names == ["sites", "devices", "cameras", "reports"]
+    commands = {c.name: c for c in cli.COMMANDS}
+    for spec in sv._core.LISTS:
+        kind = spec["name"]
+        served = emu.resources(kind)
+        assert getattr(client, kind)() == served
+        assert getattr(client, kind)(output="arrow").num_rows == len(served)
+        assert asyncio.run(getattr(emu.async_client(), kind)()) == served
+        assert commands[kind].help == spec["about"]
+        options = cli.build_parser().parse_args([kind, *(f"--{f[:-3]}=x" for f in spec["filters"])])
+        assert all(getattr(options, f[:-3]) == "x" for f in spec["filters"])
+    with pytest.raises(ValueError, match="must be one of sites, devices, cameras, reports"):
+        emu.resources("zones")
