@@ -1,7 +1,7 @@
 //! The pure Rust client of the service. Knows nothing of Python, nor of the emulator:
 //! configuration (`config`), tokens and HTTP with retries (`http`), rate control by the
 //! provider's limits (`limits`, over the crate's neutral `Limits`), the daily quota (`quota`),
-//! lists (`lists`), events in windows past the offset ceiling (`events`, `plan`), their Arrow
+//! the lists (`lists`: one table of their paths, filters and Arrow layouts), events in windows past the offset ceiling (`events`, `plan`), their Arrow
 //! and Parquet forms (`arrow`, `parquet`), and webhook publishing (`publish`, which checks
 //! records with the crate's `webhook` module).
 

@@ -1,5 +1,6 @@
-//! The emulator's data set: sites, devices, cameras and reports as JSON values, and events in a
-//! compact sorted store (32 bytes each) rendered to JSON only when a page is served.
+//! The emulator's data set: sites, devices, cameras and reports as JSON values (and the table
+//! of the lists it serves, [`LISTINGS`]), and events in a compact sorted store (32 bytes each)
+//! rendered to JSON only when a page is served.
 
 use chrono::{DateTime, NaiveDate, Offset, TimeZone};
 use chrono_tz::Tz;

@@ -1,4 +1,5 @@
-//! The emulator's HTTP surface: `router(state)` with the seven endpoints of API.md, the
+//! The emulator's HTTP surface: `router(state)` with the endpoints of API.md (the lists from
+//! `data::LISTINGS`, one handler for all of them), the
 //! gateway every request passes first (api key, limits, faults, latency, bearer token), the
 //! dialect its error answers are spoken in, and the `Date` every answer carries from the
 //! emulator's clock.
