@@ -9,16 +9,16 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyTuple};
 
-use super::from_json::{to_list, to_object};
-use super::kwargs::{self, Keywords};
-use super::runtime;
-use super::values::to_py;
 use crate::emulator::dialect::{
     ErrorBody, ExpiredToken, RetryAfter, TokenAnswer, WebhookAnswer, WebhookErrors,
 };
 use crate::emulator::{
     self, Bounds, Change, DataConfig, Dialect, Faults, Handle, Hostile, HostileRule, Order, State,
 };
+use crate::python::conversions::from_json::{to_list, to_object};
+use crate::python::conversions::keywords::{self, Keywords};
+use crate::python::conversions::values::to_py;
+use crate::python::runtime;
 
 /// The index in `data.site_info` of the site `id`, when one is given.
 fn site_number(data: &emulator::data::Data, id: Option<String>) -> PyResult<Option<usize>> {
@@ -277,7 +277,7 @@ impl PyEmulator {
     /// Enforces (or lifts, with None) the provider's published limits, given by name.
     #[pyo3(signature = (**limits))]
     fn set_limits(&self, limits: Option<Bound<'_, PyDict>>) -> PyResult<()> {
-        let limits = kwargs::limits(Keywords::new("set_limits", limits))?;
+        let limits = keywords::limits(Keywords::new("set_limits", limits))?;
         self.handle.state.set_limits(limits);
         Ok(())
     }

@@ -16,12 +16,13 @@ use pyo3::types::PyDict;
 use pyo3_arrow::input::AnyRecordBatch;
 use tokio::sync::watch;
 
-use super::client::PyClient;
-use super::publish::{Cell, Publishing};
-use super::wait::{self, Waited};
-use super::{errors, log, report, runtime};
+use super::{report, Cell, Publishing};
 use crate::client::publish::columns::{self, Columns};
 use crate::client::publish::{jsonl_rest as core_jsonl_rest, JsonlRest};
+use crate::python::client::PyClient;
+use crate::python::conversions::errors;
+use crate::python::runtime::wait::{self, Waited};
+use crate::python::runtime::{self, log};
 
 /// The batches of `data` or of the Parquet file `path` (exactly one), and the number of rows
 /// when it is known without reading them.

@@ -1,19 +1,18 @@
-//! Binding of the event fetches: `EventStream` yields completed windows as lists of dicts, in
-//! time order, while the next windows are fetched. Progress goes to a Python callable between waits, never from Rust
-//! threads.
+//! `EventStream`: completed windows of events, in time order, as lists of dicts or Arrow record
+//! batches, while the next windows are fetched. Progress goes to a Python callable between
+//! waits, never from Rust threads.
 
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
-use super::from_json::to_list;
-use super::{errors, log, runtime, wait};
-use crate::client::events::{self, Event, EventForm, Progress, Query};
+use super::ProgressCell;
+use crate::client::events::{self, Event, EventForm, Query};
 use crate::client::Result;
-
-/// The events fetch's progress cell.
-pub type ProgressCell = super::progress::Cell<Progress>;
+use crate::python::conversions::errors;
+use crate::python::conversions::from_json::to_list;
+use crate::python::runtime::{self, aio, log, wait};
 
 /// The receiving end of a fetch, and what is left of the window being handed out in chunks.
 struct Receiving {
@@ -130,16 +129,16 @@ impl EventStream {
     fn next_async<'py>(&self, py: Python<'py>, limit: usize) -> PyResult<Bound<'py, PyAny>> {
         let rx = self.rx.clone();
         let limit = limit.max(1);
-        super::aio::awaitable(py, async move {
+        aio::awaitable(py, async move {
             let mut r = rx.lock().await;
             if r.rest.is_empty() {
                 match r.rx.recv().await {
                     Some(window) => r.rest = window?.events.into(),
-                    None => return Ok(super::aio::Window(None)),
+                    None => return Ok(aio::Window(None)),
                 }
             }
             let n = limit.min(r.rest.len());
-            Ok(super::aio::Window(Some(r.rest.drain(..n).collect())))
+            Ok(aio::Window(Some(r.rest.drain(..n).collect())))
         })
     }
 

@@ -1,6 +1,7 @@
-//! Binding of the client: `surveillance._core.Client`. Takes its settings by name (`kwargs`),
-//! runs core futures through `wait`, returns Python objects, Arrow tables and streams. Rebuilt
-//! after `fork()`.
+//! Binding of the client: `surveillance._core.Client`. Takes its settings by name
+//! (`conversions::keywords`), runs core futures through `runtime` (waited for, or awaitable),
+//! returns Python objects, Arrow tables and event streams. Rebuilt after `fork()`. Also the
+//! functions over a cache directory without a client.
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -13,15 +14,19 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3_arrow::{PyRecordBatchReader, PyTable};
 
-use super::events::EventStream;
-use super::from_json::to_list;
-use super::kwargs::{self, Keywords};
-use super::values::{to_py, Value};
-use super::wait::{wait, wait_with};
-use super::{aio, errors, log};
 use crate::client::arrow::Layout;
 use crate::client::events::{self, Query};
 use crate::client::{self, config, Config, Secret, Settings};
+use crate::python::conversions::from_json::to_list;
+use crate::python::conversions::keywords::{self, Keywords};
+use crate::python::conversions::values::{to_py, Value};
+use crate::python::conversions::{arrow, errors};
+use crate::python::emulator::PyEmulator;
+use crate::python::events::batches::{self, BatchStream};
+use crate::python::events::stream::EventStream;
+use crate::python::events::ProgressCell;
+use crate::python::runtime::wait::{wait, wait_with};
+use crate::python::runtime::{aio, log};
 
 /// A duration setting, checked by the core (see `config::seconds`).
 fn seconds(name: &str, value: f64, positive: bool, max: f64) -> PyResult<Duration> {
@@ -94,7 +99,7 @@ impl PyClient {
 
 /// A table of `batches`, as a core result (so it can end a core future).
 fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> client::Result<PyTable> {
-    super::arrow::table(batches, schema)
+    arrow::table(batches, schema)
         .map_err(|e| client::Error::Data(format!("cannot assemble the table: {e}")))
 }
 
@@ -121,7 +126,7 @@ impl PyClient {
             .transpose()?;
         let limits = given
             .get::<Bound<'_, PyDict>>("limits")?
-            .map(|d| kwargs::limits(Keywords::new("Limits", Some(d))))
+            .map(|d| keywords::limits(Keywords::new("Limits", Some(d))))
             .transpose()?;
         let settings = Settings {
             api_key: given.get::<String>("api_key")?.map(Secret::new),
@@ -264,14 +269,14 @@ impl PyClient {
     ) -> PyResult<PyTable> {
         let mut query = Self::query(start_ms, end_ms, report_id)?;
         query.refresh = refresh;
-        let cell = super::events::ProgressCell::default();
+        let cell = ProgressCell::default();
         let sink = progress.as_ref().map(|_| cell.sink());
         let c = self.core()?;
-        let batches = super::wait::wait_with(py, events::fetch_batches(c, query, sink), |py| {
+        let batches = wait_with(py, events::fetch_batches(c, query, sink), |py| {
             cell.report(py, progress.as_ref())
         });
         cell.report(py, progress.as_ref())?;
-        super::arrow::table(batches?, Layout::events().schema())
+        arrow::table(batches?, Layout::events().schema())
     }
 
     /// As `events_arrow`, as an awaitable (no progress).
@@ -307,7 +312,7 @@ impl PyClient {
     ) -> PyResult<PyRecordBatchReader> {
         let mut query = Self::query(start_ms, end_ms, report_id)?;
         query.refresh = refresh;
-        super::arrow::event_batches(py, self.core()?, query, progress)
+        batches::event_batches(py, self.core()?, query, progress)
     }
 
     /// The events of the range as record batches for `async for` (bounded memory).
@@ -318,10 +323,10 @@ impl PyClient {
         end_ms: i64,
         report_id: Option<String>,
         refresh: bool,
-    ) -> PyResult<super::arrow::BatchStream> {
+    ) -> PyResult<BatchStream> {
         let mut query = Self::query(start_ms, end_ms, report_id)?;
         query.refresh = refresh;
-        super::arrow::BatchStream::start(self.core()?, query)
+        BatchStream::start(self.core()?, query)
     }
 
     /// A valid access token.
@@ -366,7 +371,7 @@ impl PyClient {
     ) -> PyResult<Bound<'py, PyAny>> {
         let query = Self::query(start_ms, end_ms, report_id)?;
         let c = self.core()?;
-        let cell = super::events::ProgressCell::default();
+        let cell = ProgressCell::default();
         let sink = progress.as_ref().map(|_| cell.sink());
         let plan = wait_with(
             py,
@@ -435,7 +440,7 @@ impl PyClient {
 
     /// Reads the day of the daily quota from `emulator`'s clock (which its `advance_clock`
     /// moves) instead of the local one, until the service's `Date` headers correct it.
-    fn follow_clock(&self, emulator: PyRef<'_, super::emulator::PyEmulator>) -> PyResult<()> {
+    fn follow_clock(&self, emulator: PyRef<'_, PyEmulator>) -> PyResult<()> {
         self.core()?.ledger().follow(emulator.clock());
         Ok(())
     }
@@ -464,7 +469,7 @@ impl PyClient {
         d.set_item("audience", &c.audience)?;
         d.set_item("timeout", c.timeout.as_secs_f64())?;
         d.set_item("max_retries", c.max_retries)?;
-        d.set_item("limits", kwargs::limits_dict(py, &c.limits)?)?;
+        d.set_item("limits", keywords::limits_dict(py, &c.limits)?)?;
         d.set_item(
             "ca_bundle",
             c.ca_bundle.as_ref().map(|p| p.display().to_string()),

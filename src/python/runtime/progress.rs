@@ -1,43 +1,17 @@
 //! Progress of a core task for a Python callback: the task writes its latest update into a
 //! cell (no GIL, no queue: an update replaces the one not yet read), and the waiting thread
-//! hands it to the callback as a dict between waits. One cell type for the events fetch and
-//! for publishing.
+//! hands it to the callback as a dict between waits. One cell type for every task; each kind
+//! of update says its dict's fields beside its binding (`events`, `publish`).
 
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::client::{events, publish};
-
 /// A core progress update, as the callback's dict.
 pub trait Update: Send + 'static {
     /// Puts the update's fields into `d`.
     fn fill(&self, d: &Bound<'_, PyDict>) -> PyResult<()>;
-}
-
-impl Update for events::Progress {
-    fn fill(&self, d: &Bound<'_, PyDict>) -> PyResult<()> {
-        d.set_item("events", self.events)?;
-        d.set_item("fetched", self.fetched)?;
-        d.set_item("requests", self.requests)?;
-        d.set_item("done_ms", self.done_ms)?;
-        d.set_item("total_ms", self.total_ms)?;
-        d.set_item("windows", self.windows)?;
-        d.set_item("expected_events", self.expected_events)?;
-        d.set_item("expected_requests", self.expected_requests)?;
-        d.set_item("eta_s", self.eta_ms.map(|ms| ms as f64 / 1000.0))?;
-        d.set_item("saved", self.saved)
-    }
-}
-
-impl Update for publish::Progress {
-    fn fill(&self, d: &Bound<'_, PyDict>) -> PyResult<()> {
-        d.set_item("read", self.read)?;
-        d.set_item("accepted", self.accepted)?;
-        d.set_item("rejected", self.rejected)?;
-        d.set_item("requests", self.requests)
-    }
 }
 
 /// The latest update of a task, written by the task, read by the waiting Python thread.

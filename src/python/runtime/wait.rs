@@ -12,8 +12,9 @@ use pyo3::prelude::*;
 use tokio::runtime::Runtime;
 use tokio::task::{JoinError, JoinHandle};
 
-use super::{errors, log, runtime};
+use super::{self as runtime, log};
 use crate::client::Result;
+use crate::python::conversions::errors;
 
 /// The longest the Python thread waits without looking at signals and progress.
 pub const TICK: Duration = Duration::from_millis(50);

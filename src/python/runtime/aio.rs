@@ -10,10 +10,11 @@ use pyo3::types::PyList;
 use pyo3_async_runtimes::generic::{self, ContextExt, JoinError, Runtime};
 use pyo3_async_runtimes::TaskLocals;
 
-use super::from_json::to_list;
-use super::{errors, log, runtime};
+use super::{self as runtime, log};
 use crate::client::events::Event;
 use crate::client::{Record, Result};
+use crate::python::conversions::errors;
+use crate::python::conversions::from_json::to_list;
 
 tokio::task_local! {
     static LOCALS: TaskLocals;

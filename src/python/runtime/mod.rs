@@ -1,5 +1,12 @@
-//! The process-wide tokio runtime of the bindings, rebuilt in a child after `fork()` (a forked
-//! child has none of its parent's threads, so the parent's runtime is unusable there).
+//! How the core's work runs for Python: the process-wide tokio runtime of the bindings (here),
+//! rebuilt in a child after `fork()` (a forked child has none of its parent's threads, so the
+//! parent's runtime is unusable there); sync waits on it (`wait`), asyncio awaitables over it
+//! (`aio`), the core's log lines handed to Python (`log`) and progress cells (`progress`).
+
+pub(super) mod aio;
+pub(super) mod log;
+pub(super) mod progress;
+pub(super) mod wait;
 
 use std::sync::{Arc, Mutex};
 
