@@ -3,30 +3,26 @@
 //! returns Python objects, Arrow tables and event streams. Rebuilt after `fork()`. Also the
 //! functions over a cache directory without a client.
 
-use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
-
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
-use pyo3_arrow::{PyRecordBatchReader, PyTable};
+use pyo3::types::PyDict;
+use pyo3_arrow::{PyRecordBatch, PyRecordBatchReader, PyTable};
 
 use crate::client::arrow::Layout;
-use crate::client::events::{self, Query};
+use crate::client::events::{self, ProgressSink, Query};
+use crate::client::plan::EventPlan;
 use crate::client::{self, config, Config, Secret, Settings};
-use crate::python::conversions::from_json::to_list;
+use crate::python::conversions::from_json::Records;
 use crate::python::conversions::keywords::{self, Keywords};
 use crate::python::conversions::values::{to_py, Value};
 use crate::python::conversions::{arrow, errors};
 use crate::python::emulator::PyEmulator;
 use crate::python::events::batches::{self, BatchStream};
 use crate::python::events::stream::EventStream;
-use crate::python::events::ProgressCell;
-use crate::python::runtime::wait::{wait, wait_with};
-use crate::python::runtime::{aio, log};
+use crate::python::runtime::wait::{wait, wait_reporting};
+use crate::python::runtime::{aio, log, Work};
 
 /// A duration setting, checked by the core (see `config::seconds`).
 fn seconds(name: &str, value: f64, positive: bool, max: f64) -> PyResult<Duration> {
@@ -55,52 +51,105 @@ impl PyClient {
         Ok(slot.1.clone())
     }
 
-    /// The core future of a list; an unknown `kind` is an error before anything is sent.
-    fn list_future(
-        &self,
-        kind: &str,
-        site_id: Option<String>,
-        device_id: Option<String>,
-    ) -> PyResult<impl Future<Output = client::Result<Vec<client::Record>>> + Send + 'static> {
-        let list = client::lists::List::named(kind).map_err(errors::to_py)?;
-        let c = self.core()?;
-        Ok(async move { c.list(list, site_id.as_deref(), device_id.as_deref()).await })
-    }
-
-    /// The core future of a list as one typed Arrow table.
-    fn list_table_future(
-        &self,
-        kind: &str,
-        site_id: Option<String>,
-        device_id: Option<String>,
-    ) -> PyResult<impl Future<Output = client::Result<PyTable>> + Send + 'static> {
-        let layout = Layout::of(client::lists::List::named(kind).map_err(errors::to_py)?);
-        let fut = self.list_future(kind, site_id, device_id)?;
-        Ok(async move {
-            let records = fut.await?;
-            let batch = layout.batch(records.iter().map(|r| r.get()))?;
-            table(vec![batch], layout.schema())
-        })
-    }
-
     /// The checked query of an events call.
-    fn query(start_ms: i64, end_ms: i64, report_id: Option<String>) -> PyResult<Query> {
+    fn query(
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+        refresh: bool,
+    ) -> PyResult<Query> {
         let query = Query {
             start_ms,
             end_ms,
             report_id,
             partial: false,
-            refresh: false,
+            refresh,
         };
         events::check(&query).map_err(errors::to_py)?;
         Ok(query)
     }
 }
 
-/// A table of `batches`, as a core result (so it can end a core future).
-fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> client::Result<PyTable> {
-    arrow::table(batches, schema)
-        .map_err(|e| client::Error::Data(format!("cannot assemble the table: {e}")))
+/// The work of the calls that have a sync and an async form, one function for both: it checks
+/// the arguments (an error raises at the call, before anything is sent) and builds the core's
+/// work, whose output becomes Python objects only when the caller has it. `name` waits for it
+/// (`wait`), `name_async` hands it to asyncio (`aio::awaitable`); where the sync form hands
+/// progress to a callback, the async one builds the same work with no sink.
+impl PyClient {
+    /// `list_dicts`: the records of a list; an unknown `kind` is an error.
+    fn list_dicts_work(
+        &self,
+        kind: &str,
+        site_id: Option<String>,
+        device_id: Option<String>,
+    ) -> PyResult<impl Work<Records>> {
+        let list = client::lists::List::named(kind).map_err(errors::to_py)?;
+        let c = self.core()?;
+        Ok(async move {
+            let records = c
+                .list(list, site_id.as_deref(), device_id.as_deref())
+                .await?;
+            Ok(Records(records))
+        })
+    }
+
+    /// `list_arrow`: the records of a list as one typed Arrow table.
+    fn list_arrow_work(
+        &self,
+        kind: &str,
+        site_id: Option<String>,
+        device_id: Option<String>,
+    ) -> PyResult<impl Work<PyTable>> {
+        let layout = Layout::of(client::lists::List::named(kind).map_err(errors::to_py)?);
+        let records = self.list_dicts_work(kind, site_id, device_id)?;
+        Ok(async move {
+            let Records(records) = records.await?;
+            let batch = layout.batch(records.iter().map(|r| r.get()))?;
+            arrow::table(vec![batch], layout.schema())
+        })
+    }
+
+    /// `events_arrow`: every event of the range as an Arrow table (one batch per window).
+    fn events_arrow_work(
+        &self,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+        refresh: bool,
+        sink: Option<ProgressSink>,
+    ) -> PyResult<impl Work<PyTable>> {
+        let query = Self::query(start_ms, end_ms, report_id, refresh)?;
+        let c = self.core()?;
+        Ok(async move {
+            let batches = events::fetch_batches(c, query, sink).await?;
+            arrow::table(batches, Layout::events().schema())
+        })
+    }
+
+    /// `plan`: what fetching the events of the range costs, as the core's plan.
+    fn plan_work(
+        &self,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+        sink: Option<ProgressSink>,
+    ) -> PyResult<impl Work<Value<EventPlan>>> {
+        let query = Self::query(start_ms, end_ms, report_id, false)?;
+        let c = self.core()?;
+        Ok(async move { Ok(Value(client::plan::plan(&c, &query, sink).await?)) })
+    }
+
+    /// `access_token`: a valid access token.
+    fn access_token_work(&self) -> PyResult<impl Work<String>> {
+        let c = self.core()?;
+        Ok(async move { c.access_token().await.map(|t| t.expose().to_string()) })
+    }
+
+    /// `diagnose`: the effective settings and whether a token can be had, as text.
+    fn diagnose_work(&self) -> PyResult<impl Work<String>> {
+        let c = self.core()?;
+        Ok(async move { Ok(c.diagnose().await) })
+    }
 }
 
 #[pymethods]
@@ -162,15 +211,14 @@ impl PyClient {
 
     /// Every record of a list (`sites`, `devices`, `cameras`, `reports`), as a list of dicts.
     #[pyo3(signature = (kind, site_id=None, device_id=None))]
-    fn list_dicts<'py>(
+    fn list_dicts(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         kind: String,
         site_id: Option<String>,
         device_id: Option<String>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let records = wait(py, self.list_future(&kind, site_id, device_id)?)?;
-        to_list(py, records.iter().map(|r| r.get()))
+    ) -> PyResult<Records> {
+        wait(py, self.list_dicts_work(&kind, site_id, device_id)?)
     }
 
     /// As `list_dicts`, as an awaitable.
@@ -182,8 +230,7 @@ impl PyClient {
         site_id: Option<String>,
         device_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let fut = self.list_future(&kind, site_id, device_id)?;
-        aio::awaitable(py, async move { fut.await.map(aio::Dicts) })
+        aio::awaitable(py, self.list_dicts_work(&kind, site_id, device_id)?)
     }
 
     /// The same events, window after window (lists of dicts, or with `arrow` record
@@ -205,9 +252,8 @@ impl PyClient {
         partial: bool,
         refresh: bool,
     ) -> PyResult<EventStream> {
-        let mut query = Self::query(start_ms, end_ms, report_id)?;
+        let mut query = Self::query(start_ms, end_ms, report_id, refresh)?;
         query.partial = partial;
-        query.refresh = refresh;
         EventStream::start(self.core()?, query, progress, buffer, arrow)
     }
 
@@ -221,15 +267,13 @@ impl PyClient {
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
-    ) -> PyResult<(pyo3_arrow::PyRecordBatch, i64)> {
-        let query = Self::query(start_ms, end_ms, report_id)?;
+    ) -> PyResult<(PyRecordBatch, i64)> {
+        let query = Self::query(start_ms, end_ms, report_id, false)?;
         let c = self.core()?;
-        let first = wait(py, async move {
-            events::peek(&c, &query, events::EventForm::Arrow)
-                .await
-                .and_then(|w| Ok((w.record_batch()?, w.until_ms)))
-        })?;
-        Ok((pyo3_arrow::PyRecordBatch::new(first.0), first.1))
+        wait(py, async move {
+            let first = events::peek(&c, &query, events::EventForm::Arrow).await?;
+            Ok((PyRecordBatch::new(first.record_batch()?), first.until_ms))
+        })
     }
 
     /// Every record of a list (`sites`, `devices`, `cameras`, `reports`) as an Arrow table.
@@ -241,7 +285,7 @@ impl PyClient {
         site_id: Option<String>,
         device_id: Option<String>,
     ) -> PyResult<PyTable> {
-        wait(py, self.list_table_future(&kind, site_id, device_id)?)
+        wait(py, self.list_arrow_work(&kind, site_id, device_id)?)
     }
 
     /// As `list_arrow`, as an awaitable.
@@ -253,7 +297,7 @@ impl PyClient {
         site_id: Option<String>,
         device_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        aio::awaitable(py, self.list_table_future(&kind, site_id, device_id)?)
+        aio::awaitable(py, self.list_arrow_work(&kind, site_id, device_id)?)
     }
 
     /// Every event of the range as an Arrow table (one batch per window).
@@ -267,16 +311,9 @@ impl PyClient {
         progress: Option<Py<PyAny>>,
         refresh: bool,
     ) -> PyResult<PyTable> {
-        let mut query = Self::query(start_ms, end_ms, report_id)?;
-        query.refresh = refresh;
-        let cell = ProgressCell::default();
-        let sink = progress.as_ref().map(|_| cell.sink());
-        let c = self.core()?;
-        let batches = wait_with(py, events::fetch_batches(c, query, sink), |py| {
-            cell.report(py, progress.as_ref())
-        });
-        cell.report(py, progress.as_ref())?;
-        arrow::table(batches?, Layout::events().schema())
+        wait_reporting(py, progress.as_ref(), |sink| {
+            self.events_arrow_work(start_ms, end_ms, report_id, refresh, sink)
+        })
     }
 
     /// As `events_arrow`, as an awaitable (no progress).
@@ -289,13 +326,8 @@ impl PyClient {
         report_id: Option<String>,
         refresh: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut query = Self::query(start_ms, end_ms, report_id)?;
-        query.refresh = refresh;
-        let c = self.core()?;
-        aio::awaitable(py, async move {
-            let batches = events::fetch_batches(c, query, None).await?;
-            table(batches, Layout::events().schema())
-        })
+        let work = self.events_arrow_work(start_ms, end_ms, report_id, refresh, None)?;
+        aio::awaitable(py, work)
     }
 
     /// The events of the range as a stream of Arrow record batches (bounded memory), handing
@@ -310,8 +342,7 @@ impl PyClient {
         progress: Option<Py<PyAny>>,
         refresh: bool,
     ) -> PyResult<PyRecordBatchReader> {
-        let mut query = Self::query(start_ms, end_ms, report_id)?;
-        query.refresh = refresh;
+        let query = Self::query(start_ms, end_ms, report_id, refresh)?;
         batches::event_batches(py, self.core()?, query, progress)
     }
 
@@ -324,65 +355,48 @@ impl PyClient {
         report_id: Option<String>,
         refresh: bool,
     ) -> PyResult<BatchStream> {
-        let mut query = Self::query(start_ms, end_ms, report_id)?;
-        query.refresh = refresh;
+        let query = Self::query(start_ms, end_ms, report_id, refresh)?;
         BatchStream::start(self.core()?, query)
     }
 
     /// A valid access token.
     fn access_token(&self, py: Python<'_>) -> PyResult<String> {
-        let c = self.core()?;
-        wait(py, async move {
-            c.access_token().await.map(|t| t.expose().to_string())
-        })
+        wait(py, self.access_token_work()?)
     }
 
     /// As `access_token`, as an awaitable.
     fn access_token_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let c = self.core()?;
-        aio::awaitable(py, async move {
-            c.access_token().await.map(|t| t.expose().to_string())
-        })
+        aio::awaitable(py, self.access_token_work()?)
     }
 
     /// The effective settings and whether a token can be had, as text (no secrets).
     fn diagnose(&self, py: Python<'_>) -> PyResult<String> {
-        let c = self.core()?;
-        wait(py, async move { Ok(c.diagnose().await) })
+        wait(py, self.diagnose_work()?)
     }
 
     /// As `diagnose`, as an awaitable.
     fn diagnose_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let c = self.core()?;
-        aio::awaitable(py, async move { Ok(c.diagnose().await) })
+        aio::awaitable(py, self.diagnose_work()?)
     }
 
     /// What fetching the events of a range costs, found with a few requests: a dict of the
     /// core's plan (`events`, `requests`, `seconds`, `days`, `probes`, `exact`).
     /// `progress`: called with the count's progress (its requests, the range done).
     #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
-    fn plan<'py>(
+    fn plan(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let query = Self::query(start_ms, end_ms, report_id)?;
-        let c = self.core()?;
-        let cell = ProgressCell::default();
-        let sink = progress.as_ref().map(|_| cell.sink());
-        let plan = wait_with(
-            py,
-            async move { client::plan::plan(&c, &query, sink).await },
-            |py| cell.report(py, progress.as_ref()),
-        )?;
-        cell.report(py, progress.as_ref())?;
-        to_py(py, &plan)
+    ) -> PyResult<Value<EventPlan>> {
+        wait_reporting(py, progress.as_ref(), |sink| {
+            self.plan_work(start_ms, end_ms, report_id, sink)
+        })
     }
 
-    /// As `plan`, as an awaitable.
+    /// As `plan`, as an awaitable (no progress).
     #[pyo3(signature = (start_ms, end_ms, report_id=None))]
     fn plan_async<'py>(
         &self,
@@ -391,11 +405,7 @@ impl PyClient {
         end_ms: i64,
         report_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let query = Self::query(start_ms, end_ms, report_id)?;
-        let c = self.core()?;
-        aio::awaitable(py, async move {
-            Ok(Value(client::plan::plan(&c, &query, None).await?))
-        })
+        aio::awaitable(py, self.plan_work(start_ms, end_ms, report_id, None)?)
     }
 
     /// Where the daily quota stands: a dict (`limit`, `used`, `remaining`, `resets_at_ms`).

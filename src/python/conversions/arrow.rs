@@ -8,9 +8,11 @@ use pyo3_arrow::PyTable;
 
 use super::errors;
 
-/// A table of `batches` (an object with `__arrow_c_stream__`).
-pub fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> PyResult<PyTable> {
+/// A table of `batches` (an object with `__arrow_c_stream__`), as a core result (so that it
+/// can end the core's work).
+pub fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> crate::client::Result<PyTable> {
     PyTable::try_new(batches, schema)
+        .map_err(|e| crate::client::Error::Data(format!("cannot assemble the table: {e}")))
 }
 
 /// Writes any Arrow data (`__arrow_c_stream__` or `__arrow_c_array__`: our tables and

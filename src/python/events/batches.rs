@@ -192,22 +192,6 @@ impl Drop for BatchStream {
     }
 }
 
-/// The next batch of a stream, or None at its end.
-struct NextBatch(Option<RecordBatch>);
-
-impl<'py> IntoPyObject<'py> for NextBatch {
-    type Target = PyAny;
-    type Output = Bound<'py, PyAny>;
-    type Error = PyErr;
-
-    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        match self.0 {
-            Some(batch) => Ok(Bound::new(py, PyRecordBatch::new(batch))?.into_any()),
-            None => Ok(py.None().into_bound(py)),
-        }
-    }
-}
-
 #[pymethods]
 impl BatchStream {
     /// An awaitable of the next record batch (an object with `__arrow_c_array__`), or None
@@ -215,10 +199,8 @@ impl BatchStream {
     fn next_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let rx = self.rx.clone();
         aio::awaitable(py, async move {
-            match rx.lock().await.recv().await {
-                Some(batch) => batch.map(|b| NextBatch(Some(b))),
-                None => Ok(NextBatch(None)),
-            }
+            let next = rx.lock().await.recv().await.transpose()?;
+            Ok(next.map(PyRecordBatch::new))
         })
     }
 

@@ -2,9 +2,13 @@
 //! batches, while the next windows are fetched. Progress goes to a Python callable between
 //! waits, never from Rust threads.
 
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
+use arrow_array::RecordBatch;
 use pyo3::prelude::*;
+use pyo3_arrow::PyRecordBatch;
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
 use super::ProgressCell;
@@ -12,12 +16,14 @@ use crate::client::events::{self, Event, EventForm, Query};
 use crate::client::Result;
 use crate::python::conversions::errors;
 use crate::python::conversions::from_json::to_list;
-use crate::python::runtime::{self, aio, log, wait};
+use crate::python::runtime::{self, aio, wait, Work};
 
 /// The receiving end of a fetch, and what is left of the window being handed out in chunks.
 struct Receiving {
     rx: mpsc::Receiver<Result<events::Completed>>,
-    rest: std::collections::VecDeque<Event>,
+    rest: VecDeque<Event>,
+    /// The end of the window that `rest` is left of.
+    rest_until_ms: i64,
 }
 
 /// Completed windows of events, in time order, as lists of dicts (see `Client.iter_events`),
@@ -29,8 +35,8 @@ pub struct EventStream {
     cell: ProgressCell,
     progress: Option<Py<PyAny>>,
     arrow: bool,
-    /// The end of the last window handed out: every event before it has been.
-    frontier: std::sync::atomic::AtomicI64,
+    /// The end of the last window handed out whole: every event before it has been.
+    frontier: Arc<AtomicI64>,
 }
 
 impl EventStream {
@@ -51,12 +57,13 @@ impl EventStream {
         } else {
             EventForm::Text
         };
-        let frontier = std::sync::atomic::AtomicI64::new(query.start_ms);
+        let frontier = Arc::new(AtomicI64::new(query.start_ms));
         let task = rt.spawn(events::stream(client, query, keep, tx, sink));
         Ok(EventStream {
             rx: Arc::new(AsyncMutex::new(Receiving {
                 rx,
-                rest: Default::default(),
+                rest: VecDeque::new(),
+                rest_until_ms: frontier.load(Ordering::Relaxed),
             })),
             task,
             cell,
@@ -64,6 +71,34 @@ impl EventStream {
             arrow,
             frontier,
         })
+    }
+
+    /// The work of `__next__` and `next_async`: the next events, at most `limit` of them (a
+    /// window is handed out in chunks), or with `arrow` the next window as one record batch;
+    /// None at the end.
+    fn next_work(&self, limit: usize) -> impl Work<Option<Next>> {
+        let (rx, frontier, arrow) = (self.rx.clone(), self.frontier.clone(), self.arrow);
+        async move {
+            let mut r = rx.lock().await;
+            if r.rest.is_empty() {
+                let Some(window) = r.rx.recv().await else {
+                    return Ok(None);
+                };
+                let window = window?;
+                if arrow {
+                    frontier.store(window.until_ms, Ordering::Relaxed);
+                    return Ok(Some(Next::Batch(window.record_batch()?)));
+                }
+                r.rest = window.events.into();
+                r.rest_until_ms = window.until_ms;
+            }
+            let n = limit.min(r.rest.len());
+            let events = r.rest.drain(..n).collect();
+            if r.rest.is_empty() {
+                frontier.store(r.rest_until_ms, Ordering::Relaxed);
+            }
+            Ok(Some(Next::Events(events)))
+        }
     }
 }
 
@@ -80,46 +115,13 @@ impl EventStream {
         slf
     }
 
-    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let rt = runtime::get().map_err(errors::internal)?;
-        log::refresh(py);
-        loop {
-            let step = wait::step(py, &rt, wait::TICK, async {
-                let mut r = self.rx.lock().await;
-                if !r.rest.is_empty() {
-                    let events: Vec<Event> = r.rest.drain(..).collect();
-                    return Some(Ok(NextItem::Dicts(events)));
-                }
-                r.rx.recv().await.map(|window| {
-                    window.and_then(|w| {
-                        self.frontier
-                            .store(w.until_ms, std::sync::atomic::Ordering::Relaxed);
-                        if self.arrow {
-                            w.record_batch().map(NextItem::Batch)
-                        } else {
-                            Ok(NextItem::Dicts(w.events))
-                        }
-                    })
-                })
-            });
-            if let Err(e) = wait::ticked(py, |py| self.cell.report(py, self.progress.as_ref())) {
-                self.task.abort();
-                return Err(e);
-            }
-            match step {
-                Some(Some(Ok(NextItem::Dicts(events)))) => {
-                    return to_list(py, events.iter().map(Event::text)).map(|l| Some(l.into_any()))
-                }
-                Some(Some(Ok(NextItem::Batch(batch)))) => {
-                    return Ok(Some(
-                        Bound::new(py, pyo3_arrow::PyRecordBatch::new(batch))?.into_any(),
-                    ))
-                }
-                Some(Some(Err(e))) => return Err(errors::to_py(e)),
-                Some(None) => return Ok(None),
-                None => {}
-            }
-        }
+    /// The next window (or what is left of it), handing `progress` the fetch's progress while
+    /// it waits. An error (Ctrl-C, the callback's, the fetch's) ends the stream.
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Next>> {
+        let next = wait::wait_with(py, self.next_work(usize::MAX), |py| {
+            self.cell.report(py, self.progress.as_ref())
+        });
+        next.inspect_err(|_| self.task.abort())
     }
 
     /// An awaitable of the next events, at most `limit` of them (a window is handed out in
@@ -127,19 +129,7 @@ impl EventStream {
     /// the end.
     #[pyo3(signature = (limit=1000))]
     fn next_async<'py>(&self, py: Python<'py>, limit: usize) -> PyResult<Bound<'py, PyAny>> {
-        let rx = self.rx.clone();
-        let limit = limit.max(1);
-        aio::awaitable(py, async move {
-            let mut r = rx.lock().await;
-            if r.rest.is_empty() {
-                match r.rx.recv().await {
-                    Some(window) => r.rest = window?.events.into(),
-                    None => return Ok(aio::Window(None)),
-                }
-            }
-            let n = limit.min(r.rest.len());
-            Ok(aio::Window(Some(r.rest.drain(..n).collect())))
-        })
+        aio::awaitable(py, self.next_work(limit.max(1)))
     }
 
     /// Stops the fetch.
@@ -147,16 +137,30 @@ impl EventStream {
         self.task.abort();
     }
 
-    /// The end (epoch ms, exclusive) of the last window handed out: every event of the range
-    /// before it has been (the range's start before the first).
+    /// The end (epoch ms, exclusive) of the last window handed out whole: every event of the
+    /// range before it has been (the range's start before the first).
     #[getter]
     fn frontier_ms(&self) -> i64 {
-        self.frontier.load(std::sync::atomic::Ordering::Relaxed)
+        self.frontier.load(Ordering::Relaxed)
     }
 }
 
-/// What `__next__` hands out.
-enum NextItem {
-    Dicts(Vec<Event>),
-    Batch(arrow_array::RecordBatch),
+/// What the stream hands out: events, built into a list of dicts, or a window as one record
+/// batch.
+pub enum Next {
+    Events(Vec<Event>),
+    Batch(RecordBatch),
+}
+
+impl<'py> IntoPyObject<'py> for Next {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self {
+            Next::Events(events) => Ok(to_list(py, events.iter().map(Event::text))?.into_any()),
+            Next::Batch(batch) => Ok(Bound::new(py, PyRecordBatch::new(batch))?.into_any()),
+        }
+    }
 }

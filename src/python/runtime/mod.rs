@@ -1,16 +1,27 @@
 //! How the core's work runs for Python: the process-wide tokio runtime of the bindings (here),
 //! rebuilt in a child after `fork()` (a forked child has none of its parent's threads, so the
-//! parent's runtime is unusable there); sync waits on it (`wait`), asyncio awaitables over it
-//! (`aio`), the core's log lines handed to Python (`log`) and progress cells (`progress`).
+//! parent's runtime is unusable there); the core's [`Work`], which a sync binding waits for
+//! (`wait`) and an async one hands to asyncio (`aio`); the core's log lines handed to Python
+//! (`log`) and progress cells (`progress`).
 
 pub(super) mod aio;
 pub(super) mod log;
 pub(super) mod progress;
 pub(super) mod wait;
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use tokio::runtime::Runtime;
+
+use crate::client::Result;
+
+/// Core work of a binding: a future of a core result, run on the runtime, which becomes Python
+/// objects only when it is done. A binding with a sync and an async form builds it once, in one
+/// function, and its two forms differ by one line: [`wait::wait`] or [`aio::awaitable`].
+pub trait Work<T>: Future<Output = Result<T>> + Send + 'static {}
+
+impl<T, F: Future<Output = Result<T>> + Send + 'static> Work<T> for F {}
 
 static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
 

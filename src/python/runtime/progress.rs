@@ -14,6 +14,9 @@ pub trait Update: Send + 'static {
     fn fill(&self, d: &Bound<'_, PyDict>) -> PyResult<()>;
 }
 
+/// Where a core task writes its updates.
+pub type Sink<P> = Arc<dyn Fn(P) + Send + Sync>;
+
 /// The latest update of a task, written by the task, read by the waiting Python thread.
 pub struct Cell<P>(Arc<Mutex<Option<P>>>);
 
@@ -31,7 +34,7 @@ impl<P> Clone for Cell<P> {
 
 impl<P: Update> Cell<P> {
     /// The sink for the core task.
-    pub fn sink(&self) -> Arc<dyn Fn(P) + Send + Sync> {
+    pub fn sink(&self) -> Sink<P> {
         let cell = self.0.clone();
         Arc::new(move |p| {
             *cell.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
