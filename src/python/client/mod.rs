@@ -1,10 +1,11 @@
 //! Binding of the client: `surveillance._core.Client`. Takes its settings by name
-//! (`conversions::keywords`), runs core futures through `runtime` (waited for, or awaitable),
+//! (`settings`), runs core futures through `runtime` (waited for, or awaitable),
 //! returns Python objects, Arrow tables and event streams. Rebuilt after `fork()`. Also the
 //! functions over a cache directory without a client.
 
+mod settings;
+
 use std::sync::Mutex;
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -13,9 +14,9 @@ use pyo3_arrow::{PyRecordBatch, PyRecordBatchReader, PyTable};
 use crate::client::arrow::Layout;
 use crate::client::events::{self, ProgressSink, Query};
 use crate::client::plan::EventPlan;
-use crate::client::{self, config, Config, Secret, Settings};
+use crate::client::{self, Config};
 use crate::python::conversions::from_json::Records;
-use crate::python::conversions::keywords::{self, Keywords};
+use crate::python::conversions::keywords::Keywords;
 use crate::python::conversions::values::{to_py, Value};
 use crate::python::conversions::{arrow, errors};
 use crate::python::emulator::PyEmulator;
@@ -24,9 +25,9 @@ use crate::python::events::stream::EventStream;
 use crate::python::runtime::wait::{wait, wait_reporting};
 use crate::python::runtime::{aio, log, Work};
 
-/// A duration setting, checked by the core (see `config::seconds`).
-fn seconds(name: &str, value: f64, positive: bool, max: f64) -> PyResult<Duration> {
-    config::seconds(name, value, positive, max).map_err(errors::to_py)
+/// A core client of `config`, whose log lines go to Python's logging.
+fn core_of(config: &Config) -> PyResult<client::Client> {
+    client::Client::new(config.clone(), Some(log::sink())).map_err(errors::to_py)
 }
 
 /// The native client (see `surveillance.Client`).
@@ -42,11 +43,7 @@ impl PyClient {
         let pid = std::process::id();
         let mut slot = self.core.lock().unwrap_or_else(|e| e.into_inner());
         if slot.0 != pid {
-            *slot = (
-                pid,
-                client::Client::new(self.config.clone(), Some(log::sink()))
-                    .map_err(errors::to_py)?,
-            );
+            *slot = (pid, core_of(&self.config)?);
         }
         Ok(slot.1.clone())
     }
@@ -160,53 +157,9 @@ impl PyClient {
     #[new]
     #[pyo3(signature = (**settings))]
     fn new(settings: Option<Bound<'_, PyDict>>) -> PyResult<Self> {
-        let given = Keywords::new("Client", settings);
-        let timeout = given
-            .get("timeout")?
-            .map(|t| seconds("timeout", t, true, config::MAX_TIMEOUT_SECS))
-            .transpose()?;
-        let max_wait = given
-            .get("max_wait")?
-            .map(|t| seconds("max_wait", t, false, config::MAX_WAIT_SECS))
-            .transpose()?;
-        let settle = given
-            .get("settle")?
-            .map(|t| seconds("settle", t, false, config::MAX_SETTLE_SECS))
-            .transpose()?;
-        let limits = given
-            .get::<Bound<'_, PyDict>>("limits")?
-            .map(|d| keywords::limits(Keywords::new("Limits", Some(d))))
-            .transpose()?;
-        let settings = Settings {
-            api_key: given.get::<String>("api_key")?.map(Secret::new),
-            client_id: given.get("client_id")?,
-            client_secret: given.get::<String>("client_secret")?.map(Secret::new),
-            region: given.get("region")?,
-            base_url: given.get("base_url")?,
-            eu_base_url: given.get("eu_base_url")?,
-            audience: given.get("audience")?,
-            timeout,
-            max_retries: given
-                .count("max_retries", config::RETRIES)?
-                .map(|v| v as u32),
-            limits,
-            ca_bundle: given.get("ca_bundle")?,
-            trust_env: given.get("trust_env")?,
-            max_body_bytes: given
-                .count("max_body_bytes", config::BODY_BYTES)?
-                .map(|v| v as usize),
-            max_wait,
-            cache: given.get("cache")?,
-            settle,
-            cache_max_bytes: given.count("cache_max_bytes", config::CACHE_BYTES)?,
-        };
-        given.done()?;
-        let config = Config::from_settings(settings).map_err(errors::to_py)?;
-        let core = client::Client::new(config.clone(), Some(log::sink())).map_err(errors::to_py)?;
-        Ok(PyClient {
-            config,
-            core: Mutex::new((std::process::id(), core)),
-        })
+        let config = settings::from_keywords(Keywords::new("Client", settings))?;
+        let core = Mutex::new((std::process::id(), core_of(&config)?));
+        Ok(PyClient { config, core })
     }
 
     /// Every record of a list (`sites`, `devices`, `cameras`, `reports`), as a list of dicts.
@@ -468,33 +421,7 @@ impl PyClient {
 
     /// The resolved configuration, secrets included (for pickling; never printed).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let c = &self.config;
-        let d = PyDict::new(py);
-        d.set_item("api_key", c.api_key.expose())?;
-        d.set_item("client_id", &c.client_id)?;
-        d.set_item("client_secret", c.client_secret.expose())?;
-        d.set_item("region", c.region.as_str())?;
-        d.set_item("base_url", c.base_url.as_str())?;
-        d.set_item("eu_base_url", c.eu_base_url.as_ref().map(|u| u.to_string()))?;
-        d.set_item("audience", &c.audience)?;
-        d.set_item("timeout", c.timeout.as_secs_f64())?;
-        d.set_item("max_retries", c.max_retries)?;
-        d.set_item("limits", keywords::limits_dict(py, &c.limits)?)?;
-        d.set_item(
-            "ca_bundle",
-            c.ca_bundle.as_ref().map(|p| p.display().to_string()),
-        )?;
-        d.set_item("trust_env", c.trust_env)?;
-        d.set_item("max_body_bytes", c.max_body_bytes)?;
-        d.set_item("max_wait", c.max_wait.as_secs_f64())?;
-        // The directory resolved (or off), so that a worker's client uses the same one.
-        match &c.cache_dir {
-            Some(dir) => d.set_item("cache", dir.display().to_string())?,
-            None => d.set_item("cache", false)?,
-        }
-        d.set_item("settle", c.settle_ms as f64 / 1000.0)?;
-        d.set_item("cache_max_bytes", c.cache_max_bytes)?;
-        Ok(d)
+        settings::to_keywords(py, &self.config)
     }
 
     /// The directory of the cache of settled events, or None without one.
