@@ -1,5 +1,6 @@
-//! The thin PyO3 binding layer: `surveillance._core`. Converts arguments and results and maps
-//! errors; the logic lives in the pure Rust client and emulator.
+//! The thin PyO3 binding layer: `surveillance._core`, registered here. One folder per concept
+//! (`client`, `events`, `publish`, `emulator`, `conversions`), and `runtime`, which runs the
+//! core's work for them; the logic lives in the pure Rust client and emulator.
 
 /// The extension's allocator (the core leaves the choice to its host): mimalloc serves the many
 /// small allocations of JSON parsing and validation at about half glibc's cost.
@@ -21,45 +22,14 @@ fn tune_allocator() {
     }
 }
 
-mod aio;
-mod arrow;
 mod client;
-mod columns;
+mod conversions;
 mod emulator;
-mod errors;
 mod events;
-mod from_json;
-mod kwargs;
-mod log;
-mod progress;
 mod publish;
-mod report;
 mod runtime;
-mod to_json;
-mod values;
-mod wait;
 
 use pyo3::prelude::*;
-
-/// The core's list table (`client::lists`) as the Python layer needs it: for each list, its
-/// `name`, what it holds (`about`) and the keywords of its `filters`.
-fn lists(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    #[derive(serde::Serialize)]
-    struct Shown {
-        name: &'static str,
-        about: &'static str,
-        filters: Vec<&'static str>,
-    }
-    let shown: Vec<Shown> = crate::client::lists::List::ALL
-        .iter()
-        .map(|l| Shown {
-            name: l.name(),
-            about: l.spec().about,
-            filters: l.spec().filters.iter().map(|f| f.keyword).collect(),
-        })
-        .collect();
-    values::to_py(py, &shown)
-}
 
 /// The native module `surveillance._core`.
 #[pymodule]
@@ -73,30 +43,30 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_MAX_RETRIES", config::DEFAULT_MAX_RETRIES)?;
     m.add("DEFAULT_MAX_WAIT_S", config::DEFAULT_MAX_WAIT.as_secs_f64())?;
     m.add("MAX_SETTLE_S", config::MAX_SETTLE_SECS)?;
-    m.add("LISTS", lists(m.py())?)?;
+    m.add("LISTS", client::lists(m.py())?)?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<emulator::PyEmulator>()?;
-    m.add_class::<events::EventStream>()?;
-    m.add_class::<arrow::BatchStream>()?;
+    m.add_class::<events::stream::EventStream>()?;
+    m.add_class::<events::batches::BatchStream>()?;
     m.add_function(wrap_pyfunction!(client::cache_location, m)?)?;
     m.add_function(wrap_pyfunction!(client::cache_info_at, m)?)?;
     m.add_function(wrap_pyfunction!(client::clear_cache_at, m)?)?;
-    m.add_function(wrap_pyfunction!(arrow::write_parquet, m)?)?;
-    m.add_function(wrap_pyfunction!(arrow::events_schema, m)?)?;
-    m.add_function(wrap_pyfunction!(arrow::columns, m)?)?;
+    m.add_function(wrap_pyfunction!(conversions::arrow::write_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(events::events_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(conversions::arrow::columns, m)?)?;
     #[cfg(feature = "test-seams")]
     {
-        m.add_function(wrap_pyfunction!(from_json::loads, m)?)?;
-        m.add_function(wrap_pyfunction!(publish::check_record, m)?)?;
+        m.add_function(wrap_pyfunction!(conversions::from_json::loads, m)?)?;
+        m.add_function(wrap_pyfunction!(publish::check::check_record, m)?)?;
     }
-    m.add_function(wrap_pyfunction!(kwargs::check_limits, m)?)?;
-    m.add_function(wrap_pyfunction!(publish::publish_records, m)?)?;
-    m.add_class::<columns::JsonLines>()?;
-    m.add_function(wrap_pyfunction!(columns::publish_columns, m)?)?;
-    m.add_function(wrap_pyfunction!(columns::columns_json, m)?)?;
-    m.add_function(wrap_pyfunction!(columns::jsonl_rest, m)?)?;
-    m.add_function(wrap_pyfunction!(publish::validate_record, m)?)?;
-    m.add_function(wrap_pyfunction!(publish::record_json, m)?)?;
+    m.add_function(wrap_pyfunction!(conversions::keywords::check_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::records::publish_records, m)?)?;
+    m.add_class::<publish::columns::JsonLines>()?;
+    m.add_function(wrap_pyfunction!(publish::columns::publish_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::columns::columns_json, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::columns::jsonl_rest, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::check::validate_record, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::check::record_json, m)?)?;
     Ok(())
 }
 

@@ -1,5 +1,6 @@
-//! Arrow out through the PyCapsule interface (pyo3-arrow): tables for `output="arrow"` and a
-//! record batch reader for `event_batches`, fed window by window from the Rust fetch.
+//! Events as streams of Arrow record batches, fed window by window from the Rust fetch: a
+//! record batch reader for `event_batches` (out through the PyCapsule interface) and
+//! `BatchStream` for `async for`.
 
 use std::sync::Arc;
 
@@ -7,18 +8,14 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
-use pyo3_arrow::{PyRecordBatch, PyRecordBatchReader, PyTable};
+use pyo3_arrow::{PyRecordBatch, PyRecordBatchReader};
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
-use super::events::ProgressCell;
-use super::{errors, runtime};
+use super::ProgressCell;
 use crate::client::events::{self, Query};
 use crate::client::{arrow::Layout, Client, Result};
-
-/// A table of `batches` (an object with `__arrow_c_stream__`).
-pub fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> PyResult<PyTable> {
-    PyTable::try_new(batches, schema)
-}
+use crate::python::conversions::errors;
+use crate::python::runtime::{self, aio, wait};
 
 /// Record batches of events, pulled from the fetch as windows complete.
 struct BatchReader {
@@ -60,8 +57,7 @@ impl Iterator for BatchReader {
         loop {
             // The timer is made inside the runtime (it needs its clock).
             let rx = &mut self.rx;
-            let step =
-                rt.block_on(async { tokio::time::timeout(super::wait::TICK, rx.recv()).await });
+            let step = rt.block_on(async { tokio::time::timeout(wait::TICK, rx.recv()).await });
             match step {
                 Ok(Some(Ok(batch))) => return Some(self.report().map(|()| batch)),
                 // Crosses the C stream interface as text: scrubbed like every exception.
@@ -72,7 +68,7 @@ impl Iterator for BatchReader {
                 Err(_elapsed) => {
                     let (cell, progress) = (&self.cell, self.progress.as_ref());
                     let signal = Python::attach(|py| {
-                        match super::wait::ticked(py, |py| cell.report(py, progress)) {
+                        match wait::ticked(py, |py| cell.report(py, progress)) {
                             Ok(()) => None,
                             Err(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => {
                                 // SAFETY: `PyErr_SetInterrupt` only marks SIGINT as pending; it
@@ -149,7 +145,7 @@ pub fn event_batches(
         let first = rx.recv().await.transpose()?;
         Ok((rx, first))
     };
-    let waited = super::wait::wait_with(py, first, |py| cell.report(py, progress.as_ref()));
+    let waited = wait::wait_with(py, first, |py| cell.report(py, progress.as_ref()));
     let (rx, first) = match waited {
         Ok(v) => v,
         Err(e) => {
@@ -196,33 +192,15 @@ impl Drop for BatchStream {
     }
 }
 
-/// The next batch of a stream, or None at its end.
-struct NextBatch(Option<RecordBatch>);
-
-impl<'py> IntoPyObject<'py> for NextBatch {
-    type Target = PyAny;
-    type Output = Bound<'py, PyAny>;
-    type Error = PyErr;
-
-    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        match self.0 {
-            Some(batch) => Ok(Bound::new(py, PyRecordBatch::new(batch))?.into_any()),
-            None => Ok(py.None().into_bound(py)),
-        }
-    }
-}
-
 #[pymethods]
 impl BatchStream {
     /// An awaitable of the next record batch (an object with `__arrow_c_array__`), or None
     /// when the stream is over.
     fn next_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let rx = self.rx.clone();
-        super::aio::awaitable(py, async move {
-            match rx.lock().await.recv().await {
-                Some(batch) => batch.map(|b| NextBatch(Some(b))),
-                None => Ok(NextBatch(None)),
-            }
+        aio::awaitable(py, async move {
+            let next = rx.lock().await.recv().await.transpose()?;
+            Ok(next.map(PyRecordBatch::new))
         })
     }
 
@@ -230,95 +208,4 @@ impl BatchStream {
     fn close(&self) {
         self.task.abort();
     }
-}
-
-/// Writes any Arrow data (`__arrow_c_stream__` or `__arrow_c_array__`: our tables and
-/// streams, pyarrow, polars) to the Parquet file `path`, with the GIL released; returns the
-/// rows written. Nothing is left at `path` when it fails.
-#[pyfunction]
-pub fn write_parquet(
-    py: Python<'_>,
-    data: pyo3_arrow::input::AnyRecordBatch,
-    path: std::path::PathBuf,
-) -> PyResult<u64> {
-    let reader = data.into_reader()?;
-    let schema = reader.schema();
-    let mut interrupt: Option<PyErr> = None;
-    let written = py.detach(|| {
-        let batches = reader.map(|b| {
-            b.map_err(|e| crate::client::Error::Data(format!("cannot read the data: {e}")))
-        });
-        // A source that Ctrl-C ended early (an event stream) leaves SIGINT pending: the file is
-        // not moved into place, and the interrupt is raised.
-        let commit = || match Python::attach(|py| py.check_signals()) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                interrupt = Some(e);
-                Err(crate::client::Error::Io("interrupted".into()))
-            }
-        };
-        crate::client::parquet::write_checked(&path, schema, batches, commit)
-    });
-    match (written, interrupt) {
-        (_, Some(e)) => Err(e),
-        (Ok(rows), None) => Ok(rows),
-        (Err(e), None) => Err(errors::to_py(e)),
-    }
-}
-
-/// The Arrow schema of events (`output="arrow"`, `event_batches`, synced datasets): the one
-/// definition, which the dask meta and the CSV columns are derived from.
-#[pyfunction]
-pub fn events_schema() -> pyo3_arrow::PySchema {
-    pyo3_arrow::PySchema::new(crate::client::arrow::events_schema())
-}
-
-/// Columns of an Arrow table as Python lists (strings, integers, booleans; timestamps as epoch
-/// milliseconds), for code that summarises a table without pyarrow (`surveillance demo`).
-#[pyfunction]
-pub fn columns<'py>(
-    py: Python<'py>,
-    table: PyTable,
-    names: Vec<String>,
-) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::{Int64Type, TimestampMillisecondType};
-    use arrow_schema::DataType;
-    let (batches, schema) = table.into_inner();
-    let out = pyo3::types::PyDict::new(py);
-    for name in names {
-        let index = schema.index_of(&name).map_err(|_| {
-            pyo3::exceptions::PyValueError::new_err(format!("`names`: no column `{name}`"))
-        })?;
-        let list = pyo3::types::PyList::empty(py);
-        for batch in &batches {
-            let column = batch.column(index);
-            for row in 0..column.len() {
-                let value: Bound<'py, PyAny> = if column.is_null(row) {
-                    py.None().into_bound(py)
-                } else {
-                    match column.data_type() {
-                        DataType::Utf8 => column.as_string::<i32>().value(row).into_pyobject(py)?.into_any(),
-                        DataType::Int64 => column.as_primitive::<Int64Type>().value(row).into_pyobject(py)?.into_any(),
-                        DataType::Timestamp(arrow_schema::TimeUnit::Millisecond, _) => column
-                            .as_primitive::<TimestampMillisecondType>()
-                            .value(row)
-                            .into_pyobject(py)?
-                            .into_any(),
-                        DataType::Boolean => pyo3::types::PyBool::new(py, column.as_boolean().value(row))
-                            .to_owned()
-                            .into_any(),
-                        other => {
-                            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                                "`names`: column `{name}` is {other}, not a string, integer, boolean or timestamp"
-                            )))
-                        }
-                    }
-                };
-                list.append(value)?;
-            }
-        }
-        out.set_item(name, list)?;
-    }
-    Ok(out)
 }

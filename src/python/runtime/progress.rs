@@ -1,14 +1,12 @@
 //! Progress of a core task for a Python callback: the task writes its latest update into a
 //! cell (no GIL, no queue: an update replaces the one not yet read), and the waiting thread
-//! hands it to the callback as a dict between waits. One cell type for the events fetch and
-//! for publishing.
+//! hands it to the callback as a dict between waits. One cell type for every task; each kind
+//! of update says its dict's fields beside its binding (`events`, `publish`).
 
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-
-use crate::client::{events, publish};
 
 /// A core progress update, as the callback's dict.
 pub trait Update: Send + 'static {
@@ -16,29 +14,8 @@ pub trait Update: Send + 'static {
     fn fill(&self, d: &Bound<'_, PyDict>) -> PyResult<()>;
 }
 
-impl Update for events::Progress {
-    fn fill(&self, d: &Bound<'_, PyDict>) -> PyResult<()> {
-        d.set_item("events", self.events)?;
-        d.set_item("fetched", self.fetched)?;
-        d.set_item("requests", self.requests)?;
-        d.set_item("done_ms", self.done_ms)?;
-        d.set_item("total_ms", self.total_ms)?;
-        d.set_item("windows", self.windows)?;
-        d.set_item("expected_events", self.expected_events)?;
-        d.set_item("expected_requests", self.expected_requests)?;
-        d.set_item("eta_s", self.eta_ms.map(|ms| ms as f64 / 1000.0))?;
-        d.set_item("saved", self.saved)
-    }
-}
-
-impl Update for publish::Progress {
-    fn fill(&self, d: &Bound<'_, PyDict>) -> PyResult<()> {
-        d.set_item("read", self.read)?;
-        d.set_item("accepted", self.accepted)?;
-        d.set_item("rejected", self.rejected)?;
-        d.set_item("requests", self.requests)
-    }
-}
+/// Where a core task writes its updates.
+pub type Sink<P> = Arc<dyn Fn(P) + Send + Sync>;
 
 /// The latest update of a task, written by the task, read by the waiting Python thread.
 pub struct Cell<P>(Arc<Mutex<Option<P>>>);
@@ -57,7 +34,7 @@ impl<P> Clone for Cell<P> {
 
 impl<P: Update> Cell<P> {
     /// The sink for the core task.
-    pub fn sink(&self) -> Arc<dyn Fn(P) + Send + Sync> {
+    pub fn sink(&self) -> Sink<P> {
         let cell = self.0.clone();
         Arc::new(move |p| {
             *cell.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);

@@ -12,8 +12,9 @@ use pyo3::prelude::*;
 use tokio::runtime::Runtime;
 use tokio::task::{JoinError, JoinHandle};
 
-use super::{errors, log, runtime};
-use crate::client::Result;
+use super::progress::{Cell, Sink, Update};
+use super::{self as runtime, log, Work};
+use crate::python::conversions::errors;
 
 /// The longest the Python thread waits without looking at signals and progress.
 pub const TICK: Duration = Duration::from_millis(50);
@@ -85,29 +86,36 @@ where
     }
 }
 
-/// Runs `fut` to completion, or until a signal handler raises (the future is then dropped,
+/// Runs `work` to completion, or until a signal handler raises (the work is then dropped,
 /// which cancels its requests).
-pub fn wait<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
-where
-    T: Send + 'static,
-    F: Future<Output = Result<T>> + Send + 'static,
-{
-    wait_with(py, fut, |_| Ok(()))
+pub fn wait<T: Send + 'static>(py: Python<'_>, work: impl Work<T>) -> PyResult<T> {
+    wait_with(py, work, |_| Ok(()))
 }
 
-/// As `wait`, calling `tick` with the GIL between steps (progress updates).
-pub fn wait_with<T, F>(
+/// As [`wait`], for work that reports its progress: `work` is made with the sink of a fresh
+/// cell (None without a `callback`), whose latest update `callback` gets between steps and
+/// once more when the wait is over.
+pub fn wait_reporting<P: Update, T: Send + 'static, W: Work<T>>(
     py: Python<'_>,
-    fut: F,
+    callback: Option<&Py<PyAny>>,
+    work: impl FnOnce(Option<Sink<P>>) -> PyResult<W>,
+) -> PyResult<T> {
+    let cell = Cell::default();
+    let work = work(callback.map(|_| cell.sink()))?;
+    let done = wait_with(py, work, |py| cell.report(py, callback));
+    cell.report(py, callback)?;
+    done
+}
+
+/// As [`wait`], calling `tick` with the GIL between steps (progress updates).
+pub fn wait_with<T: Send + 'static>(
+    py: Python<'_>,
+    work: impl Work<T>,
     tick: impl FnMut(Python<'_>) -> PyResult<()>,
-) -> PyResult<T>
-where
-    T: Send + 'static,
-    F: Future<Output = Result<T>> + Send + 'static,
-{
+) -> PyResult<T> {
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
-    let mut task = rt.spawn(fut);
+    let mut task = rt.spawn(work);
     match until_done(py, &rt, &mut task, tick, None) {
         Waited::Ended(Ok(result), None) => result.map_err(errors::to_py),
         Waited::Ended(Err(join), None) => Err(errors::internal(join)),

@@ -1,31 +1,33 @@
-//! Binding of the client: `surveillance._core.Client`. Takes its settings by name (`kwargs`),
-//! runs core futures through `wait`, returns Python objects, Arrow tables and streams. Rebuilt
-//! after `fork()`.
+//! Binding of the client: `surveillance._core.Client`. Takes its settings by name
+//! (`settings`), runs core futures through `runtime` (waited for, or awaitable),
+//! returns Python objects, Arrow tables and event streams. Rebuilt after `fork()`. Also the
+//! functions over a cache directory without a client.
 
-use std::future::Future;
+mod settings;
+
 use std::sync::Mutex;
-use std::time::Duration;
-
-use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
-use pyo3_arrow::{PyRecordBatchReader, PyTable};
+use pyo3::types::PyDict;
+use pyo3_arrow::{PyRecordBatch, PyRecordBatchReader, PyTable};
 
-use super::events::EventStream;
-use super::from_json::to_list;
-use super::kwargs::{self, Keywords};
-use super::values::{to_py, Value};
-use super::wait::{wait, wait_with};
-use super::{aio, errors, log};
 use crate::client::arrow::Layout;
-use crate::client::events::{self, Query};
-use crate::client::{self, config, Config, Secret, Settings};
+use crate::client::events::{self, ProgressSink, Query};
+use crate::client::plan::EventPlan;
+use crate::client::{self, Config};
+use crate::python::conversions::from_json::Records;
+use crate::python::conversions::keywords::Keywords;
+use crate::python::conversions::values::{to_py, Value};
+use crate::python::conversions::{arrow, errors};
+use crate::python::emulator::PyEmulator;
+use crate::python::events::batches::{self, BatchStream};
+use crate::python::events::stream::EventStream;
+use crate::python::runtime::wait::{wait, wait_reporting};
+use crate::python::runtime::{aio, log, Work};
 
-/// A duration setting, checked by the core (see `config::seconds`).
-fn seconds(name: &str, value: f64, positive: bool, max: f64) -> PyResult<Duration> {
-    config::seconds(name, value, positive, max).map_err(errors::to_py)
+/// A core client of `config`, whose log lines go to Python's logging.
+fn core_of(config: &Config) -> PyResult<client::Client> {
+    client::Client::new(config.clone(), Some(log::sink())).map_err(errors::to_py)
 }
 
 /// The native client (see `surveillance.Client`).
@@ -41,63 +43,112 @@ impl PyClient {
         let pid = std::process::id();
         let mut slot = self.core.lock().unwrap_or_else(|e| e.into_inner());
         if slot.0 != pid {
-            *slot = (
-                pid,
-                client::Client::new(self.config.clone(), Some(log::sink()))
-                    .map_err(errors::to_py)?,
-            );
+            *slot = (pid, core_of(&self.config)?);
         }
         Ok(slot.1.clone())
     }
 
-    /// The core future of a list; an unknown `kind` is an error before anything is sent.
-    fn list_future(
-        &self,
-        kind: &str,
-        site_id: Option<String>,
-        device_id: Option<String>,
-    ) -> PyResult<impl Future<Output = client::Result<Vec<client::Record>>> + Send + 'static> {
-        let list = client::lists::List::named(kind).map_err(errors::to_py)?;
-        let c = self.core()?;
-        Ok(async move { c.list(list, site_id.as_deref(), device_id.as_deref()).await })
-    }
-
-    /// The core future of a list as one typed Arrow table.
-    fn list_table_future(
-        &self,
-        kind: &str,
-        site_id: Option<String>,
-        device_id: Option<String>,
-    ) -> PyResult<impl Future<Output = client::Result<PyTable>> + Send + 'static> {
-        let layout = client::lists::List::named(kind)
-            .map_err(errors::to_py)?
-            .layout();
-        let fut = self.list_future(kind, site_id, device_id)?;
-        Ok(async move {
-            let records = fut.await?;
-            let batch = layout.batch(records.iter().map(|r| r.get()))?;
-            table(vec![batch], layout.schema())
-        })
-    }
-
     /// The checked query of an events call.
-    fn query(start_ms: i64, end_ms: i64, report_id: Option<String>) -> PyResult<Query> {
+    fn query(
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+        refresh: bool,
+    ) -> PyResult<Query> {
         let query = Query {
             start_ms,
             end_ms,
             report_id,
             partial: false,
-            refresh: false,
+            refresh,
         };
         events::check(&query).map_err(errors::to_py)?;
         Ok(query)
     }
 }
 
-/// A table of `batches`, as a core result (so it can end a core future).
-fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> client::Result<PyTable> {
-    super::arrow::table(batches, schema)
-        .map_err(|e| client::Error::Data(format!("cannot assemble the table: {e}")))
+/// The work of the calls that have a sync and an async form, one function for both: it checks
+/// the arguments (an error raises at the call, before anything is sent) and builds the core's
+/// work, whose output becomes Python objects only when the caller has it. `name` waits for it
+/// (`wait`), `name_async` hands it to asyncio (`aio::awaitable`); where the sync form hands
+/// progress to a callback, the async one builds the same work with no sink.
+impl PyClient {
+    /// `list_dicts`: the records of a list; an unknown `kind` is an error.
+    fn list_dicts_work(
+        &self,
+        kind: &str,
+        site_id: Option<String>,
+        device_id: Option<String>,
+    ) -> PyResult<impl Work<Records>> {
+        let list = client::lists::List::named(kind).map_err(errors::to_py)?;
+        let c = self.core()?;
+        Ok(async move {
+            let records = c
+                .list(list, site_id.as_deref(), device_id.as_deref())
+                .await?;
+            Ok(Records(records))
+        })
+    }
+
+    /// `list_arrow`: the records of a list as one typed Arrow table.
+    fn list_arrow_work(
+        &self,
+        kind: &str,
+        site_id: Option<String>,
+        device_id: Option<String>,
+    ) -> PyResult<impl Work<PyTable>> {
+        let layout = client::lists::List::named(kind)
+            .map_err(errors::to_py)?
+            .layout();
+        let records = self.list_dicts_work(kind, site_id, device_id)?;
+        Ok(async move {
+            let Records(records) = records.await?;
+            let batch = layout.batch(records.iter().map(|r| r.get()))?;
+            arrow::table(vec![batch], layout.schema())
+        })
+    }
+
+    /// `events_arrow`: every event of the range as an Arrow table (one batch per window).
+    fn events_arrow_work(
+        &self,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+        refresh: bool,
+        sink: Option<ProgressSink>,
+    ) -> PyResult<impl Work<PyTable>> {
+        let query = Self::query(start_ms, end_ms, report_id, refresh)?;
+        let c = self.core()?;
+        Ok(async move {
+            let batches = events::fetch_batches(c, query, sink).await?;
+            arrow::table(batches, Layout::events().schema())
+        })
+    }
+
+    /// `plan`: what fetching the events of the range costs, as the core's plan.
+    fn plan_work(
+        &self,
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+        sink: Option<ProgressSink>,
+    ) -> PyResult<impl Work<Value<EventPlan>>> {
+        let query = Self::query(start_ms, end_ms, report_id, false)?;
+        let c = self.core()?;
+        Ok(async move { Ok(Value(client::plan::plan(&c, &query, sink).await?)) })
+    }
+
+    /// `access_token`: a valid access token.
+    fn access_token_work(&self) -> PyResult<impl Work<String>> {
+        let c = self.core()?;
+        Ok(async move { c.access_token().await.map(|t| t.expose().to_string()) })
+    }
+
+    /// `diagnose`: the effective settings and whether a token can be had, as text.
+    fn diagnose_work(&self) -> PyResult<impl Work<String>> {
+        let c = self.core()?;
+        Ok(async move { Ok(c.diagnose().await) })
+    }
 }
 
 #[pymethods]
@@ -108,66 +159,21 @@ impl PyClient {
     #[new]
     #[pyo3(signature = (**settings))]
     fn new(settings: Option<Bound<'_, PyDict>>) -> PyResult<Self> {
-        let given = Keywords::new("Client", settings);
-        let timeout = given
-            .get("timeout")?
-            .map(|t| seconds("timeout", t, true, config::MAX_TIMEOUT_SECS))
-            .transpose()?;
-        let max_wait = given
-            .get("max_wait")?
-            .map(|t| seconds("max_wait", t, false, config::MAX_WAIT_SECS))
-            .transpose()?;
-        let settle = given
-            .get("settle")?
-            .map(|t| seconds("settle", t, false, config::MAX_SETTLE_SECS))
-            .transpose()?;
-        let limits = given
-            .get::<Bound<'_, PyDict>>("limits")?
-            .map(|d| kwargs::limits(Keywords::new("Limits", Some(d))))
-            .transpose()?;
-        let settings = Settings {
-            api_key: given.get::<String>("api_key")?.map(Secret::new),
-            client_id: given.get("client_id")?,
-            client_secret: given.get::<String>("client_secret")?.map(Secret::new),
-            region: given.get("region")?,
-            base_url: given.get("base_url")?,
-            eu_base_url: given.get("eu_base_url")?,
-            audience: given.get("audience")?,
-            timeout,
-            max_retries: given
-                .count("max_retries", config::RETRIES)?
-                .map(|v| v as u32),
-            limits,
-            ca_bundle: given.get("ca_bundle")?,
-            trust_env: given.get("trust_env")?,
-            max_body_bytes: given
-                .count("max_body_bytes", config::BODY_BYTES)?
-                .map(|v| v as usize),
-            max_wait,
-            cache: given.get("cache")?,
-            settle,
-            cache_max_bytes: given.count("cache_max_bytes", config::CACHE_BYTES)?,
-        };
-        given.done()?;
-        let config = Config::from_settings(settings).map_err(errors::to_py)?;
-        let core = client::Client::new(config.clone(), Some(log::sink())).map_err(errors::to_py)?;
-        Ok(PyClient {
-            config,
-            core: Mutex::new((std::process::id(), core)),
-        })
+        let config = settings::from_keywords(Keywords::new("Client", settings))?;
+        let core = Mutex::new((std::process::id(), core_of(&config)?));
+        Ok(PyClient { config, core })
     }
 
     /// Every record of a list (`sites`, `devices`, `cameras`, `reports`), as a list of dicts.
     #[pyo3(signature = (kind, site_id=None, device_id=None))]
-    fn list_dicts<'py>(
+    fn list_dicts(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         kind: String,
         site_id: Option<String>,
         device_id: Option<String>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let records = wait(py, self.list_future(&kind, site_id, device_id)?)?;
-        to_list(py, records.iter().map(|r| r.get()))
+    ) -> PyResult<Records> {
+        wait(py, self.list_dicts_work(&kind, site_id, device_id)?)
     }
 
     /// As `list_dicts`, as an awaitable.
@@ -179,8 +185,7 @@ impl PyClient {
         site_id: Option<String>,
         device_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let fut = self.list_future(&kind, site_id, device_id)?;
-        aio::awaitable(py, async move { fut.await.map(aio::Dicts) })
+        aio::awaitable(py, self.list_dicts_work(&kind, site_id, device_id)?)
     }
 
     /// The same events, window after window (lists of dicts, or with `arrow` record
@@ -202,9 +207,8 @@ impl PyClient {
         partial: bool,
         refresh: bool,
     ) -> PyResult<EventStream> {
-        let mut query = Self::query(start_ms, end_ms, report_id)?;
+        let mut query = Self::query(start_ms, end_ms, report_id, refresh)?;
         query.partial = partial;
-        query.refresh = refresh;
         EventStream::start(self.core()?, query, progress, buffer, arrow)
     }
 
@@ -218,15 +222,13 @@ impl PyClient {
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
-    ) -> PyResult<(pyo3_arrow::PyRecordBatch, i64)> {
-        let query = Self::query(start_ms, end_ms, report_id)?;
+    ) -> PyResult<(PyRecordBatch, i64)> {
+        let query = Self::query(start_ms, end_ms, report_id, false)?;
         let c = self.core()?;
-        let first = wait(py, async move {
-            events::peek(&c, &query, events::EventForm::Arrow)
-                .await
-                .and_then(|w| Ok((w.record_batch()?, w.until_ms)))
-        })?;
-        Ok((pyo3_arrow::PyRecordBatch::new(first.0), first.1))
+        wait(py, async move {
+            let first = events::peek(&c, &query, events::EventForm::Arrow).await?;
+            Ok((PyRecordBatch::new(first.record_batch()?), first.until_ms))
+        })
     }
 
     /// Every record of a list (`sites`, `devices`, `cameras`, `reports`) as an Arrow table.
@@ -238,7 +240,7 @@ impl PyClient {
         site_id: Option<String>,
         device_id: Option<String>,
     ) -> PyResult<PyTable> {
-        wait(py, self.list_table_future(&kind, site_id, device_id)?)
+        wait(py, self.list_arrow_work(&kind, site_id, device_id)?)
     }
 
     /// As `list_arrow`, as an awaitable.
@@ -250,7 +252,7 @@ impl PyClient {
         site_id: Option<String>,
         device_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        aio::awaitable(py, self.list_table_future(&kind, site_id, device_id)?)
+        aio::awaitable(py, self.list_arrow_work(&kind, site_id, device_id)?)
     }
 
     /// Every event of the range as an Arrow table (one batch per window).
@@ -264,16 +266,9 @@ impl PyClient {
         progress: Option<Py<PyAny>>,
         refresh: bool,
     ) -> PyResult<PyTable> {
-        let mut query = Self::query(start_ms, end_ms, report_id)?;
-        query.refresh = refresh;
-        let cell = super::events::ProgressCell::default();
-        let sink = progress.as_ref().map(|_| cell.sink());
-        let c = self.core()?;
-        let batches = super::wait::wait_with(py, events::fetch_batches(c, query, sink), |py| {
-            cell.report(py, progress.as_ref())
-        });
-        cell.report(py, progress.as_ref())?;
-        super::arrow::table(batches?, Layout::events().schema())
+        wait_reporting(py, progress.as_ref(), |sink| {
+            self.events_arrow_work(start_ms, end_ms, report_id, refresh, sink)
+        })
     }
 
     /// As `events_arrow`, as an awaitable (no progress).
@@ -286,13 +281,8 @@ impl PyClient {
         report_id: Option<String>,
         refresh: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut query = Self::query(start_ms, end_ms, report_id)?;
-        query.refresh = refresh;
-        let c = self.core()?;
-        aio::awaitable(py, async move {
-            let batches = events::fetch_batches(c, query, None).await?;
-            table(batches, Layout::events().schema())
-        })
+        let work = self.events_arrow_work(start_ms, end_ms, report_id, refresh, None)?;
+        aio::awaitable(py, work)
     }
 
     /// The events of the range as a stream of Arrow record batches (bounded memory), handing
@@ -307,9 +297,8 @@ impl PyClient {
         progress: Option<Py<PyAny>>,
         refresh: bool,
     ) -> PyResult<PyRecordBatchReader> {
-        let mut query = Self::query(start_ms, end_ms, report_id)?;
-        query.refresh = refresh;
-        super::arrow::event_batches(py, self.core()?, query, progress)
+        let query = Self::query(start_ms, end_ms, report_id, refresh)?;
+        batches::event_batches(py, self.core()?, query, progress)
     }
 
     /// The events of the range as record batches for `async for` (bounded memory).
@@ -320,66 +309,49 @@ impl PyClient {
         end_ms: i64,
         report_id: Option<String>,
         refresh: bool,
-    ) -> PyResult<super::arrow::BatchStream> {
-        let mut query = Self::query(start_ms, end_ms, report_id)?;
-        query.refresh = refresh;
-        super::arrow::BatchStream::start(self.core()?, query)
+    ) -> PyResult<BatchStream> {
+        let query = Self::query(start_ms, end_ms, report_id, refresh)?;
+        BatchStream::start(self.core()?, query)
     }
 
     /// A valid access token.
     fn access_token(&self, py: Python<'_>) -> PyResult<String> {
-        let c = self.core()?;
-        wait(py, async move {
-            c.access_token().await.map(|t| t.expose().to_string())
-        })
+        wait(py, self.access_token_work()?)
     }
 
     /// As `access_token`, as an awaitable.
     fn access_token_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let c = self.core()?;
-        aio::awaitable(py, async move {
-            c.access_token().await.map(|t| t.expose().to_string())
-        })
+        aio::awaitable(py, self.access_token_work()?)
     }
 
     /// The effective settings and whether a token can be had, as text (no secrets).
     fn diagnose(&self, py: Python<'_>) -> PyResult<String> {
-        let c = self.core()?;
-        wait(py, async move { Ok(c.diagnose().await) })
+        wait(py, self.diagnose_work()?)
     }
 
     /// As `diagnose`, as an awaitable.
     fn diagnose_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let c = self.core()?;
-        aio::awaitable(py, async move { Ok(c.diagnose().await) })
+        aio::awaitable(py, self.diagnose_work()?)
     }
 
     /// What fetching the events of a range costs, found with a few requests: a dict of the
     /// core's plan (`events`, `requests`, `seconds`, `days`, `probes`, `exact`).
     /// `progress`: called with the count's progress (its requests, the range done).
     #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
-    fn plan<'py>(
+    fn plan(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let query = Self::query(start_ms, end_ms, report_id)?;
-        let c = self.core()?;
-        let cell = super::events::ProgressCell::default();
-        let sink = progress.as_ref().map(|_| cell.sink());
-        let plan = wait_with(
-            py,
-            async move { client::plan::plan(&c, &query, sink).await },
-            |py| cell.report(py, progress.as_ref()),
-        )?;
-        cell.report(py, progress.as_ref())?;
-        to_py(py, &plan)
+    ) -> PyResult<Value<EventPlan>> {
+        wait_reporting(py, progress.as_ref(), |sink| {
+            self.plan_work(start_ms, end_ms, report_id, sink)
+        })
     }
 
-    /// As `plan`, as an awaitable.
+    /// As `plan`, as an awaitable (no progress).
     #[pyo3(signature = (start_ms, end_ms, report_id=None))]
     fn plan_async<'py>(
         &self,
@@ -388,11 +360,7 @@ impl PyClient {
         end_ms: i64,
         report_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let query = Self::query(start_ms, end_ms, report_id)?;
-        let c = self.core()?;
-        aio::awaitable(py, async move {
-            Ok(Value(client::plan::plan(&c, &query, None).await?))
-        })
+        aio::awaitable(py, self.plan_work(start_ms, end_ms, report_id, None)?)
     }
 
     /// Where the daily quota stands: a dict (`limit`, `used`, `remaining`, `resets_at_ms`).
@@ -437,7 +405,7 @@ impl PyClient {
 
     /// Reads the day of the daily quota from `emulator`'s clock (which its `advance_clock`
     /// moves) instead of the local one, until the service's `Date` headers correct it.
-    fn follow_clock(&self, emulator: PyRef<'_, super::emulator::PyEmulator>) -> PyResult<()> {
+    fn follow_clock(&self, emulator: PyRef<'_, PyEmulator>) -> PyResult<()> {
         self.core()?.ledger().follow(emulator.clock());
         Ok(())
     }
@@ -455,33 +423,7 @@ impl PyClient {
 
     /// The resolved configuration, secrets included (for pickling; never printed).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let c = &self.config;
-        let d = PyDict::new(py);
-        d.set_item("api_key", c.api_key.expose())?;
-        d.set_item("client_id", &c.client_id)?;
-        d.set_item("client_secret", c.client_secret.expose())?;
-        d.set_item("region", c.region.as_str())?;
-        d.set_item("base_url", c.base_url.as_str())?;
-        d.set_item("eu_base_url", c.eu_base_url.as_ref().map(|u| u.to_string()))?;
-        d.set_item("audience", &c.audience)?;
-        d.set_item("timeout", c.timeout.as_secs_f64())?;
-        d.set_item("max_retries", c.max_retries)?;
-        d.set_item("limits", kwargs::limits_dict(py, &c.limits)?)?;
-        d.set_item(
-            "ca_bundle",
-            c.ca_bundle.as_ref().map(|p| p.display().to_string()),
-        )?;
-        d.set_item("trust_env", c.trust_env)?;
-        d.set_item("max_body_bytes", c.max_body_bytes)?;
-        d.set_item("max_wait", c.max_wait.as_secs_f64())?;
-        // The directory resolved (or off), so that a worker's client uses the same one.
-        match &c.cache_dir {
-            Some(dir) => d.set_item("cache", dir.display().to_string())?,
-            None => d.set_item("cache", false)?,
-        }
-        d.set_item("settle", c.settle_ms as f64 / 1000.0)?;
-        d.set_item("cache_max_bytes", c.cache_max_bytes)?;
-        Ok(d)
+        settings::to_keywords(py, &self.config)
     }
 
     /// The directory of the cache of settled events, or None without one.
@@ -536,4 +478,24 @@ pub fn cache_info_at(py: Python<'_>, path: String) -> PyResult<Bound<'_, PyAny>>
 #[pyfunction]
 pub fn clear_cache_at(path: String) -> u64 {
     client::cache::clear(std::path::Path::new(&path))
+}
+
+/// The core's list table (`client::lists`) as the Python layer needs it: for each list, its
+/// `name`, what it holds (`about`) and the keywords of its `filters`.
+pub fn lists(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    #[derive(serde::Serialize)]
+    struct Shown {
+        name: &'static str,
+        about: &'static str,
+        filters: Vec<&'static str>,
+    }
+    let shown: Vec<Shown> = crate::client::lists::List::ALL
+        .iter()
+        .map(|l| Shown {
+            name: l.name(),
+            about: l.spec().about,
+            filters: l.spec().filters.iter().map(|f| f.keyword).collect(),
+        })
+        .collect();
+    to_py(py, &shown)
 }

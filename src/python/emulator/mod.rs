@@ -1,36 +1,22 @@
 //! Binding of the emulator: `surveillance._core.Emulator`, a thin wrapper over
-//! `emulator::spawn` running on the bindings' runtime. It converts arguments (names to the
-//! emulator's enums, times to epoch ms); `surveillance.Emulator` checks their ranges, once.
+//! `emulator::spawn` running on the bindings' runtime. Its arguments become the emulator's
+//! types in `settings` (names to enums, keywords to settings) and reach its data through `data`;
+//! `surveillance.Emulator` checks their ranges, once.
+
+mod data;
+mod settings;
 
 use std::sync::Arc;
 
-use chrono::NaiveDate;
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList};
 
-use super::from_json::{to_list, to_object};
-use super::kwargs::{self, Keywords};
-use super::runtime;
-use super::values::to_py;
-use crate::emulator::data::LISTINGS;
-use crate::emulator::dialect::{
-    ErrorBody, ExpiredToken, RetryAfter, TokenAnswer, WebhookAnswer, WebhookErrors,
-};
-use crate::emulator::{
-    self, Bounds, Change, DataConfig, Dialect, Faults, Handle, Hostile, HostileRule, Order, State,
-};
-
-/// The index in `data.site_info` of the site `id`, when one is given.
-fn site_number(data: &emulator::data::Data, id: Option<String>) -> PyResult<Option<usize>> {
-    id.map(|id| {
-        data.site_info
-            .iter()
-            .position(|s| s.id == id)
-            .ok_or_else(|| PyValueError::new_err(format!("no site `{id}`")))
-    })
-    .transpose()
-}
+use crate::emulator::{self, Faults, Handle, State};
+use crate::python::conversions::from_json::{to_list, to_object};
+use crate::python::conversions::keywords::{self, Keywords};
+use crate::python::conversions::values::to_py;
+use crate::python::runtime;
 
 /// A running emulator of the service on a loopback port (see `surveillance.Emulator`).
 #[pyclass(name = "Emulator", module = "surveillance._core", frozen)]
@@ -76,36 +62,10 @@ impl PyEmulator {
     #[new]
     #[pyo3(signature = (**settings))]
     fn new(py: Python<'_>, settings: Option<Bound<'_, PyDict>>) -> PyResult<Self> {
-        let given = Keywords::new("Emulator", settings);
-        let start: String = given.need("start")?;
-        let cfg = DataConfig {
-            seed: given.need("seed")?,
-            sites: given.need("sites")?,
-            days: given.need("days")?,
-            events_per_day: given.need("events_per_day")?,
-            start: NaiveDate::parse_from_str(&start, "%Y-%m-%d").map_err(|_| {
-                PyValueError::new_err(format!(
-                    "`start` must be a date like `2026-01-05`, got `{start}`"
-                ))
-            })?,
-        };
-        let latency_ms: u64 = given.need("latency_ms")?;
-        let port: u16 = given.need("port")?;
-        let tls: bool = given.need("tls")?;
-        given.done()?;
-        let rt = runtime::get()
-            .map_err(|e| PyOSError::new_err(format!("cannot start the runtime: {e}")))?;
-        let handle = py.detach(move || {
-            let state = Arc::new(State::new(&cfg));
-            state.set_faults(Faults {
-                latency_ms,
-                ..Faults::default()
-            });
-            rt.block_on(emulator::spawn_with(state, port, tls))
-        });
-        let handle = handle
-            .map_err(|e| PyOSError::new_err(format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
-        Ok(PyEmulator { handle })
+        let start = settings::start(Keywords::new("Emulator", settings))?;
+        Ok(PyEmulator {
+            handle: spawn(py, start)?,
+        })
     }
 
     /// Base URL of the service (no `/v2`).
@@ -131,19 +91,7 @@ impl PyEmulator {
         size: usize,
         status: u16,
     ) -> PyResult<()> {
-        let rule = match mode {
-            None => None,
-            Some(name) => Some(HostileRule {
-                mode: Hostile::parse(name, size, status).ok_or_else(|| {
-                    PyValueError::new_err(format!(
-                        "`mode` must be one of `truncated`, `not_array`, `html`, `huge_string`, \
-                         `slow_body`, `no_answer`, `status`, `echo`, got `{name}`"
-                    ))
-                })?,
-                path: path.to_string(),
-                remaining: count,
-            }),
-        };
+        let rule = settings::hostile(mode, path, count, size, status)?;
         self.handle.state.set_hostile(rule);
         Ok(())
     }
@@ -204,17 +152,7 @@ impl PyEmulator {
     /// Replaces the injected faults, given by name (each one left out is none).
     #[pyo3(signature = (**faults))]
     fn set_faults(&self, faults: Option<Bound<'_, PyDict>>) -> PyResult<()> {
-        // Ranges are checked once, by `surveillance.Emulator.set_faults`.
-        let given = Keywords::new("set_faults", faults);
-        let faults = Faults {
-            error_rate: given.get("error_rate")?.unwrap_or(0.0),
-            rate_limit_rate: given.get("rate_limit_rate")?.unwrap_or(0.0),
-            drop_rate: given.get("drop_rate")?.unwrap_or(0.0),
-            latency_ms: given.get("latency_ms")?.unwrap_or(0),
-            retry_after: given.get("retry_after")?.unwrap_or(0),
-            corrupt_rate: given.get("corrupt_rate")?.unwrap_or(0.0),
-        };
-        given.done()?;
+        let faults = settings::faults(Keywords::new("set_faults", faults))?;
         self.handle.state.set_faults(faults);
         Ok(())
     }
@@ -224,36 +162,13 @@ impl PyEmulator {
     #[classattr]
     #[pyo3(name = "DIALECTS")]
     fn dialects(py: Python<'_>) -> PyResult<Py<PyDict>> {
-        let d = PyDict::new(py);
-        for (setting, names) in Dialect::CHOICES {
-            d.set_item(setting, PyTuple::new(py, names)?)?;
-        }
-        let counted = [py.None().into_bound(py), py.get_type::<PyInt>().into_any()];
-        d.set_item("token_requests", PyTuple::new(py, counted)?)?;
-        Ok(d.unbind())
+        settings::dialects(py)
     }
 
     /// Replaces the dialect, given by setting name (each one left out is its default).
     #[pyo3(signature = (**dialect))]
     fn set_dialect(&self, dialect: Option<Bound<'_, PyDict>>) -> PyResult<()> {
-        // Values are checked by `surveillance.Emulator.set_dialect`; a name is still refused
-        // here if unknown, never taken for the default.
-        let given = Keywords::new("set_dialect", dialect);
-        let dialect = Dialect {
-            webhook_answer: choice(&given, "webhook_answer", WebhookAnswer::parse)?,
-            webhook_errors: choice(&given, "webhook_errors", WebhookErrors::parse)?,
-            error_body: choice(&given, "error_body", ErrorBody::parse)?,
-            retry_after: choice(&given, "retry_after", RetryAfter::parse)?,
-            token_answer: choice(&given, "token_answer", TokenAnswer::parse)?,
-            expired_token: choice(&given, "expired_token", ExpiredToken::parse)?,
-            token_requests: given.get("token_requests")?,
-        };
-        given.done()?;
-        if dialect.token_requests == Some(0) {
-            return Err(PyValueError::new_err(
-                "`token_requests` must be at least 1, or None",
-            ));
-        }
+        let dialect = settings::dialect(Keywords::new("set_dialect", dialect))?;
         self.handle.state.set_dialect(dialect);
         Ok(())
     }
@@ -261,16 +176,7 @@ impl PyEmulator {
     /// Sets the order and bound inclusivity of the events endpoint.
     #[pyo3(signature = (order="asc", bounds="[)"))]
     fn set_semantics(&self, order: &str, bounds: &str) -> PyResult<()> {
-        let o = Order::parse(order).ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "`order` must be `asc`, `desc` or `shuffled`, got `{order}`"
-            ))
-        })?;
-        let b = Bounds::parse(bounds).ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "`bounds` must be `[)`, `[]`, `()` or `(]`, got `{bounds}`"
-            ))
-        })?;
+        let (o, b) = settings::semantics(order, bounds)?;
         self.handle.state.set_semantics(o, b);
         Ok(())
     }
@@ -278,7 +184,7 @@ impl PyEmulator {
     /// Enforces (or lifts, with None) the provider's published limits, given by name.
     #[pyo3(signature = (**limits))]
     fn set_limits(&self, limits: Option<Bound<'_, PyDict>>) -> PyResult<()> {
-        let limits = kwargs::limits(Keywords::new("set_limits", limits))?;
+        let limits = keywords::limits(Keywords::new("set_limits", limits))?;
         self.handle.state.set_limits(limits);
         Ok(())
     }
@@ -297,11 +203,7 @@ impl PyEmulator {
 
     /// Moves the emulator's clock (its clients' ledgers follow it: see `clock`).
     fn advance_clock(&self, seconds: f64) -> PyResult<()> {
-        if !(seconds.is_finite() && seconds.abs() <= 1e11) {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "`seconds` must be a finite number of seconds (at most 1e11 either way), got `{seconds}`"
-            )));
-        }
+        let seconds = settings::clock_move(seconds)?;
         self.handle.state.advance_clock(seconds);
         Ok(())
     }
@@ -322,17 +224,8 @@ impl PyEmulator {
         site_id: Option<String>,
         created_ms: Option<i64>,
     ) -> PyResult<Vec<String>> {
-        if created_ms.is_some_and(|c| c < at_ms) {
-            return Err(PyValueError::new_err(
-                "`created_at` must not be before `at`: an event is created after it starts",
-            ));
-        }
-        let state = self.handle.state.clone();
-        py.detach(move || {
-            let mut data = state.data_mut();
-            let site = site_number(&data, site_id)?;
-            Ok(data.add_events_created(at_ms, count, site, created_ms))
-        })
+        let state = &self.handle.state;
+        py.detach(|| data::add_events(state, at_ms, count, site_id, created_ms))
     }
 
     /// Changes the event `event_id` (its end at `end_ms`, its `details.confirmed`, its site
@@ -346,18 +239,9 @@ impl PyEmulator {
         confirmed: Option<bool>,
         site_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let state = self.handle.state.clone();
-        let text = py.detach(move || {
-            let mut data = state.data_mut();
-            let site = site_number(&data, site_id)?;
-            let change = Change {
-                end_ms,
-                confirmed,
-                site,
-            };
-            data.update_event(&event_id, change)
-                .map_err(PyValueError::new_err)
-        })?;
+        let state = &self.handle.state;
+        let text =
+            py.detach(|| data::update_event(state, &event_id, end_ms, confirmed, site_id))?;
         to_object(py, &text)
     }
 
@@ -379,14 +263,7 @@ impl PyEmulator {
 
     /// Every record of a resource list.
     fn resources<'py>(&self, py: Python<'py>, kind: &str) -> PyResult<Bound<'py, PyAny>> {
-        let Some(listing) = crate::emulator::data::listing(kind) else {
-            let names: Vec<&str> = LISTINGS.iter().map(|l| l.name).collect();
-            return Err(PyValueError::new_err(format!(
-                "`kind` must be one of {}, got `{kind}`",
-                names.join(", ")
-            )));
-        };
-        to_py(py, &(listing.records)(&self.handle.state.data()))
+        data::resources(py, &self.handle.state, kind)
     }
 
     /// Ids of the events with `start <= startTime < end`, sorted by (startTime, id).
@@ -398,18 +275,8 @@ impl PyEmulator {
         end_ms: i64,
         report_id: Option<String>,
     ) -> PyResult<Vec<String>> {
-        let state = self.handle.state.clone();
-        py.detach(move || {
-            let data = state.data();
-            let report = match report_id {
-                None => None,
-                Some(id) => Some(
-                    data.report_by_id(&id)
-                        .ok_or_else(|| PyValueError::new_err(format!("no report `{id}`")))?,
-                ),
-            };
-            Ok(data.truth(start_ms, end_ms, report))
-        })
+        let state = &self.handle.state;
+        py.detach(|| data::truth(state, start_ms, end_ms, report_id))
     }
 
     /// The statistics, as a dict.
@@ -431,24 +298,23 @@ impl PyEmulator {
     }
 }
 
-/// The dialect setting `name` given by its value's name (absent or None: its default).
-fn choice<T: Default>(
-    given: &Keywords<'_>,
-    name: &str,
-    parse: fn(&str) -> Option<T>,
-) -> PyResult<T> {
-    let Some(value) = given.get::<String>(name)? else {
-        return Ok(T::default());
-    };
-    parse(&value).ok_or_else(|| {
-        let names = Dialect::CHOICES
-            .iter()
-            .find(|(setting, _)| *setting == name)
-            .map_or(&[][..], |(_, names)| names);
-        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-        PyValueError::new_err(format!(
-            "`{name}` must be one of {}, got `{value}`",
-            names.join(", ")
-        ))
-    })
+/// A new emulator on the bindings' runtime, listening on a loopback port.
+fn spawn(py: Python<'_>, start: settings::Start) -> PyResult<Handle> {
+    let settings::Start {
+        data,
+        latency_ms,
+        port,
+        tls,
+    } = start;
+    let rt =
+        runtime::get().map_err(|e| PyOSError::new_err(format!("cannot start the runtime: {e}")))?;
+    let handle = py.detach(move || {
+        let state = Arc::new(State::new(&data));
+        state.set_faults(Faults {
+            latency_ms,
+            ..Faults::default()
+        });
+        rt.block_on(emulator::spawn_with(state, port, tls))
+    });
+    handle.map_err(|e| PyOSError::new_err(format!("cannot listen on 127.0.0.1:{port}: {e}")))
 }

@@ -1,10 +1,9 @@
-//! Binding of webhook publishing: `publish` pulls records from a Python iterator in chunks while
+//! Publishing from Python: `publish` pulls records from a Python iterator in chunks while
 //! holding the GIL briefly, writes each one as JSON into one buffer per chunk and checks it in
-//! the same walk ([`to_json`](super::to_json)), and hands the chunks to the core, ready to post,
-//! through a bounded channel; while the channel is full it waits with the GIL released
-//! ([`wait`](super::wait)'s steps). Ctrl-C cancels the core, which returns its partial report
-//! ([`report`](super::report) converts it). The options of both publish bindings are taken here
-//! ([`Publishing`]). Also `validate` and `to_json`, on the same writer.
+//! the same walk ([`to_json`](crate::python::conversions::to_json)), and hands the chunks to the
+//! core, ready to post, through a bounded channel; while the channel is full it waits with the
+//! GIL released ([`wait`]'s steps). Ctrl-C cancels the core, which returns its partial report
+//! ([`report`] converts it). A JSON Lines file is read by the core.
 
 use std::ops::Range;
 use std::path::PathBuf;
@@ -13,16 +12,15 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyIterator, PyList, PyString};
+use pyo3::types::{PyDict, PyIterator, PyString};
 use tokio::sync::{mpsc, watch};
 
-use super::client::PyClient;
-use super::kwargs::Keywords;
-use super::report::{self, problem_list};
-use super::to_json::{ConvError, Writer, Written};
-use super::{errors, log, runtime, wait};
-use crate::client::publish::{self as core, FailureKind, Input, Options, Progress};
-use crate::webhook::{self as rules, Problem, Severity};
+use super::{report, Cell, Publishing};
+use crate::client::publish::{self as core, FailureKind, Input};
+use crate::python::client::PyClient;
+use crate::python::conversions::errors;
+use crate::python::conversions::to_json::{Writer, Written};
+use crate::python::runtime::{self, log, wait};
 
 /// A record's best-effort JSON when it has no exact one (for `write_failures`).
 fn lossy_json(py: Python<'_>, obj: &Bound<'_, PyAny>) -> Option<String> {
@@ -33,160 +31,6 @@ fn lossy_json(py: Python<'_>, obj: &Bound<'_, PyAny>) -> Option<String> {
         .and_then(|s| s.extract::<String>())
         .ok()
 }
-
-// ---------------------------------------------------------------------------------------------
-// validate and to_json.
-
-/// The problems of `text` under its model (JSON text the writer made).
-fn problems_of(text: &str) -> Vec<Problem> {
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(value) => rules::validate(&value),
-        Err(e) => vec![Problem {
-            path: String::new(),
-            message: format!("not valid JSON: {e}"),
-            severity: Severity::Error,
-        }],
-    }
-}
-
-/// The problems of one record under its standard model, as dicts with `path`, `message` and
-/// `severity`; empty when it conforms.
-#[pyfunction]
-#[pyo3(name = "validate")]
-pub fn validate_record<'py>(
-    py: Python<'py>,
-    record: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyList>> {
-    let problems = match Writer::new(py)?.text(record) {
-        Ok(text) => problems_of(&text),
-        Err(ConvError {
-            interrupt: Some(e), ..
-        }) => return Err(*e),
-        Err(e) => vec![e.problem()],
-    };
-    problem_list(py, &problems)
-}
-
-/// The JSON text of a record, as `publish` writes it; ValueError naming the path of a value
-/// with no JSON form.
-#[pyfunction]
-#[pyo3(name = "to_json")]
-pub fn record_json(py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<String> {
-    Writer::new(py)?.text(record).map_err(|e| {
-        if let Some(interrupt) = e.interrupt {
-            return *interrupt;
-        }
-        let path = e.path();
-        if path.is_empty() {
-            PyValueError::new_err(e.message)
-        } else {
-            PyValueError::new_err(format!("{path}: {}", e.message))
-        }
-    })
-}
-
-/// What `publish` makes of one record, for tests: `(text, verdict, key, text_key, problems)`:
-/// the JSON text (None when the record has no JSON form); the fused check's verdict (None when
-/// it leaves the record to the careful path); the upsert key hashed in the walk; the key the
-/// core's check of the text finds (None when it refuses the text); and the detailed
-/// validator's problems, as `validate` gives them.
-#[cfg(feature = "test-seams")]
-#[pyfunction]
-#[pyo3(name = "_check")]
-#[allow(clippy::type_complexity)]
-pub fn check_record<'py>(
-    py: Python<'py>,
-    record: &Bound<'py, PyAny>,
-) -> PyResult<(
-    Option<String>,
-    Option<bool>,
-    u64,
-    Option<u64>,
-    Bound<'py, PyList>,
-)> {
-    let mut writer = Writer::new(py)?;
-    let mut out = Vec::new();
-    match writer.record(record, &mut out, true) {
-        Ok(written) => {
-            let text = String::from_utf8(out)
-                .map_err(|e| PyValueError::new_err(format!("not UTF-8: {e}")))?;
-            let text_key = match core::check_text(0, None, Bytes::from(text.clone()), false) {
-                Input::Ready { key, .. } => Some(key),
-                _ => None,
-            };
-            let problems = problem_list(py, &problems_of(&text))?;
-            let verdict = written.judged.then_some(written.conforms);
-            Ok((Some(text), verdict, written.key, text_key, problems))
-        }
-        Err(ConvError {
-            interrupt: Some(e), ..
-        }) => Err(*e),
-        Err(e) => Ok((
-            None,
-            Some(false),
-            0,
-            None,
-            problem_list(py, &[e.problem()])?,
-        )),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// publish.
-
-/// What both publish bindings take besides their source, as keywords (`region`, `batch_size`,
-/// `validate`, `progress`, `cancelled`), checked before anything is read: the core client, the
-/// options (the webhook's URL for their region too), the progress callback and `cancelled`.
-pub(super) struct Publishing {
-    pub core: crate::client::Client,
-    pub options: Options,
-    pub progress: Option<Py<PyAny>>,
-    pub cancelled: Option<Py<PyAny>>,
-}
-
-impl Publishing {
-    pub(super) fn new(
-        call: &'static str,
-        client: &Bound<'_, PyClient>,
-        options: Option<Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
-        let given = Keywords::new(call, options);
-        let region: Option<String> = given.get("region")?;
-        let batch_size = batch_size_arg(given.get("batch_size")?)?;
-        let validate = given.get("validate")?.unwrap_or(true);
-        let progress = given.get("progress")?;
-        let cancelled = given.get("cancelled")?;
-        given.done()?;
-        let core = client.get().core()?;
-        let options =
-            Options::new(region.as_deref(), batch_size, validate).map_err(errors::to_py)?;
-        core.config()
-            .webhook_url(options.region.unwrap_or(core.config().region))
-            .map_err(errors::to_py)?;
-        Ok(Publishing {
-            core,
-            options,
-            progress,
-            cancelled,
-        })
-    }
-}
-
-/// `batch_size` as given (an int; None for "auto"), for [`Options::new`] to check: an int past
-/// 64 bits gets the same error as any other out of range, rather than an `OverflowError`.
-fn batch_size_arg(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<i64>> {
-    value
-        .map(|v| {
-            v.extract::<i64>().map_err(|_| {
-                let shown = v.str().map(|s| s.to_string()).unwrap_or_default();
-                errors::to_py(core::batch_size_error(crate::text::shown(&shown)))
-            })
-        })
-        .transpose()
-}
-
-/// Publishing's progress cell.
-pub(super) type Cell = super::progress::Cell<Progress>;
 
 /// Hands the latest progress to `callback`, with `read` (the records taken from a Python
 /// iterator, which this thread counts) in place of the core's count when given.

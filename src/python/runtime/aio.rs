@@ -6,14 +6,11 @@ use std::future::Future;
 use std::pin::Pin;
 
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 use pyo3_async_runtimes::generic::{self, ContextExt, JoinError, Runtime};
 use pyo3_async_runtimes::TaskLocals;
 
-use super::from_json::to_list;
-use super::{errors, log, runtime};
-use crate::client::events::Event;
-use crate::client::{Record, Result};
+use super::{self as runtime, log, Work};
+use crate::python::conversions::errors;
 
 tokio::task_local! {
     static LOCALS: TaskLocals;
@@ -85,47 +82,17 @@ impl ContextExt for Rt {
     }
 }
 
-/// An asyncio awaitable of `fut`'s result, converted to Python only when it completes.
-pub fn awaitable<'py, T, F>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+/// An asyncio awaitable of `work`'s result, converted to Python only when it completes.
+pub fn awaitable<'py, T>(py: Python<'py>, work: impl Work<T>) -> PyResult<Bound<'py, PyAny>>
 where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
-    F: Future<Output = Result<T>> + Send + 'static,
 {
     // The runtime is built here, on the caller's thread, so a failure is an exception now.
     runtime::get().map_err(errors::internal)?;
     log::refresh(py);
     generic::future_into_py::<Rt, _, T>(py, async move {
-        let result = fut.await;
+        let result = work.await;
         Python::attach(log::flush);
         result.map_err(errors::to_py)
     })
-}
-
-/// Records of a list, built into a list of dicts when the awaitable completes.
-pub struct Dicts(pub Vec<Record>);
-
-impl<'py> IntoPyObject<'py> for Dicts {
-    type Target = PyList;
-    type Output = Bound<'py, PyList>;
-    type Error = PyErr;
-
-    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        to_list(py, self.0.iter().map(|r| r.get()))
-    }
-}
-
-/// A window of events (None at the end of a stream), built into a list of dicts.
-pub struct Window(pub Option<Vec<Event>>);
-
-impl<'py> IntoPyObject<'py> for Window {
-    type Target = PyAny;
-    type Output = Bound<'py, PyAny>;
-    type Error = PyErr;
-
-    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        match self.0 {
-            Some(events) => Ok(to_list(py, events.iter().map(Event::text))?.into_any()),
-            None => Ok(py.None().into_bound(py)),
-        }
-    }
 }

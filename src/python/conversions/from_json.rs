@@ -9,6 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
+use crate::client::Record;
+
 /// Strings at most this long are interned when they are values (types, names, markers).
 const SHORT: usize = 24;
 
@@ -150,6 +152,19 @@ pub fn to_list<'py, 'a>(
         gc.call_method0("enable")?;
     }
     result
+}
+
+/// The records of a list, as the list of their dicts (built when the caller has them).
+pub struct Records(pub Vec<Record>);
+
+impl<'py> IntoPyObject<'py> for Records {
+    type Target = PyList;
+    type Output = Bound<'py, PyList>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        to_list(py, self.0.iter().map(|r| r.get()))
+    }
 }
 
 /// One JSON text as Python objects.

@@ -6,9 +6,9 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use super::errors;
-use super::values::to_py;
 use crate::client::publish::Report;
+use crate::python::conversions::errors;
+use crate::python::conversions::values::to_py;
 use crate::webhook::Problem;
 
 /// Problems, as a list of dicts: `path`, `message` and `severity` (`error` or `warning`).

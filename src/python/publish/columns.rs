@@ -16,12 +16,13 @@ use pyo3::types::PyDict;
 use pyo3_arrow::input::AnyRecordBatch;
 use tokio::sync::watch;
 
-use super::client::PyClient;
-use super::publish::{Cell, Publishing};
-use super::wait::{self, Waited};
-use super::{errors, log, report, runtime};
+use super::{report, Cell, Publishing};
 use crate::client::publish::columns::{self, Columns};
 use crate::client::publish::{jsonl_rest as core_jsonl_rest, JsonlRest};
+use crate::python::client::PyClient;
+use crate::python::conversions::errors;
+use crate::python::runtime::wait::{self, Waited};
+use crate::python::runtime::{self, log};
 
 /// The batches of `data` or of the Parquet file `path` (exactly one), and the number of rows
 /// when it is known without reading them.
@@ -130,20 +131,10 @@ enum Lines {
     File(JsonlRest),
 }
 
-/// Records as JSON texts, one at a time: the rows of Arrow data, batch by batch, or the
-/// records of a JSON Lines file.
-#[pyclass(name = "JsonLines", module = "surveillance._core", frozen)]
-pub struct JsonLines(Mutex<Lines>);
-
-#[pymethods]
-impl JsonLines {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let (reader, skip, ready) = match &mut *lines {
+impl Lines {
+    /// The next record's JSON text, None after the last.
+    fn next(&mut self, py: Python<'_>) -> PyResult<Option<String>> {
+        let (reader, skip, ready) = match self {
             Lines::File(rest) => {
                 return py.detach(|| rest.next()).transpose().map_err(errors::to_py);
             }
@@ -187,6 +178,22 @@ impl JsonLines {
                 .map_err(errors::to_py)?;
             ready.extend(texts);
         }
+    }
+}
+
+/// Records as JSON texts, one at a time: the rows of Arrow data, batch by batch, or the
+/// records of a JSON Lines file.
+#[pyclass(name = "JsonLines", module = "surveillance._core", frozen)]
+pub struct JsonLines(Mutex<Lines>);
+
+#[pymethods]
+impl JsonLines {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).next(py)
     }
 }
 

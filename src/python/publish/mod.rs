@@ -1,0 +1,81 @@
+//! Binding of webhook publishing: from Python records or a JSON Lines file (`records`), from
+//! Arrow columns or a Parquet file (`columns`), records checked without publishing (`check`),
+//! and the report (`report`). The options both publish bindings take are read here
+//! ([`Publishing`]), with publishing's progress as the callback's dict.
+
+pub(super) mod check;
+pub(super) mod columns;
+pub(super) mod records;
+pub(super) mod report;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::client::publish::{self as core, Options, Progress};
+use crate::python::client::PyClient;
+use crate::python::conversions::errors;
+use crate::python::conversions::keywords::Keywords;
+use crate::python::runtime::progress::{self, Update};
+
+/// What both publish bindings take besides their source, as keywords (`region`, `batch_size`,
+/// `validate`, `progress`, `cancelled`), checked before anything is read: the core client, the
+/// options (the webhook's URL for their region too), the progress callback and `cancelled`.
+pub(super) struct Publishing {
+    pub core: crate::client::Client,
+    pub options: Options,
+    pub progress: Option<Py<PyAny>>,
+    pub cancelled: Option<Py<PyAny>>,
+}
+
+impl Publishing {
+    pub(super) fn new(
+        call: &'static str,
+        client: &Bound<'_, PyClient>,
+        options: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let given = Keywords::new(call, options);
+        let region: Option<String> = given.get("region")?;
+        let batch_size = batch_size_arg(given.get("batch_size")?)?;
+        let validate = given.get("validate")?.unwrap_or(true);
+        let progress = given.get("progress")?;
+        let cancelled = given.get("cancelled")?;
+        given.done()?;
+        let core = client.get().core()?;
+        let options =
+            Options::new(region.as_deref(), batch_size, validate).map_err(errors::to_py)?;
+        core.config()
+            .webhook_url(options.region.unwrap_or(core.config().region))
+            .map_err(errors::to_py)?;
+        Ok(Publishing {
+            core,
+            options,
+            progress,
+            cancelled,
+        })
+    }
+}
+
+/// `batch_size` as given (an int; None for "auto"), for [`Options::new`] to check: an int past
+/// 64 bits gets the same error as any other out of range, rather than an `OverflowError`.
+fn batch_size_arg(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<i64>> {
+    value
+        .map(|v| {
+            v.extract::<i64>().map_err(|_| {
+                let shown = v.str().map(|s| s.to_string()).unwrap_or_default();
+                errors::to_py(core::batch_size_error(crate::text::shown(&shown)))
+            })
+        })
+        .transpose()
+}
+
+/// Publishing's progress cell.
+pub(super) type Cell = progress::Cell<Progress>;
+
+impl Update for Progress {
+    fn fill(&self, d: &Bound<'_, PyDict>) -> PyResult<()> {
+        d.set_item("read", self.read)?;
+        d.set_item("accepted", self.accepted)?;
+        d.set_item("rejected", self.rejected)?;
+        d.set_item("requests", self.requests)
+    }
+}

@@ -1,0 +1,50 @@
+//! How the core's work runs for Python: the process-wide tokio runtime of the bindings (here),
+//! rebuilt in a child after `fork()` (a forked child has none of its parent's threads, so the
+//! parent's runtime is unusable there); the core's [`Work`], which a sync binding waits for
+//! (`wait`) and an async one hands to asyncio (`aio`); the core's log lines handed to Python
+//! (`log`) and progress cells (`progress`).
+
+pub(super) mod aio;
+pub(super) mod log;
+pub(super) mod progress;
+pub(super) mod wait;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use tokio::runtime::Runtime;
+
+use crate::client::Result;
+
+/// Core work of a binding: a future of a core result, run on the runtime, which becomes Python
+/// objects only when it is done. A binding with a sync and an async form builds it once, in one
+/// function, and its two forms differ by one line: [`wait::wait`] or [`aio::awaitable`].
+pub trait Work<T>: Future<Output = Result<T>> + Send + 'static {}
+
+impl<T, F: Future<Output = Result<T>> + Send + 'static> Work<T> for F {}
+
+static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
+
+/// The runtime of this process, built on first use.
+pub fn get() -> std::io::Result<Arc<Runtime>> {
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner, rt)) = slot.as_ref() {
+        if *owner == pid {
+            return Ok(rt.clone());
+        }
+    }
+    if let Some((_, stale)) = slot.take() {
+        // The parent's runtime: its threads do not exist here, so dropping it could block.
+        std::mem::forget(stale);
+    }
+    let rt = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get().max(2)))
+            .thread_name("surveillance-io")
+            .enable_all()
+            .build()?,
+    );
+    *slot = Some((pid, rt.clone()));
+    Ok(rt)
+}
