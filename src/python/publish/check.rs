@@ -1,13 +1,11 @@
 //! Records checked and written without publishing, on `publish`'s writer: `validate` (the
 //! problems of one record under its model), `to_json` (its JSON text), and `_check` for tests.
 
-use bytes::Bytes;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use super::report::problem_list;
-use crate::client::publish::{self as core, Input};
 use crate::python::conversions::to_json::{ConvError, Writer};
 use crate::webhook::{self as rules, Problem, Severity};
 
@@ -78,6 +76,9 @@ pub fn check_record<'py>(
     Option<u64>,
     Bound<'py, PyList>,
 )> {
+    use crate::client::publish::{self as core, Input};
+    use bytes::Bytes;
+
     let mut writer = Writer::new(py)?;
     let mut out = Vec::new();
     match writer.record(record, &mut out, true) {
