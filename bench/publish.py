@@ -925,10 +925,13 @@ def validation_cost(results: list) -> list:
 
 def installed(source: str) -> bool:
     """Whether the library that builds the input `source` can be imported here."""
-    import importlib.util
+    import importlib
 
     module = {"frame": "pandas", "arrow": "pyarrow", "polars": "polars"}.get(source)
-    return module is None or importlib.util.find_spec(module) is not None
+    try:
+        return module is None or bool(importlib.import_module(module))
+    except ImportError:
+        return False
 
 
 def run_separate(
@@ -949,8 +952,8 @@ def run_separate(
         for who, cpus in (("emulator", server_cpus), ("clients", client_cpus))
     )
     print(f"separate processes: {n:,} records, batch {SEPARATE_BATCH}, best of {repeats}, {pins}")
-    rows = [row for row in SEPARATE_ROWS if installed(row.input)]
-    for missing in sorted({row.input for row in SEPARATE_ROWS} - {row.input for row in rows}):
+    rows = [row for row in SEPARATE_ROWS if installed(row.source)]
+    for missing in sorted({row.source for row in SEPARATE_ROWS} - {row.source for row in rows}):
         print(f" {missing}: its library is not installed, its rows are skipped")
     runs: dict = {row: [] for row in rows}
     with tempfile.TemporaryDirectory() as tmp, Server(server_cpus) as server:
