@@ -13,6 +13,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "MAX_SETTLE_S",
     "LISTS",
+    "REGIONS",
     "BatchStream",
     "cache_info_at",
     "check_limits",
@@ -50,6 +51,8 @@ MAX_SETTLE_S: float
 #: The core's list table: each list's ``name``, what it holds (``about``) and the keywords of
 #: its ``filters``.
 LISTS: list[dict[str, Any]]
+#: The regions a client publishes to (``region=``).
+REGIONS: list[str]
 
 @final
 class Client:

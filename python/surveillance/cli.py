@@ -101,7 +101,7 @@ def _client_arguments(p: argparse.ArgumentParser, *, publish: bool = False) -> N
                 option,
                 dest=dest,
                 type=str.lower,
-                choices=("us", "eu"),
+                choices=_core.REGIONS,
                 help=f"{text} (default us) [{variable}]",
             )
             continue

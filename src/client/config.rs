@@ -92,6 +92,9 @@ pub enum Region {
 }
 
 impl Region {
+    /// Every region, as its name.
+    pub const NAMES: [&'static str; 2] = ["us", "eu"];
+
     /// Parses `us` or `eu` (any case).
     pub fn parse(s: &str) -> Result<Region> {
         match s.trim().to_ascii_lowercase().as_str() {

@@ -44,6 +44,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_MAX_WAIT_S", config::DEFAULT_MAX_WAIT.as_secs_f64())?;
     m.add("MAX_SETTLE_S", config::MAX_SETTLE_SECS)?;
     m.add("LISTS", client::lists(m.py())?)?;
+    m.add("REGIONS", config::Region::NAMES.to_vec())?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<emulator::PyEmulator>()?;
     m.add_class::<events::stream::EventStream>()?;
