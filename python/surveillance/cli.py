@@ -324,7 +324,7 @@ def _write_events_parquet(
     report: Optional[str],
     target: _Target,
     progress: Any,
-    written: Optional[list] = None,
+    written: Optional[list[int]] = None,
 ) -> int:
     """Streams the events to Parquet, one row group per window, with bounded memory (through
     pyarrow when it is installed; in Rust otherwise), the progress bar drawn before the first
@@ -397,7 +397,7 @@ def _export_events(
     return count
 
 
-def _counted(records: Any, count: list) -> Any:
+def _counted(records: Any, count: list[int]) -> Any:
     """``records``, counting in ``count[0]`` those taken."""
     for record in records:
         count[0] += 1
@@ -582,7 +582,7 @@ def _publish_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    from .publish import PublishInterrupted
+    from .publish import PublishInterrupted, PublishReport
 
     _records.check(args.file)
     if args.failures:
@@ -598,11 +598,15 @@ def _publish(args: argparse.Namespace) -> int:
             progress=_progress(args),
         )
     except PublishInterrupted as e:
+        if e.report is None:
+            raise
         report, status = e.report, 130
     except QuotaExhaustedError as e:
-        if getattr(e, "report", None) is None:
+        # A publish the quota stopped hands its partial report on the error.
+        partial: Optional[PublishReport] = getattr(e, "report", None)
+        if partial is None:
             raise
-        report, stopped = e.report, e
+        report, stopped = partial, e
     # After Ctrl-C or the quota, the records merely not reached yet are counted, not listed
     # (the reason is said once, below).
     listed = [f for f in report.failures if f.kind not in ("interrupted", "not sent")]
@@ -648,7 +652,7 @@ def _filter_option(keyword: str) -> str:
     return keyword.removesuffix("_id")
 
 
-def _list_command(spec: dict) -> Command:
+def _list_command(spec: dict[str, Any]) -> Command:
     """The command of one list of the core's table (``_core.LISTS``)."""
     kind = spec["name"]
 
@@ -664,7 +668,7 @@ def _list_command(spec: dict) -> Command:
     return Command(kind, spec["about"], arguments, run)
 
 
-def _list(kind: str, filters: list, args: argparse.Namespace) -> int:
+def _list(kind: str, filters: list[str], args: argparse.Namespace) -> int:
     fmt = _format(args)
     client = _client(args)
     extra = tuple(getattr(args, _filter_option(k)) for k in filters)
@@ -718,7 +722,7 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
 
 
-def _read_export(path: str, fmt: str) -> tuple:
+def _read_export(path: str, fmt: str) -> tuple[list[Any], list[Optional[int]], list[int]]:
     """Site ids, durations and start times (epoch ms) of the exported events."""
     if fmt == "parquet":
         pa, pq = _pyarrow()
@@ -728,9 +732,9 @@ def _read_export(path: str, fmt: str) -> tuple:
             table.column("details.duration_sec").to_pylist(),
             table.column("startTime").cast(pa.int64()).to_pylist(),
         )
-    site_ids: list = []
-    durations: list = []
-    starts: list = []
+    site_ids: list[Any] = []
+    durations: list[Optional[int]] = []
+    starts: list[int] = []
     with open(path, encoding="utf-8", newline="") as f:
         rows: Any = csv.DictReader(f) if fmt == "csv" else map(json.loads, f)
         for row in rows:
