@@ -137,11 +137,11 @@ class AsyncLists:
 
     _inner: Any
 
-    async def _list(self, kind: str, output: str, *args: Optional[str]) -> Any:
+    async def _list(self, kind: str, output: str, *filters: Optional[str]) -> Any:
         _output.check(output)
         if output == "dicts":
-            return await self._inner.list_dicts_async(kind, *args)
-        return _output.convert(await self._inner.list_arrow_async(kind, *args), output)
+            return await self._inner.list_dicts_async(kind, *filters)
+        return _output.convert(await self._inner.list_arrow_async(kind, *filters), output)
 
     @overload
     async def sites(self, output: Literal["dicts"] = ...) -> list[Site]: ...
