@@ -14,8 +14,10 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyIterator, PyString};
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 
 use super::{report, Cell, Publishing};
+use crate::client;
 use crate::client::publish::{self as core, FailureKind, Input};
 use crate::python::client::PyClient;
 use crate::python::conversions::errors;
@@ -144,6 +146,166 @@ fn pull<'py>(
     (chunk, done, raised)
 }
 
+/// The Python side of a publish from an iterator: pulls chunks of records from it, writes and
+/// checks them, and hands them to the core through its channel.
+struct Feed<'py> {
+    /// None for a JSON Lines file, which the core reads.
+    iter: Option<Bound<'py, PyIterator>>,
+    writer: Writer<'py>,
+    /// The core's channel; None once the source is done or the core stopped reading.
+    tx: Option<mpsc::Sender<Vec<Input>>>,
+    validate: bool,
+    /// The size to start a chunk's buffer from.
+    capacity: usize,
+    /// Records taken from the source.
+    index: u64,
+    /// A chunk written but not handed over yet (the channel was full, or closed).
+    pending: Option<Vec<Input>>,
+    /// The source has no more records, or the core takes no more.
+    exhausted: bool,
+    /// The exception to raise with the report: the iterator's own, or a signal's.
+    raised: Option<PyErr>,
+    /// Ctrl-C, or another exception that is not an `Exception`, stopped publishing.
+    interrupted: bool,
+}
+
+impl<'py> Feed<'py> {
+    /// Pulls the next chunk when none waits and the source has more.
+    fn pull(&mut self, py: Python<'py>) {
+        let Some(it) = self.iter.as_mut() else {
+            return;
+        };
+        if self.pending.is_some() || self.exhausted {
+            return;
+        }
+        let (chunk, done, err) = pull(
+            py,
+            it,
+            &mut self.writer,
+            &mut self.index,
+            core::CHUNK,
+            self.validate,
+            &mut self.capacity,
+        );
+        self.exhausted = done;
+        if !chunk.is_empty() {
+            self.pending = Some(chunk);
+        }
+        if let Some(e) = err {
+            if !e.is_instance_of::<PyException>(py) {
+                self.interrupted = true;
+            }
+            self.raised = Some(e);
+        }
+    }
+
+    /// Hands the waiting chunk to the core; true when its channel is full (wait for room).
+    /// Closes the channel at the end of the source (the core finishes what it has), and
+    /// stops when the core stopped reading (an error that concerns every record).
+    fn hand_over(&mut self) -> bool {
+        let mut full = false;
+        let mut closed = false;
+        if let (Some(sender), Some(chunk)) = (&self.tx, self.pending.take()) {
+            match sender.try_reserve() {
+                Ok(permit) => permit.send(chunk),
+                Err(mpsc::error::TrySendError::Full(())) => {
+                    self.pending = Some(chunk);
+                    full = true;
+                }
+                Err(mpsc::error::TrySendError::Closed(())) => {
+                    self.pending = Some(chunk);
+                    closed = true;
+                }
+            }
+        }
+        if closed {
+            self.exhausted = true;
+            self.tx = None;
+        }
+        if self.exhausted && self.pending.is_none() {
+            self.tx = None;
+        }
+        full
+    }
+
+    /// Records read from a Python source (None for a file, which the core counts).
+    fn read(&self) -> Option<u64> {
+        self.iter.as_ref().map(|_| self.index)
+    }
+}
+
+/// The records a publish took but never handed to the core (`pending`), in the report: not
+/// accepted when Ctrl-C stopped it, else not sent.
+fn account_unsent(report: &mut core::Report, pending: Option<Vec<Input>>, interrupted: bool) {
+    let Some(chunk) = pending else {
+        return;
+    };
+    let (kind, message) = if interrupted {
+        let why = "not accepted: publishing was interrupted";
+        (FailureKind::Interrupted, why.to_owned())
+    } else {
+        let why = match &report.error {
+            Some(e) => format!("not sent: publishing stopped: {e}"),
+            None => "not sent: publishing stopped".to_owned(),
+        };
+        (FailureKind::NotSent, why)
+    };
+    report.unsent(chunk, kind, &message);
+    report.failures.sort_by_key(|f| f.index);
+}
+
+/// The core's source of chunks: the JSON Lines file `path`, read by the core (its reader
+/// task is the third item), or a channel this thread feeds (its sender is the second).
+#[allow(clippy::type_complexity)]
+fn channel(
+    rt: &tokio::runtime::Runtime,
+    path: Option<PathBuf>,
+    validate: bool,
+) -> (
+    mpsc::Receiver<Vec<Input>>,
+    Option<mpsc::Sender<Vec<Input>>>,
+    Option<JoinHandle<client::Result<()>>>,
+) {
+    match path {
+        Some(p) => {
+            let _guard = rt.enter();
+            let (rx, reader) = core::jsonl_source(p, validate);
+            (rx, None, Some(reader))
+        }
+        None => {
+            let (tx, rx) = mpsc::channel(core::CHANNEL_CHUNKS);
+            (rx, Some(tx), None)
+        }
+    }
+}
+
+/// Waits up to `budget`, the GIL released, for the core's publish `task` to end, or for room
+/// in the channel of `full` (its sender, when it was full); the task's outcome if it ended.
+fn wait_core(
+    py: Python<'_>,
+    rt: &tokio::runtime::Runtime,
+    task: &mut JoinHandle<client::Result<core::Report>>,
+    full: Option<&mpsc::Sender<Vec<Input>>>,
+    budget: Duration,
+) -> Option<Result<client::Result<core::Report>, tokio::task::JoinError>> {
+    wait::step(py, rt, budget, async {
+        let room = async {
+            match full {
+                Some(sender) => {
+                    let _ = sender.reserve().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            done = &mut *task => Some(done),
+            _ = room => None,
+        }
+    })
+    .flatten()
+}
+
 /// Publishes the records of `source` (an iterator) or of the JSON Lines file `path`.
 ///
 /// Returns `(report, exception)`: the report as a dict, and the exception to raise with it
@@ -165,8 +327,7 @@ pub fn publish_records<'py>(
         progress,
         cancelled,
     } = Publishing::new("publish", client, options)?;
-    let validate = options.validate;
-    let mut iter = match (&source, &path) {
+    let iter = match (&source, &path) {
         (Some(s), None) => Some(s.try_iter()?),
         (None, Some(_)) => None,
         _ => {
@@ -180,124 +341,68 @@ pub fn publish_records<'py>(
     let (stop, cancel) = watch::channel(false);
     let cell = Cell::default();
     let sink = progress.as_ref().map(|_| cell.sink());
-    let (rx, mut tx, reader) = match path {
-        Some(p) => {
-            let _guard = rt.enter();
-            let (rx, reader) = core::jsonl_source(p, validate);
-            (rx, None, Some(reader))
-        }
-        None => {
-            let (tx, rx) = mpsc::channel(core::CHANNEL_CHUNKS);
-            (rx, Some(tx), None)
-        }
+    let (rx, tx, reader) = channel(&rt, path, options.validate);
+    let mut feed = Feed {
+        exhausted: iter.is_none(),
+        iter,
+        writer: Writer::new(py)?,
+        tx,
+        validate: options.validate,
+        capacity: 64 * 1024,
+        index: 0,
+        pending: None,
+        raised: None,
+        interrupted: false,
     };
     let mut task = rt.spawn(async move { core.publish(rx, options, sink, cancel).await });
-
-    let mut writer = Writer::new(py)?;
-    let mut capacity = 64 * 1024;
-    let mut index = 0u64;
-    let mut pending: Option<Vec<Input>> = None;
-    let mut exhausted = iter.is_none();
-    let mut raised: Option<PyErr> = None;
-    let mut interrupted = false;
     let mut last_tick = Instant::now();
     let outcome = loop {
         // Produce: pull a chunk, hand it over, or wait (GIL released) for room or the end.
-        if let (Some(it), None, false) = (iter.as_mut(), &pending, exhausted) {
-            let (chunk, done, err) = pull(
-                py,
-                it,
-                &mut writer,
-                &mut index,
-                core::CHUNK,
-                validate,
-                &mut capacity,
-            );
-            exhausted = done;
-            if !chunk.is_empty() {
-                pending = Some(chunk);
-            }
-            if let Some(e) = err {
-                if !e.is_instance_of::<PyException>(py) {
-                    interrupted = true;
-                }
-                raised = Some(e);
-            }
-        }
-        if interrupted {
+        feed.pull(py);
+        if feed.interrupted {
             break None;
         }
-        let mut wait_for_room = false;
-        let mut closed = false;
-        if let (Some(sender), Some(chunk)) = (&tx, pending.take()) {
-            match sender.try_reserve() {
-                Ok(permit) => permit.send(chunk),
-                Err(mpsc::error::TrySendError::Full(())) => {
-                    pending = Some(chunk);
-                    wait_for_room = true;
-                }
-                // The core stopped reading (an error that concerns every record).
-                Err(mpsc::error::TrySendError::Closed(())) => {
-                    pending = Some(chunk);
-                    closed = true;
-                }
+        let full = feed.hand_over();
+        let producing = feed.tx.is_some() && !full;
+        if producing && last_tick.elapsed() < wait::TICK {
+            if let Err(e) = py.check_signals() {
+                feed.interrupted = true;
+                feed.raised = Some(e);
+                break None;
             }
+            continue;
         }
-        if closed {
-            exhausted = true;
-            tx = None;
+        // Wait for the core, for room in its channel, or (producing) not at all.
+        let budget = if producing {
+            Duration::ZERO
+        } else {
+            wait::TICK
+        };
+        let step = wait_core(
+            py,
+            &rt,
+            &mut task,
+            feed.tx.as_ref().filter(|_| full),
+            budget,
+        );
+        // Ctrl-C may land in the progress callback (Python code) as well as between waits;
+        // either way, on the callback's own error, and when the caller gives up, the core
+        // stops and reports.
+        let read = feed.read();
+        let ticked = wait::between(
+            py,
+            |py| report_read(&cell, py, progress.as_ref(), read),
+            cancelled.as_ref(),
+        );
+        last_tick = Instant::now();
+        if let Err(stopped) = ticked {
+            feed.interrupted = true;
+            feed.raised = stopped;
+            // A core that ended in this step has its whole report (and a spent handle).
+            break step;
         }
-        if exhausted && pending.is_none() {
-            // End of the source: the core finishes what it has.
-            tx = None;
-        }
-        let producing = tx.is_some() && !wait_for_room;
-        if !producing || last_tick.elapsed() >= wait::TICK {
-            // Wait for the core, for room in its channel, or (producing) not at all.
-            let budget = if producing {
-                Duration::ZERO
-            } else {
-                wait::TICK
-            };
-            let step = wait::step(py, &rt, budget, async {
-                let room = async {
-                    match (&tx, wait_for_room) {
-                        (Some(sender), true) => {
-                            let _ = sender.reserve().await;
-                        }
-                        _ => std::future::pending::<()>().await,
-                    }
-                };
-                tokio::select! {
-                    biased;
-                    done = &mut task => Some(done),
-                    _ = room => None,
-                }
-            })
-            .flatten();
-            // Ctrl-C may land in the progress callback (Python code) as well as between waits;
-            // either way, on the callback's own error, and when the caller gives up, the core
-            // stops and reports.
-            let read = iter.as_ref().map(|_| index);
-            let ticked = wait::between(
-                py,
-                |py| report_read(&cell, py, progress.as_ref(), read),
-                cancelled.as_ref(),
-            );
-            last_tick = Instant::now();
-            if let Err(stopped) = ticked {
-                interrupted = true;
-                raised = stopped;
-                // A core that ended in this step has its whole report (and a spent handle).
-                break step;
-            }
-            if let Some(done) = step {
-                break Some(done);
-            }
-        } else if let Err(e) = py.check_signals() {
-            interrupted = true;
-            raised = Some(e);
-            break None;
+        if let Some(done) = step {
+            break Some(done);
         }
     };
     let outcome = match outcome {
@@ -305,41 +410,29 @@ pub fn publish_records<'py>(
         None => {
             // Interrupted: the core stops at once and reports what it had.
             stop.send_replace(true);
-            drop(tx.take());
+            drop(feed.tx.take());
             py.detach(|| rt.block_on(&mut task))
         }
     };
-    drop(tx);
+    drop(feed.tx.take());
     log::flush(py);
     let mut report = match outcome {
         Ok(Ok(report)) => report,
         Ok(Err(e)) => return Err(errors::to_py(e)),
         Err(join) => return Err(errors::internal(join)),
     };
+    let mut raised = feed.raised.take();
     if let Some(reader) = reader {
-        if interrupted || report.error.is_some() {
+        if feed.interrupted || report.error.is_some() {
             reader.abort();
         } else if let Ok(Err(e)) = py.detach(|| rt.block_on(reader)) {
             // The file could not be read to its end.
             raised.get_or_insert(errors::to_py(e));
         }
     }
-    if let Some(chunk) = pending.take() {
-        let (kind, message) = if interrupted {
-            let why = "not accepted: publishing was interrupted";
-            (FailureKind::Interrupted, why.to_owned())
-        } else {
-            let why = match &report.error {
-                Some(e) => format!("not sent: publishing stopped: {e}"),
-                None => "not sent: publishing stopped".to_owned(),
-            };
-            (FailureKind::NotSent, why)
-        };
-        report.unsent(chunk, kind, &message);
-        report.failures.sort_by_key(|f| f.index);
-    }
+    account_unsent(&mut report, feed.pending.take(), feed.interrupted);
     // The last progress update: its error (Ctrl-C in the callback) comes with the report.
-    if let Err(e) = report_read(&cell, py, progress.as_ref(), iter.as_ref().map(|_| index)) {
+    if let Err(e) = report_read(&cell, py, progress.as_ref(), feed.read()) {
         raised.get_or_insert(e);
     }
     report::outcome(py, &report, raised)
