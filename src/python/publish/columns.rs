@@ -14,9 +14,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_arrow::input::AnyRecordBatch;
-use tokio::sync::watch;
 
-use super::{report, Cell, Publishing};
+use super::{finished, report, Publishing, Started};
 use crate::client::publish::columns::{self, Columns};
 use crate::client::publish::{jsonl_rest as core_jsonl_rest, JsonlRest};
 use crate::python::client::PyClient;
@@ -57,13 +56,8 @@ pub fn publish_columns<'py>(
     path: Option<PathBuf>,
     options: Option<Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
-    let Publishing {
-        core,
-        options,
-        progress,
-        cancelled,
-    } = Publishing::new("publish_columns", client, options)?;
-    let validate = options.validate;
+    let publishing = Publishing::new("publish_columns", client, options)?;
+    let validate = publishing.options.validate;
     let (reader, rows) = open_source(data, path)?;
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
@@ -75,10 +69,13 @@ pub fn publish_columns<'py>(
         let _guard = rt.enter();
         columns.source()
     };
-    let (stop, cancel) = watch::channel(false);
-    let cell = Cell::default();
-    let sink = progress.as_ref().map(|_| cell.sink());
-    let mut task = rt.spawn(async move { core.publish(rx, options, sink, cancel).await });
+    let Started {
+        mut task,
+        stop,
+        cell,
+        progress,
+        cancelled,
+    } = publishing.start(&rt, rx);
 
     // A signal, the caller giving up (an asyncio task cancelled) or a progress callback that
     // raised: the core stops at once and reports what it had; the source stops at its next
@@ -98,11 +95,7 @@ pub fn publish_columns<'py>(
         }
     };
     log::flush(py);
-    let report = match outcome {
-        Ok(Ok(report)) => report,
-        Ok(Err(e)) => return Err(errors::to_py(e)),
-        Err(join) => return Err(errors::internal(join)),
-    };
+    let report = finished(outcome)?;
     if !interrupted && report.error.is_none() {
         // The source ended (its channel closed): a read error, if any, is the publish's.
         match py.detach(|| rt.block_on(feeder)) {

@@ -10,8 +10,11 @@ pub(super) mod report;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use tokio::runtime::Runtime;
+use tokio::sync::{mpsc, watch};
+use tokio::task::{JoinError, JoinHandle};
 
-use crate::client::publish::{self as core, Options, Progress};
+use crate::client::publish::{self as core, Input, Options, Progress, Report};
 use crate::python::client::PyClient;
 use crate::python::conversions::errors;
 use crate::python::conversions::keywords::Keywords;
@@ -52,6 +55,50 @@ impl Publishing {
             progress,
             cancelled,
         })
+    }
+}
+
+/// A core publish under way: its task, the switch that stops it at once (it then reports what
+/// it had), the cell its progress goes to, and the caller's callbacks.
+pub(super) struct Started {
+    pub task: JoinHandle<crate::client::Result<Report>>,
+    pub stop: watch::Sender<bool>,
+    pub cell: Cell,
+    pub progress: Option<Py<PyAny>>,
+    pub cancelled: Option<Py<PyAny>>,
+}
+
+impl Publishing {
+    /// Starts the core's publish, on `rt`, of the chunks `rx` brings.
+    pub(super) fn start(self, rt: &Runtime, rx: mpsc::Receiver<Vec<Input>>) -> Started {
+        let (stop, cancel) = watch::channel(false);
+        let cell = Cell::default();
+        let sink = self.progress.as_ref().map(|_| cell.sink());
+        let Publishing {
+            core,
+            options,
+            progress,
+            cancelled,
+        } = self;
+        let task = rt.spawn(async move { core.publish(rx, options, sink, cancel).await });
+        Started {
+            task,
+            stop,
+            cell,
+            progress,
+            cancelled,
+        }
+    }
+}
+
+/// The report of a core publish task that ended: its error, or the task's failure, raises.
+pub(super) fn finished(
+    outcome: Result<crate::client::Result<Report>, JoinError>,
+) -> PyResult<Report> {
+    match outcome {
+        Ok(Ok(report)) => Ok(report),
+        Ok(Err(e)) => Err(errors::to_py(e)),
+        Err(join) => Err(errors::internal(join)),
     }
 }
 

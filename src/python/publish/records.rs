@@ -13,10 +13,10 @@ use bytes::Bytes;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyIterator, PyString};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::{report, Cell, Publishing};
+use super::{finished, report, Cell, Publishing, Started};
 use crate::client;
 use crate::client::publish::{self as core, FailureKind, Input};
 use crate::python::client::PyClient;
@@ -321,12 +321,8 @@ pub fn publish_records<'py>(
     path: Option<PathBuf>,
     options: Option<Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
-    let Publishing {
-        core,
-        options,
-        progress,
-        cancelled,
-    } = Publishing::new("publish", client, options)?;
+    let publishing = Publishing::new("publish", client, options)?;
+    let validate = publishing.options.validate;
     let iter = match (&source, &path) {
         (Some(s), None) => Some(s.try_iter()?),
         (None, Some(_)) => None,
@@ -338,23 +334,26 @@ pub fn publish_records<'py>(
     };
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
-    let (stop, cancel) = watch::channel(false);
-    let cell = Cell::default();
-    let sink = progress.as_ref().map(|_| cell.sink());
-    let (rx, tx, reader) = channel(&rt, path, options.validate);
+    let (rx, tx, reader) = channel(&rt, path, validate);
     let mut feed = Feed {
         exhausted: iter.is_none(),
         iter,
         writer: Writer::new(py)?,
         tx,
-        validate: options.validate,
+        validate,
         capacity: 64 * 1024,
         index: 0,
         pending: None,
         raised: None,
         interrupted: false,
     };
-    let mut task = rt.spawn(async move { core.publish(rx, options, sink, cancel).await });
+    let Started {
+        mut task,
+        stop,
+        cell,
+        progress,
+        cancelled,
+    } = publishing.start(&rt, rx);
     let mut last_tick = Instant::now();
     let outcome = loop {
         // Produce: pull a chunk, hand it over, or wait (GIL released) for room or the end.
@@ -416,11 +415,7 @@ pub fn publish_records<'py>(
     };
     drop(feed.tx.take());
     log::flush(py);
-    let mut report = match outcome {
-        Ok(Ok(report)) => report,
-        Ok(Err(e)) => return Err(errors::to_py(e)),
-        Err(join) => return Err(errors::internal(join)),
-    };
+    let mut report = finished(outcome)?;
     let mut raised = feed.raised.take();
     if let Some(reader) = reader {
         if feed.interrupted || report.error.is_some() {
