@@ -1,9 +1,10 @@
 //! The pure Rust client of the service. Knows nothing of Python, nor of the emulator:
 //! configuration (`config`), tokens and HTTP with retries (`http`), rate control by the
 //! provider's limits (`limits`, over the crate's neutral `Limits`), the daily quota (`quota`),
-//! the lists (`lists`: one table of their paths, filters and Arrow layouts), events in windows past the offset ceiling (`events`, `plan`), their Arrow
-//! and Parquet forms (`arrow`, `parquet`), and webhook publishing (`publish`, which checks
-//! records with the crate's `webhook` module).
+//! the lists (`lists`: one table of their paths, filters and Arrow layouts), events in windows
+//! past the offset ceiling (`events`, `plan`), their Arrow and Parquet forms (`arrow`,
+//! `parquet`), and webhook publishing (`publish`, which checks records with the crate's
+//! `webhook` module).
 
 pub mod arrow;
 pub mod cache;
@@ -45,6 +46,28 @@ pub struct Client {
     shape: Arc<std::sync::Mutex<events::Shape>>,
     held: Arc<std::sync::Mutex<events::Held>>,
     cache: Option<Arc<cache::Cache>>,
+}
+
+/// The query parameters of `list` for the filters given (`site_id`, `device_id`), each a
+/// UUID; an error for a filter the list does not take.
+fn filter_params<'a>(
+    list: List,
+    site_id: Option<&'a str>,
+    device_id: Option<&'a str>,
+) -> Result<Vec<(&'static str, &'a str)>> {
+    let mut params = Vec::new();
+    for (keyword, value) in [("site_id", site_id), ("device_id", device_id)] {
+        let Some(value) = value else { continue };
+        let Some(filter) = list.spec().filters.iter().find(|f| f.keyword == keyword) else {
+            return Err(Error::Config(format!(
+                "the {} list takes no `{keyword}`",
+                list.name()
+            )));
+        };
+        check_uuid(value, keyword)?;
+        params.push((filter.param, value));
+    }
+    Ok(params)
 }
 
 pub(crate) fn check_uuid(value: &str, name: &str) -> Result<()> {
@@ -158,22 +181,12 @@ impl Client {
         if list == List::Cameras {
             return self.cameras(site_id, device_id).await;
         }
-        let mut params = Vec::new();
-        for (keyword, value) in [("site_id", site_id), ("device_id", device_id)] {
-            let Some(value) = value else { continue };
-            let Some(filter) = list.spec().filters.iter().find(|f| f.keyword == keyword) else {
-                return Err(Error::Config(format!(
-                    "the {} list takes no `{keyword}`",
-                    list.name()
-                )));
-            };
-            check_uuid(value, keyword)?;
-            params.push((filter.param, value));
-        }
+        let params = filter_params(list, site_id, device_id)?;
         list_all(&self.http, list.path(), list.route(), &params).await
     }
 
-    /// Every record of a list that takes no filter.
+    /// Every record of a list that takes no filter (not through [`Client::list`], which the
+    /// cameras' split calls back into).
     async fn plain(&self, list: List) -> Result<Vec<Record>> {
         list_all(&self.http, list.path(), list.route(), &[]).await
     }
@@ -200,19 +213,7 @@ impl Client {
         site_id: Option<&str>,
         device_id: Option<&str>,
     ) -> Result<Vec<Record>> {
-        if let Some(s) = site_id {
-            check_uuid(s, "site_id")?;
-        }
-        if let Some(d) = device_id {
-            check_uuid(d, "device_id")?;
-        }
-        let mut params = Vec::new();
-        if let Some(s) = site_id {
-            params.push(("siteId", s));
-        }
-        if let Some(d) = device_id {
-            params.push(("deviceId", d));
-        }
+        let params = filter_params(List::Cameras, site_id, device_id)?;
         match list_all(
             &self.http,
             List::Cameras.path(),
