@@ -1,8 +1,7 @@
 //! The emulator's HTTP surface: `router(state)` with the endpoints of API.md (the lists from
-//! `data::LISTINGS`, one handler for all of them), the
-//! gateway every request passes first (api key, limits, faults, latency, bearer token), the
-//! dialect its error answers are spoken in, and the `Date` every answer carries from the
-//! emulator's clock.
+//! `data::LISTINGS`, one handler for all of them), the gateway every request passes first (api
+//! key, limits, faults, latency, bearer token), the dialect its error answers are spoken in,
+//! and the `Date` every answer carries from the emulator's clock.
 
 use std::collections::HashMap;
 use std::sync::Arc;
