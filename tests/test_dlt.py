@@ -114,6 +114,33 @@ def test_after_a_run_the_quota_stopped_only_what_had_not_settled_is_fetched_agai
         assert ids(p) == truth
 
 
+@pytest.mark.parametrize("order", ["asc", "desc", "shuffled"])
+def test_no_window_a_run_stopped_by_the_quota_read_is_fetched_again(tmp_path, order):
+    """Day after day, a run ends where the quota stops it. The events requests of all runs
+    stay within two a run of the least the events take, in any order the service gives them:
+    the pages read of the window the quota stopped are carried, in the client's cache, to the
+    next run, which asks only the pages it lacks."""
+    import math
+
+    with sv.Emulator(seed=5, sites=4, days=2, events_per_day=4000) as emu:
+        emu.set_semantics(order=order)
+        emu.set_limits(daily_requests=36)
+        p = pipeline(tmp_path)
+        truth = emu.truth(emu.start, emu.end)
+        runs = 0
+        for _ in range(8):
+            client = emu.client(cache=str(tmp_path / "cache"))
+            p.run(surveillance_source(client, start=emu.start, until=emu.end))
+            runs += 1
+            if len(ids(p)) == len(truth):
+                break
+            emu.advance_clock(86_400)  # the next day's run
+        reads = sum(emu.stats()["requests"].get("GET /v2/events", {}).values())
+    assert ids(p) == truth
+    least = math.ceil(len(truth) / 100)
+    assert runs > 2 and reads <= least + 2 * runs, (reads, least, runs)
+
+
 def first_times(into: list):
     """A map for a resource of tables: records each table's first startTime in ``into``."""
 

@@ -150,6 +150,9 @@ class Client:
     def cache_info(self) -> Optional[dict[str, Any]]:
         """What the cache of settled events holds (its whole directory), as a dict; None
         without a cache."""
+    def carried_until(self, start_ms: int, report_id: Optional[str] = None) -> Optional[int]:
+        """The end (epoch ms) of the window starting at ``start_ms`` whose pages an earlier
+        run of a sync the daily quota stopped kept in the cache, or None."""
     def clear_cache(self) -> int:
         """Empties the cache of settled events; the files removed."""
     def plan(

@@ -658,7 +658,10 @@ class Client(Lists, _BaseClient):
         (every window fetched is stored, the synced instant stands after the last one) and
         returns a result with ``complete=False``, ``remaining`` and ``resets_at``; the next
         run goes on from there. Under a daily budget the range is fetched in chunks that fit
-        what remains of the day.
+        what remains of the day. The pages read of the window the budget stopped are kept in
+        the client's cache, and the next run takes that window first and asks only the pages
+        it lacks (its pages are checked to make one answer with the earlier ones; if not, the
+        window is read again).
 
         Read the dataset with ``pyarrow.dataset.dataset(path, partitioning="hive")``,
         ``pandas.read_parquet(path)``, duckdb or polars. Needs pyarrow

@@ -17,8 +17,10 @@ Resources:
 The source is quota-aware: under a daily budget (:class:`~surveillance.Limits`), the range is
 fetched in chunks that fit what remains of it (as a sync fetches), and when the budget runs out
 (:class:`~surveillance.QuotaExhaustedError`) the run ends cleanly: the windows fetched until
-then are loaded, dlt's state records the latest ``startTime`` among them, and the next run
-(the next day) goes on from there. A list the budget stops is left as it was loaded last.
+then are loaded, dlt's state records where the last of them ends, and the next run (the next
+day) goes on from there, taking first the window the budget stopped, with the pages already read
+of it, which the client's cache carries (as for a sync). A list the budget stops is left as it
+was loaded last.
 
 Example:
     >>> import dlt, tempfile, surveillance as sv
@@ -122,9 +124,13 @@ def _events(
             for table in _sync._fetch(client, pa, lo, hi, report_id, progress):
                 yield _microseconds(pa, table)
             state.pop("stopped_at", None)
+            state.pop("frontier", None)
         except QuotaExhaustedError as e:
-            # The next run fetches again only what had not settled when this one fetched it.
+            # The next run fetches again only what had not settled when this one fetched it,
+            # from the end of the last window loaded (where the pages of the window the quota
+            # stopped, carried in the client's cache, start).
             state["stopped_at"] = wall_ms
+            state["frontier"] = progress.frontier
             # The windows yielded are loaded and the cursor stands at the latest of them.
             logger.warning(
                 "the day's request quota is used up: events loaded until %s, the next run goes "
@@ -139,13 +145,15 @@ def _events(
 def _resume_from(cursor: Any, state: Any, lag: float) -> int:
     """Where a run's events begin: dlt's cursor less the lag (what it loaded last may have
     changed since), except after a run the quota stopped: what that run fetched had settled
-    if it was ``lag`` old at the time, so only the part that had not is fetched again."""
+    if it was ``lag`` old at the time, so only the part that had not is fetched again (from
+    the end of the last window it loaded, every event before which it loaded)."""
     lo = to_ms(cursor.start_value, "start")
     stopped_at = state.get("stopped_at")
     last = cursor.get_state().get("last_value")  # as stored, without the lag
     if stopped_at is None or last is None or not lag:
         return lo
-    return max(lo, min(to_ms(last, "last_value"), int(stopped_at) - int(lag * 1000)))
+    got = max(to_ms(last, "last_value"), int(state.get("frontier") or 0))
+    return max(lo, min(got, int(stopped_at) - int(lag * 1000)))
 
 
 def _listing(client: Any, kind: str) -> Any:

@@ -448,7 +448,7 @@ def _fetch(
     t = lo
     events = 0
     while t < hi:
-        u = _chunk_end(client, lo, t, hi, events)
+        u = _chunk_end(client, lo, t, hi, events, report_id)
         stream = client._inner.events_stream(t, u, report_id, None, 2, True, True)
         try:
             for batch in stream:
@@ -466,12 +466,19 @@ def _fetch(
 _QUOTA_MARGIN = 3
 
 
-def _chunk_end(client: Client, lo: int, t: int, hi: int, events: int) -> int:
+def _chunk_end(
+    client: Client, lo: int, t: int, hi: int, events: int, report_id: Optional[str]
+) -> int:
     """The end of the next chunk from ``t``: ``hi`` without a daily budget; otherwise as far
-    as the events seen so far (``events`` in ``[lo, t)``) say the remaining quota reaches."""
+    as the events seen so far (``events`` in ``[lo, t)``) say the remaining quota reaches,
+    or, where the last run stopped, the end of the window whose pages it carried (the window
+    it was reading when the quota stopped it, so that none of them is asked again)."""
     remaining = client.quota()["remaining"]
     if remaining is None:
         return hi
+    carried = client._inner.carried_until(t, report_id)
+    if carried is not None and carried <= hi:
+        return carried
     budget = remaining - _QUOTA_MARGIN
     if budget <= 0:
         return hi  # the first request will say the quota is spent

@@ -10,6 +10,10 @@
 //! unique temporary name and renamed into place, so no reader sees half of one; a file whose
 //! length or checksum is wrong is reported, removed and fetched again, never served. Reading a
 //! file touches its modification time, which the size cap evicts by (least recently used first).
+//!
+//! Beside the segments, `<qs>_<qe>.pages` files keep the pages that a fetch stopped by the
+//! daily quota read of a window it could not finish (see [`Cache::carry`]), for the next
+//! fetch of that window (a sync's next run) to take instead of asking them again.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -24,6 +28,8 @@ const MAGIC: &str = "svcache 1";
 const STALE_TEMP: Duration = Duration::from_secs(3600);
 /// The name of the file of an account's directory that says whose it is (no secret in it).
 const ACCOUNT_FILE: &str = "account.json";
+/// The first word of a file of carried pages (and its format's version after it).
+const CARRY_MAGIC: &str = "svpages 1";
 
 /// The cache of one account: where its files are, and the cap of the whole directory.
 #[derive(Debug, Clone)]
@@ -308,6 +314,89 @@ impl Cache {
         write_atomic(&path, &[header.as_bytes(), &body])
     }
 
+    /// Keeps the pages that a fetch stopped by the daily quota read of a window it did not
+    /// finish, the query `[qs, qe)` (settled), so that the next fetch of that query asks none
+    /// of them again: `pages` are `(offset, body)`. One file, `<qs>_<qe>.pages`: the header
+    /// `svpages 1 <pages> <bytes> <sha256>\n`, then each page as `<offset> <length>\n` and
+    /// its body.
+    pub fn carry(
+        &self,
+        report: Option<&str>,
+        qs: i64,
+        qe: i64,
+        pages: &[(usize, &Bytes)],
+    ) -> std::io::Result<()> {
+        let mut body = Vec::new();
+        for (offset, page) in pages {
+            body.extend_from_slice(format!("{offset} {}\n", page.len()).as_bytes());
+            body.extend_from_slice(page);
+        }
+        let header = format!(
+            "{CARRY_MAGIC} {} {} {}\n",
+            pages.len(),
+            body.len(),
+            sha256_hex(&body, 32)
+        );
+        let dir = self.dir(report);
+        private_dir(&self.root)?;
+        private_dir(&dir)?;
+        write_atomic(
+            &dir.join(format!("{qs}_{qe}.pages")),
+            &[header.as_bytes(), &body],
+        )
+    }
+
+    /// The carried windows of `report` (see [`Cache::carry`]): `(qs, qe, file)`.
+    fn carried(&self, report: Option<&str>) -> Vec<(i64, i64, PathBuf)> {
+        let Ok(entries) = std::fs::read_dir(self.dir(report)) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| {
+                let path = e.path();
+                let name = path.file_name()?.to_str()?.strip_suffix(".pages")?;
+                let (qs, qe) = name.split_once('_')?;
+                Some((qs.parse().ok()?, qe.parse().ok()?, path))
+            })
+            .collect()
+    }
+
+    /// The end of the carried window of `report` that starts at `lo`, if one is kept.
+    pub fn carried_end(&self, report: Option<&str>, lo: i64) -> Option<i64> {
+        self.carried(report)
+            .into_iter()
+            .filter(|(qs, _, _)| *qs == lo)
+            .map(|(_, qe, _)| qe)
+            .min()
+    }
+
+    /// Takes the carried window of `report` that starts at `lo` and ends by `hi`: its end and
+    /// its pages `(offset, body)`. Its file is removed, and so is every other carried window
+    /// that starts in `[lo, hi)` (this fetch reads that range: none will be asked again). A
+    /// damaged file gives nothing.
+    pub fn take_carried(
+        &self,
+        report: Option<&str>,
+        lo: i64,
+        hi: i64,
+    ) -> Option<(i64, Vec<(usize, Bytes)>)> {
+        let mut found = None;
+        for (qs, qe, path) in self.carried(report) {
+            if qs < lo || qs >= hi {
+                continue;
+            }
+            if qs == lo && qe <= hi && found.is_none() {
+                found = std::fs::read(&path).ok().and_then(|data| {
+                    let pages = read_carried(&data)?;
+                    Some((qe, pages))
+                });
+            }
+            let _ = std::fs::remove_file(&path);
+        }
+        found
+    }
+
     /// Removes every segment of `report` that overlaps `[lo, hi)` (a refresh of that range).
     pub fn forget(&self, report: Option<&str>, lo: i64, hi: i64) {
         for s in self.segments(report) {
@@ -349,6 +438,32 @@ impl Cache {
 }
 
 /// The offset of the body of a cache file's `data`, once its header is checked.
+/// The pages of a file of carried pages, if its header, length and checksum hold.
+fn read_carried(data: &[u8]) -> Option<Vec<(usize, Bytes)>> {
+    let line = data.iter().position(|b| *b == b'\n')?;
+    let header = std::str::from_utf8(&data[..line]).ok()?;
+    let rest = header.strip_prefix(CARRY_MAGIC)?;
+    let mut words = rest.split_whitespace();
+    let count: usize = words.next()?.parse().ok()?;
+    let len: usize = words.next()?.parse().ok()?;
+    let sum = words.next()?;
+    let body = Bytes::copy_from_slice(&data[line + 1..]);
+    if body.len() != len || sha256_hex(&body, 32) != sum {
+        return None;
+    }
+    let mut pages = Vec::with_capacity(count);
+    let mut at = 0;
+    while at < body.len() {
+        let end = at + body[at..].iter().position(|b| *b == b'\n')?;
+        let (offset, size) = std::str::from_utf8(&body[at..end]).ok()?.split_once(' ')?;
+        let (offset, size): (usize, usize) = (offset.parse().ok()?, size.parse().ok()?);
+        let page = body.get(end + 1..end + 1 + size)?;
+        pages.push((offset, body.slice_ref(page)));
+        at = end + 1 + size;
+    }
+    (pages.len() == count).then_some(pages)
+}
+
 fn check(data: &[u8]) -> std::result::Result<usize, String> {
     let end = data
         .iter()
@@ -500,8 +615,8 @@ pub fn info(root: &Path) -> Info {
 }
 
 /// Removes every file of the cache at `root` (only the cache's own: its accounts' segments,
-/// their `account.json`, temporary files, and the directories they empty); the number of
-/// segments removed.
+/// carried pages and `account.json`, temporary files, and the directories they empty); the
+/// number of segments removed.
 pub fn clear(root: &Path) -> u64 {
     let mut removed = 0;
     let Ok(accounts) = std::fs::read_dir(root) else {
@@ -515,7 +630,7 @@ pub fn clear(root: &Path) -> u64 {
             for file in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 let path = file.path();
                 let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                if name.starts_with(".tmp-") {
+                if name.starts_with(".tmp-") || name.ends_with(".pages") {
                     let _ = std::fs::remove_file(&path);
                 } else if segment_of(path.clone()).is_some() && std::fs::remove_file(&path).is_ok()
                 {
@@ -541,6 +656,38 @@ mod tests {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn carried_pages_are_taken_once_and_a_damaged_file_gives_none() {
+        let root = temp_root("carry");
+        let c = Cache::new(root.clone(), "https://a.test", "k", "id", DEFAULT_MAX_BYTES);
+        let (a, b) = (Bytes::from_static(b"[1,\n2]"), Bytes::from_static(b"[]"));
+        c.carry(None, 10, 50, &[(0, &a), (9_900, &b)])
+            .expect("written");
+        c.carry(None, 30, 40, &[(0, &a)]).expect("written");
+        assert_eq!(c.carried_end(None, 10), Some(50));
+        assert_eq!(c.carried_end(Some("r"), 10), None);
+        // Ending past the range asked: not taken.
+        assert_eq!(c.take_carried(None, 10, 45), None);
+        c.carry(None, 10, 50, &[(0, &a), (9_900, &b)])
+            .expect("written");
+        assert_eq!(
+            c.take_carried(None, 10, 50),
+            Some((50, vec![(0, a.clone()), (9_900, b.clone())]))
+        );
+        // Taken once; the other window in the range read is gone too.
+        assert_eq!(c.carried_end(None, 10), None);
+        assert_eq!(c.carried_end(None, 30), None);
+        c.carry(None, 10, 50, &[(0, &a)]).expect("written");
+        let file = c.dir(None).join("10_50.pages");
+        let mut data = std::fs::read(&file).expect("read");
+        let last = data.len() - 2;
+        data[last] = b'9';
+        std::fs::write(&file, data).expect("write");
+        assert_eq!(c.take_carried(None, 10, 50), None);
+        assert!(!file.exists());
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]

@@ -68,11 +68,22 @@ pub struct Shape {
 /// once, and none is kept past [`HELD_FOR`] or beyond [`HELD_BYTES`] in all (the oldest go
 /// first). A fetch's quota check (`quota_check`) holds the fetch's first page the same way,
 /// for [`CHECKED_FOR`], whether its range has settled or not: the fetch asks it next, within
-/// the same call.
+/// the same call. The pages a sync stopped by the quota carried to its next run (see
+/// [`Fetch::carry_stopped`]) wait here too, marked, for the window they were read of.
 #[derive(Debug, Default)]
 pub struct Held {
-    pages: VecDeque<(String, Bytes, std::time::Instant, std::time::Duration)>,
+    pages: VecDeque<HeldPage>,
     bytes: usize,
+}
+
+#[derive(Debug)]
+struct HeldPage {
+    url: String,
+    body: Bytes,
+    at: std::time::Instant,
+    ttl: std::time::Duration,
+    /// Read by an earlier fetch (another run): checked when its window completes.
+    carried: bool,
 }
 
 /// How long a plan's page of a settled range waits for its fetch.
@@ -84,32 +95,44 @@ const CHECKED_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 const HELD_BYTES: usize = 64 << 20;
 
 impl Held {
-    fn put(&mut self, url: String, body: Bytes, ttl: std::time::Duration) {
+    fn put(&mut self, url: String, body: Bytes, ttl: std::time::Duration, carried: bool) {
         self.expire();
         self.bytes += body.len();
-        self.pages
-            .push_back((url, body, std::time::Instant::now(), ttl));
+        self.pages.push_back(HeldPage {
+            url,
+            body,
+            at: std::time::Instant::now(),
+            ttl,
+            carried,
+        });
         while self.bytes > HELD_BYTES {
             match self.pages.pop_front() {
-                Some((_, b, _, _)) => self.bytes -= b.len(),
+                Some(p) => self.bytes -= p.body.len(),
                 None => break,
             }
         }
     }
 
-    fn take(&mut self, url: &str) -> Option<Bytes> {
+    /// The page held for `url`, and whether an earlier run read it; removed.
+    fn take(&mut self, url: &str) -> Option<(Bytes, bool)> {
         self.expire();
-        let at = self.pages.iter().position(|(u, _, _, _)| u == url)?;
-        let (_, body, _, _) = self.pages.remove(at)?;
-        self.bytes -= body.len();
-        Some(body)
+        let at = self.pages.iter().position(|p| p.url == url)?;
+        let page = self.pages.remove(at)?;
+        self.bytes -= page.body.len();
+        Some((page.body, page.carried))
+    }
+
+    /// Drops the pages an earlier run read (their window did not hold together).
+    fn drop_carried(&mut self) {
+        self.pages.retain(|p| !p.carried);
+        self.bytes = self.pages.iter().map(|p| p.body.len()).sum();
     }
 
     fn expire(&mut self) {
         let before = self.pages.len();
-        self.pages.retain(|(_, _, at, ttl)| at.elapsed() < *ttl);
+        self.pages.retain(|p| p.at.elapsed() < p.ttl);
         if self.pages.len() != before {
-            self.bytes = self.pages.iter().map(|(_, b, _, _)| b.len()).sum();
+            self.bytes = self.pages.iter().map(|p| p.body.len()).sum();
         }
     }
 }
@@ -150,7 +173,10 @@ pub struct Page {
     /// Taken from what a plan or a quota check held (see [`Held`]): no request was sent for it
     /// by the fetch itself.
     held: bool,
-    /// The page's body, kept until its window completes when the window may be cached.
+    /// Read by an earlier run of a sync the quota stopped, and carried to this one.
+    carried: bool,
+    /// The page's body, kept until its window completes when the window may be cached (or
+    /// carried to the next run).
     body: Option<Bytes>,
 }
 
@@ -523,6 +549,9 @@ struct Fetch {
     sent: u64,
     /// Completed windows' settled parts are written to the client's cache.
     caching: bool,
+    /// A sync under a daily quota with a cache: the pages of a window the quota stops are
+    /// carried to its next run (see [`Fetch::carry_stopped`]).
+    carry: bool,
     /// Events that started before this (epoch ms) are settled.
     cutoff: i64,
     /// A window was written to the cache (which then keeps to its cap).
@@ -556,6 +585,30 @@ impl Fetch {
     /// large range pays one round trip of latency for it, not a request.
     fn add_first_window(&mut self, ws: i64, we: i64) {
         self.add_opening(ws, we, false);
+    }
+
+    /// The windows of a gap the cache does not hold: one, or, when an earlier run of a sync
+    /// the quota stopped carried the pages of a window that starts here, that window first
+    /// (its pages held for it, so its query asks none of them again) and the rest after it.
+    fn add_gap(&mut self, lo: i64, hi: i64) {
+        let report = self.query.report_id.clone();
+        let carried = match self.client.cache() {
+            Some(cache) if self.carry => cache.take_carried(report.as_deref(), lo, hi),
+            _ => None,
+        };
+        let Some((qe, pages)) = carried else {
+            return self.add_first_window(lo, hi);
+        };
+        for (offset, body) in pages {
+            let url = page_url(&self.client, lo, qe, report.as_deref(), offset);
+            self.client
+                .held()
+                .put(url.to_string(), body, HELD_FOR, true);
+        }
+        self.add_first_window(lo, qe);
+        if qe < hi {
+            self.add_first_window(qe, hi);
+        }
     }
 
     /// A window that asks page 0 alone first. `safe`: sized from a sample well under the
@@ -832,7 +885,7 @@ impl Fetch {
 
     fn on_result(&mut self, id: u64, kind: Kind, mut page: Page) -> Result<()> {
         self.progress.requests += u64::from(!page.held);
-        if !self.caching {
+        if !self.caching && !self.carry {
             page.body = None;
         }
         let frugal = self.frugal;
@@ -1062,6 +1115,13 @@ impl Fetch {
         if !ready {
             return Ok(());
         }
+        if w.pages.values().any(|p| p.carried) && !holds_together(w) {
+            self.restart(id);
+            return Ok(());
+        }
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
         if let Mode::Full { order } = w.mode {
             let times = w.times();
             let seen = order_of(times.iter().copied());
@@ -1106,6 +1166,34 @@ impl Fetch {
             self.size_rest(s.rest, kept, sampled);
         }
         Ok(())
+    }
+
+    /// Fetches window `id` again from its first page, asking every page: some of its pages
+    /// were carried from an earlier run and do not hold together with this run's.
+    fn restart(&mut self, id: u64) {
+        let Some(ws) = self
+            .windows
+            .iter()
+            .find(|(_, w)| w.id == id)
+            .map(|(k, _)| *k)
+        else {
+            return;
+        };
+        let Some(old) = self.windows.remove(&ws) else {
+            return;
+        };
+        self.client.http().warn(format!(
+            "the pages an earlier run read of the events from {} to {} do not hold together \
+             with this run's (the service's order changed): the window is read again",
+            format_ms(old.qs),
+            format_ms(old.qe),
+        ));
+        self.client.held().drop_carried();
+        self.progress.windows -= 1;
+        let id = self.add_opening(old.ws, old.we, false);
+        if let Some(w) = self.window_mut(id) {
+            (w.qs, w.qe, w.spent) = (old.qs, old.qe, old.spent);
+        }
     }
 
     /// Splits an unsorted window over the ceiling, under a daily quota, with what its pages
@@ -1363,6 +1451,45 @@ impl Fetch {
 }
 
 impl Fetch {
+    /// For a sync that the daily quota stops: the pages read of the frontier window, whose
+    /// query starts at the frontier, are kept in the cache when that query has settled; false
+    /// when they are not (then [`Fetch::sorted_prefix`] keeps what it can). The next run starts
+    /// at the frontier and takes that window first, so it asks none of those pages again; when
+    /// the window completes, [`holds_together`] checks that the two runs' pages make one answer.
+    fn carry_stopped(&self) -> bool {
+        let Some(cache) = self.client.cache() else {
+            return false;
+        };
+        let Some(w) = self.windows.get(&self.frontier) else {
+            return false;
+        };
+        if !self.carry || w.done || w.cached.is_some() || w.qs != self.frontier {
+            return false;
+        }
+        if (w.qe + 1).min(MAX_MS) >= self.cutoff {
+            return false;
+        }
+        let pages: Vec<(usize, &Bytes)> = w
+            .pages
+            .iter()
+            .filter_map(|(o, p)| Some((*o, p.body.as_ref()?)))
+            .collect();
+        if pages.is_empty() {
+            return false;
+        }
+        let report = self.query.report_id.as_deref();
+        match cache.carry(report, w.qs, w.qe, &pages) {
+            Ok(()) => true,
+            Err(e) => {
+                self.client.http().warn(format!(
+                    "cannot keep the pages read so far in the cache ({e}): the next run asks \
+                     them again"
+                ));
+                false
+            }
+        }
+    }
+
     /// What the incomplete frontier window's pages show to be complete, for a fetch that
     /// stops there (the daily quota ran out): on a service that sorts events ascending, its
     /// pages asked from offset 0 on, all full, hold every event of the window before the
@@ -1608,8 +1735,45 @@ async fn fetch_page(
     keep: EventForm,
     hold: Hold,
 ) -> Result<Page> {
-    // The window widened by 1 ms on both sides, so that inclusive and exclusive bounds give the
-    // same events once filtered; never past the dates the service's format can write.
+    let url = page_url(client, qs, qe, report, offset);
+    let settled = (qe + 1).min(MAX_MS) < settled_before(client);
+    let ttl = match hold {
+        Hold::Settled if settled => Some(HELD_FOR),
+        Hold::Next => Some(CHECKED_FOR),
+        _ => None,
+    };
+    let taken = client.held().take(url.as_str());
+    if let Some((body, carried)) = taken {
+        if hold != Hold::No {
+            // A count before its fetch: the page stays for the fetch.
+            let ttl = ttl.unwrap_or(CHECKED_FOR);
+            client
+                .held()
+                .put(url.to_string(), body.clone(), ttl, carried);
+        }
+        let mut page = parse_page(&url, body, keep)?;
+        page.held = true;
+        page.carried = carried;
+        return Ok(page);
+    }
+    // The page is parsed as it is received, so that an answer that is not a page of events (a
+    // proxy's HTML, a cut body) is retried like a failed request.
+    let (page, body) = client
+        .http()
+        .send_checked(&Call::get(url.clone(), "GET /v2/events"), |body| {
+            Ok((parse_page(&url, body.clone(), keep)?, body))
+        })
+        .await?;
+    if let Some(ttl) = ttl {
+        client.held().put(url.to_string(), body, ttl, false);
+    }
+    Ok(page)
+}
+
+/// The URL of the page at `offset` of the window `[qs, qe)`: the window widened by 1 ms on both
+/// sides, so that inclusive and exclusive bounds give the same events once filtered; never past
+/// the dates the service's format can write.
+fn page_url(client: &Client, qs: i64, qe: i64, report: Option<&str>, offset: usize) -> url::Url {
     let (qs, qe) = ((qs - 1).max(MIN_MS), (qe + 1).min(MAX_MS));
     let mut url = client.config().url("/v2/events");
     {
@@ -1623,35 +1787,18 @@ async fn fetch_page(
             q.append_pair("offset", &offset.to_string());
         }
     }
-    let settled = qe < settled_before(client);
-    let ttl = match hold {
-        Hold::Settled if settled => Some(HELD_FOR),
-        Hold::Next => Some(CHECKED_FOR),
-        _ => None,
-    };
-    let taken = client.held().take(url.as_str());
-    if let Some(body) = taken {
-        if hold != Hold::No {
-            // A count before its fetch: the page stays for the fetch.
-            let ttl = ttl.unwrap_or(CHECKED_FOR);
-            client.held().put(url.to_string(), body.clone(), ttl);
-        }
-        let mut page = parse_page(&url, body, keep)?;
-        page.held = true;
-        return Ok(page);
-    }
-    // The page is parsed as it is received, so that an answer that is not a page of events (a
-    // proxy's HTML, a cut body) is retried like a failed request.
-    let (page, body) = client
-        .http()
-        .send_checked(&Call::get(url.clone(), "GET /v2/events"), |body| {
-            Ok((parse_page(&url, body.clone(), keep)?, body))
-        })
-        .await?;
-    if let Some(ttl) = ttl {
-        client.held().put(url.to_string(), body, ttl);
-    }
-    Ok(page)
+    url
+}
+
+/// Whether a window's pages, some carried from an earlier run, make one answer: no event on
+/// two of them. The service's order changing between the runs would show as an event seen
+/// twice (and another one missed), since the pages' sizes still add up to the window's.
+fn holds_together(w: &Window) -> bool {
+    let mut seen = HashSet::new();
+    w.pages
+        .values()
+        .flat_map(|p| &p.events)
+        .all(|e| seen.insert(e.id.as_str()))
 }
 
 /// Puts a window's events in the order a fetch gives them: an event seen on two pages (the
@@ -1680,6 +1827,7 @@ fn parse_page(url: &url::Url, body: Bytes, keep: EventForm) -> Result<Page> {
             events: parse_events(url, &body)?,
             batch: None,
             held: false,
+            carried: false,
             body: Some(body),
         });
     }
@@ -1711,6 +1859,7 @@ fn parse_page(url: &url::Url, body: Bytes, keep: EventForm) -> Result<Page> {
         events,
         batch: Some(batch),
         held: false,
+        carried: false,
         body: Some(body),
     })
 }
@@ -1759,6 +1908,7 @@ impl Fetch {
         let frugal = client.config().limits.daily_requests.is_some();
         let unsorted = client.shape().unsorted;
         let caching = !counting && client.cache().is_some();
+        let carry = caching && frugal && query.partial;
         let cutoff = settled_before(&client);
         let mut p = Fetch {
             progress: Progress {
@@ -1785,6 +1935,7 @@ impl Fetch {
             sent: 0,
             started: std::time::Instant::now(),
             caching,
+            carry,
             cutoff,
             wrote: false,
             replaced: Vec::new(),
@@ -1792,7 +1943,7 @@ impl Fetch {
         for piece in pieces {
             match piece {
                 Piece::Held(segment, lo, hi) => p.add_cached(segment, lo, hi),
-                Piece::Gap(lo, hi) => p.add_first_window(lo, hi),
+                Piece::Gap(lo, hi) => p.add_gap(lo, hi),
             }
         }
         p
@@ -1967,8 +2118,10 @@ pub async fn stream(
             Err(e) => {
                 if matches!(e, Error::Quota { .. }) {
                     // What the pages already in show to be complete is kept, not asked again.
-                    if let Some(prefix) = p.sorted_prefix() {
-                        let _ = tx.send(Ok(prefix)).await;
+                    if !p.carry_stopped() {
+                        if let Some(prefix) = p.sorted_prefix() {
+                            let _ = tx.send(Ok(prefix)).await;
+                        }
                     }
                 }
                 let _ = tx.send(Err(e)).await;
@@ -2244,15 +2397,20 @@ mod tests {
     #[test]
     fn a_held_page_is_used_once_and_the_oldest_go_past_the_cap() {
         let mut held = Held::default();
-        held.put("a".into(), Bytes::from_static(b"[1]"), HELD_FOR);
+        held.put("a".into(), Bytes::from_static(b"[1]"), HELD_FOR, false);
         assert_eq!(held.take("b"), None);
-        assert_eq!(held.take("a").as_deref(), Some(&b"[1]"[..]));
+        assert_eq!(held.take("a"), Some((Bytes::from_static(b"[1]"), false)));
         assert_eq!(held.take("a"), None);
         let big = Bytes::from(vec![b' '; HELD_BYTES / 2 + 1]);
-        held.put("x".into(), big.clone(), HELD_FOR);
-        held.put("y".into(), big, CHECKED_FOR);
+        held.put("x".into(), big.clone(), HELD_FOR, false);
+        held.put("y".into(), big.clone(), CHECKED_FOR, false);
         assert_eq!(held.take("x"), None);
         assert!(held.take("y").is_some());
+        held.put("c".into(), big.clone(), HELD_FOR, true);
+        held.put("d".into(), big, HELD_FOR, false);
+        held.drop_carried();
+        assert_eq!(held.take("c"), None);
+        assert!(held.take("d").is_some());
         assert_eq!(held.bytes, 0);
     }
 

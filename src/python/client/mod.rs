@@ -374,6 +374,17 @@ impl PyClient {
         to_py(py, &self.core()?.cache_info())
     }
 
+    /// The end (epoch ms) of the window starting at `start_ms` whose pages an earlier run of
+    /// a sync the daily quota stopped kept in the cache, or None: the next run's first chunk
+    /// ends there, so that it asks none of them again.
+    #[pyo3(signature = (start_ms, report_id=None))]
+    fn carried_until(&self, start_ms: i64, report_id: Option<String>) -> PyResult<Option<i64>> {
+        let core = self.core()?;
+        Ok(core
+            .cache()
+            .and_then(|c| c.carried_end(report_id.as_deref(), start_ms)))
+    }
+
     /// Empties the cache of settled events; the files removed.
     fn clear_cache(&self) -> PyResult<u64> {
         Ok(self.core()?.clear_cache())
