@@ -86,6 +86,8 @@ struct HeldPage {
     carried: bool,
 }
 
+/// How often a fetch with a progress sink works out what it expects (see [`Fetch::report`]).
+const EXPECT_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 /// How long a plan's page of a settled range waits for its fetch.
 const HELD_FOR: std::time::Duration = std::time::Duration::from_secs(900);
 /// How long the page a fetch's quota check read waits for that fetch (which asks it next,
@@ -561,6 +563,8 @@ struct Fetch {
     replaced: Vec<(i64, u64)>,
     /// When the planner started, for the rate its requests are answered at.
     started: std::time::Instant,
+    /// When [`Fetch::expect`] last ran (it reads every open window's events).
+    expected_at: Option<std::time::Instant>,
 }
 
 fn dense(ms: i64) -> Error {
@@ -1934,6 +1938,7 @@ impl Fetch {
             approximate: false,
             sent: 0,
             started: std::time::Instant::now(),
+            expected_at: None,
             caching,
             carry,
             cutoff,
@@ -2042,10 +2047,18 @@ impl Fetch {
         };
     }
 
-    /// Hands the progress, with what it expects, to the sink, if any.
+    /// Hands the progress, with what it expects, to the sink, if any. What it expects is
+    /// worked out again at most every [`EXPECT_EVERY`] (a bar is drawn no more often), and
+    /// at the end: it reads every open window's events, a few thousand each, and a fetch
+    /// reports after every page.
     fn report(&mut self) {
-        if self.sink.is_some() {
+        let due = self.windows.is_empty()
+            || self
+                .expected_at
+                .is_none_or(|at| at.elapsed() >= EXPECT_EVERY);
+        if self.sink.is_some() && due {
             self.expect();
+            self.expected_at = Some(std::time::Instant::now());
         }
         if let Some(s) = &self.sink {
             s(self.progress);
