@@ -95,6 +95,52 @@ def test_event_batches_async_for(emu):
     assert ids == emu.truth(emu.start, emu.end)
 
 
+def test_async_fetches_hand_the_cores_progress_to_a_callback(emu):
+    """``event_batches`` and ``events`` of the async client give the callback the same update
+    dicts as the sync client (requests, expected events, ETA), while the fetch runs under the
+    read limit and once at the end; the callback's exception ends the iteration."""
+    pa = pytest.importorskip("pyarrow")
+    end = emu.start + dt.timedelta(hours=5)
+    truth = emu.truth(emu.start, end)
+
+    async def main():
+        # At 8 reads a second the fetch takes seconds: the updates come while it runs.
+        client = emu.async_client(limits=sv.Limits(read_per_second=8, daily_requests=None))
+        seen: list = []
+        batches = [
+            pa.record_batch(b)
+            async for b in client.event_batches(emu.start, end, progress=seen.append)
+        ]
+        dicts: list = []
+        events = await client.events(emu.start, end, progress=dicts.append, refresh=True)
+        return batches, seen, events, dicts
+
+    batches, seen, events, dicts = run(main())
+    assert [i for b in batches for i in b.column("id").to_pylist()] == truth
+    assert [e["id"] for e in events] == truth
+    for updates in (seen, dicts):
+        assert len(updates) > 3, updates
+        last = updates[-1]
+        assert last["events"] == len(truth) and last["done_ms"] == last["total_ms"]
+        assert last["requests"] >= len(truth) / 100 and "eta_s" in last
+        assert [u["requests"] for u in updates] == sorted(u["requests"] for u in updates)
+
+    class Stop(Exception):
+        pass
+
+    def refuse(update):
+        raise Stop
+
+    async def stopped():
+        client = emu.async_client(limits=sv.Limits(read_per_second=8, daily_requests=None))
+        return [b async for b in client.event_batches(emu.start, end, progress=refuse)]
+
+    with pytest.raises(Stop):
+        run(stopped())
+    with pytest.raises(TypeError, match="progress"):
+        run(emu.async_client().event_batches(emu.start, end, progress=1).__anext__())
+
+
 def test_twenty_concurrent_calls_are_exact(emu):
     emu.set_semantics("desc", "[]")
     hours = [(h, h + 5) for h in range(0, 40, 2)]

@@ -110,8 +110,10 @@ class Client:
         end_ms: int,
         report_id: Optional[str] = None,
         refresh: bool = False,
+        progress: Optional[Callable[[dict], Any]] = None,
     ) -> BatchStream:
-        """The events of the range as record batches for ``async for`` (bounded memory)."""
+        """The events of the range as record batches for ``async for`` (bounded memory); the
+        stream's ``report`` hands ``progress`` the fetch's progress."""
     def events_stream(
         self,
         start_ms: int,
@@ -307,6 +309,8 @@ class EventStream:
     def __next__(self) -> Any: ...
     def next_async(self, limit: int = 1000) -> Awaitable[Optional[list[dict]]]:
         """The next events (at most ``limit``), or None at the end, as an awaitable."""
+    def report(self) -> None:
+        """Hands ``progress`` the fetch's latest progress, if it moved since the last call."""
     def close(self) -> None:
         """Stops the fetch."""
     @property
@@ -319,6 +323,8 @@ class BatchStream:
 
     def next_async(self) -> Awaitable[Optional[Any]]:
         """The next record batch (``__arrow_c_array__``), or None at the end."""
+    def report(self) -> None:
+        """Hands ``progress`` the fetch's latest progress, if it moved since the last call."""
     def close(self) -> None:
         """Stops the fetch."""
 

@@ -11,6 +11,7 @@ from typing import (
     TYPE_CHECKING,
     Any,
     AsyncIterator,
+    Callable,
     Literal,
     Optional,
     overload,
@@ -22,7 +23,7 @@ from ._gcpause import paused
 from ._lists import AsyncLists
 from ._meter import ametered
 from ._progress import ProgressArg
-from ._time import TimeLike, time_range, to_ms
+from ._time import TimeLike, time_range
 from .client import EventPlan, _BaseClient
 from .publish import PublishReport
 from .types import Event
@@ -37,6 +38,8 @@ __all__ = ["AsyncClient"]
 
 #: Events converted to dicts per step of the event loop (a few milliseconds of work).
 _CHUNK = 500
+#: How often an ``async for`` over a fetch hands its progress to the callback, seconds.
+_TICK = 0.2
 
 
 class AsyncClient(AsyncLists, _BaseClient):
@@ -168,25 +171,32 @@ class AsyncClient(AsyncLists, _BaseClient):
             # The collector is paused while the list grows (see _gcpause): its full passes over
             # the events already held would stall the event loop.
             with paused():
-                async for chunk in self._chunks(lo, hi, report_id, refresh):
+                async for chunk in self._chunks(lo, hi, report_id, refresh, callback):
                     events.extend(chunk)
-                    if callback is not None:
-                        callback(_update(events, lo, hi))
             return events
         finally:
             close()
 
     async def _chunks(
-        self, lo: int, hi: int, report_id: Optional[str], refresh: bool = False
+        self,
+        lo: int,
+        hi: int,
+        report_id: Optional[str],
+        refresh: bool = False,
+        progress: Optional[Callable[[dict], Any]] = None,
     ) -> AsyncIterator[list]:
-        stream = self._inner.events_stream(lo, hi, report_id, None, 2, refresh=refresh)
+        stream = self._inner.events_stream(lo, hi, report_id, progress, 2, refresh=refresh)
+        reporter = _Reporter(stream, progress)
         try:
             while True:
                 chunk = await stream.next_async(_CHUNK)
+                reporter.check()
                 if chunk is None:
+                    reporter.finish()
                     return
                 yield chunk
         finally:
+            reporter.stop()
             stream.close()
 
     async def iter_events(
@@ -229,25 +239,35 @@ class AsyncClient(AsyncLists, _BaseClient):
         start: TimeLike,
         end: TimeLike,
         report_id: Optional[str] = None,
+        progress: Optional[Callable[[dict], Any]] = None,
         refresh: bool = False,
     ) -> AsyncIterator[Any]:
         """The events of :meth:`events` as Arrow record batches (one per window, each an
         object with ``__arrow_c_array__``, e.g. for ``pyarrow.record_batch``), produced as
-        windows complete, with bounded memory (``async for batch in ...``); ``refresh`` as
-        for :meth:`Client.events`."""
+        windows complete, with bounded memory (``async for batch in ...``).
+
+        ``progress``: a callable that receives the update dicts of :meth:`Client.events`
+        (on the event loop, about every 0.2 s while the fetch moves, and once at the end; its
+        exception ends the iteration). ``refresh``: as for :meth:`Client.events`."""
         _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
+        if progress is not None and not callable(progress):
+            raise TypeError(f"`progress` must be a callable or None, got {type(progress).__name__}")
         # What the iteration spent is in ``last_cost`` once it ends or is closed (counted from
         # before the stream starts its requests).
         with self._meter():
-            stream = self._inner.events_reader_async(lo, hi, report_id, refresh)
+            stream = self._inner.events_reader_async(lo, hi, report_id, refresh, progress)
+            reporter = _Reporter(stream, progress)
             try:
                 while True:
                     batch = await stream.next_async()
+                    reporter.check()
                     if batch is None:
+                        reporter.finish()
                         return
                     yield batch
             finally:
+                reporter.stop()
                 stream.close()
 
     # --- publishing ---------------------------------------------------------------------
@@ -320,9 +340,37 @@ class AsyncClient(AsyncLists, _BaseClient):
         await self.aclose()
 
 
-def _update(events: list, lo: int, hi: int) -> dict:
-    """A progress update from the events received so far (they arrive in time order)."""
-    done = hi - lo
-    if events:
-        done = min(done, max(0, to_ms(events[-1]["startTime"], "startTime") - lo))
-    return {"events": len(events), "done_ms": done, "total_ms": hi - lo}
+class _Reporter:
+    """Hands a fetch's progress to its callback every :data:`_TICK` seconds while an ``async
+    for`` over the fetch runs (the awaiting thread cannot call it), and once at the end. The
+    callback's exception stops the fetch and is raised by :meth:`check`."""
+
+    def __init__(self, stream: Any, callback: Optional[Callable[[dict], Any]]) -> None:
+        self._stream = stream
+        self._error: Optional[BaseException] = None
+        self._task = None if callback is None else asyncio.ensure_future(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(_TICK)
+            try:
+                self._stream.report()
+            except Exception as e:  # the callback's: it ends the iteration
+                self._error = e
+                self._stream.close()
+                return
+
+    def check(self) -> None:
+        """Raises the callback's exception, if it raised one."""
+        if self._error is not None:
+            raise self._error
+
+    def finish(self) -> None:
+        """The fetch is done: the last update is handed over."""
+        self.stop()
+        if self._task is not None:
+            self._stream.report()
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()

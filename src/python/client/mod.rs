@@ -301,17 +301,19 @@ impl PyClient {
         batches::event_batches(py, self.core()?, query, progress)
     }
 
-    /// The events of the range as record batches for `async for` (bounded memory).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, refresh=false))]
+    /// The events of the range as record batches for `async for` (bounded memory); the
+    /// stream's `report` hands `progress` the fetch's progress.
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, refresh=false, progress=None))]
     fn events_reader_async(
         &self,
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
         refresh: bool,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<BatchStream> {
         let query = Self::query(start_ms, end_ms, report_id, refresh)?;
-        BatchStream::start(self.core()?, query)
+        BatchStream::start(self.core()?, query, progress)
     }
 
     /// A valid access token.

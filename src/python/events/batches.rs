@@ -171,17 +171,24 @@ pub fn event_batches(
 pub struct BatchStream {
     rx: Arc<AsyncMutex<mpsc::Receiver<Result<RecordBatch>>>>,
     task: tokio::task::JoinHandle<()>,
+    /// The fetch's progress, and the callback `report` hands it to.
+    cell: ProgressCell,
+    progress: Option<Py<PyAny>>,
 }
 
 impl BatchStream {
     /// Starts the fetch.
-    pub fn start(client: Client, query: Query) -> PyResult<Self> {
+    pub fn start(client: Client, query: Query, progress: Option<Py<PyAny>>) -> PyResult<Self> {
         let rt = runtime::get().map_err(errors::internal)?;
         let (tx, rx) = mpsc::channel(2);
-        let task = rt.spawn(events::stream_batches(client, query, tx, None));
+        let cell = ProgressCell::default();
+        let sink = progress.as_ref().map(|_| cell.sink());
+        let task = rt.spawn(events::stream_batches(client, query, tx, sink));
         Ok(BatchStream {
             rx: Arc::new(AsyncMutex::new(rx)),
             task,
+            cell,
+            progress,
         })
     }
 }
@@ -202,6 +209,11 @@ impl BatchStream {
             let next = rx.lock().await.recv().await.transpose()?;
             Ok(next.map(PyRecordBatch::new))
         })
+    }
+
+    /// Hands `progress` the fetch's latest progress, if it moved since the last call.
+    fn report(&self, py: Python<'_>) -> PyResult<()> {
+        self.cell.report(py, self.progress.as_ref())
     }
 
     /// Stops the fetch.

@@ -132,6 +132,12 @@ impl EventStream {
         aio::awaitable(py, self.next_work(limit.max(1)))
     }
 
+    /// Hands `progress` the fetch's latest progress, if it moved since the last call (for
+    /// `async for`, whose awaiting thread cannot call it).
+    fn report(&self, py: Python<'_>) -> PyResult<()> {
+        self.cell.report(py, self.progress.as_ref())
+    }
+
     /// Stops the fetch.
     fn close(&self) {
         self.task.abort();
