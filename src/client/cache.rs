@@ -156,6 +156,15 @@ fn write_atomic(path: &Path, data: &[&[u8]]) -> std::io::Result<()> {
     written
 }
 
+/// A segment file of the format before `requests` was in the name (`<lo>_<hi>_<events>.json`):
+/// no longer read, so removed when the cache is evicted or cleared.
+fn former_segment(name: &str) -> bool {
+    name.strip_suffix(".json").is_some_and(|n| {
+        let parts: Vec<&str> = n.split('_').collect();
+        parts.len() == 3 && parts.iter().all(|p| p.parse::<i64>().is_ok())
+    })
+}
+
 /// The segment a file name stands for (`<lo>_<hi>_<events>_<requests>.json`).
 fn segment_of(path: PathBuf) -> Option<Segment> {
     let name = path.file_name()?.to_str()?.strip_suffix(".json")?;
@@ -406,8 +415,9 @@ impl Cache {
         }
     }
 
-    /// Evicts the least recently used segments of the whole directory until it fits its cap,
-    /// and temporary files that a dead writer left.
+    /// Evicts the least recently used segments and carried pages of the whole directory until
+    /// it fits its cap, temporary files that a dead writer left, and segments of the former
+    /// naming.
     pub fn evict(&self) {
         let mut files = Vec::new();
         walk(&self.root, &mut |path, meta| {
@@ -417,7 +427,9 @@ impl Cache {
                 if used.elapsed().is_ok_and(|age| age > STALE_TEMP) {
                     let _ = std::fs::remove_file(path);
                 }
-            } else if segment_of(path.to_path_buf()).is_some() {
+            } else if former_segment(name) {
+                let _ = std::fs::remove_file(path);
+            } else if segment_of(path.to_path_buf()).is_some() || name.ends_with(".pages") {
                 files.push((used, meta.len(), path.to_path_buf()));
             }
         });
@@ -437,7 +449,6 @@ impl Cache {
     }
 }
 
-/// The offset of the body of a cache file's `data`, once its header is checked.
 /// The pages of a file of carried pages, if its header, length and checksum hold.
 fn read_carried(data: &[u8]) -> Option<Vec<(usize, Bytes)>> {
     let line = data.iter().position(|b| *b == b'\n')?;
@@ -464,6 +475,7 @@ fn read_carried(data: &[u8]) -> Option<Vec<(usize, Bytes)>> {
     (pages.len() == count).then_some(pages)
 }
 
+/// The offset of the body of a cache file's `data`, once its header is checked.
 fn check(data: &[u8]) -> std::result::Result<usize, String> {
     let end = data
         .iter()
@@ -630,7 +642,7 @@ pub fn clear(root: &Path) -> u64 {
             for file in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 let path = file.path();
                 let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                if name.starts_with(".tmp-") || name.ends_with(".pages") {
+                if name.starts_with(".tmp-") || name.ends_with(".pages") || former_segment(name) {
                     let _ = std::fs::remove_file(&path);
                 } else if segment_of(path.clone()).is_some() && std::fs::remove_file(&path).is_ok()
                 {
@@ -656,6 +668,25 @@ mod tests {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn segments_of_the_former_naming_are_removed() {
+        let root = temp_root("former");
+        let c = Cache::new(root.clone(), "https://a.test", "k", "id", DEFAULT_MAX_BYTES);
+        c.write(None, 10, 20, 1, ["{}"].into_iter())
+            .expect("written");
+        let former = c.dir(None).join("10_20_1.json");
+        std::fs::write(&former, b"svcache 1 1 4 x\n[{}]").expect("written");
+        assert!(former_segment("10_20_1.json") && !former_segment("10_20_1_1.json"));
+        assert!(!former_segment("account.json") && !former_segment("a_b_c.json"));
+        c.evict();
+        assert!(!former.exists());
+        assert_eq!(c.segments(None).len(), 1);
+        std::fs::write(&former, b"").expect("written");
+        assert_eq!(clear(&root), 1);
+        assert!(!former.exists());
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
