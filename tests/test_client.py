@@ -270,6 +270,11 @@ def test_connection_refused_is_a_transport_error(make_emu):
     with pytest.raises(sv.TransportError) as info:
         client.sites()
     assert_clean_error(info.value, emu_secrets(e))
+    # What happened, once: where, and the cause, without reqwest's and hyper's wrappers.
+    message = str(info.value)
+    assert f"cannot reach {e.url}/v2/" in message and "refused" in message.lower(), message
+    assert message.count(e.url) == 1, message
+    assert "error sending request" not in message and "tcp connect error" not in message
 
 
 # ------------------------------------------------------------------------------------------------

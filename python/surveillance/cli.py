@@ -1018,8 +1018,7 @@ _COMMAND_FLAGS = {"sync": {"path": "DIR"}, "events": {"path": "-o"}}
 
 def _cli_words(message: str, args: argparse.Namespace) -> str:
     """``message`` with the CLI's words: the option (or, when the value came from it, the
-    variable) in place of each Python argument it names, and reqwest's chain of causes cut to
-    what happened."""
+    variable) in place of each Python argument it names."""
     flags = {**_FLAGS, **_COMMAND_FLAGS.get(args.command, {})}
 
     def word(m: re.Match) -> str:
@@ -1028,10 +1027,6 @@ def _cli_words(message: str, args: argparse.Namespace) -> str:
 
     message = re.sub(r"`([a-z_]+)=?`", word, message)
     message = re.sub(r"`Limits\(([a-z_]+)=\.\.\.\)`", word, message)  # the quota's
-    # reqwest: "error sending request for url (URL): client error (Connect): tcp connect
-    # error: Connection refused (os error 111)"
-    message = re.sub(r"error sending request for url \((\S+)\)", r"cannot reach \1", message)
-    message = re.sub(r"client error \(\w+\): |tcp connect error: ", "", message)
     # A file's temporary name is the writer's business: say the user's.
     return re.sub(r"\.partial\b", "", message)
 

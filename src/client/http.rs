@@ -207,16 +207,30 @@ fn detail_of(body: &[u8]) -> String {
     words::of_body(body).unwrap_or_else(|| "no details in the answer".to_owned())
 }
 
+/// What a failed request's error says happened: reqwest's own message is terse ("error
+/// sending request for url (...)"), its causes say what. A connection that could not be made
+/// reads "cannot reach URL: " and the causes; the layers' wrappers ("client error (Connect)",
+/// "tcp connect error") are left out.
 fn describe(e: &reqwest::Error) -> String {
-    // reqwest's own message is terse ("error sending request"); the cause says what happened.
-    let mut msg = e.to_string();
+    let mut causes = Vec::new();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
+        let text = s.to_string();
+        let wrapper = text == "tcp connect error"
+            || (text.starts_with("client error (") && text.ends_with(')'));
+        if !wrapper {
+            causes.push(text);
+        }
         source = s.source();
     }
-    msg
+    let head = match e.url() {
+        Some(url) if e.is_connect() => format!("cannot reach {url}"),
+        _ => e.to_string(),
+    };
+    std::iter::once(head)
+        .chain(causes)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 fn shown(url: &Url) -> String {
