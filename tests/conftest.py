@@ -132,6 +132,13 @@ class EmulatorCommand(NamedTuple):
     exports: dict
 
 
+def sigint_default() -> None:
+    """For ``preexec_fn`` of a child that a test stops with Ctrl-C: the child takes SIGINT as a
+    terminal's foreground job does, even when this process inherited it ignored (a background
+    job of a shell, ``nohup ... &``), which the child would inherit too."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def emulator_command(*options: str, env: Any = None) -> Iterator[EmulatorCommand]:
     """``surveillance emulator --port 0 *options`` in a child process (environment `env`, by
@@ -142,6 +149,7 @@ def emulator_command(*options: str, env: Any = None) -> Iterator[EmulatorCommand
         stdout=subprocess.PIPE,
         text=True,
         env=service_env() if env is None else env,
+        preexec_fn=sigint_default,
     )
     try:
         assert proc.stdout is not None

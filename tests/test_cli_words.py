@@ -19,7 +19,7 @@ from surveillance._time import to_ms
 from surveillance.publish import PublishReport
 from test_cli import _env, _run, _run_in_pty
 
-from conftest import emulator_command, emulator_fixture, reset, retail
+from conftest import emulator_command, emulator_fixture, reset, retail, sigint_default
 
 DAY = ["--start", "2026-01-05", "--end", "2026-01-07"]
 
@@ -344,6 +344,7 @@ def test_ctrl_c_during_a_parquet_export_says_what_was_thrown_away_and_how_to_res
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_default,
     )
     try:
         deadline = time.monotonic() + 30
