@@ -33,6 +33,11 @@ use super::lists::{page_error, OFFSET_CEILING, PAGE};
 use super::Client;
 use crate::time::{format_ms, parse_time};
 
+mod held;
+
+pub use held::Held;
+use held::{CHECKED_FOR, HELD_FOR};
+
 /// The last offset the service accepts, rounded to a page.
 pub(crate) const CEILING_PAGE: usize = OFFSET_CEILING - PAGE;
 /// 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the range of the service's format.
@@ -60,84 +65,8 @@ pub struct Shape {
     density: std::collections::HashMap<Option<String>, f64>,
 }
 
-/// Pages a plan read of ranges that have settled, kept for the fetch of the same range that
-/// usually follows it: a page the fetch asks with the same query is taken from here instead of
-/// being asked again, so that planning a fetch costs only the probes the fetch does not make.
-/// A range that ended more than the client's settle period ago no longer changes (as
-/// `sync_events` relies on), so its pages are still true when the fetch comes; each is used
-/// once, and none is kept past [`HELD_FOR`] or beyond [`HELD_BYTES`] in all (the oldest go
-/// first). A fetch's quota check (`quota_check`) holds the fetch's first page the same way,
-/// for [`CHECKED_FOR`], whether its range has settled or not: the fetch asks it next, within
-/// the same call. The pages a sync stopped by the quota carried to its next run (see
-/// [`Fetch::carry_stopped`]) wait here too, marked, for the window they were read of.
-#[derive(Debug, Default)]
-pub struct Held {
-    pages: VecDeque<HeldPage>,
-    bytes: usize,
-}
-
-#[derive(Debug)]
-struct HeldPage {
-    url: String,
-    body: Bytes,
-    at: std::time::Instant,
-    ttl: std::time::Duration,
-    /// Read by an earlier fetch (another run): checked when its window completes.
-    carried: bool,
-}
-
 /// How often a fetch with a progress sink works out what it expects (see [`Fetch::report`]).
 const EXPECT_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
-/// How long a plan's page of a settled range waits for its fetch.
-const HELD_FOR: std::time::Duration = std::time::Duration::from_secs(900);
-/// How long the page a fetch's quota check read waits for that fetch (which asks it next,
-/// whether its range has settled or not).
-const CHECKED_FOR: std::time::Duration = std::time::Duration::from_secs(60);
-/// The most body bytes held.
-const HELD_BYTES: usize = 64 << 20;
-
-impl Held {
-    fn put(&mut self, url: String, body: Bytes, ttl: std::time::Duration, carried: bool) {
-        self.expire();
-        self.bytes += body.len();
-        self.pages.push_back(HeldPage {
-            url,
-            body,
-            at: std::time::Instant::now(),
-            ttl,
-            carried,
-        });
-        while self.bytes > HELD_BYTES {
-            match self.pages.pop_front() {
-                Some(p) => self.bytes -= p.body.len(),
-                None => break,
-            }
-        }
-    }
-
-    /// The page held for `url`, and whether an earlier run read it; removed.
-    fn take(&mut self, url: &str) -> Option<(Bytes, bool)> {
-        self.expire();
-        let at = self.pages.iter().position(|p| p.url == url)?;
-        let page = self.pages.remove(at)?;
-        self.bytes -= page.body.len();
-        Some((page.body, page.carried))
-    }
-
-    /// Drops the pages an earlier run read (their window did not hold together).
-    fn drop_carried(&mut self) {
-        self.pages.retain(|p| !p.carried);
-        self.bytes = self.pages.iter().map(|p| p.body.len()).sum();
-    }
-
-    fn expire(&mut self) {
-        let before = self.pages.len();
-        self.pages.retain(|p| p.at.elapsed() < p.ttl);
-        if self.pages.len() != before {
-            self.bytes = self.pages.iter().map(|p| p.body.len()).sum();
-        }
-    }
-}
 
 /// A window whose estimate from the densest window seen times this factor is still under the
 /// ceiling page is walked without it, sorted or not.
@@ -2203,10 +2132,10 @@ async fn quota_check(client: &Client, query: &Query) -> Result<u64> {
     if projected * 2.0 < remaining as f64 {
         return Ok(sent(client, before));
     }
-    let held = client.held().pages.len();
+    let held = client.held().len();
     let counted = count(client.clone(), query, None).await?;
     // The pages the count read of a settled range are the fetch's own: it will not ask them.
-    let reused = client.held().pages.len().saturating_sub(held) as u64;
+    let reused = client.held().len().saturating_sub(held) as u64;
     let needed = (counted.requests.ceil() as u64).saturating_sub(reused);
     let quota = client.quota();
     let left = quota.remaining.unwrap_or(remaining);
@@ -2406,26 +2335,6 @@ pub async fn fetch_batches(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_held_page_is_used_once_and_the_oldest_go_past_the_cap() {
-        let mut held = Held::default();
-        held.put("a".into(), Bytes::from_static(b"[1]"), HELD_FOR, false);
-        assert_eq!(held.take("b"), None);
-        assert_eq!(held.take("a"), Some((Bytes::from_static(b"[1]"), false)));
-        assert_eq!(held.take("a"), None);
-        let big = Bytes::from(vec![b' '; HELD_BYTES / 2 + 1]);
-        held.put("x".into(), big.clone(), HELD_FOR, false);
-        held.put("y".into(), big.clone(), CHECKED_FOR, false);
-        assert_eq!(held.take("x"), None);
-        assert!(held.take("y").is_some());
-        held.put("c".into(), big.clone(), HELD_FOR, true);
-        held.put("d".into(), big, HELD_FOR, false);
-        held.drop_carried();
-        assert_eq!(held.take("c"), None);
-        assert!(held.take("d").is_some());
-        assert_eq!(held.bytes, 0);
-    }
 
     #[test]
     fn order_detection() {

@@ -1,0 +1,119 @@
+//! Pages read ahead of the fetch that asks them: a plan's, a quota check's, and those a sync
+//! the quota stopped carried to its next run.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+/// Pages a plan read of ranges that have settled, kept for the fetch of the same range that
+/// usually follows it: a page the fetch asks with the same query is taken from here instead of
+/// being asked again, so that planning a fetch costs only the probes the fetch does not make.
+/// A range that ended more than the client's settle period ago no longer changes (as
+/// `sync_events` relies on), so its pages are still true when the fetch comes; each is used
+/// once, and none is kept past [`HELD_FOR`] or beyond [`HELD_BYTES`] in all (the oldest go
+/// first). A fetch's quota check (`quota_check`) holds the fetch's first page the same way,
+/// for [`CHECKED_FOR`], whether its range has settled or not: the fetch asks it next, within
+/// the same call. The pages a sync stopped by the quota carried to its next run (see
+/// `Fetch::carry_stopped`) wait here too, marked, for the window they were read of.
+#[derive(Debug, Default)]
+pub struct Held {
+    pages: VecDeque<HeldPage>,
+    bytes: usize,
+}
+
+#[derive(Debug)]
+struct HeldPage {
+    url: String,
+    body: Bytes,
+    at: std::time::Instant,
+    ttl: std::time::Duration,
+    /// Read by an earlier fetch (another run): checked when its window completes.
+    carried: bool,
+}
+
+/// How long a plan's page of a settled range waits for its fetch.
+pub(super) const HELD_FOR: std::time::Duration = std::time::Duration::from_secs(900);
+/// How long the page a fetch's quota check read waits for that fetch (which asks it next,
+/// whether its range has settled or not).
+pub(super) const CHECKED_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+/// The most body bytes held.
+const HELD_BYTES: usize = 64 << 20;
+
+impl Held {
+    pub(super) fn put(
+        &mut self,
+        url: String,
+        body: Bytes,
+        ttl: std::time::Duration,
+        carried: bool,
+    ) {
+        self.expire();
+        self.bytes += body.len();
+        self.pages.push_back(HeldPage {
+            url,
+            body,
+            at: std::time::Instant::now(),
+            ttl,
+            carried,
+        });
+        while self.bytes > HELD_BYTES {
+            match self.pages.pop_front() {
+                Some(p) => self.bytes -= p.body.len(),
+                None => break,
+            }
+        }
+    }
+
+    /// The page held for `url`, and whether an earlier run read it; removed.
+    pub(super) fn take(&mut self, url: &str) -> Option<(Bytes, bool)> {
+        self.expire();
+        let at = self.pages.iter().position(|p| p.url == url)?;
+        let page = self.pages.remove(at)?;
+        self.bytes -= page.body.len();
+        Some((page.body, page.carried))
+    }
+
+    /// Drops the pages an earlier run read (their window did not hold together).
+    pub(super) fn drop_carried(&mut self) {
+        self.pages.retain(|p| !p.carried);
+        self.bytes = self.pages.iter().map(|p| p.body.len()).sum();
+    }
+
+    /// How many pages are held.
+    pub(super) fn len(&self) -> usize {
+        self.pages.len()
+    }
+
+    fn expire(&mut self) {
+        let before = self.pages.len();
+        self.pages.retain(|p| p.at.elapsed() < p.ttl);
+        if self.pages.len() != before {
+            self.bytes = self.pages.iter().map(|p| p.body.len()).sum();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_page_is_used_once_and_the_oldest_go_past_the_cap() {
+        let mut held = Held::default();
+        held.put("a".into(), Bytes::from_static(b"[1]"), HELD_FOR, false);
+        assert_eq!(held.take("b"), None);
+        assert_eq!(held.take("a"), Some((Bytes::from_static(b"[1]"), false)));
+        assert_eq!(held.take("a"), None);
+        let big = Bytes::from(vec![b' '; HELD_BYTES / 2 + 1]);
+        held.put("x".into(), big.clone(), HELD_FOR, false);
+        held.put("y".into(), big.clone(), CHECKED_FOR, false);
+        assert_eq!(held.take("x"), None);
+        assert!(held.take("y").is_some());
+        held.put("c".into(), big.clone(), HELD_FOR, true);
+        held.put("d".into(), big, HELD_FOR, false);
+        held.drop_carried();
+        assert_eq!(held.take("c"), None);
+        assert!(held.take("d").is_some());
+        assert_eq!(held.bytes, 0);
+    }
+}
