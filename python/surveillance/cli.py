@@ -748,14 +748,14 @@ def _read_export(path: str, fmt: str) -> tuple[list[Any], list[Optional[int]], l
     return site_ids, durations, starts
 
 
-def _plot(path: str, brands: list, hours: list, durations: list) -> Any:
+def _plot(path: str, brands: list[Any], hours: list[Any], durations: list[Any]) -> Any:
     """Draws the median dwell time by local hour, one line per brand, above the number of
     events each point rests on; returns the figure, or None without matplotlib."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
         return None
-    by: dict = defaultdict(lambda: defaultdict(list))
+    by: dict[Any, Any] = defaultdict(lambda: defaultdict(list))
     for brand, hour, seconds in zip(brands, hours, durations):
         if seconds is not None:
             by[brand][hour].append(seconds)
@@ -789,12 +789,15 @@ def _demo(args: argparse.Namespace) -> int:
     with Emulator(seed=0, sites=args.sites, days=7, events_per_day=args.events_per_day) as emu:
         client = emu.client()
         print(f"emulator at {emu.url}: {args.sites} sites, a week from {emu.start:%Y-%m-%d}")
-        sites = {s["id"]: s for s in client.sites()}
+        sites: dict[str, Any] = {s["id"]: s for s in client.sites()}
         started = time.perf_counter()
         # One fetch: the typed table for Parquet (written in Rust, no pyarrow needed), the
         # records as the service sends them for CSV and JSON Lines.
-        output = "arrow" if fmt == "parquet" else "dicts"
-        fetched = client.events(emu.start, emu.end, output=output, progress=_progress(args))
+        fetched: Any
+        if fmt == "parquet":
+            fetched = client.events(emu.start, emu.end, output="arrow", progress=_progress(args))
+        else:
+            fetched = client.events(emu.start, emu.end, progress=_progress(args))
         elapsed = time.perf_counter() - started
         requests = client.stats()["requests"].get("GET /v2/events", 0)
     if fmt == "parquet":
@@ -1021,7 +1024,7 @@ def _cli_words(message: str, args: argparse.Namespace) -> str:
     variable) in place of each Python argument it names."""
     flags = {**_FLAGS, **_COMMAND_FLAGS.get(args.command, {})}
 
-    def word(m: re.Match) -> str:
+    def word(m: re.Match[str]) -> str:
         name = m.group(1)
         return f"`{flags[name]}`" if name in flags else m.group(0)
 
@@ -1044,12 +1047,12 @@ class _LogLines(logging.Filter):
         return self.debug or not record.getMessage().startswith("giving up")
 
 
-class _Stderr(logging.StreamHandler):
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]  # generic in the stubs only
     """A handler that writes to ``sys.stderr`` as it is when a line comes (as Python's own
     last-resort handler does), so that ``main()`` called in a process that swaps it (a test)
     never writes to a stream closed since."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 
@@ -1082,13 +1085,14 @@ def _logging(debug: bool) -> None:
     logger.addHandler(_HANDLER)
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: Optional[list[str]] = None) -> int:
     """Entry point of the ``surveillance`` console script (and ``python -m surveillance``);
     returns the exit status."""
     args = build_parser().parse_args(argv)
     _logging(args.debug)
     try:
-        return args.run(args)
+        status: int = args.run(args)
+        return status
     except ValueError as e:  # ConfigError, or a bad argument: a usage error
         print(f"surveillance: error: {_cli_words(str(e), args)}", file=sys.stderr)
         return 2
