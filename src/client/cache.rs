@@ -220,6 +220,14 @@ impl Cache {
         self.root.join(&self.account).join(endpoint_dir(report))
     }
 
+    /// The directory of `report`'s events, made (private, as the cache's root) if missing.
+    fn private_dirs(&self, report: Option<&str>) -> std::io::Result<PathBuf> {
+        let dir = self.dir(report);
+        private_dir(&self.root)?;
+        private_dir(&dir)?;
+        Ok(dir)
+    }
+
     /// The segments held of `report`'s events (or all events), by start.
     pub fn segments(&self, report: Option<&str>) -> Vec<Segment> {
         let Ok(entries) = std::fs::read_dir(self.dir(report)) else {
@@ -306,9 +314,7 @@ impl Cache {
         }
         body.push(b']');
         let account = self.root.join(&self.account);
-        let dir = self.dir(report);
-        private_dir(&self.root)?;
-        private_dir(&dir)?;
+        let dir = self.private_dirs(report)?;
         let marker = account.join(ACCOUNT_FILE);
         if !marker.exists() {
             let about = serde_json::json!({ "base_url": self.base_url }).to_string();
@@ -346,9 +352,7 @@ impl Cache {
             body.len(),
             sha256_hex(&body, 32)
         );
-        let dir = self.dir(report);
-        private_dir(&self.root)?;
-        private_dir(&dir)?;
+        let dir = self.private_dirs(report)?;
         write_atomic(
             &dir.join(format!("{qs}_{qe}.pages")),
             &[header.as_bytes(), &body],
@@ -396,10 +400,9 @@ impl Cache {
                 continue;
             }
             if qs == lo && qe <= hi && found.is_none() {
-                found = std::fs::read(&path).ok().and_then(|data| {
-                    let pages = read_carried(&data)?;
-                    Some((qe, pages))
-                });
+                found = std::fs::read(&path)
+                    .ok()
+                    .and_then(|data| Some((qe, read_carried(data)?)));
             }
             let _ = std::fs::remove_file(&path);
         }
@@ -450,15 +453,15 @@ impl Cache {
 }
 
 /// The pages of a file of carried pages, if its header, length and checksum hold.
-fn read_carried(data: &[u8]) -> Option<Vec<(usize, Bytes)>> {
+fn read_carried(data: Vec<u8>) -> Option<Vec<(usize, Bytes)>> {
     let line = data.iter().position(|b| *b == b'\n')?;
-    let header = std::str::from_utf8(&data[..line]).ok()?;
+    let header = std::str::from_utf8(&data[..line]).ok()?.to_owned();
     let rest = header.strip_prefix(CARRY_MAGIC)?;
     let mut words = rest.split_whitespace();
     let count: usize = words.next()?.parse().ok()?;
     let len: usize = words.next()?.parse().ok()?;
     let sum = words.next()?;
-    let body = Bytes::copy_from_slice(&data[line + 1..]);
+    let body = Bytes::from(data).slice(line + 1..);
     if body.len() != len || sha256_hex(&body, 32) != sum {
         return None;
     }

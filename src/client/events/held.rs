@@ -75,8 +75,7 @@ impl Held {
 
     /// Drops the pages an earlier run read (their window did not hold together).
     pub(super) fn drop_carried(&mut self) {
-        self.pages.retain(|p| !p.carried);
-        self.bytes = self.pages.iter().map(|p| p.body.len()).sum();
+        self.retain(|p| !p.carried);
     }
 
     /// How many pages are held.
@@ -85,8 +84,13 @@ impl Held {
     }
 
     fn expire(&mut self) {
+        self.retain(|p| p.at.elapsed() < p.ttl);
+    }
+
+    /// Keeps the pages `keep` says, and the count of their bytes.
+    fn retain(&mut self, keep: impl Fn(&HeldPage) -> bool) {
         let before = self.pages.len();
-        self.pages.retain(|p| p.at.elapsed() < p.ttl);
+        self.pages.retain(keep);
         if self.pages.len() != before {
             self.bytes = self.pages.iter().map(|p| p.body.len()).sum();
         }

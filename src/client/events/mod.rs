@@ -481,7 +481,8 @@ struct Fetch {
     /// Completed windows' settled parts are written to the client's cache.
     caching: bool,
     /// A sync under a daily quota with a cache: the pages of a window the quota stops are
-    /// carried to its next run (see [`Fetch::carry_stopped`]).
+    /// carried to its next run (see [`Fetch::carry_stopped`]); their bodies are kept, as
+    /// `caching`'s are.
     carry: bool,
     /// Events that started before this (epoch ms) are settled.
     cutoff: i64,
@@ -818,7 +819,7 @@ impl Fetch {
 
     fn on_result(&mut self, id: u64, kind: Kind, mut page: Page) -> Result<()> {
         self.progress.requests += u64::from(!page.held);
-        if !self.caching && !self.carry {
+        if !self.caching {
             page.body = None;
         }
         let frugal = self.frugal;
@@ -1399,7 +1400,7 @@ impl Fetch {
         if !self.carry || w.done || w.cached.is_some() || w.qs != self.frontier {
             return false;
         }
-        if (w.qe + 1).min(MAX_MS) >= self.cutoff {
+        if widened(w.qs, w.qe).1 >= self.cutoff {
             return false;
         }
         let pages: Vec<(usize, &Bytes)> = w
@@ -1669,7 +1670,7 @@ async fn fetch_page(
     hold: Hold,
 ) -> Result<Page> {
     let url = page_url(client, qs, qe, report, offset);
-    let settled = (qe + 1).min(MAX_MS) < settled_before(client);
+    let settled = widened(qs, qe).1 < settled_before(client);
     let ttl = match hold {
         Hold::Settled if settled => Some(HELD_FOR),
         Hold::Next => Some(CHECKED_FOR),
@@ -1703,11 +1704,16 @@ async fn fetch_page(
     Ok(page)
 }
 
-/// The URL of the page at `offset` of the window `[qs, qe)`: the window widened by 1 ms on both
-/// sides, so that inclusive and exclusive bounds give the same events once filtered; never past
-/// the dates the service's format can write.
+/// The bounds the window `[qs, qe)` is queried with: widened by 1 ms on both sides, so that
+/// inclusive and exclusive bounds give the same events once filtered; never past the dates the
+/// service's format can write.
+fn widened(qs: i64, qe: i64) -> (i64, i64) {
+    ((qs - 1).max(MIN_MS), (qe + 1).min(MAX_MS))
+}
+
+/// The URL of the page at `offset` of the window `[qs, qe)`, queried [`widened`].
 fn page_url(client: &Client, qs: i64, qe: i64, report: Option<&str>, offset: usize) -> url::Url {
-    let (qs, qe) = ((qs - 1).max(MIN_MS), (qe + 1).min(MAX_MS));
+    let (qs, qe) = widened(qs, qe);
     let mut url = client.config().url("/v2/events");
     {
         let mut q = url.query_pairs_mut();
