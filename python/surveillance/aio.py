@@ -186,18 +186,8 @@ class AsyncClient(AsyncLists, _BaseClient):
         progress: Optional[Callable[[dict], Any]] = None,
     ) -> AsyncIterator[list]:
         stream = self._inner.events_stream(lo, hi, report_id, progress, 2, refresh=refresh)
-        reporter = _Reporter(stream, progress)
-        try:
-            while True:
-                chunk = await stream.next_async(_CHUNK)
-                reporter.check()
-                if chunk is None:
-                    reporter.finish()
-                    return
-                yield chunk
-        finally:
-            reporter.stop()
-            stream.close()
+        async for chunk in _pulled(stream, progress, lambda: stream.next_async(_CHUNK)):
+            yield chunk
 
     async def iter_events(
         self,
@@ -257,18 +247,8 @@ class AsyncClient(AsyncLists, _BaseClient):
         # before the stream starts its requests).
         with self._meter():
             stream = self._inner.events_reader_async(lo, hi, report_id, refresh, progress)
-            reporter = _Reporter(stream, progress)
-            try:
-                while True:
-                    batch = await stream.next_async()
-                    reporter.check()
-                    if batch is None:
-                        reporter.finish()
-                        return
-                    yield batch
-            finally:
-                reporter.stop()
-                stream.close()
+            async for batch in _pulled(stream, progress, stream.next_async):
+                yield batch
 
     # --- publishing ---------------------------------------------------------------------
     @ametered
@@ -338,6 +318,25 @@ class AsyncClient(AsyncLists, _BaseClient):
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
+
+
+async def _pulled(
+    stream: Any, progress: Optional[Callable[[dict], Any]], pull: Callable[[], Any]
+) -> AsyncIterator[Any]:
+    """What ``await pull()`` gives until it gives None, handing the fetch's progress to
+    ``progress`` meanwhile (see :class:`_Reporter`); the stream is closed on the way out."""
+    reporter = _Reporter(stream, progress)
+    try:
+        while True:
+            item = await pull()
+            reporter.check()
+            if item is None:
+                reporter.finish()
+                return
+            yield item
+    finally:
+        reporter.stop()
+        stream.close()
 
 
 class _Reporter:

@@ -476,7 +476,8 @@ def _chunk_end(
     remaining = client.quota()["remaining"]
     if remaining is None:
         return hi
-    carried = client._inner.carried_until(t, report_id)
+    # Only where this range starts can the last run have stopped (its frontier).
+    carried = client._inner.carried_until(t, report_id) if t == lo else None
     if carried is not None and carried <= hi:
         return carried
     budget = remaining - _QUOTA_MARGIN
