@@ -66,20 +66,30 @@ def test_two_runs_load_each_event_once_and_the_lists(tmp_path):
         assert last <= emu.end and last >= emu.end - H
 
 
+def load_day_after_day(p, emu, **client) -> list:
+    """Runs the source into `p` once an (emulated) day, each run with a new client (`client`
+    its keywords), until the table holds every event of the range (8 runs at most); the rows
+    loaded after each run."""
+    truth = emu.truth(emu.start, emu.end)
+    loaded: list = []
+    for _ in range(8):
+        source = surveillance_source(emu.client(**client), start=emu.start, until=emu.end)
+        info = p.run(source)
+        assert not info.has_failed_jobs
+        loaded.append(len(ids(p)))
+        if loaded[-1] == len(truth):
+            break
+        emu.advance_clock(86_400)  # the next day's run
+    return loaded
+
+
 def test_a_run_stopped_by_the_quota_resumes_the_next_day_and_ends_equal_to_truth(tmp_path):
     budget = 120
     with sv.Emulator(seed=3, sites=6, days=3, events_per_day=10_000) as emu:
         emu.set_limits(daily_requests=budget)
         p = pipeline(tmp_path)
         truth = emu.truth(emu.start, emu.end)
-        loaded = []
-        for _ in range(8):
-            info = p.run(surveillance_source(emu.client(), start=emu.start, until=emu.end))
-            assert not info.has_failed_jobs
-            loaded.append(len(ids(p)))
-            if loaded[-1] == len(truth):
-                break
-            emu.advance_clock(86_400)  # the next day's run
+        loaded = load_day_after_day(p, emu)
         stats = emu.stats()
     assert ids(p) == truth
     assert 3 <= len(loaded) <= 6, loaded  # stopped at least twice, each run got further
@@ -127,14 +137,7 @@ def test_no_window_a_run_stopped_by_the_quota_read_is_fetched_again(tmp_path, or
         emu.set_limits(daily_requests=36)
         p = pipeline(tmp_path)
         truth = emu.truth(emu.start, emu.end)
-        runs = 0
-        for _ in range(8):
-            client = emu.client(cache=str(tmp_path / "cache"))
-            p.run(surveillance_source(client, start=emu.start, until=emu.end))
-            runs += 1
-            if len(ids(p)) == len(truth):
-                break
-            emu.advance_clock(86_400)  # the next day's run
+        runs = len(load_day_after_day(p, emu, cache=str(tmp_path / "cache")))
         reads = sum(emu.stats()["requests"].get("GET /v2/events", {}).values())
     assert ids(p) == truth
     least = math.ceil(len(truth) / 100)
