@@ -318,3 +318,110 @@ def test_the_columns_and_the_dicts_write_the_same_bytes():
     ]
     table = pa.Table.from_pylist(records)
     assert list(_core.columns_json(table)) == [_core.to_json(r) for r in records]
+
+
+# --- columns of JSON text: a DataFrame's lists and dicts, Arrow's `arrow.json` ---------------
+def json_field(name: str, storage=None):
+    return pa.field(
+        name, storage or pa.large_string(), metadata={"ARROW:extension:name": "arrow.json"}
+    )
+
+
+def test_a_frames_items_go_as_json_text_and_bad_rows_get_the_dict_paths_problems(emu, client):
+    """A DataFrame's `items` (Python lists of dicts) are written by the extension's own writer
+    as a column of JSON text, not converted by pyarrow: the rows are stored as the dict path
+    stores them, and each bad row is kept back with the dict path's problems."""
+    from surveillance.publish import _frame_table
+
+    rows = [record(3 * i) for i in range(300)]
+    rows[3]["transactionId"] = None  # a required field null in a row
+    rows[150]["locationId"] = ""  # an empty id
+    rows[200]["items"][1]["unitPrice"] = "free"  # an item field of the wrong type
+    rows[201]["items"] = "none"  # not an array
+    rows[202]["items"][0]["quantity"] = 2**70  # beyond 64 bits: judged carefully
+    del rows[250]["items"][2]["description"]  # an item lacking a required field
+    frame = pd.DataFrame(rows)
+    table = _frame_table(frame)
+    assert table.schema.field("items").metadata == {b"ARROW:extension:name": b"arrow.json"}
+    assert table.column_names == list(frame.columns)
+
+    report = client.publish(frame, progress=False)
+    dicts = [{k: v for k, v in r.items() if v is not None} for r in rows]
+    got = stored(emu)
+    emu.clear_published()
+    expected = client.publish(dicts, progress=False)
+    assert [f.index for f in report.rejected] == [3, 150, 200, 201, 250]
+    assert [(f.index, f.problems, f.message) for f in report.rejected] == [
+        (f.index, f.problems, f.message) for f in expected.rejected
+    ]
+    assert report.accepted == expected.accepted == 295
+    assert got == stored(emu)
+
+
+def test_a_frame_whose_items_have_no_json_form_is_published_as_before(emu, client):
+    # NaN has no JSON form: the column goes through pyarrow, and the row says where.
+    rows = [record(3 * i) for i in range(30)]
+    rows[7]["items"][1]["unitPrice"] = math.nan
+    report = client.publish(pd.DataFrame(rows), progress=False)
+    assert report.accepted == 29 and [f.index for f in report.rejected] == [7]
+    assert report.rejected[0].problems[0].path == "items[1].unitPrice"
+
+
+def test_an_arrow_json_column_is_written_as_it_is_and_checked_per_row(emu, client):
+    rows = [record(3 * i) for i in range(40)]
+    table = pa.Table.from_pylist(rows)
+    texts = [sv_json(r["items"]) for r in rows]
+    texts[5] = "[{not json"  # kept back: not JSON, and nothing else is lost
+    texts[6] = '[{"time": 1}]'  # JSON, but an item lacking its fields
+    at = table.schema.get_field_index("items")
+    for storage in (pa.string(), pa.large_string(), pa.string_view()):
+        emu.clear_published()
+        data = table.set_column(at, json_field("items", storage), pa.array(texts, storage))
+        report = client.publish(data, progress=False)
+        assert report.accepted == 38 and [f.index for f in report.rejected] == [5, 6], storage
+        assert report.rejected[0].problems[0].message.startswith("not valid JSON")
+        assert report.rejected[1].problems[0].path.startswith("items[0].")
+        assert len(emu.published()) == 38
+    # Without validation, a text that is not JSON is still kept back (it would spoil its
+    # batch); the service judges the rest, and refuses the record it finds wrong.
+    emu.clear_published()
+    report = client.publish(data, validate=False, progress=False)
+    assert report.accepted == 38 and [f.index for f in report.rejected] == [5, 6]
+    assert report.rejected[0].status is None and report.rejected[1].status == 400
+    # pyarrow's own JSON type is the same extension type.
+    if hasattr(pa, "json_"):
+        emu.clear_published()
+        column = pa.ExtensionArray.from_storage(pa.json_(pa.string()), pa.array(texts))
+        report = client.publish(table.set_column(at, "items", column), progress=False)
+        assert report.accepted == 38 and [f.index for f in report.rejected] == [5, 6]
+    # JSON stored in something other than strings has no meaning.
+    bad = table.set_column(at, json_field("items", pa.int64()), pa.array(range(40)))
+    with pytest.raises(sv.ValidationError, match="must store strings"):
+        client.publish(bad, progress=False)
+
+
+def sv_json(value) -> str:
+    from surveillance import _core
+
+    return _core.to_json(value)
+
+
+def test_a_json_column_keeps_its_values_missing_ones_left_out():
+    from surveillance import _core
+
+    values = [[{"a": 1}], None, math.nan, pd.NaT, pd.NA, {"b": [1.5, "é"]}, [], 7, "x"]
+    column = pa.array(_core.json_column(values))
+    assert column.type == pa.large_string()
+    assert column.to_pylist() == [
+        '[{"a":1}]',
+        None,
+        None,
+        None,
+        None,
+        '{"b":[1.5,"é"]}',
+        "[]",
+        "7",
+        '"x"',
+    ]
+    with pytest.raises(ValueError, match=r"row 1 at `\[0\]`: .*NaN"):
+        _core.json_column([[1.0], [math.inf]])

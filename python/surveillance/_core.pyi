@@ -22,6 +22,7 @@ __all__ = [
     "Client",
     "columns",
     "columns_json",
+    "json_column",
     "Emulator",
     "events_schema",
     "EventStream",
@@ -364,6 +365,11 @@ def columns_json(
 ) -> JsonLines:
     """The rows of Arrow ``data`` or of the Parquet file ``path`` after the first ``skip``, as
     JSON texts written as ``publish_columns`` writes them (unchecked)."""
+
+def json_column(values: Any) -> Any:
+    """The values of an iterable as one Arrow column (``large_string``, ``__arrow_c_array__``)
+    of JSON text, written as ``publish`` writes a record's values; a missing value (None, NaN,
+    NaT, NA) null. ValueError names the row and place of a value with no JSON form."""
 
 def jsonl_rest(path: str, *, skip: int = 0) -> JsonLines:
     """The records of the JSON Lines file ``path`` after the first ``skip``, numbered as

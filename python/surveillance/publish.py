@@ -551,7 +551,11 @@ def _is_frame(obj: Any) -> bool:
 def _frame_table(frame: Any) -> Any:
     """A pandas DataFrame as a pyarrow Table (its index left out), to be published from its
     columns; None when pyarrow is missing or cannot type a column (e.g. one that mixes
-    numbers and strings), which leaves the DataFrame to the row-by-row path."""
+    numbers and strings), which leaves the DataFrame to the row-by-row path.
+
+    A column of Python lists and dicts (``items``) becomes a column of JSON text (Arrow's
+    ``arrow.json`` extension type), written by the extension's own record writer: pyarrow's
+    conversion of such a column to list<struct> costs more than all the rest of publishing."""
     bad = [c for c in frame.columns if not isinstance(c, str)]
     if bad:
         raise TypeError(f"DataFrame column names must be strings, found {bad[:3]!r}")
@@ -559,10 +563,39 @@ def _frame_table(frame: Any) -> Any:
         import pyarrow as pa
     except ImportError:
         return None
+    nested = [c for c in frame.columns if _holds_containers(frame[c])]
     try:
-        return pa.Table.from_pandas(frame, preserve_index=False)
+        table = pa.Table.from_pandas(frame.drop(columns=nested), preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError):
         return None
+    for name in nested:
+        try:
+            column = pa.array(_core.json_column(frame[name].tolist()))
+        except ValueError:  # a value with no JSON form: pyarrow's types say where
+            try:
+                column = pa.Array.from_pandas(frame[name])
+            except (pa.ArrowException, TypeError, ValueError):
+                return None
+            field = pa.field(name, column.type)
+        else:
+            field = pa.field(name, column.type, metadata={_JSON_EXTENSION: b"arrow.json"})
+        table = table.add_column(list(frame.columns).index(name), field, column)
+    return table
+
+
+#: The field metadata key that names an Arrow extension type.
+_JSON_EXTENSION = b"ARROW:extension:name"
+
+
+def _holds_containers(column: Any) -> bool:
+    """Whether a DataFrame column is one of Python objects whose first present value is a
+    list, a tuple or a dict."""
+    if column.dtype != object:
+        return False
+    for value in column:
+        if not _missing(value):
+            return isinstance(value, (list, tuple, dict))
+    return False
 
 
 def _is_arrow(obj: Any) -> bool:

@@ -106,35 +106,41 @@ pub fn scan(text: &str, check: bool) -> Option<Scanned> {
 /// Checks the elements of an `items` array (already known to be JSON): Some(false) when one
 /// does not conform, None when the scanner leaves it to the careful path.
 fn check_items(bytes: &[u8], items: &super::fast::Items) -> Option<bool> {
-    let mut s = Scanner { b: bytes, i: 0 };
-    s.expect(b'[')?;
+    Scanner { b: bytes, i: 0 }.items(items)
+}
+
+/// Checks a record's `items` given as JSON text of their own (a column of JSON): Some(true)
+/// when the text is one JSON array whose elements all conform, Some(false) when an element does
+/// not (the text may then not be JSON: the careful path, which judges the record, finds out),
+/// None when the scanner leaves it to the careful path.
+#[must_use]
+pub fn items_text(text: &str, items: &super::fast::Items) -> Option<bool> {
+    let mut s = Scanner {
+        b: text.as_bytes(),
+        i: 0,
+    };
     s.ws();
-    if s.peek() == Some(b']') {
-        return Some(true);
+    if !s.items(items)? {
+        return Some(false);
     }
-    loop {
-        s.ws();
-        if s.peek() != Some(b'{') {
-            return Some(false);
-        }
-        let mut item = items.item();
-        s.object(2, |e| {
-            if let Some(f) = item.field(e.key) {
-                let v = scalar(e.raw, e.value)?;
-                item.value(f, v.as_scalar());
-            }
-            Some(())
-        })?;
-        if !item.complete() {
-            return Some(false);
-        }
-        s.ws();
-        match s.next()? {
-            b',' => continue,
-            b']' => return Some(true),
-            _ => return None,
-        }
+    s.ws();
+    (s.i == s.b.len()).then_some(true)
+}
+
+/// Whether `text` is exactly one JSON value that the scanner is sure of (false: it may not be
+/// JSON, for the careful path to judge).
+#[must_use]
+pub fn is_json(text: &str) -> bool {
+    let mut s = Scanner {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    s.ws();
+    if s.value(1).is_none() {
+        return false;
     }
+    s.ws();
+    s.i == s.b.len()
 }
 
 /// A scalar's value for the checks (a string's contents owned when it had escapes).
@@ -283,6 +289,40 @@ impl<'a> Scanner<'a> {
             match self.next()? {
                 b',' => continue,
                 b'}' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    /// An `items` array, each element checked as an item: Some(false) when one does not
+    /// conform (the scan stops there), None when it is left to the careful path.
+    fn items(&mut self, items: &super::fast::Items) -> Option<bool> {
+        self.expect(b'[')?;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Some(true);
+        }
+        loop {
+            self.ws();
+            if self.peek() != Some(b'{') {
+                return Some(false);
+            }
+            let mut item = items.item();
+            self.object(2, |e| {
+                if let Some(f) = item.field(e.key) {
+                    let v = scalar(e.raw, e.value)?;
+                    item.value(f, v.as_scalar());
+                }
+                Some(())
+            })?;
+            if !item.complete() {
+                return Some(false);
+            }
+            self.ws();
+            match self.next()? {
+                b',' => continue,
+                b']' => return Some(true),
                 _ => return None,
             }
         }

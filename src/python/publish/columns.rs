@@ -214,3 +214,81 @@ pub fn columns_json(
         ready: VecDeque::new(),
     })))
 }
+
+/// Whether `value` is missing in a DataFrame column: None, NaN, pandas' `NaT` and `NA`.
+fn missing(value: &Bound<'_, PyAny>) -> bool {
+    use pyo3::types::{PyFloat, PyList, PyString, PyTuple};
+    if value.is_none() {
+        return true;
+    }
+    if value.is_exact_instance_of::<PyDict>()
+        || value.is_exact_instance_of::<PyList>()
+        || value.is_exact_instance_of::<PyString>()
+        || value.is_exact_instance_of::<PyTuple>()
+    {
+        return false;
+    }
+    if let Ok(f) = value.cast::<PyFloat>() {
+        return f.value().is_nan();
+    }
+    value
+        .get_type()
+        .name()
+        .is_ok_and(|n| n == "NaTType" || n == "NAType")
+}
+
+/// The values of `values` (any iterable: a pandas object column's `tolist()`) as one Arrow
+/// column of JSON text, each value written as `publish` writes a record's values (dicts,
+/// lists, numbers, strings; datetimes as epoch milliseconds), a missing one (None, NaN, NaT,
+/// NA) null; for publishing a DataFrame's columns of lists and dicts without converting them
+/// to Arrow types first. ValueError naming the row and the place of a value with no JSON form.
+#[pyfunction]
+pub fn json_column(py: Python<'_>, values: &Bound<'_, PyAny>) -> PyResult<pyo3_arrow::PyArray> {
+    use std::sync::Arc;
+
+    use arrow_array::LargeStringArray;
+    use arrow_buffer::{Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+    use arrow_schema::{DataType, Field};
+
+    use crate::python::conversions::to_json::Writer;
+
+    let n = values.len().unwrap_or(0);
+    let mut writer = Writer::new(py)?;
+    let mut text = Vec::with_capacity(n.saturating_mul(128));
+    let mut offsets: Vec<i64> = Vec::with_capacity(n + 1);
+    offsets.push(0);
+    let mut nulls = NullBufferBuilder::new(n);
+    for (row, value) in values.try_iter()?.enumerate() {
+        let value = value?;
+        if missing(&value) {
+            nulls.append_null();
+        } else {
+            writer.record(&value, &mut text, false).map_err(|e| {
+                if let Some(interrupt) = e.interrupt {
+                    return *interrupt;
+                }
+                let path = e.path();
+                let at = if path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at `{path}`")
+                };
+                PyValueError::new_err(format!("row {row}{at}: {}", e.message))
+            })?;
+            nulls.append_non_null();
+        }
+        let end = i64::try_from(text.len())
+            .map_err(|_| PyValueError::new_err("the column's JSON is too large"))?;
+        offsets.push(end);
+    }
+    // The offsets grow from 0 to the text's length, and the writer writes UTF-8 (strings
+    // from their own UTF-8, the rest in ASCII); `try_new` checks both.
+    let array = LargeStringArray::try_new(
+        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+        Buffer::from_vec(text),
+        nulls.finish(),
+    )
+    .map_err(|e| PyValueError::new_err(format!("cannot build the column: {e}")))?;
+    let field = Field::new("", DataType::LargeUtf8, true);
+    Ok(pyo3_arrow::PyArray::new(Arc::new(array), Arc::new(field)))
+}

@@ -30,19 +30,19 @@ use arrow_array::{
     RecordBatchReader, StringArray, StringViewArray,
 };
 use arrow_buffer::{i256, ArrowNativeType, NullBuffer};
-use arrow_schema::{DataType, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use bytes::Bytes;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::json;
-use super::prepare::{checked_value, first_errors};
+use super::prepare::{check_text, checked_value, first_errors};
 use super::{Input, CHANNEL_CHUNKS, CHUNK};
 use crate::client::error::{Error, Result};
 use crate::webhook::fast::{Object, Scalar};
 use crate::webhook::models::{model_named, Kind, ANY_ITEM, MODELS, OTHER_ITEM, RETAIL_ITEM};
-use crate::webhook::{self, Problem, Severity};
+use crate::webhook::{self, scan, Problem, Severity};
 
 use crate::time::DAY_MS;
 

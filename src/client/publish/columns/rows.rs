@@ -10,6 +10,11 @@ pub(super) struct Positions {
     /// `"name":` of each column.
     pub(super) keys: Vec<Vec<u8>>,
     pub(super) names: Vec<String>,
+    /// Which columns hold JSON text ([`is_json`]), written as they are.
+    pub(super) json: Vec<bool>,
+    /// The `dataType` or an upsert key field is such a column: each row is judged from its
+    /// whole text, as a JSON Lines record is.
+    pub(super) json_keys: bool,
     pub(super) items: Option<usize>,
     pub(super) data_type: Option<usize>,
     /// The columns of the models' upsert key fields, by name.
@@ -19,16 +24,25 @@ pub(super) struct Positions {
 impl Positions {
     pub(super) fn new(schema: &Schema) -> Positions {
         let at = |name: &str| schema.index_of(name).ok();
+        let json: Vec<bool> = schema.fields().iter().map(|f| is_json(f)).collect();
+        let key_fields: Vec<(&'static str, usize)> = MODELS
+            .iter()
+            .flat_map(|m| m.key.iter())
+            .filter_map(|name| Some((*name, at(name)?)))
+            .collect();
         Positions {
             keys: schema.fields().iter().map(|f| key_json(f.name())).collect(),
             names: schema.fields().iter().map(|f| f.name().clone()).collect(),
-            items: at("items").filter(|&i| items_layout(schema.field(i).data_type())),
+            json_keys: at("dataType")
+                .into_iter()
+                .chain(key_fields.iter().map(|(_, c)| *c))
+                .any(|c| json[c]),
+            json,
+            items: at("items").filter(|&i| {
+                !is_json(schema.field(i)) && items_layout(schema.field(i).data_type())
+            }),
             data_type: at("dataType"),
-            key_fields: MODELS
-                .iter()
-                .flat_map(|m| m.key.iter())
-                .filter_map(|name| Some((*name, at(name)?)))
-                .collect(),
+            key_fields,
         }
     }
 }
@@ -45,6 +59,9 @@ pub(super) struct Written {
     pub(super) conforms: bool,
     /// The hashed upsert key; 0: none.
     pub(super) key: u64,
+    /// A column of JSON text holds what the scanner leaves to the careful path (it may not be
+    /// JSON): the row's whole text must be judged so.
+    pub(super) careful: bool,
 }
 
 impl<'a> Rows<'a> {
@@ -85,7 +102,9 @@ impl<'a> Rows<'a> {
             .map_or(0, |m| m.key_hash(value))
     }
 
-    /// Writes row `row` as a JSON object, deciding with `check` whether it conforms.
+    /// Writes row `row` as a JSON object, deciding with `check` whether it conforms. The text
+    /// of a column of JSON is written as it is, and scanned: as the record's items, checked,
+    /// or as JSON (see [`Written::careful`]).
     pub(super) fn write(
         &self,
         row: usize,
@@ -93,6 +112,7 @@ impl<'a> Rows<'a> {
         lossy: bool,
         out: &mut Vec<u8>,
     ) -> std::result::Result<Written, Unwritable> {
+        let mut careful = self.positions.json_keys;
         let mut record = if check {
             self.str_at(self.positions.data_type, row)
                 .and_then(Object::record)
@@ -112,6 +132,12 @@ impl<'a> Rows<'a> {
             first = false;
             out.extend_from_slice(&self.positions.keys[c]);
             let name = self.positions.names[c].as_str();
+            if self.positions.json[c] {
+                let text = col.str_at(row).unwrap_or("null");
+                out.extend_from_slice(text.as_bytes());
+                careful |= !self.json_checked(record.as_mut(), name, text);
+                continue;
+            }
             let located = |mut e: Unwritable| {
                 e.path = format!("{name}{}", e.path);
                 e
@@ -144,7 +170,35 @@ impl<'a> Rows<'a> {
         Ok(Written {
             conforms: conforms_so_far && record.as_ref().is_none_or(Object::complete),
             key: self.key(row),
+            careful,
         })
+    }
+
+    /// Scans the JSON `text` of the field `name`, checked as the record's items when it holds
+    /// them; false when the scanner leaves it to the careful path (it may not be JSON, or it
+    /// is a field of the model other than items, which the fused check does not read).
+    fn json_checked(&self, record: Option<&mut Object>, name: &str, text: &str) -> bool {
+        let Some(rec) = record else {
+            return scan::is_json(text);
+        };
+        let Some(field) = rec.field(name.as_bytes()) else {
+            // Not a field of the model: the record does not conform (the validator says why).
+            return scan::is_json(text);
+        };
+        if !matches!(rec.kind(field), Kind::Items(_)) {
+            return false;
+        }
+        let Some(items) = rec.items(field) else {
+            return false;
+        };
+        match scan::items_text(text, &items) {
+            Some(true) => true,
+            Some(false) => {
+                rec.fail();
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -209,7 +263,8 @@ pub(super) fn write_items(
 }
 
 /// The inputs of rows `rows` of a batch, numbered from `index`: their JSON in one buffer, each
-/// record a view of it.
+/// record a view of it. A row whose column of JSON text the scan could not judge is checked
+/// from its whole text, as a JSON Lines record is.
 pub(super) fn chunk(
     rows: &Rows<'_>,
     range: Range<usize>,
@@ -239,9 +294,11 @@ pub(super) fn chunk(
         .map(|((span, outcome), index)| {
             let text = bytes.slice(span);
             match outcome {
+                Ok(Written { careful: true, .. }) => check_text(index, None, text, check),
                 Ok(Written {
                     conforms: true,
                     key,
+                    ..
                 }) => Input::Ready {
                     index,
                     line: None,

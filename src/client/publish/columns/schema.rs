@@ -163,8 +163,17 @@ pub(super) const ITEMS_LAYOUT: &str =
     "a list of structs, one struct per item whose fields are the item \
      fields (e.g. `list<struct<time, quantity, description, unitPrice, type>>`)";
 
+/// The name of Arrow's canonical extension type for JSON text (`pyarrow.json_()`).
+pub const JSON_EXTENSION: &str = "arrow.json";
+
+/// A column of JSON text (the `arrow.json` extension type, on a string type): each value is
+/// written as the JSON it holds, and each row with one is checked from its text.
+pub(super) fn is_json(field: &Field) -> bool {
+    field.extension_type_name() == Some(JSON_EXTENSION)
+}
+
 /// Problems that make the columns impossible to write as records, whatever the checks: a name
-/// twice, a type with no JSON form, an `items` column that is not a list of structs.
+/// twice, a type with no JSON form, an `items` column that is not a list of structs (or JSON).
 pub(super) fn layout_problems(schema: &Schema) -> Vec<Problem> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
@@ -175,6 +184,18 @@ pub(super) fn layout_problems(schema: &Schema) -> Vec<Problem> {
                 name.to_owned(),
                 format!("the column `{name}` appears twice; a record has each field once"),
             ));
+            continue;
+        }
+        if is_json(f) {
+            if column_type(f.data_type()) != ColumnType::Text {
+                out.push(error(
+                    name.to_owned(),
+                    format!(
+                        "a column of JSON (`{JSON_EXTENSION}`) must store strings, found `{}`",
+                        type_name(f.data_type())
+                    ),
+                ));
+            }
             continue;
         }
         if let Some(bad) = unwritable(f.data_type()) {
@@ -338,6 +359,10 @@ pub(super) fn model_problems(schema: &Schema, data_types: Option<&[String]>) -> 
             }
             continue;
         };
+        if is_json(f) {
+            // Any JSON value: checked row by row, from the text.
+            continue;
+        }
         let w = field_type(kind);
         if !column_fits(w, column_type(f.data_type())) {
             push(type_problem(name, w, name, f.data_type()), &mut out);
@@ -412,9 +437,13 @@ pub(super) fn model_problems(schema: &Schema, data_types: Option<&[String]>) -> 
 /// The distinct `dataType` values of a batch (a few at most), in the order they come.
 pub(super) fn data_types(batch: &RecordBatch) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let Some(i) = batch.schema().index_of("dataType").ok() else {
+    let schema = batch.schema();
+    let Some(i) = schema.index_of("dataType").ok() else {
         return out;
     };
+    if is_json(schema.field(i)) {
+        return out; // JSON text, not the names themselves: the rows are checked one by one
+    }
     let Ok(col) = Col::bind(batch.column(i).as_ref()) else {
         return out;
     };

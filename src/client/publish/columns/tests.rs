@@ -706,3 +706,137 @@ fn decimals_follow_python_str() {
     assert_eq!(show("123", false, -1), "1.23E+3");
     assert_eq!(show("350", false, 0), "350");
 }
+
+/// `batch` with its column `name` replaced by `texts` in a column of JSON text.
+fn with_json(batch: &RecordBatch, name: &str, texts: &[Option<&str>]) -> RecordBatch {
+    let schema = batch.schema();
+    let at = schema.index_of(name).expect("the column");
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut metadata = std::collections::HashMap::new();
+    metadata.insert("ARROW:extension:name".to_owned(), JSON_EXTENSION.to_owned());
+    fields[at] = Field::new(name, DataType::LargeUtf8, true).with_metadata(metadata);
+    let mut columns = batch.columns().to_vec();
+    columns[at] = Arc::new(LargeStringArray::from(texts.to_vec()));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).expect("a batch")
+}
+
+/// What the inputs say of each row: ready (with its key) or rejected (with its problems), and
+/// the record as a JSON value.
+fn outcomes(inputs: &[Input]) -> Vec<(Option<u64>, Vec<Problem>, Value)> {
+    inputs
+        .iter()
+        .map(|i| {
+            let value = serde_json::from_str(&text(i)).unwrap_or(Value::Null);
+            match i {
+                Input::Ready { key, .. } => (Some(*key), Vec::new(), value),
+                Input::Rejected { problems, .. } => (None, problems.clone(), value),
+                _ => panic!("a ready or rejected input"),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_column_of_json_text_is_written_as_it_is_and_judged_as_the_list_column() {
+    let arrow = publish_inputs(vec![retail()], true);
+    let texts: Vec<String> = outcomes(&arrow)
+        .iter()
+        .map(|(_, _, v)| v["items"].to_string())
+        .collect();
+    let texts: Vec<Option<&str>> = texts.iter().map(|t| Some(t.as_str())).collect();
+    let json = with_json(&retail(), "items", &texts);
+    for check in [true, false] {
+        assert_eq!(
+            outcomes(&publish_inputs(vec![json.clone()], check)),
+            outcomes(&publish_inputs(vec![retail()], check)),
+            "check: {check}"
+        );
+    }
+    // The text goes as it is: its spaces and key order are kept.
+    let spaced = r#"[ {"type": "SALE", "time": 1794891600000, "quantity": 1, "description": "x", "unitPrice": 2} ]"#;
+    let inputs = publish_inputs(
+        vec![with_json(&retail(), "items", &[Some(spaced), None])],
+        true,
+    );
+    assert!(text(&inputs[0]).ends_with(&format!(r#""items":{spaced}}}"#)));
+    assert!(matches!(inputs[0], Input::Ready { key, .. } if key == tx_key("t-1")));
+    // A null leaves the field out: retail records require it.
+    match &inputs[1] {
+        Input::Rejected { problems, .. } => assert_eq!(problems[0].path, "items"),
+        _ => panic!("rejected"),
+    }
+}
+
+#[test]
+fn json_text_that_is_not_json_keeps_its_row_back_checked_or_not() {
+    let good =
+        r#"[{"time":1794891600000,"quantity":1,"description":"x","unitPrice":2,"type":"SALE"}]"#;
+    for bad in [
+        "[{not json",
+        "",
+        "[] []",
+        r#"[{"time":1794891600000}"#,
+        "nul",
+    ] {
+        let json = with_json(&retail(), "items", &[Some(bad), Some(good)]);
+        for check in [true, false] {
+            let inputs = publish_inputs(vec![json.clone()], check);
+            match &inputs[0] {
+                Input::Rejected { problems, .. } => {
+                    assert!(problems[0].message.starts_with("not valid JSON"), "{bad}");
+                }
+                _ => panic!("`{bad}` is kept back (check: {check})"),
+            }
+            assert!(matches!(inputs[1], Input::Ready { .. }), "{bad}");
+        }
+    }
+}
+
+#[test]
+fn json_keys_and_fields_are_judged_from_the_whole_text() {
+    // A JSON `transactionId`: the key is the text's, found by the careful path.
+    let json = with_json(&retail(), "transactionId", &[Some(r#""t-1""#), Some("7")]);
+    let inputs = publish_inputs(vec![json], true);
+    assert!(matches!(inputs[0], Input::Ready { key, .. } if key == tx_key("t-1")));
+    match &inputs[1] {
+        Input::Rejected { problems, .. } => assert_eq!(problems[0].path, "transactionId"),
+        _ => panic!("a number is not a transactionId"),
+    }
+    // JSON stored as numbers has no meaning.
+    let schema = Schema::new(vec![Field::new("items", DataType::Int64, true)
+        .with_metadata(
+            [("ARROW:extension:name".to_owned(), JSON_EXTENSION.to_owned())].into(),
+        )]);
+    let problems = layout_problems(&schema);
+    assert!(
+        problems[0].message.contains("must store strings"),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn the_scanner_judges_items_text_as_the_validator_does() {
+    use crate::webhook::scan::{is_json, items_text};
+    let items = Object::record("retail")
+        .and_then(|mut r| {
+            let f = r.field(b"items")?;
+            r.items(f)
+        })
+        .expect("retail items");
+    let item =
+        r#"{"time":1794891600000,"quantity":1,"description":"x","unitPrice":2,"type":"SALE"}"#;
+    assert_eq!(items_text(&format!("[{item}, {item}]"), &items), Some(true));
+    assert_eq!(items_text(&format!(" [{item}] \n"), &items), Some(true));
+    assert_eq!(items_text("[]", &items), Some(true));
+    assert_eq!(items_text(r#"[{"time":1}]"#, &items), Some(false));
+    assert_eq!(items_text("[1]", &items), Some(false));
+    assert_eq!(items_text(&format!("[{item}] x"), &items), None);
+    assert_eq!(items_text(&format!("[{item}"), &items), None);
+    assert_eq!(items_text("{}", &items), None);
+    for text in ["1", " [1, {\"a\": null}] ", "\"x\"", "null"] {
+        assert!(is_json(text), "{text}");
+    }
+    for text in ["", "[1,]", "{\"a\"}", "1 2", "nul", "[1"] {
+        assert!(!is_json(text), "{text}");
+    }
+}
