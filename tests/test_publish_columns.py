@@ -425,3 +425,11 @@ def test_a_json_column_keeps_its_values_missing_ones_left_out():
     ]
     with pytest.raises(ValueError, match=r"row 1 at `\[0\]`: .*NaN"):
         _core.json_column([[1.0], [math.inf]])
+
+
+def test_a_frame_with_a_name_twice_is_published_row_by_row(emu, client):
+    rows = [record(3 * i) for i in range(4)]
+    frame = pd.concat([pd.DataFrame(rows), pd.DataFrame({"items": [[]] * 4})], axis=1)
+    with pytest.warns(UserWarning, match="not unique"):
+        report = client.publish(frame, progress=False)
+    assert report.total == 4

@@ -563,7 +563,8 @@ def _frame_table(frame: Any) -> Any:
         import pyarrow as pa
     except ImportError:
         return None
-    nested = [c for c in frame.columns if _holds_containers(frame[c])]
+    unique = frame.columns.is_unique  # (pyarrow refuses a name twice: the row path says so)
+    nested = [c for c in frame.columns if unique and _holds_containers(frame[c])]
     try:
         table = pa.Table.from_pandas(frame.drop(columns=nested), preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError):
