@@ -7,6 +7,7 @@ per row with the dict path's problems and row numbers, and Ctrl-C leaves a repor
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import pickle
 from dataclasses import replace
@@ -356,6 +357,11 @@ def test_a_frames_items_go_as_json_text_and_bad_rows_get_the_dict_paths_problems
     ]
     assert report.accepted == expected.accepted == 295
     assert got == stored(emu)
+    # The rows not read after a stop are written as records, their items as arrays.
+    from surveillance import _core
+
+    rest = [json.loads(t) for t in _core.columns_json(table, skip=290)]
+    assert rest == [json.loads(_core.to_json(r)) for r in dicts[290:]]
 
 
 def test_a_frame_whose_items_have_no_json_form_is_published_as_before(emu, client):
