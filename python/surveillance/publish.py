@@ -555,7 +555,8 @@ def _frame_table(frame: Any) -> Any:
 
     A column of Python lists and dicts (``items``) becomes a column of JSON text (Arrow's
     ``arrow.json`` extension type), written by the extension's own record writer: pyarrow's
-    conversion of such a column to list<struct> costs more than all the rest of publishing."""
+    conversion of such a column to list<struct> costs about as much as all the rest of
+    publishing, and this writer under half of it."""
     bad = [c for c in frame.columns if not isinstance(c, str)]
     if bad:
         raise TypeError(f"DataFrame column names must be strings, found {bad[:3]!r}")
