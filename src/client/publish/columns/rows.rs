@@ -30,6 +30,7 @@ impl Positions {
             .flat_map(|m| m.key.iter())
             .filter_map(|name| Some((*name, at(name)?)))
             .collect();
+        let items = at("items").filter(|&i| !json[i] && items_layout(schema.field(i).data_type()));
         Positions {
             keys: schema.fields().iter().map(|f| key_json(f.name())).collect(),
             names: schema.fields().iter().map(|f| f.name().clone()).collect(),
@@ -38,9 +39,7 @@ impl Positions {
                 .chain(key_fields.iter().map(|(_, c)| *c))
                 .any(|c| json[c]),
             json,
-            items: at("items").filter(|&i| {
-                !is_json(schema.field(i)) && items_layout(schema.field(i).data_type())
-            }),
+            items,
             data_type: at("dataType"),
             key_fields,
         }
@@ -135,7 +134,7 @@ impl<'a> Rows<'a> {
             if self.positions.json[c] {
                 let text = col.str_at(row).unwrap_or("null");
                 out.extend_from_slice(text.as_bytes());
-                careful |= !self.json_checked(record.as_mut(), name, text);
+                careful |= !json_checked(record.as_mut(), name, text);
                 continue;
             }
             let located = |mut e: Unwritable| {
@@ -173,32 +172,32 @@ impl<'a> Rows<'a> {
             careful,
         })
     }
+}
 
-    /// Scans the JSON `text` of the field `name`, checked as the record's items when it holds
-    /// them; false when the scanner leaves it to the careful path (it may not be JSON, or it
-    /// is a field of the model other than items, which the fused check does not read).
-    fn json_checked(&self, record: Option<&mut Object>, name: &str, text: &str) -> bool {
-        let Some(rec) = record else {
-            return scan::is_json(text);
-        };
-        let Some(field) = rec.field(name.as_bytes()) else {
-            // Not a field of the model: the record does not conform (the validator says why).
-            return scan::is_json(text);
-        };
-        if !matches!(rec.kind(field), Kind::Items(_)) {
-            return false;
+/// Scans the JSON `text` of the field `name`, checked as the record's items when it holds
+/// them; false when the scanner leaves it to the careful path (it may not be JSON, or it
+/// is a field of the model other than items, which the fused check does not read).
+fn json_checked(record: Option<&mut Object>, name: &str, text: &str) -> bool {
+    let Some(rec) = record else {
+        return scan::is_json(text);
+    };
+    let Some(field) = rec.field(name.as_bytes()) else {
+        // Not a field of the model: the record does not conform (the validator says why).
+        return scan::is_json(text);
+    };
+    if !matches!(rec.kind(field), Kind::Items(_)) {
+        return false;
+    }
+    let Some(items) = rec.items(field) else {
+        return false;
+    };
+    match scan::items_text(text, &items) {
+        Some(true) => true,
+        Some(false) => {
+            rec.fail();
+            true
         }
-        let Some(items) = rec.items(field) else {
-            return false;
-        };
-        match scan::items_text(text, &items) {
-            Some(true) => true,
-            Some(false) => {
-                rec.fail();
-                true
-            }
-            None => false,
-        }
+        None => false,
     }
 }
 
