@@ -216,11 +216,19 @@ def test_a_plan_is_within_a_tenth_of_its_fetch_and_its_pages_are_not_asked_twice
         slack = 0 if limits.daily_requests else 2
         assert abs(plan.requests - alone) <= 0.1 * alone + slack, (plan, alone)
         # The fetch that follows takes the pages the plan read instead of asking them again:
-        # what the plan cost is the pages the fetch does not use.
+        # what the plan cost is the pages the fetch does not use. Under a quota, on a sorted
+        # service, none: the plan searches each window's end from below and asks no page past
+        # it. On one that does not sort, the first page past each searched end.
         got = client.events(start, end, report_id, progress=False)
         assert [e["id"] for e in got] == dense.truth(start, end, report_id=report_id)
         spent = event_requests(client) - before
-        assert spent - alone <= 0.03 * alone + 3, (plan, spent, alone)
+        if not limits.daily_requests:
+            bound = 0.03 * alone + 3
+        elif order == "shuffled":
+            bound = 0.02 * alone + 2
+        else:
+            bound = 0
+        assert spent - alone <= bound, (plan, spent, alone)
         assert "events" in str(plan) and "requests" in str(plan)
     finally:
         dense.set_semantics()

@@ -4,17 +4,19 @@
 //! window by window (chained cuts on a sorting service, sampled parts on one that does not),
 //! but asking only the pages that decide: each window's first page, its ceiling page when the
 //! fetch asks it, and a few pages that find where it ends, from below where it can. The pages
-//! in between are known full without being asked. So the events are counted, not extrapolated:
-//! exact on a sorting service, within a few percent on one that does not (the rare window whose
-//! end is taken within 3%, and the events at a window's widened edges on pages not asked); and
-//! the requests are those of the fetch's windows.
+//! in between are known full without being asked. So the events are counted, not extrapolated,
+//! but for the last few percent of a window: a sorted window's end is taken where the density of
+//! its pages puts it once that is within about 6% of the events counted (searched from below, so
+//! that no page past it is asked); an unsorted one's is found within 3%; and the events at a
+//! window's widened edges on pages not asked are taken as the window's. The requests are those
+//! of the fetch's windows.
 //!
 //! Cost: on a sorting service about one probe a window of 10,000 events (1% of the fetch's
 //! 100 requests) plus a few for the last; on one that does not sort, about six a part of 7,000
 //! events. The pages a plan reads of a range that has settled are held for the fetch that
 //! follows on the same client (`events::Held`), which does not ask them again: a plan followed
-//! by its fetch costs only the probes past a window's end. The plan's own requests count
-//! against the daily quota.
+//! by its fetch costs only the probes past a window's end (none on a sorting service under a
+//! daily quota). The plan's own requests count against the daily quota.
 
 use super::error::Result;
 use super::events::ProgressSink;

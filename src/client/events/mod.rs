@@ -672,6 +672,16 @@ impl Fetch {
             w.mode = Mode::Known { end: lo + PAGE };
             return;
         }
+        // A short page that is not empty is the last: every page before it is full.
+        if let Some(h) = hi.filter(|h| w.pages.get(h).is_some_and(|p| !p.events.is_empty())) {
+            let unasked: Vec<usize> = (lo..h)
+                .step_by(PAGE)
+                .filter(|o| !w.pages.contains_key(o))
+                .collect();
+            w.assumed.extend(unasked);
+            w.mode = Mode::Known { end: h + PAGE };
+            return;
+        }
         // Precise enough for a plan, which is to be within 10%: a sorted window's end within
         // about 6% of the events counted so far, this window's and the others' (the end is
         // then taken halfway), so that the last window of a long range is settled in a probe
@@ -686,15 +696,6 @@ impl Fetch {
         } else {
             0.06 * lo as f64
         };
-        if let Some(h) = hi.filter(|_| w.sizing.is_empty()) {
-            if (h - lo) as f64 <= within {
-                let end = (lo + (h - lo) / 2) / PAGE * PAGE;
-                w.assumed.extend((lo..=end).step_by(PAGE));
-                w.mode = Mode::Known { end: end + PAGE };
-                self.approximate = true;
-                return;
-            }
-        }
         let top = hi.map_or(CEILING_PAGE, |h| h - PAGE);
         // Where the window ends, as far as its pages tell: the density of its sorted pages, or
         // what it was sized at.
@@ -713,37 +714,78 @@ impl Fetch {
                 };
                 Some((o + PAGE) as f64 * (w.qe - w.qs + 2) as f64 / covered.max(1) as f64)
             });
+        // The next page towards a sorted guess: half way there, since the time the pages have
+        // not reached may be half as dense as the time they have (the hours of a day differ).
+        // A page short of the end costs nothing, one past it a request.
+        let toward =
+            sorted.map(|g| ((lo as f64 + (g - lo as f64) * 0.5) as usize).saturating_sub(PAGE));
+        // From below: when its sorted pages put the end within half that width of the pages
+        // known full, the end is taken there without another request (were the rest twice as
+        // dense, the count would still be within that width), and no page past it is asked.
+        let near = sorted.filter(|g| loose && hi.is_none_or(|h| *g < h as f64));
+        if let Some(g) = near.filter(|g| g - lo as f64 <= within / 2.0) {
+            let end = ((g / PAGE as f64).round() as usize * PAGE).max(lo);
+            w.assumed.extend((lo..end).step_by(PAGE));
+            w.mode = Mode::Known { end };
+            self.approximate = true;
+            return;
+        }
+        if let Some(h) = hi.filter(|_| w.sizing.is_empty()) {
+            if (h - lo) as f64 <= within {
+                let end = (lo + (h - lo) / 2) / PAGE * PAGE;
+                w.assumed.extend((lo..=end).step_by(PAGE));
+                w.mode = Mode::Known { end: end + PAGE };
+                self.approximate = true;
+                return;
+            }
+        }
         // A window a chained cut started, with no page yet: as dense as the one before it.
         let chained = density
             .filter(|_| w.pages.is_empty())
             .map(|d| d * (w.qe - w.qs + 2) as f64);
         let guess = sorted.or(w.estimate).or(chained);
-        let open = (within as usize) / PAGE * PAGE;
-        let target = match (guess, hi) {
-            // The end likely lies within what the plan may leave open (the last window of a
-            // long range): the page at that width settles it in one request, past the end or
-            // not.
-            (Some(g), None) if loose && open >= 2 * PAGE && g < (lo + open) as f64 => {
-                lo + open - PAGE
-            }
-            // Just under the guess: a full page costs nothing (the fetch asks it too), an empty
-            // one is a request spent.
-            (Some(g), _) if g > lo as f64 && g < top as f64 => {
+        let target = match (guess, hi, toward) {
+            // A window a chained cut started, not dense enough to be surely over the ceiling:
+            // its first page (the fetch asks it too) tells its own density, where the window
+            // before it may be far denser or sparser.
+            (Some(g), _, _) if chained.is_some() && g * 0.8 < top as f64 => 0,
+            // Sorted pages: towards their guess, under the ceiling or over it (the ceiling
+            // page then tells, and the fetch walks to it), or under the page found short.
+            (Some(_), None, Some(t)) => t,
+            (Some(g), Some(_), Some(t)) if g < top as f64 => t,
+            // Just under a sample's guess: a full page costs nothing (the fetch asks it too),
+            // an empty one is a request spent.
+            (Some(g), _, None) if g > lo as f64 && g < top as f64 => {
                 ((g * 0.93) as usize).saturating_sub(PAGE)
             }
-            // Surely over the ceiling: its page is the one that tells (sorted, the fetch walks
-            // to it).
-            (Some(g), None) if g >= top as f64 => top,
+            // Surely over the ceiling: its page is the one that tells.
+            (Some(g), None, _) if g >= top as f64 => top,
+            // Past a sample's guess, no end found yet: it is most likely near, so the next page
+            // while within 5% of it (the fetch asks every page short of the end), then twice as
+            // far past it as the pages known full already are (the first page past the end
+            // settles it within that distance).
+            (Some(g), _, None) if g > 0.0 && lo as f64 >= g => {
+                let over = lo as f64 - g;
+                let past = if over < 0.05 * g {
+                    lo
+                } else {
+                    lo + over as usize
+                };
+                hi.map_or(past, |h| past.min(lo + (h - lo) * 3 / 10))
+            }
             // Past the bound an empty page set: the density overshot. Most of the way there,
             // a page that is likely full (the fetch asks it too) and tells the density nearer
             // the end.
-            (Some(_), Some(h)) if sorted.is_some() => lo + (h - lo) * 4 / 5,
+            (Some(_), Some(h), _) if sorted.is_some() => lo + (h - lo) * 4 / 5,
             // No guess, page 0 alone known (full): page 1, which the fetch asks too; a window of
             // a page or two (the most common) then ends without a page asked past it.
             _ if lo == PAGE => lo,
             // No guess: upwards from what is known, so that few pages are asked past the end.
-            (_, Some(h)) => (lo * 2).min(lo + (h - lo) * 3 / 10),
-            (_, None) => lo * 2,
+            // A few pages between the last full page and the empty one: each in turn, up to
+            // the end (the fetch asks them all; a page past the end is a request spent).
+            (_, Some(h), _) if h - lo <= 5 * PAGE => lo,
+            (_, Some(h), _) => (lo * 2).min(lo + (h - lo) * 3 / 10),
+            (_, None, _) => lo * 2,
         };
         let target = (target / PAGE * PAGE).clamp(lo, top);
         if w.launched.insert(target) {
