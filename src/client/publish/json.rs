@@ -27,7 +27,34 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
 
 /// Writes a finite float as Python's `repr` does (shortest round trip, as `ryu`, with Python's
 /// exponent form: `1e+16`, `1.5e-05`), so that the text is `json.dumps`'s.
+///
+/// A whole number of hundredths under 10^13 (prices, quantities: most floats of a sale) is
+/// written from its integer: `k / 100` is the double nearest that decimal, and no decimal of
+/// fewer digits is as near (below 2^53 / 200, hundredths apart are distinct doubles), so this
+/// is the shortest round trip that `ryu` would find, in Python's fixed form. It takes about a
+/// fifth of `ryu`'s time.
 pub fn write_float(out: &mut Vec<u8>, v: f64) {
+    let k = (v * 100.0).round();
+    if v != 0.0 && k.abs() < 1e15 && k / 100.0 == v {
+        // In range for i64, and exactly an integer: the cast is exact.
+        let k = k as i64;
+        let (whole, cents) = ((k / 100).unsigned_abs(), (k % 100).unsigned_abs());
+        if k < 0 {
+            out.push(b'-');
+        }
+        out.extend_from_slice(itoa::Buffer::new().format(whole).as_bytes());
+        out.push(b'.');
+        match (cents / 10, cents % 10) {
+            (tens, 0) => out.push(b'0' + tens as u8),
+            (tens, ones) => out.extend_from_slice(&[b'0' + tens as u8, b'0' + ones as u8]),
+        }
+        return;
+    }
+    write_float_ryu(out, v);
+}
+
+/// `write_float` of any finite float, from `ryu`'s shortest round trip.
+fn write_float_ryu(out: &mut Vec<u8>, v: f64) {
     let mut buf = ryu::Buffer::new();
     let s = buf.format_finite(v).as_bytes();
     if let Some(e) = s.iter().position(|&b| b == b'e') {
@@ -165,6 +192,41 @@ mod tests {
         ] {
             assert_eq!(float_text(v), want, "{v:e}");
             assert_eq!(float_text(v).parse::<f64>().ok(), Some(v));
+        }
+    }
+
+    fn ryu_text(v: f64) -> String {
+        let mut out = Vec::new();
+        write_float_ryu(&mut out, v);
+        String::from_utf8(out).expect("UTF-8")
+    }
+
+    /// The hundredths written from their integer are `ryu`'s text: every cent up to ±2,000.00,
+    /// cents at every scale up to the bound and past it, and doubles of any bits.
+    #[test]
+    fn hundredths_are_written_as_ryu_writes_them() {
+        let mut values: Vec<f64> = (-200_000..=200_000).map(|k| k as f64 / 100.0).collect();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..200_000 {
+            state = crate::rng::mix(state);
+            let cents = (state % 10_000_000_000_000_000) as f64;
+            let scale = 10f64.powi((state >> 60) as i32 - 4);
+            values.push(cents / 100.0);
+            values.push((cents / 100.0 * scale).round() / 100.0);
+            values.push(f64::from_bits(state));
+            values.push(-((state % 1_000_000) as f64) / 1000.0);
+        }
+        values.extend([
+            0.01,
+            0.1,
+            9_999_999_999_999.99,
+            1e13,
+            1e13 + 0.5,
+            4.5e13,
+            1e15 / 3.0,
+        ]);
+        for v in values.into_iter().filter(|v| v.is_finite()) {
+            assert_eq!(float_text(v), ryu_text(v), "{v:e}");
         }
     }
 }

@@ -252,9 +252,11 @@ pub fn json_column(py: Python<'_>, values: &Bound<'_, PyAny>) -> PyResult<pyo3_a
 
     use crate::python::conversions::to_json::Writer;
 
+    /// The rows whose size sizes the column's text.
+    const SIZING_ROWS: usize = 256;
     let n = values.len().unwrap_or(0);
     let mut writer = Writer::new(py)?;
-    let mut text = Vec::with_capacity(n.saturating_mul(128));
+    let mut text = Vec::with_capacity(n.min(SIZING_ROWS).saturating_mul(512));
     let mut offsets: Vec<i64> = Vec::with_capacity(n + 1);
     offsets.push(0);
     let mut nulls = NullBufferBuilder::new(n);
@@ -280,6 +282,12 @@ pub fn json_column(py: Python<'_>, values: &Bound<'_, PyAny>) -> PyResult<pyo3_a
         let end = i64::try_from(text.len())
             .map_err(|_| PyValueError::new_err("the column's JSON is too large"))?;
         offsets.push(end);
+        if row + 1 == SIZING_ROWS {
+            // The whole column at these rows' size, an eighth over: one allocation instead of
+            // a doubling copy or two of tens of megabytes.
+            let want = (text.len() / SIZING_ROWS + 1) * n / 8 * 9;
+            text.reserve(want.saturating_sub(text.len()));
+        }
     }
     // The offsets grow from 0 to the text's length, and the writer writes UTF-8 (strings
     // from their own UTF-8, the rest in ASCII); `try_new` checks both.
