@@ -342,7 +342,8 @@ def test_a_frames_items_go_as_json_text_and_bad_rows_get_the_dict_paths_problems
     rows[202]["items"][0]["quantity"] = 2**70  # beyond 64 bits: judged carefully
     del rows[250]["items"][2]["description"]  # an item lacking a required field
     frame = pd.DataFrame(rows)
-    table = _frame_table(frame)
+    table, made_structs = _frame_table(frame)
+    assert not made_structs
     assert table.schema.field("items").metadata == {b"ARROW:extension:name": b"arrow.json"}
     assert table.column_names == list(frame.columns)
 
@@ -362,6 +363,164 @@ def test_a_frames_items_go_as_json_text_and_bad_rows_get_the_dict_paths_problems
 
     rest = [json.loads(t) for t in _core.columns_json(table, skip=290)]
     assert rest == [json.loads(_core.to_json(r)) for r in dicts[290:]]
+
+
+def sale(i: int) -> dict:
+    """A retail record whose items all have one shape: the same keys in the same order, each
+    of one type (times as epoch milliseconds)."""
+    return {
+        "dataType": "retail",
+        "schemaVersion": "1",
+        "startTime": T0 + i,
+        "endTime": T0 + i + 60_000,
+        "locationId": f"store-{i % 7}",
+        "dataSourceId": "pos-1",
+        "transactionId": f"t-{i}",
+        "status": "sale",
+        "items": [
+            {
+                "time": T0 + i + k,
+                "quantity": k + 1,
+                "description": f'item {k} – é "{i}"\n',
+                "unitPrice": [2.5, 0.1, 1e-7, 123456789.01, -3.0][(i + k) % 5],
+                "type": "SALE",
+                "gift": k == 2,
+            }
+            for k in range(3)
+        ],
+    }
+
+
+@pytest.mark.parametrize("validate", [True, False])
+def test_a_frames_items_of_one_shape_go_as_a_list_of_structs(emu, client, validate):
+    """Items of one shape become a list<struct> column, which the core writes and checks as a
+    Table's: the records stored and the rows kept back are the dict path's, byte for byte."""
+    from surveillance.publish import _frame_table
+
+    rows = [sale(i) for i in range(300)]
+    rows[7]["items"] = None  # missing: the row lacks items
+    rows[8]["items"] = []
+    rows[9]["items"] = tuple(rows[9]["items"])
+    rows[10]["transactionId"] = None
+    frame = pd.DataFrame(rows)
+    table, made_structs = _frame_table(frame)
+    assert made_structs
+    item = table.schema.field("items").type.value_type
+    assert [(f.name, str(f.type)) for f in item] == [
+        ("time", "int64"),
+        ("quantity", "int64"),
+        ("description", "large_string"),
+        ("unitPrice", "double"),
+        ("type", "large_string"),
+        ("gift", "bool"),
+    ]
+    # The bytes are the dict path's.
+    dicts = [{k: v for k, v in r.items() if v is not None} for r in rows]
+    texts = list(sv._core.columns_json(table))
+    assert texts == [sv._core.to_json(d) for d in dicts]
+
+    report = client.publish(frame, validate=validate, progress=False)
+    got = stored(emu)
+    emu.clear_published()
+    expected = client.publish(dicts, validate=validate, progress=False)
+    assert [(f.index, f.problems, f.message) for f in report.rejected] == [
+        (f.index, f.problems, f.message) for f in expected.rejected
+    ]
+    assert report.accepted == expected.accepted
+    assert got == stored(emu)
+    assert 7 in [f.index for f in report.rejected] and 10 in [f.index for f in report.rejected]
+
+
+def test_a_frames_items_whose_shape_the_model_refuses_are_judged_row_by_row(emu, client):
+    """Items of one shape that the model refuses as a column (every item lacks a required
+    field) are not refused as a whole, as a Table's would be: the frame goes again with its
+    items as JSON text, and each row is kept back with the dict path's problems."""
+    from surveillance.publish import _frame_table
+
+    rows = [sale(i) for i in range(40)]
+    for r in rows:
+        for item in r["items"]:
+            del item["description"]
+    frame = pd.DataFrame(rows)
+    assert _frame_table(frame)[1]
+    with pytest.raises(sv.ValidationError):
+        client.publish(_frame_table(frame)[0], progress=False)  # as a Table: refused
+    assert webhook_requests(emu) == 0
+    report = client.publish(frame, progress=False)
+    expected = client.publish(rows, progress=False)
+    assert report.accepted == expected.accepted == 0
+    assert [(f.index, f.problems) for f in report.rejected] == [
+        (f.index, f.problems) for f in expected.rejected
+    ]
+    assert len(report.rejected) == 40
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "keys in another order",
+        "a key more",
+        "a None value",
+        "an int where floats were",
+        "a bool where ints were",
+        "an int beyond 64 bits",
+        "a nested dict",
+        "a datetime",
+        "NaN",
+        "a list of strings",
+        "an empty dict",
+        "a dict subclass",
+    ],
+)
+def test_items_of_more_than_one_shape_go_as_json_text(change):
+    """What a list<struct> column would write differently from the dict path (or not at all)
+    leaves the column to JSON text."""
+    rows = [sale(i)["items"] for i in range(5)]
+    item = rows[3][1]
+    if change == "keys in another order":
+        rows[3][1] = dict(reversed(list(item.items())))
+    elif change == "a key more":
+        item["colour"] = "red"
+    elif change == "a None value":
+        item["description"] = None
+    elif change == "an int where floats were":
+        item["unitPrice"] = 3
+    elif change == "a bool where ints were":
+        item["quantity"] = True
+    elif change == "an int beyond 64 bits":
+        item["quantity"] = 2**64
+    elif change == "a nested dict":
+        item["type"] = {"code": "SALE"}
+    elif change == "a datetime":
+        item["time"] = dt.datetime(2026, 11, 17, tzinfo=UTC)
+    elif change == "NaN":
+        item["unitPrice"] = math.nan
+    elif change == "a list of strings":
+        rows[3] = ["a", "b"]
+    elif change == "an empty dict":
+        rows[3][1] = {}
+    elif change == "a dict subclass":
+        rows[3][1] = type("Sub", (dict,), {})(item)
+    assert sv._core.struct_list_column(rows) is None
+    assert sv._core.struct_list_column([sale(i)["items"] for i in range(5)]) is not None
+
+
+def test_a_list_of_structs_keeps_missing_rows_null():
+    values = [sale(0)["items"], None, math.nan, pd.NaT, pd.NA, [], sale(1)["items"][:1]]
+    column = pa.array(sv._core.struct_list_column(values))
+    assert column.type == pa.large_list(pa.field("item", column.type.value_type, nullable=False))
+    assert column.null_count == 4
+    assert [len(v) if v is not None else None for v in column.to_pylist()] == [
+        3,
+        None,
+        None,
+        None,
+        None,
+        0,
+        1,
+    ]
+    assert column.to_pylist()[0] == sale(0)["items"]
+    assert sv._core.struct_list_column([[], None]) is None  # no item: no shape to take
 
 
 def test_a_frame_whose_items_have_no_json_form_is_published_as_before(emu, client):

@@ -23,6 +23,7 @@ __all__ = [
     "columns",
     "columns_json",
     "json_column",
+    "struct_list_column",
     "Emulator",
     "events_schema",
     "EventStream",
@@ -370,6 +371,13 @@ def json_column(values: Any) -> Any:
     """The values of an iterable as one Arrow column (``large_string``, ``__arrow_c_array__``)
     of JSON text, written as ``publish`` writes a record's values; a missing value (None, NaN,
     NaT, NA) null. ValueError names the row and place of a value with no JSON form."""
+
+def struct_list_column(values: Any) -> Optional[Any]:
+    """The values of an iterable (a DataFrame column's ``tolist()``) as one Arrow
+    ``large_list<struct>`` column (``__arrow_c_array__``) when each is a list or tuple of flat
+    dicts of one shape: the same keys in the same order, each holding one exact type (str,
+    bool, a 64-bit int, a finite float), none None; a missing value (None, NaN, NaT, NA) a null
+    list. None otherwise: the column is then written as JSON text (``json_column``)."""
 
 def jsonl_rest(path: str, *, skip: int = 0) -> JsonLines:
     """The records of the JSON Lines file ``path`` after the first ``skip``, numbered as

@@ -11,11 +11,11 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Tuple, Union
 
 from . import _check, _core, _progress, _records
 from ._progress import ProgressArg, _wanted
-from .errors import Problem, SurveillanceError
+from .errors import Problem, SurveillanceError, ValidationError
 
 if TYPE_CHECKING:
     import pandas
@@ -548,41 +548,52 @@ def _is_frame(obj: Any) -> bool:
     return type(obj).__module__.startswith("pandas") and hasattr(obj, "iloc")
 
 
-def _frame_table(frame: Any) -> Any:
+def _frame_table(frame: Any, structs: bool = True) -> Tuple[Any, bool]:
     """A pandas DataFrame as a pyarrow Table (its index left out), to be published from its
-    columns; None when pyarrow is missing or cannot type a column (e.g. one that mixes
-    numbers and strings), which leaves the DataFrame to the row-by-row path.
+    columns, and whether a column of it was made a list of structs here; None for the table
+    when pyarrow is missing or cannot type a column (e.g. one that mixes numbers and strings),
+    which leaves the DataFrame to the row-by-row path.
 
-    A column of Python lists and dicts (``items``) becomes a column of JSON text (Arrow's
-    ``arrow.json`` extension type), written by the extension's own record writer: pyarrow's
-    conversion of such a column to list<struct> costs about as much as all the rest of
-    publishing, and this writer under half of it."""
+    A column of Python lists and dicts (``items``) is converted by the extension, not by
+    pyarrow, whose conversion of such a column costs about as much as all the rest of
+    publishing. With ``structs``, lists of flat dicts of one shape become a list<struct>
+    column (``_core.struct_list_column``), which the core writes and checks as a Table's
+    ``items``; other such columns become JSON text (Arrow's ``arrow.json`` extension type,
+    ``_core.json_column``), written by the record writer of the dict path."""
     bad = [c for c in frame.columns if not isinstance(c, str)]
     if bad:
         raise TypeError(f"DataFrame column names must be strings, found {bad[:3]!r}")
     try:
         import pyarrow as pa
     except ImportError:
-        return None
+        return None, False
     unique = frame.columns.is_unique  # (pyarrow refuses a name twice: the row path says so)
     nested = [c for c in frame.columns if unique and _holds_containers(frame[c])]
     try:
         table = pa.Table.from_pandas(frame.drop(columns=nested), preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError):
-        return None
+        return None, False
+    made_structs = False
     for name in nested:
-        try:
-            column = pa.array(_core.json_column(frame[name].tolist()))
-        except ValueError:  # a value with no JSON form: pyarrow's types say where
-            try:
-                column = pa.Array.from_pandas(frame[name])
-            except (pa.ArrowException, TypeError, ValueError):
-                return None
+        values = frame[name].tolist()
+        shaped = _core.struct_list_column(values) if structs else None
+        if shaped is not None:
+            column = pa.array(shaped)
             field = pa.field(name, column.type)
+            made_structs = True
         else:
-            field = pa.field(name, column.type, metadata={_JSON_EXTENSION: b"arrow.json"})
+            try:
+                column = pa.array(_core.json_column(values))
+            except ValueError:  # a value with no JSON form: pyarrow's types say where
+                try:
+                    column = pa.Array.from_pandas(frame[name])
+                except (pa.ArrowException, TypeError, ValueError):
+                    return None, False
+                field = pa.field(name, column.type)
+            else:
+                field = pa.field(name, column.type, metadata={_JSON_EXTENSION: b"arrow.json"})
         table = table.add_column(list(frame.columns).index(name), field, column)
-    return table
+    return table, made_structs
 
 
 #: The field metadata key that names an Arrow extension type.
@@ -676,6 +687,7 @@ def publish(
     source: Any = None
     # Columns: Arrow data, or the path of a Parquet file.
     arrow: Any = None
+    made_structs = False  # a DataFrame's column made a list of structs by _frame_table
     parquet: Optional[str] = None
     size: Optional[int] = None
     rest: Optional[Callable[[int], Iterator[str]]] = None
@@ -704,7 +716,7 @@ def publish(
         source, size = iter([records]), 1
     elif _is_frame(records):
         frame = records
-        table = _frame_table(frame)
+        table, made_structs = _frame_table(frame)
         size = len(frame)
         if table is not None:
             arrow = table
@@ -739,7 +751,18 @@ def publish(
     )
     try:
         if arrow is not None or parquet is not None:
-            data, error = _core.publish_columns(inner, arrow, parquet, **options)
+            try:
+                data, error = _core.publish_columns(inner, arrow, parquet, **options)
+            except ValidationError:
+                if not made_structs:
+                    raise
+                # The columns were refused before anything was sent; a list of structs made
+                # here is refused as a whole where its rows as JSON text are judged one by one,
+                # as the dict path judges them.
+                table, made_structs = _frame_table(frame, structs=False)
+                arrow = table
+                rest = lambda n: _core.columns_json(table, skip=n)  # noqa: E731
+                data, error = _core.publish_columns(inner, arrow, parquet, **options)
             if size is None:
                 size = data["rows"]
         else:

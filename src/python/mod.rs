@@ -66,6 +66,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(publish::columns::publish_columns, m)?)?;
     m.add_function(wrap_pyfunction!(publish::columns::columns_json, m)?)?;
     m.add_function(wrap_pyfunction!(publish::columns::json_column, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::structs::struct_list_column, m)?)?;
     m.add_function(wrap_pyfunction!(publish::columns::jsonl_rest, m)?)?;
     m.add_function(wrap_pyfunction!(publish::check::validate_record, m)?)?;
     m.add_function(wrap_pyfunction!(publish::check::record_json, m)?)?;

@@ -164,7 +164,7 @@ fn surrogate() -> ConvError {
 
 /// The UTF-8 text of a str (or str subclass), borrowed from the object.
 #[cfg(not(windows))]
-fn utf8<'a>(s: &'a Bound<'_, PyAny>) -> Result<Cow<'a, str>, ConvError> {
+pub(crate) fn utf8<'a>(s: &'a Bound<'_, PyAny>) -> Result<Cow<'a, str>, ConvError> {
     let mut size: ffi::Py_ssize_t = 0;
     // SAFETY: `s` is a str (the callers checked), alive for 'a, and the GIL is held; the
     // returned buffer belongs to the object and lives as long as it does.
@@ -184,7 +184,7 @@ fn utf8<'a>(s: &'a Bound<'_, PyAny>) -> Result<Cow<'a, str>, ConvError> {
 
 /// The UTF-8 text of a str (or str subclass) (a copy: python3.dll of 3.9 lacks the call above).
 #[cfg(windows)]
-fn utf8<'a>(s: &'a Bound<'_, PyAny>) -> Result<Cow<'a, str>, ConvError> {
+pub(crate) fn utf8<'a>(s: &'a Bound<'_, PyAny>) -> Result<Cow<'a, str>, ConvError> {
     let s = s.cast::<PyString>().map_err(|_| surrogate())?;
     s.to_cow()
         .map(|c| Cow::Owned(c.into_owned()))

@@ -216,7 +216,7 @@ pub fn columns_json(
 }
 
 /// Whether `value` is missing in a DataFrame column: None, NaN, pandas' `NaT` and `NA`.
-fn missing(value: &Bound<'_, PyAny>) -> bool {
+pub(super) fn missing(value: &Bound<'_, PyAny>) -> bool {
     use pyo3::types::{PyFloat, PyList, PyString, PyTuple};
     if value.is_none() {
         return true;

@@ -7,6 +7,7 @@ pub(super) mod check;
 pub(super) mod columns;
 pub(super) mod records;
 pub(super) mod report;
+pub(super) mod structs;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
