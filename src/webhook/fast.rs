@@ -82,9 +82,16 @@ impl Object {
         let at = if self.hint < n && self.fields[self.hint].name.as_bytes() == name {
             Some(self.hint)
         } else {
-            self.fields.iter().position(|f| f.name.as_bytes() == name)
+            position(self.fields, name)
         };
-        let Some(i) = at else {
+        self.field_at(at)
+    }
+
+    /// As [`field`](Self::field), for the field at `at` in its model, as [`position`] found it
+    /// beforehand (None: the model has no such field): what writes many records of one layout
+    /// looks each name up once.
+    pub fn field_at(&mut self, at: Option<usize>) -> Option<FieldRef> {
+        let Some(i) = at.filter(|&i| i < self.fields.len()) else {
             self.ok = false;
             return None;
         };
@@ -162,6 +169,13 @@ impl Object {
             .fold(0u32, |m, (i, _)| m | 1 << i);
         self.ok && self.present & required == required
     }
+}
+
+/// The position of the field called `name` among `fields` (a model's, or an item's), for
+/// [`Object::field_at`].
+#[must_use]
+pub fn position(fields: &[Field], name: &[u8]) -> Option<usize> {
+    fields.iter().position(|f| f.name.as_bytes() == name)
 }
 
 /// A field of an [`Object`] (its position in the model).
@@ -287,5 +301,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A field looked up beforehand (`position`, `field_at`) is checked as one looked up by
+    /// name: unknown names and names given twice spoil the object either way.
+    #[test]
+    fn fields_looked_up_beforehand_are_checked_as_by_name() {
+        let names = [
+            "dataType",
+            "locationId",
+            "colour",
+            "startTime",
+            "locationId",
+            "items",
+            "status",
+        ];
+        let model = model_named("retail").expect("retail");
+        let mut by_name = Object::of_model(model);
+        let mut at = Object::of_model(model);
+        for name in names {
+            let a = by_name.field(name.as_bytes());
+            let b = at.field_at(position(model.fields, name.as_bytes()));
+            assert_eq!(a, b, "{name}");
+            assert_eq!(by_name.ok, at.ok, "{name}");
+            assert_eq!(by_name.named, at.named, "{name}");
+        }
+        assert!(!at.ok);
+        assert_eq!(at.field_at(Some(model.fields.len())), None);
     }
 }

@@ -3,6 +3,8 @@
 //! that publishing posts.
 
 use super::*;
+use crate::webhook::fast::position;
+use crate::webhook::models::Model;
 
 /// Where the columns that matter for the checks and keys are.
 #[derive(Debug, Clone)]
@@ -19,6 +21,46 @@ pub(super) struct Positions {
     pub(super) data_type: Option<usize>,
     /// The columns of the models' upsert key fields, by name.
     pub(super) key_fields: Vec<(&'static str, usize)>,
+    /// Each model's fields that the columns are, looked up once for every row.
+    pub(super) layouts: Vec<Layout>,
+}
+
+/// Where a model has each column, and each member of the `items` structs among its item
+/// fields (None: it has no such field).
+#[derive(Debug, Clone)]
+pub(super) struct Layout {
+    model: &'static Model,
+    columns: Vec<Option<usize>>,
+    members: Vec<Option<usize>>,
+}
+
+impl Layout {
+    fn of(model: &'static Model, schema: &Schema, items: Option<usize>) -> Layout {
+        let item_fields = model
+            .fields
+            .iter()
+            .find(|f| f.name == "items")
+            .and_then(|f| match f.kind {
+                Kind::Items(fields) => Some(fields),
+                _ => None,
+            });
+        let members = match items.map(|i| element(schema.field(i).data_type())) {
+            Some(Some(DataType::Struct(members))) => members
+                .iter()
+                .map(|m| item_fields.and_then(|f| position(f, m.name().as_bytes())))
+                .collect(),
+            _ => Vec::new(),
+        };
+        Layout {
+            model,
+            columns: schema
+                .fields()
+                .iter()
+                .map(|f| position(model.fields, f.name().as_bytes()))
+                .collect(),
+            members,
+        }
+    }
 }
 
 impl Positions {
@@ -42,6 +84,11 @@ impl Positions {
             items,
             data_type: at("dataType"),
             key_fields,
+            layouts: MODELS
+                .iter()
+                .filter(|m| m.data_type.is_some())
+                .map(|m| Layout::of(m, schema, items))
+                .collect(),
         }
     }
 }
@@ -112,12 +159,19 @@ impl<'a> Rows<'a> {
         out: &mut Vec<u8>,
     ) -> std::result::Result<Written, Unwritable> {
         let mut careful = self.positions.json_keys;
-        let mut record = if check {
+        let model = if check {
             self.str_at(self.positions.data_type, row)
-                .and_then(Object::record)
+                .and_then(model_named)
         } else {
             None
         };
+        let layout = model.and_then(|m| {
+            self.positions
+                .layouts
+                .iter()
+                .find(|l| std::ptr::eq(l.model, m))
+        });
+        let mut record = model.map(Object::of_model);
         let conforms_so_far = !check || record.is_some();
         out.push(b'{');
         let mut first = true;
@@ -145,14 +199,19 @@ impl<'a> Rows<'a> {
                 col.write(row, out, lossy).map_err(located)?;
                 continue;
             };
-            let Some(field) = rec.field(name.as_bytes()) else {
+            let field = match layout {
+                Some(l) => rec.field_at(l.columns.get(c).copied().flatten()),
+                None => rec.field(name.as_bytes()),
+            };
+            let Some(field) = field else {
                 col.write(row, out, lossy).map_err(located)?;
                 continue;
             };
             if let (Kind::Items(_), true) = (rec.kind(field), self.positions.items == Some(c)) {
                 match rec.items(field) {
                     Some(items) => {
-                        if !write_items(col, row, &items, out, lossy).map_err(located)? {
+                        let members = layout.map(|l| l.members.as_slice());
+                        if !write_items(col, row, &items, members, out, lossy).map_err(located)? {
                             rec.fail();
                         }
                     }
@@ -202,10 +261,12 @@ fn json_checked(record: Option<&mut Object>, name: &str, text: &str) -> bool {
 }
 
 /// Writes the `items` list of a row, checking each element; false when one does not conform.
+/// `members`: where the item fields have the structs' members, when looked up beforehand.
 pub(super) fn write_items(
     col: &Col<'_>,
     row: usize,
     items: &crate::webhook::fast::Items,
+    members: Option<&[Option<usize>]>,
     out: &mut Vec<u8>,
     lossy: bool,
 ) -> std::result::Result<bool, Unwritable> {
@@ -227,7 +288,7 @@ pub(super) fn write_items(
             e.path = format!("[{n}]{}", e.path);
             e
         };
-        let Values::Struct(members) = &child.values else {
+        let Values::Struct(structs) = &child.values else {
             child.write(j, out, lossy).map_err(at)?;
             ok = false;
             n += 1;
@@ -236,7 +297,7 @@ pub(super) fn write_items(
         let mut item = items.item();
         out.push(b'{');
         let mut first = true;
-        for m in members {
+        for (k, m) in structs.iter().enumerate() {
             if m.col.is_null(j) {
                 continue;
             }
@@ -249,7 +310,11 @@ pub(super) fn write_items(
                 e.path = format!("[{n}].{}{}", m.name, e.path);
                 e
             })?;
-            if let Some(f) = item.field(m.name.as_bytes()) {
+            let field = match members {
+                Some(at) => item.field_at(at.get(k).copied().flatten()),
+                None => item.field(m.name.as_bytes()),
+            };
+            if let Some(f) = field {
                 item.value(f, value);
             }
         }
