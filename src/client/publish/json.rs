@@ -34,23 +34,36 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
 /// is the shortest round trip that `ryu` would find, in Python's fixed form. It takes about a
 /// fifth of `ryu`'s time.
 pub fn write_float(out: &mut Vec<u8>, v: f64) {
-    let k = (v * 100.0).round();
-    if v != 0.0 && k.abs() < 1e15 && k / 100.0 == v {
-        // In range for i64, and exactly an integer: the cast is exact.
-        let k = k as i64;
-        let (whole, cents) = ((k / 100).unsigned_abs(), (k % 100).unsigned_abs());
-        if k < 0 {
-            out.push(b'-');
+    if v != 0.0 && v.abs() < 1e13 {
+        // The nearest integer to v × 100 (in range for i64; truncated, then rounded by hand,
+        // as `f64::round` is a call to the C library's `round` on x86-64).
+        let r = v * 100.0;
+        let t = r as i64;
+        let k = match (r - t as f64).abs() >= 0.5 {
+            true if r < 0.0 => t - 1,
+            true => t + 1,
+            false => t,
+        };
+        if k as f64 / 100.0 == v {
+            write_hundredths(out, k);
+            return;
         }
-        out.extend_from_slice(itoa::Buffer::new().format(whole).as_bytes());
-        out.push(b'.');
-        match (cents / 10, cents % 10) {
-            (tens, 0) => out.push(b'0' + tens as u8),
-            (tens, ones) => out.extend_from_slice(&[b'0' + tens as u8, b'0' + ones as u8]),
-        }
-        return;
     }
     write_float_ryu(out, v);
+}
+
+/// `k` hundredths as Python's `repr` writes a float (`3.5`, `-2.25`, `1.0`).
+fn write_hundredths(out: &mut Vec<u8>, k: i64) {
+    let (whole, cents) = ((k / 100).unsigned_abs(), (k % 100).unsigned_abs());
+    if k < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(itoa::Buffer::new().format(whole).as_bytes());
+    out.push(b'.');
+    match (cents / 10, cents % 10) {
+        (tens, 0) => out.push(b'0' + tens as u8),
+        (tens, ones) => out.extend_from_slice(&[b'0' + tens as u8, b'0' + ones as u8]),
+    }
 }
 
 /// `write_float` of any finite float, from `ryu`'s shortest round trip.

@@ -32,18 +32,23 @@ enum Member {
 }
 
 impl Member {
-    /// A builder for `value`'s type, or None for a type that is not kept.
-    fn of(value: Borrowed<'_, '_, PyAny>) -> Option<Member> {
+    /// A builder for `value`'s type, sized for `items` values like it, or None for a type
+    /// that is not kept.
+    fn of(value: Borrowed<'_, '_, PyAny>, items: usize) -> Option<Member> {
         // SAFETY: reads the type of a live object.
         let t = unsafe { ffi::Py_TYPE(value.as_ptr()) };
         Some(if t == &raw mut ffi::PyUnicode_Type {
-            Member::Str(LargeStringBuilder::new())
+            let bytes = utf8(&value).map_or(0, |s| s.len());
+            Member::Str(LargeStringBuilder::with_capacity(
+                items,
+                items.saturating_mul(bytes + bytes / 4 + 4),
+            ))
         } else if t == &raw mut ffi::PyBool_Type {
-            Member::Bool(BooleanBuilder::new())
+            Member::Bool(BooleanBuilder::with_capacity(items))
         } else if t == &raw mut ffi::PyLong_Type {
-            Member::Int(Int64Builder::new())
+            Member::Int(Int64Builder::with_capacity(items))
         } else if t == &raw mut ffi::PyFloat_Type {
-            Member::Float(Float64Builder::new())
+            Member::Float(Float64Builder::with_capacity(items))
         } else {
             return None;
         })
@@ -105,8 +110,9 @@ struct Shape {
 }
 
 impl Shape {
-    /// The shape of the first dict; None when a key is not a str or a value is not kept.
-    fn of(dict: Borrowed<'_, '_, PyAny>) -> Option<Shape> {
+    /// The shape of the first dict, its builders sized for `items` dicts; None when a key is
+    /// not a str or a value is not kept.
+    fn of(dict: Borrowed<'_, '_, PyAny>, items: usize) -> Option<Shape> {
         let mut keys = Vec::new();
         let mut members = Vec::new();
         for (k, v) in entries(dict) {
@@ -116,7 +122,7 @@ impl Shape {
             }
             let text = utf8(&k).ok()?.into_owned();
             keys.push((k.to_owned().unbind(), text));
-            members.push(Member::of(v)?);
+            members.push(Member::of(v, items)?);
         }
         (!keys.is_empty()).then_some(Shape { keys, members })
     }
@@ -165,7 +171,7 @@ fn entries<'a, 'py>(
 /// The elements of an exact list or tuple, borrowed (see `entries`).
 fn elements<'a, 'py>(
     seq: Borrowed<'a, 'py, PyAny>,
-) -> Option<impl Iterator<Item = Borrowed<'a, 'py, PyAny>>> {
+) -> Option<impl ExactSizeIterator<Item = Borrowed<'a, 'py, PyAny>>> {
     let py = seq.py();
     let p = seq.as_ptr();
     // SAFETY: reads the type of a live object, then the size and items of that exact type.
@@ -220,13 +226,15 @@ pub fn struct_list_column(values: &Bound<'_, PyAny>) -> PyResult<Option<pyo3_arr
         let Some(items) = elements(value.as_borrowed()) else {
             return Ok(None);
         };
+        // The first list sizes the builders: as many items in every row (an eighth over).
+        let expected = n.saturating_mul(items.len()) / 8 * 9 + 16;
         for item in items {
             if !is_dict(item) {
                 return Ok(None);
             }
             let kept = match &mut shape {
                 Some(s) => s.push(item),
-                None => match Shape::of(item) {
+                None => match Shape::of(item, expected) {
                     Some(mut s) => {
                         let kept = s.push(item);
                         shape = Some(s);
