@@ -176,10 +176,15 @@ mod tests {
         }
     }
 
-    fn float_text(v: f64) -> String {
+    /// What `write` writes of `v`.
+    fn written(write: fn(&mut Vec<u8>, f64), v: f64) -> String {
         let mut out = Vec::new();
-        write_float(&mut out, v);
+        write(&mut out, v);
         String::from_utf8(out).expect("UTF-8")
+    }
+
+    fn float_text(v: f64) -> String {
+        written(write_float, v)
     }
 
     #[test]
@@ -208,12 +213,6 @@ mod tests {
         }
     }
 
-    fn ryu_text(v: f64) -> String {
-        let mut out = Vec::new();
-        write_float_ryu(&mut out, v);
-        String::from_utf8(out).expect("UTF-8")
-    }
-
     /// The hundredths written from their integer are `ryu`'s text: every cent up to ±2,000.00,
     /// cents at every scale up to the bound and past it, and doubles of any bits.
     #[test]
@@ -239,7 +238,7 @@ mod tests {
             1e15 / 3.0,
         ]);
         for v in values.into_iter().filter(|v| v.is_finite()) {
-            assert_eq!(float_text(v), ryu_text(v), "{v:e}");
+            assert_eq!(float_text(v), written(write_float_ryu, v), "{v:e}");
         }
     }
 }
