@@ -448,6 +448,15 @@ impl Window {
     fn kept(&self) -> usize {
         self.kept_so_far() + PAGE * self.assumed.len()
     }
+
+    /// A count: the pages from `lo` up to `to` not asked are taken as full, and the window as
+    /// ending before `end`.
+    fn settle(&mut self, lo: usize, to: usize, end: usize) {
+        let pages = &self.pages;
+        self.assumed
+            .extend((lo..to).step_by(PAGE).filter(|o| !pages.contains_key(o)));
+        self.mode = Mode::Known { end };
+    }
 }
 
 struct Fetch {
@@ -674,12 +683,7 @@ impl Fetch {
         }
         // A short page that is not empty is the last: every page before it is full.
         if let Some(h) = hi.filter(|h| w.pages.get(h).is_some_and(|p| !p.events.is_empty())) {
-            let unasked: Vec<usize> = (lo..h)
-                .step_by(PAGE)
-                .filter(|o| !w.pages.contains_key(o))
-                .collect();
-            w.assumed.extend(unasked);
-            w.mode = Mode::Known { end: h + PAGE };
+            w.settle(lo, h, h + PAGE);
             return;
         }
         // Precise enough for a plan, which is to be within 10%: a sorted window's end within
@@ -714,57 +718,55 @@ impl Fetch {
                 };
                 Some((o + PAGE) as f64 * (w.qe - w.qs + 2) as f64 / covered.max(1) as f64)
             });
-        // The next page towards a sorted guess: half way there, since the time the pages have
-        // not reached may be half as dense as the time they have (the hours of a day differ).
-        // A page short of the end costs nothing, one past it a request.
-        let toward =
-            sorted.map(|g| ((lo as f64 + (g - lo as f64) * 0.5) as usize).saturating_sub(PAGE));
         // From below: when its sorted pages put the end within half that width of the pages
         // known full, the end is taken there without another request (were the rest twice as
         // dense, the count would still be within that width), and no page past it is asked.
         let near = sorted.filter(|g| loose && hi.is_none_or(|h| *g < h as f64));
         if let Some(g) = near.filter(|g| g - lo as f64 <= within / 2.0) {
             let end = ((g / PAGE as f64).round() as usize * PAGE).max(lo);
-            w.assumed.extend((lo..end).step_by(PAGE));
-            w.mode = Mode::Known { end };
+            w.settle(lo, end, end);
             self.approximate = true;
             return;
         }
         if let Some(h) = hi.filter(|_| w.sizing.is_empty()) {
             if (h - lo) as f64 <= within {
-                let end = (lo + (h - lo) / 2) / PAGE * PAGE;
-                w.assumed.extend((lo..=end).step_by(PAGE));
-                w.mode = Mode::Known { end: end + PAGE };
+                let end = (lo + (h - lo) / 2) / PAGE * PAGE + PAGE;
+                w.settle(lo, end, end);
                 self.approximate = true;
                 return;
             }
         }
+        // The next page towards a sorted guess: half way there, since the time the pages have
+        // not reached may be half as dense as the time they have (the hours of a day differ).
+        // A page short of the end costs nothing, one past it a request.
+        let toward = |g: f64| ((lo as f64 + (g - lo as f64) * 0.5) as usize).saturating_sub(PAGE);
         // A window a chained cut started, with no page yet: as dense as the one before it.
         let chained = density
             .filter(|_| w.pages.is_empty())
             .map(|d| d * (w.qe - w.qs + 2) as f64);
         let guess = sorted.or(w.estimate).or(chained);
-        let target = match (guess, hi, toward) {
+        let by_density = sorted.is_some();
+        let target = match (guess, hi) {
             // A window a chained cut started, not dense enough to be surely over the ceiling:
             // its first page (the fetch asks it too) tells its own density, where the window
             // before it may be far denser or sparser.
-            (Some(g), _, _) if chained.is_some() && g * 0.8 < top as f64 => 0,
+            (Some(g), _) if chained.is_some() && g * 0.8 < top as f64 => 0,
             // Sorted pages: towards their guess, under the ceiling or over it (the ceiling
             // page then tells, and the fetch walks to it), or under the page found short.
-            (Some(_), None, Some(t)) => t,
-            (Some(g), Some(_), Some(t)) if g < top as f64 => t,
+            (Some(g), None) if by_density => toward(g),
+            (Some(g), Some(_)) if by_density && g < top as f64 => toward(g),
             // Just under a sample's guess: a full page costs nothing (the fetch asks it too),
             // an empty one is a request spent.
-            (Some(g), _, None) if g > lo as f64 && g < top as f64 => {
+            (Some(g), _) if !by_density && g > lo as f64 && g < top as f64 => {
                 ((g * 0.93) as usize).saturating_sub(PAGE)
             }
             // Surely over the ceiling: its page is the one that tells.
-            (Some(g), None, _) if g >= top as f64 => top,
+            (Some(g), None) if g >= top as f64 => top,
             // Past a sample's guess, no end found yet: it is most likely near, so the next page
             // while within 5% of it (the fetch asks every page short of the end), then twice as
             // far past it as the pages known full already are (the first page past the end
             // settles it within that distance).
-            (Some(g), _, None) if g > 0.0 && lo as f64 >= g => {
+            (Some(g), _) if !by_density && g > 0.0 && lo as f64 >= g => {
                 let over = lo as f64 - g;
                 let past = if over < 0.05 * g {
                     lo
@@ -776,16 +778,16 @@ impl Fetch {
             // Past the bound an empty page set: the density overshot. Most of the way there,
             // a page that is likely full (the fetch asks it too) and tells the density nearer
             // the end.
-            (Some(_), Some(h), _) if sorted.is_some() => lo + (h - lo) * 4 / 5,
+            (Some(_), Some(h)) if by_density => lo + (h - lo) * 4 / 5,
             // No guess, page 0 alone known (full): page 1, which the fetch asks too; a window of
             // a page or two (the most common) then ends without a page asked past it.
             _ if lo == PAGE => lo,
-            // No guess: upwards from what is known, so that few pages are asked past the end.
             // A few pages between the last full page and the empty one: each in turn, up to
             // the end (the fetch asks them all; a page past the end is a request spent).
-            (_, Some(h), _) if h - lo <= 5 * PAGE => lo,
-            (_, Some(h), _) => (lo * 2).min(lo + (h - lo) * 3 / 10),
-            (_, None, _) => lo * 2,
+            (_, Some(h)) if h - lo <= 5 * PAGE => lo,
+            // No guess: upwards from what is known, so that few pages are asked past the end.
+            (_, Some(h)) => (lo * 2).min(lo + (h - lo) * 3 / 10),
+            (_, None) => lo * 2,
         };
         let target = (target / PAGE * PAGE).clamp(lo, top);
         if w.launched.insert(target) {
