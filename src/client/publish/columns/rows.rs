@@ -35,6 +35,11 @@ pub(super) struct Layout {
 }
 
 impl Layout {
+    /// Where the model has column `c`.
+    fn column(&self, c: usize) -> Option<usize> {
+        self.columns.get(c).copied().flatten()
+    }
+
     fn of(model: &'static Model, schema: &Schema, items: Option<usize>) -> Layout {
         let item_fields = model
             .fields
@@ -64,6 +69,13 @@ impl Layout {
 }
 
 impl Positions {
+    /// The layout of the model named `data_type`, if there is one.
+    fn layout(&self, data_type: &str) -> Option<&Layout> {
+        self.layouts
+            .iter()
+            .find(|l| l.model.data_type == Some(data_type))
+    }
+
     pub(super) fn new(schema: &Schema) -> Positions {
         let at = |name: &str| schema.index_of(name).ok();
         let json: Vec<bool> = schema.fields().iter().map(|f| is_json(f)).collect();
@@ -159,19 +171,14 @@ impl<'a> Rows<'a> {
         out: &mut Vec<u8>,
     ) -> std::result::Result<Written, Unwritable> {
         let mut careful = self.positions.json_keys;
-        let model = if check {
+        // The check of the row's model, and where that model has each column.
+        let mut record = if check {
             self.str_at(self.positions.data_type, row)
-                .and_then(model_named)
+                .and_then(|data_type| self.positions.layout(data_type))
+                .map(|l| (Object::of_model(l.model), l))
         } else {
             None
         };
-        let layout = model.and_then(|m| {
-            self.positions
-                .layouts
-                .iter()
-                .find(|l| std::ptr::eq(l.model, m))
-        });
-        let mut record = model.map(Object::of_model);
         let conforms_so_far = !check || record.is_some();
         out.push(b'{');
         let mut first = true;
@@ -188,30 +195,28 @@ impl<'a> Rows<'a> {
             if self.positions.json[c] {
                 let text = col.str_at(row).unwrap_or("null");
                 out.extend_from_slice(text.as_bytes());
-                careful |= !json_checked(record.as_mut(), name, text);
+                let checked = record.as_mut().map(|(rec, l)| (rec, l.column(c)));
+                careful |= !json_checked(checked, text);
                 continue;
             }
             let located = |mut e: Unwritable| {
                 e.path = format!("{name}{}", e.path);
                 e
             };
-            let Some(rec) = record.as_mut() else {
+            let Some((rec, layout)) = record.as_mut() else {
                 col.write(row, out, lossy).map_err(located)?;
                 continue;
             };
-            let field = match layout {
-                Some(l) => rec.field_at(l.columns.get(c).copied().flatten()),
-                None => rec.field(name.as_bytes()),
-            };
-            let Some(field) = field else {
+            let Some(field) = rec.field_at(layout.column(c)) else {
                 col.write(row, out, lossy).map_err(located)?;
                 continue;
             };
             if let (Kind::Items(_), true) = (rec.kind(field), self.positions.items == Some(c)) {
                 match rec.items(field) {
                     Some(items) => {
-                        let members = layout.map(|l| l.members.as_slice());
-                        if !write_items(col, row, &items, members, out, lossy).map_err(located)? {
+                        if !write_items(col, row, &items, &layout.members, out, lossy)
+                            .map_err(located)?
+                        {
                             rec.fail();
                         }
                     }
@@ -226,21 +231,22 @@ impl<'a> Rows<'a> {
         }
         out.push(b'}');
         Ok(Written {
-            conforms: conforms_so_far && record.as_ref().is_none_or(Object::complete),
+            conforms: conforms_so_far && record.as_ref().is_none_or(|(rec, _)| rec.complete()),
             key: self.key(row),
             careful,
         })
     }
 }
 
-/// Scans the JSON `text` of the field `name`, checked as the record's items when it holds
-/// them; false when the scanner leaves it to the careful path (it may not be JSON, or it
-/// is a field of the model other than items, which the fused check does not read).
-fn json_checked(record: Option<&mut Object>, name: &str, text: &str) -> bool {
-    let Some(rec) = record else {
+/// Scans the JSON `text` of a field, checked as the record's items when it holds them
+/// (`record`: the record's check and where its model has the field); false when the scanner
+/// leaves it to the careful path (it may not be JSON, or it is a field of the model other than
+/// items, which the fused check does not read).
+fn json_checked(record: Option<(&mut Object, Option<usize>)>, text: &str) -> bool {
+    let Some((rec, at)) = record else {
         return scan::is_json(text);
     };
-    let Some(field) = rec.field(name.as_bytes()) else {
+    let Some(field) = rec.field_at(at) else {
         // Not a field of the model: the record does not conform (the validator says why).
         return scan::is_json(text);
     };
@@ -261,12 +267,12 @@ fn json_checked(record: Option<&mut Object>, name: &str, text: &str) -> bool {
 }
 
 /// Writes the `items` list of a row, checking each element; false when one does not conform.
-/// `members`: where the item fields have the structs' members, when looked up beforehand.
+/// `members`: where the item model has each of the structs' members.
 pub(super) fn write_items(
     col: &Col<'_>,
     row: usize,
     items: &crate::webhook::fast::Items,
-    members: Option<&[Option<usize>]>,
+    members: &[Option<usize>],
     out: &mut Vec<u8>,
     lossy: bool,
 ) -> std::result::Result<bool, Unwritable> {
@@ -310,11 +316,7 @@ pub(super) fn write_items(
                 e.path = format!("[{n}].{}{}", m.name, e.path);
                 e
             })?;
-            let field = match members {
-                Some(at) => item.field_at(at.get(k).copied().flatten()),
-                None => item.field(m.name.as_bytes()),
-            };
-            if let Some(f) = field {
+            if let Some(f) = item.field_at(members.get(k).copied().flatten()) {
                 item.value(f, value);
             }
         }
