@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::os::raw::c_int;
 
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -92,6 +92,19 @@ impl ConvError {
             }
         }
         out
+    }
+
+    /// The error as a Python exception: its interrupt, or a ValueError of its message after
+    /// `place(path)` (the path as [`path`](Self::path) writes it, maybe empty), when that is
+    /// not empty.
+    pub fn into_value_error(self, place: impl FnOnce(&str) -> String) -> PyErr {
+        if let Some(interrupt) = self.interrupt {
+            return *interrupt;
+        }
+        match place(&self.path()) {
+            at if at.is_empty() => PyValueError::new_err(self.message),
+            at => PyValueError::new_err(format!("{at}: {}", self.message)),
+        }
     }
 
     /// The error as a validation problem of the record.

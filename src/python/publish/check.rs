@@ -1,7 +1,6 @@
 //! Records checked and written without publishing, on `publish`'s writer: `validate` (the
 //! problems of one record under its model), `to_json` (its JSON text), and `_check` for tests.
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
@@ -44,17 +43,9 @@ pub fn validate_record<'py>(
 #[pyfunction]
 #[pyo3(name = "to_json")]
 pub fn record_json(py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<String> {
-    Writer::new(py)?.text(record).map_err(|e| {
-        if let Some(interrupt) = e.interrupt {
-            return *interrupt;
-        }
-        let path = e.path();
-        if path.is_empty() {
-            PyValueError::new_err(e.message)
-        } else {
-            PyValueError::new_err(format!("{path}: {}", e.message))
-        }
-    })
+    Writer::new(py)?
+        .text(record)
+        .map_err(|e| e.into_value_error(str::to_owned))
 }
 
 /// What `publish` makes of one record, for tests: `(text, verdict, key, text_key, problems)`:
@@ -84,7 +75,7 @@ pub fn check_record<'py>(
     match writer.record(record, &mut out, true) {
         Ok(written) => {
             let text = String::from_utf8(out)
-                .map_err(|e| PyValueError::new_err(format!("not UTF-8: {e}")))?;
+                .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("not UTF-8: {e}")))?;
             let text_key = match core::check_text(0, None, Bytes::from(text.clone()), false) {
                 Input::Ready { key, .. } => Some(key),
                 _ => None,

@@ -266,16 +266,10 @@ pub fn json_column(py: Python<'_>, values: &Bound<'_, PyAny>) -> PyResult<pyo3_a
             nulls.append_null();
         } else {
             writer.record(&value, &mut text, false).map_err(|e| {
-                if let Some(interrupt) = e.interrupt {
-                    return *interrupt;
-                }
-                let path = e.path();
-                let at = if path.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at `{path}`")
-                };
-                PyValueError::new_err(format!("row {row}{at}: {}", e.message))
+                e.into_value_error(|path| match path {
+                    "" => format!("row {row}"),
+                    path => format!("row {row} at `{path}`"),
+                })
             })?;
             nulls.append_non_null();
         }
