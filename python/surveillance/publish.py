@@ -759,9 +759,9 @@ def publish(
                 # The columns were refused before anything was sent; a list of structs made
                 # here is refused as a whole where its rows as JSON text are judged one by one,
                 # as the dict path judges them.
+                # (`rest` reads `table`, the one now published.)
                 table, made_structs = _frame_table(frame, structs=False)
                 arrow = table
-                rest = lambda n: _core.columns_json(table, skip=n)  # noqa: E731
                 data, error = _core.publish_columns(inner, arrow, parquet, **options)
             if size is None:
                 size = data["rows"]

@@ -226,15 +226,16 @@ pub fn struct_list_column(values: &Bound<'_, PyAny>) -> PyResult<Option<pyo3_arr
         let Some(items) = elements(value.as_borrowed()) else {
             return Ok(None);
         };
-        // The first list sizes the builders: as many items in every row (an eighth over).
-        let expected = n.saturating_mul(items.len()) / 8 * 9 + 16;
+        let row_items = items.len();
         for item in items {
             if !is_dict(item) {
                 return Ok(None);
             }
             let kept = match &mut shape {
                 Some(s) => s.push(item),
-                None => match Shape::of(item, expected) {
+                // The first list sizes the builders: as many items in every row (an eighth
+                // over).
+                None => match Shape::of(item, n.saturating_mul(row_items) / 8 * 9 + 16) {
                     Some(mut s) => {
                         let kept = s.push(item);
                         shape = Some(s);
