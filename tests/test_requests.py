@@ -148,6 +148,23 @@ def test_one_fetch_within_its_bound(order, bounds, job):
 
 
 @pytest.mark.parametrize("order", ORDERS)
+def test_a_whole_number_of_pages_on_a_first_fetch(day, order):
+    """The README's one exception: a day of exactly 4,000 events, fetched by a new client. A
+    service that sorts costs 40 full pages and the empty page that shows the end; one that does
+    not sort costs its ceiling page as well, and a later fetch of the client does not."""
+    day.set_semantics(order, "[)")
+    client = day.client(limits=QUOTA)
+    n, requests = fetch(day, client, day.start, day.end)
+    assert n == 4000
+    if order == "shuffled":
+        assert requests == pages(n) + 2
+    else:
+        assert requests == below_ceiling(n)
+    n, requests = fetch(day, client, day.start, day.end - dt.timedelta(minutes=1))
+    assert requests <= below_ceiling(n), (n, requests)
+
+
+@pytest.mark.parametrize("order", ORDERS)
 def test_a_burst_where_the_density_seen_said_the_window_was_small(order):
     """A client that saw quiet hours walks the next hour without its ceiling page; 12,000
     events in a few milliseconds of it turn the walk into a split, and the result stays
