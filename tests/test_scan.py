@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+import time
 
 import pytest
 import surveillance as sv
@@ -94,6 +95,27 @@ def test_a_service_that_does_not_sort_ascending_costs_a_request_more(emu, order)
     lf = sv.scan_events(fresh).filter(START.is_between(a, b)).head(10)
     head, requests = spent(fresh, lambda: lf.collect())
     assert requests == 1 and head.equals(want.head(10))
+
+
+@pytest.mark.parametrize("order", ["desc", "shuffled"])
+def test_a_head_that_takes_the_whole_first_part_starts_no_fetch_behind_it(order):
+    """polars pulls a few frames past what head(n) needs: those must not start the fetch of
+    the rest of the range, which would go on in the background for rows nobody reads (here a
+    whole window, 34 requests, where head(n) needs 2)."""
+    with sv.Emulator(seed=3, sites=20, days=2, events_per_day=4000) as emu:
+        emu.set_semantics(order=order)
+        a = emu.start + dt.timedelta(hours=5, minutes=7)
+        b = a + dt.timedelta(hours=20)
+        # A first scan: the page that shows the order, then the first 10 minutes alone.
+        n = len(emu.truth(a, a + dt.timedelta(minutes=10)))
+        assert 3 < n < 16
+        client = client_of(emu)
+        lf = sv.scan_events(client).filter(START.is_between(a, b, closed="left")).head(n)
+        before = event_requests(client)
+        head = lf.collect()
+        assert head["id"].to_list() == emu.truth(a, b)[:n]
+        time.sleep(0.5)
+        assert event_requests(client) - before == 2
 
 
 @pytest.mark.parametrize("engine", ["auto", "streaming"])

@@ -24,6 +24,12 @@ _PROBE_MS = 10 * 60_000
 #: already fetched rather than from the next fetch.
 _PROBE_FRAMES = 16
 
+#: Empty frames given after a part fetched for ``head(n)`` and before the next fetch starts:
+#: polars' streaming engine pulls up to 3 frames past what its ``head(n)`` needs before it stops
+#: pulling (polars 2.1, with 2 to 64 threads), and a pull that reached the next fetch would have
+#: it fetch a whole window in the background, for rows nobody reads.
+_PADDING = 16
+
 #: Time units of polars' datetime literals, in units per millisecond.
 _PER_MS = {"Milliseconds": 1, "Microseconds": 1_000, "Nanoseconds": 1_000_000}
 #: A comparison with the literal on the left, as the same one with the column on the left.
@@ -197,6 +203,11 @@ def _frames(
             left -= frame.height
         yield from _pieces(frame, count)
 
+    def padding() -> Iterator[Any]:
+        empty = pl.DataFrame(schema=_schema(pl)).select(columns)
+        for _ in range(_PADDING):
+            yield empty
+
     # Counted from before the first request, and left in `last_cost` before each frame:
     # polars may never resume, nor close, the source once it has the rows it needs.
     before = client._sent()
@@ -206,6 +217,7 @@ def _frames(
         yield from frames(first, lo, _PROBE_FRAMES)
         if left == 0 or given >= hi:
             return
+        yield from padding()
         probe = min(hi, lo + _PROBE_MS)
         parts = [(lo, hi)]
         if given == lo and probe < hi:
@@ -221,6 +233,8 @@ def _frames(
                         return
             finally:
                 stream.close()
+            if i == 0 and len(parts) > 1:
+                yield from padding()
     finally:
         client._settle_cost(before)
 
