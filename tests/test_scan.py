@@ -98,6 +98,23 @@ def test_a_service_that_does_not_sort_ascending_costs_a_request_more(emu, order)
 
 
 @pytest.mark.parametrize("order", ["desc", "shuffled"])
+@pytest.mark.parametrize("per_day", [500, 46_667], ids=["sparse", "dense"])
+def test_the_first_part_is_sized_by_the_density_seen(order, per_day):
+    """Where the service does not sort ascending, the part fetched alone for head(n) holds
+    about 30 events at the densest rate the client has seen: one request for head(10) whether
+    10 minutes hold 3 events (a fixed 10 minutes cost 6 requests here) or 320 (2 requests)."""
+    with sv.Emulator(seed=3, sites=20, days=2, events_per_day=per_day) as emu:
+        emu.set_semantics(order=order)
+        a = emu.start + dt.timedelta(hours=5, minutes=7)
+        b = a + dt.timedelta(hours=20)
+        client = client_of(emu)
+        want = client.events(a, b, output="polars", progress=False)
+        lf = sv.scan_events(client).filter(START.is_between(a, b, closed="left")).head(10)
+        head, requests = spent(client, lambda: lf.collect())
+        assert head.equals(want.head(10)) and requests == 1, requests
+
+
+@pytest.mark.parametrize("order", ["desc", "shuffled"])
 def test_a_head_that_takes_the_whole_first_part_starts_no_fetch_behind_it(order):
     """polars pulls a few frames past what head(n) needs: those must not start the fetch of
     the rest of the range, which would go on in the background for rows nobody reads (here a

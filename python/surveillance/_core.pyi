@@ -137,6 +137,9 @@ class Client:
         ask it again), and the events it shows to be the range's first, as an Arrow record
         batch, with the epoch ms they end at: all of a short page's range, those before a
         page sorted ascending ends, or none."""
+    def events_density(self, report_id: Optional[str] = None) -> Optional[float]:
+        """The most events a millisecond this client's fetches under a quota found in a
+        window of the report (or of all events); None before any."""
     def access_token(self) -> str:
         """A valid access token."""
     def access_token_async(self) -> Awaitable[str]:

@@ -6,6 +6,7 @@ Needs ``pip install 'surveillance[polars]'`` (polars 2.0 or later, for ``polars.
 from __future__ import annotations
 
 import json
+import math
 import time
 import warnings
 from typing import Any, Iterator, List, Optional, Tuple
@@ -16,8 +17,12 @@ from ._time import TimeLike, to_ms
 __all__ = ["scan_events"]
 
 #: Where the fetch's first page does not tell which events come first (a service that does
-#: not sort them ascending), this first part of a scanned range is fetched alone: a ``head(n)``
-#: of a few rows usually finds them there, in one request; the rest of the range is one fetch.
+#: not sort them ascending), a first part of a scanned range is fetched alone: a ``head(n)`` of
+#: a few rows finds them there, in one request; the rest of the range is one fetch. The part is
+#: sized to hold about this many events at the densest rate the client's fetches have seen (a
+#: page holds 100: a denser stretch than that rate still fits one)...
+_PROBE_EVENTS = 30
+#: ... or is this long, before they have seen any.
 _PROBE_MS = 10 * 60_000
 #: The first part's rows go to polars in this many frames: its streaming engine pulls a frame
 #: or two past the ``head(n)`` it needs before it stops, and those are taken from what was
@@ -57,10 +62,12 @@ def scan_events(
       first: on a service that sorts events ascending (or a range of one page) it holds the
       range's first events, so ``head(10)`` costs one request, and a query that reads the
       whole range costs exactly what ``client.events`` of that range costs (the fetch takes
-      that page rather than asking it again). On a service in another order, the first 10
-      minutes are fetched on their own first: ``head(10)`` of a range whose first 10 minutes
-      hold 10 to 99 events costs one request, the whole range a request more (two on the
-      client's first scan, whose first page showed the order);
+      that page rather than asking it again). On a service in another order, a first part
+      is fetched on its own first, sized to hold about 30 events at the densest rate the
+      client's fetches have seen (10 minutes before they have seen any): ``head(10)`` costs
+      one request when that part holds 10 to 99 events (two on the client's first scan, whose
+      first page showed the order), and the whole range costs a request more than
+      ``client.events`` unless the part holds as many events as the range's last page;
     - windows flow to polars' streaming engine as they complete, so memory stays bounded as
       with :meth:`Client.iter_events <surveillance.Client.iter_events>`.
 
@@ -178,7 +185,7 @@ def _frames(
     First the events that the fetch's first page shows to be the range's first (one request,
     held for the fetch, which does not ask it again: a service that sorts ascending, or a
     range of one page); then the rest in one fetch, a window at a time. Where that page tells
-    nothing (another order), the first ``_PROBE_MS`` are fetched alone first, so that
+    nothing (another order), a first part (``_probe_ms``) is fetched alone first, so that
     ``head(n)`` still stops after a request."""
     if hi <= lo:
         return
@@ -218,7 +225,7 @@ def _frames(
         if left == 0 or given >= hi:
             return
         yield from padding()
-        probe = min(hi, lo + _PROBE_MS)
+        probe = min(hi, lo + _probe_ms(client, report_id))
         parts = [(lo, hi)]
         if given == lo and probe < hi:
             parts = [(lo, probe), (probe, hi)]
@@ -237,6 +244,14 @@ def _frames(
                 yield from padding()
     finally:
         client._settle_cost(before)
+
+
+def _probe_ms(client: Any, report_id: Optional[str]) -> int:
+    """The length of a scan's first part (see ``_PROBE_EVENTS``), in ms."""
+    density = client._inner.events_density(report_id)
+    if not density:
+        return _PROBE_MS
+    return max(1, math.ceil(_PROBE_EVENTS / density))
 
 
 def _frame(pl: Any, batch: Any, columns: List[str]) -> Any:

@@ -59,8 +59,8 @@ pub const DEFAULT_IN_FLIGHT: usize = 16;
 #[derive(Debug, Default)]
 pub struct Shape {
     unsorted: bool,
-    /// A full first page [`peek`] asked was not sorted ascending: later peeks tell nothing
-    /// here, so they ask nothing.
+    /// A full first page (one [`peek`] asked, or a fetched window's) was not sorted
+    /// ascending: later peeks tell nothing here, so they ask nothing.
     unpeekable: bool,
     density: std::collections::HashMap<Option<String>, f64>,
 }
@@ -1126,8 +1126,20 @@ impl Fetch {
         };
         w.done = true;
         let (ws, we, kept) = (w.ws, w.we, w.kept());
+        // A full first page in another order than ascending is what a peek would see: later
+        // peeks of this client would tell nothing, so they ask nothing.
+        let unpeekable = w.pages.get(&0).is_some_and(|p| {
+            p.events.len() >= PAGE
+                && !matches!(
+                    order_of(p.events.iter().map(|e| e.start_ms)),
+                    Order::Asc | Order::Constant
+                )
+        });
         let sizing = std::mem::take(&mut w.sizing);
         let asked = fetch_requests(w, frugal);
+        if unpeekable && !self.counting {
+            self.client.shape().unpeekable = true;
+        }
         if self.counting {
             self.predicted += asked;
         } else if self.frugal {
@@ -2314,6 +2326,18 @@ pub async fn stream_batches(
             break;
         }
     }
+}
+
+/// The most events a millisecond that this client's fetches under a quota found in a window
+/// of `report` (or of all events), if any were seen: what sizes a part of a range meant to fit
+/// one page (a lazy scan's first part) before any of its pages is asked.
+pub fn density_seen(client: &Client, report: Option<&str>) -> Option<f64> {
+    let shape = client.shape();
+    shape
+        .density
+        .get(&report.map(str::to_owned))
+        .copied()
+        .filter(|d| d.is_finite() && *d > 0.0)
 }
 
 /// The first page of a fetch of `query`, asked ahead of it and held for it (a fetch of the

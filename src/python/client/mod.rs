@@ -231,6 +231,13 @@ impl PyClient {
         })
     }
 
+    /// The most events a millisecond this client's fetches found in a window of the report
+    /// (or of all events), or None before any: see `events::density_seen`.
+    #[pyo3(signature = (report_id=None))]
+    fn events_density(&self, report_id: Option<String>) -> PyResult<Option<f64>> {
+        Ok(events::density_seen(&self.core()?, report_id.as_deref()))
+    }
+
     /// Every record of a list (`sites`, `devices`, `cameras`, `reports`) as an Arrow table.
     #[pyo3(signature = (kind, site_id=None, device_id=None))]
     fn list_arrow(
