@@ -132,11 +132,12 @@ class Client:
         ``refresh``: past the cache of settled events, replacing what it held of the range."""
     def events_peek(
         self, start_ms: int, end_ms: int, report_id: Optional[str] = None
-    ) -> tuple[Any, int]:
+    ) -> tuple[Any, int, Optional[float]]:
         """The first page of a fetch of the range, held for that fetch (which then does not
         ask it again), and the events it shows to be the range's first, as an Arrow record
         batch, with the epoch ms they end at: all of a short page's range, those before a
-        page sorted ascending ends, or none."""
+        page sorted ascending ends, or none; and the events a millisecond of a full page
+        sorted descending (the range's last 100), or None."""
     def events_density(self, report_id: Optional[str] = None) -> Optional[float]:
         """The most events a millisecond this client's fetches under a quota found in a
         window of the report (or of all events); None before any."""

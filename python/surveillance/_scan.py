@@ -22,7 +22,8 @@ __all__ = ["scan_events"]
 #: sized to hold about this many events at the densest rate the client's fetches have seen (a
 #: page holds 100: a denser stretch than that rate still fits one)...
 _PROBE_EVENTS = 30
-#: ... or is this long, before they have seen any.
+#: ... or the rate of the scan's first page (sorted descending, the range's last 100 events),
+#: or is this long, where neither tells one.
 _PROBE_MS = 10 * 60_000
 #: The first part's rows go to polars in this many frames: its streaming engine pulls a frame
 #: or two past the ``head(n)`` it needs before it stops, and those are taken from what was
@@ -64,10 +65,13 @@ def scan_events(
       whole range costs exactly what ``client.events`` of that range costs (the fetch takes
       that page rather than asking it again). On a service in another order, a first part
       is fetched on its own first, sized to hold about 30 events at the densest rate the
-      client's fetches have seen (10 minutes before they have seen any): ``head(10)`` costs
+      client's fetches have seen (on a first scan, at the rate of the range's last 100
+      events where the service sorts descending, else 10 minutes): ``head(10)`` costs
       one request when that part holds 10 to 99 events (two on the client's first scan, whose
       first page showed the order), and the whole range costs a request more than
-      ``client.events`` unless the part holds as many events as the range's last page;
+      ``client.events`` unless the part holds as many events as the range's last page
+      (on an unsorted service, a range of several windows may cost two or three more: the
+      split moves where its windows are cut);
     - windows flow to polars' streaming engine as they complete, so memory stays bounded as
       with :meth:`Client.iter_events <surveillance.Client.iter_events>`.
 
@@ -219,13 +223,13 @@ def _frames(
     # polars may never resume, nor close, the source once it has the rows it needs.
     before = client._sent()
     try:
-        first, given = client._inner.events_peek(lo, hi, report_id)
+        first, given, density = client._inner.events_peek(lo, hi, report_id)
         client._settle_cost(before)
         yield from frames(first, lo, _PROBE_FRAMES)
         if left == 0 or given >= hi:
             return
         yield from padding()
-        probe = min(hi, lo + _probe_ms(client, report_id))
+        probe = min(hi, lo + _probe_ms(client, report_id, density))
         parts = [(lo, hi)]
         if given == lo and probe < hi:
             parts = [(lo, probe), (probe, hi)]
@@ -246,9 +250,11 @@ def _frames(
         client._settle_cost(before)
 
 
-def _probe_ms(client: Any, report_id: Optional[str]) -> int:
-    """The length of a scan's first part (see ``_PROBE_EVENTS``), in ms."""
-    density = client._inner.events_density(report_id)
+def _probe_ms(client: Any, report_id: Optional[str], peeked: Optional[float]) -> int:
+    """The length of a scan's first part (see ``_PROBE_EVENTS``), in ms: at the densest rate
+    the client's fetches have seen, else at that of the page the scan asked first (a service
+    sorting descending: the range's last 100 events), else ``_PROBE_MS``."""
+    density = client._inner.events_density(report_id) or peeked
     if not density:
         return _PROBE_MS
     return max(1, math.ceil(_PROBE_EVENTS / density))

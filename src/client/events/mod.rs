@@ -2348,8 +2348,14 @@ pub fn density_seen(client: &Client, report: Option<&str>) -> Option<f64> {
 /// this client found the service's order to be another (a peek would tell nothing).
 /// `until_ms` is where the events given end: every event of the query before it is among
 /// them. This lets a reader that may want only the first rows (a lazy scan's `head`) stop
-/// after one request, without a request more when it reads everything.
-pub async fn peek(client: &Client, query: &Query, keep: EventForm) -> Result<Completed> {
+/// after one request, without a request more when it reads everything. With them, the events
+/// a millisecond of a full page sorted descending (the query's last 100), where the page
+/// showed that order: what sizes a first part that such a reader fetches on its own.
+pub async fn peek(
+    client: &Client,
+    query: &Query,
+    keep: EventForm,
+) -> Result<(Completed, Option<f64>)> {
     check(query)?;
     let none = Completed {
         until_ms: query.start_ms,
@@ -2360,11 +2366,11 @@ pub async fn peek(client: &Client, query: &Query, keep: EventForm) -> Result<Com
         shape.unsorted || shape.unpeekable
     };
     if untold {
-        return Ok(none);
+        return Ok((none, None));
     }
     let (lo, hi) = match pieces(client, query).first() {
         Some(Piece::Gap(lo, hi)) if *lo == query.start_ms => (*lo, *hi),
-        _ => return Ok(none),
+        _ => return Ok((none, None)),
     };
     let report = query.report_id.as_deref();
     let page = fetch_page(client, lo, hi, report, 0, keep, Hold::Next).await?;
@@ -2376,7 +2382,12 @@ pub async fn peek(client: &Client, query: &Query, keep: EventForm) -> Result<Com
     } else {
         // A page of one millisecond says nothing of the order; another order does.
         client.shape().unpeekable |= order != Order::Constant;
-        return Ok(none);
+        let span = match (page.events.first(), page.events.last()) {
+            (Some(first), Some(last)) if order == Order::Desc => first.start_ms - last.start_ms,
+            _ => 0,
+        };
+        let density = (span > 0).then(|| (page.events.len() - 1) as f64 / span as f64);
+        return Ok((none, density));
     };
     let mut events: Vec<Event> = page
         .events
@@ -2384,11 +2395,12 @@ pub async fn peek(client: &Client, query: &Query, keep: EventForm) -> Result<Com
         .filter(|e| e.start_ms >= lo && e.start_ms < until)
         .collect();
     in_order(&mut events);
-    Ok(Completed {
+    let first = Completed {
         events,
         batches: page.batch.into_iter().collect(),
         until_ms: until,
-    })
+    };
+    Ok((first, None))
 }
 
 /// Every event of the query as Arrow record batches (one per window), in order.

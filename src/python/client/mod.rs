@@ -213,8 +213,8 @@ impl PyClient {
     }
 
     /// The first page of a fetch of the range, held for that fetch, and the events it shows
-    /// to be the range's first, as an Arrow record batch, with where they end (epoch ms): see
-    /// `events::peek`.
+    /// to be the range's first, as an Arrow record batch, with where they end (epoch ms) and
+    /// the events a millisecond of a page that showed a descending order: see `events::peek`.
     #[pyo3(signature = (start_ms, end_ms, report_id=None))]
     fn events_peek(
         &self,
@@ -222,12 +222,13 @@ impl PyClient {
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
-    ) -> PyResult<(PyRecordBatch, i64)> {
+    ) -> PyResult<(PyRecordBatch, i64, Option<f64>)> {
         let query = Self::query(start_ms, end_ms, report_id, false)?;
         let c = self.core()?;
         wait(py, async move {
-            let first = events::peek(&c, &query, events::EventForm::Arrow).await?;
-            Ok((PyRecordBatch::new(first.record_batch()?), first.until_ms))
+            let (first, density) = events::peek(&c, &query, events::EventForm::Arrow).await?;
+            let batch = PyRecordBatch::new(first.record_batch()?);
+            Ok((batch, first.until_ms, density))
         })
     }
 
