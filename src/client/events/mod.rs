@@ -1983,6 +1983,18 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// `stream` of the query in a task of its own, sending its windows to `tx`, stopped when the
+/// handle answered is dropped.
+fn spawn_stream(
+    client: Client,
+    query: Query,
+    keep: EventForm,
+    tx: mpsc::Sender<Result<Completed>>,
+    sink: Option<ProgressSink>,
+) -> AbortOnDrop {
+    AbortOnDrop(tokio::spawn(stream(client, query, keep, tx, sink)))
+}
+
 /// Every event of the query, sorted by (startTime, id).
 pub async fn fetch_all(
     client: Client,
@@ -1990,13 +2002,7 @@ pub async fn fetch_all(
     sink: Option<ProgressSink>,
 ) -> Result<Vec<Event>> {
     let (tx, mut rx) = mpsc::channel(64);
-    let _producer = AbortOnDrop(tokio::spawn(stream(
-        client,
-        query,
-        EventForm::Text,
-        tx,
-        sink,
-    )));
+    let _producer = spawn_stream(client, query, EventForm::Text, tx, sink);
     let mut all = Vec::new();
     while let Some(window) = rx.recv().await {
         all.extend(window?.events);
@@ -2013,13 +2019,7 @@ pub async fn stream_batches(
     sink: Option<ProgressSink>,
 ) {
     let (etx, mut erx) = mpsc::channel(2);
-    let _producer = AbortOnDrop(tokio::spawn(stream(
-        client,
-        query,
-        EventForm::Arrow,
-        etx,
-        sink,
-    )));
+    let _producer = spawn_stream(client, query, EventForm::Arrow, etx, sink);
     while let Some(window) = erx.recv().await {
         let batch = window.and_then(|w| w.record_batch());
         let failed = batch.is_err();
