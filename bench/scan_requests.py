@@ -93,7 +93,8 @@ def section(text: str) -> str:
         "events and the fetch takes it, so `head(10)` costs one request. In another order a "
         "first part is fetched alone, sized to hold about 30 events at the densest rate the "
         "client has seen (on a first scan: the rate of the page that showed a descending order, "
-        "else 10 minutes); on a first scan the page that showed the order is spent too.\n"
+        "else 10 minutes), and the rest as `client.events` fetches it, with the page that "
+        "showed the order: the whole costs `events` and the part.\n"
     )
 
 

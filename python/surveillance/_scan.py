@@ -30,6 +30,9 @@ _PROBE_MS = 10 * 60_000
 #: already fetched rather than from the next fetch.
 _PROBE_FRAMES = 16
 
+#: The events one query's pages reach (offsets stop at 10,000): a range over it is cut into
+#: windows.
+_CEILING = 10_000
 #: Empty frames given after a part fetched for ``head(n)`` and before the next fetch starts:
 #: polars' streaming engine pulls up to 3 frames past what its ``head(n)`` needs before it stops
 #: pulling (polars 2.1, with 2 to 64 threads), and a pull that reached the next fetch would have
@@ -68,10 +71,10 @@ def scan_events(
       client's fetches have seen (on a first scan, at the rate of the range's last 100
       events where the service sorts descending, else 10 minutes): ``head(10)`` costs
       one request when that part holds 10 to 99 events (two on the client's first scan, whose
-      first page showed the order), and the whole range costs a request more than
-      ``client.events`` unless the part holds as many events as the range's last page
-      (on an unsorted service, a range of several windows may cost two or three more: the
-      split moves where its windows are cut);
+      first page showed the order), and the whole range about what ``client.events`` costs
+      and the part's request: the rest is fetched as ``events`` fetches it, with the page
+      that showed the order (on a later scan of a range under 10,000 events, from the
+      part's end);
     - windows flow to polars' streaming engine as they complete, so memory stays bounded as
       with :meth:`Client.iter_events <surveillance.Client.iter_events>`.
 
@@ -223,23 +226,32 @@ def _frames(
     # polars may never resume, nor close, the source once it has the rows it needs.
     before = client._sent()
     try:
+        asked = _event_requests(client)
         first, given, density = client._inner.events_peek(lo, hi, report_id)
+        peeked = _event_requests(client) > asked
         client._settle_cost(before)
         yield from frames(first, lo, _PROBE_FRAMES)
         if left == 0 or given >= hi:
             return
         yield from padding()
-        probe = min(hi, lo + _probe_ms(client, report_id, density))
-        parts = [(lo, hi)]
+        rate = client._inner.events_density(report_id) or density
+        probe = min(hi, lo + _probe_ms(rate))
+        parts = [(lo, hi, given)]  # (from, to, where its new rows start)
         if given == lo and probe < hi:
-            parts = [(lo, probe), (probe, hi)]
-        for i, (a, b) in enumerate(parts):
+            # The rest is fetched from `lo` where the peek asked the range's first page (the
+            # page is then the rest's own, held for it, not a request more), or where the range
+            # will be cut in windows anyway: the whole then costs `events` and the part. Else
+            # from the part's end, which saves the part's request when the part holds as many
+            # events as the rest's last page.
+            wide = rate is not None and rate * (hi - lo) >= _CEILING
+            parts = [(lo, probe, lo), (lo if peeked or wide else probe, hi, probe)]
+        for i, (a, b, after) in enumerate(parts):
             stream = client._inner.events_stream(a, b, report_id, None, 2, True, False)
             try:
                 for batch in stream:
                     client._settle_cost(before)
                     count = _PROBE_FRAMES if i == 0 and len(parts) > 1 else 1
-                    yield from frames(batch, given, count)
+                    yield from frames(batch, after, count)
                     if left == 0:
                         return
             finally:
@@ -250,14 +262,18 @@ def _frames(
         client._settle_cost(before)
 
 
-def _probe_ms(client: Any, report_id: Optional[str], peeked: Optional[float]) -> int:
-    """The length of a scan's first part (see ``_PROBE_EVENTS``), in ms: at the densest rate
-    the client's fetches have seen, else at that of the page the scan asked first (a service
-    sorting descending: the range's last 100 events), else ``_PROBE_MS``."""
-    density = client._inner.events_density(report_id) or peeked
-    if not density:
+def _event_requests(client: Any) -> int:
+    """``GET /v2/events`` requests the client has sent."""
+    return int(client._inner.stats()["requests"].get("GET /v2/events", 0))
+
+
+def _probe_ms(rate: Optional[float]) -> int:
+    """The length of a scan's first part (see ``_PROBE_EVENTS``), in ms, at ``rate`` events a
+    ms: the densest the client's fetches have seen, else that of the page the scan asked first
+    (a service sorting descending: the range's last 100 events); ``_PROBE_MS`` without one."""
+    if not rate:
         return _PROBE_MS
-    return max(1, math.ceil(_PROBE_EVENTS / density))
+    return max(1, math.ceil(_PROBE_EVENTS / rate))
 
 
 def _frame(pl: Any, batch: Any, columns: List[str]) -> Any:
