@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
-import re
 from pathlib import Path
 
 import polars as pl
+import run
 import surveillance as sv
 
 HERE = Path(__file__).resolve().parent
@@ -98,22 +98,12 @@ def section(text: str) -> str:
     )
 
 
-def write(text: str) -> None:
-    path = HERE / "RESULTS.md"
-    old = path.read_text()
-    pattern = re.compile(rf"^{re.escape(TITLE)}\n.*?(?=^# |\Z)", re.S | re.M)
-    new = pattern.sub(lambda _: text + "\n", old) if pattern.search(old) else old + "\n" + text
-    path.write_text(new)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
     args = parser.parse_args()
-    text = section(table())
-    print(text)
-    if args.write:
-        write(text)
+    # `run.write` prints the section, and replaces its own section of the file with it.
+    run.write(HERE / "RESULTS.md" if args.write else None, {TITLE: section(table())})
 
 
 if __name__ == "__main__":
