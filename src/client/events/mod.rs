@@ -34,7 +34,8 @@ mod page;
 pub use held::Held;
 use held::HELD_FOR;
 use page::{
-    fetch_page, in_order, page_url, parse_page, settled_before, widened, Hold, MAX_MS, MIN_MS,
+    fetch_page, hides_first, in_order, page_url, parse_page, settled_before, widened, Hold, MAX_MS,
+    MIN_MS,
 };
 pub(crate) use page::{order_of, Order};
 pub use page::{parse_events, Completed, Event, EventForm, Page};
@@ -980,11 +981,10 @@ impl Fetch {
         // A full first page in another order than ascending is what a peek would see: later
         // peeks of this client would tell nothing, so they ask nothing.
         let unpeekable = w.pages.get(&0).is_some_and(|p| {
-            p.events.len() >= PAGE
-                && !matches!(
-                    order_of(p.events.iter().map(|e| e.start_ms)),
-                    Order::Asc | Order::Constant
-                )
+            hides_first(
+                order_of(p.events.iter().map(|e| e.start_ms)),
+                p.events.len(),
+            )
         });
         let sizing = std::mem::take(&mut w.sizing);
         let asked = fetch_requests(w, frugal);
@@ -2082,7 +2082,7 @@ pub async fn peek(
         page.events.last().map_or(lo, |e| e.start_ms)
     } else {
         // A page of one millisecond says nothing of the order; another order does.
-        client.shape().unpeekable |= order != Order::Constant;
+        client.shape().unpeekable |= hides_first(order, page.events.len());
         let span = match (page.events.first(), page.events.last()) {
             (Some(first), Some(last)) if order == Order::Desc => first.start_ms - last.start_ms,
             _ => 0,
@@ -2130,6 +2130,13 @@ mod tests {
         assert_eq!(order_of([3, 3, 1].into_iter()), Order::Desc);
         assert_eq!(order_of([5, 5].into_iter()), Order::Constant);
         assert_eq!(order_of([1, 3, 2].into_iter()), Order::Unsorted);
+    }
+
+    #[test]
+    fn only_a_full_page_in_another_order_hides_the_first_events() {
+        assert!(hides_first(Order::Desc, PAGE) && hides_first(Order::Unsorted, PAGE));
+        assert!(!hides_first(Order::Asc, PAGE) && !hides_first(Order::Constant, PAGE));
+        assert!(!hides_first(Order::Desc, PAGE - 1));
     }
 
     #[test]

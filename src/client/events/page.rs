@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use super::held::{CHECKED_FOR, HELD_FOR};
 use crate::client::error::{Error, Result};
 use crate::client::http::Call;
-use crate::client::lists::page_error;
+use crate::client::lists::{page_error, PAGE};
 use crate::client::Client;
 use crate::time::{format_ms, parse_time};
 
@@ -165,6 +165,13 @@ pub(crate) fn order_of(times: impl Iterator<Item = i64>) -> Order {
         (false, true) => Order::Desc,
         (false, false) => Order::Constant,
     }
+}
+
+/// Whether a full page in `order` (of `len` events) hides which events of its query come
+/// first: it is neither ascending nor of one millisecond. A peek at such a service's first
+/// page tells nothing.
+pub(super) fn hides_first(order: Order, len: usize) -> bool {
+    len >= PAGE && !matches!(order, Order::Asc | Order::Constant)
 }
 
 /// Whether a page read is kept for a later fetch (see [`Held`]).
