@@ -11,6 +11,8 @@ import os
 import pickle
 import select
 import signal
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -737,6 +739,79 @@ def test_client_works_in_forked_child(emu):
     assert out.decode().strip() == str(expected), out
     assert status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert len(client.sites()) == expected  # the parent is unharmed
+
+
+#: A child held to one CPU: the runtime there has one worker, and every kind of call still runs
+#: to its end on it (pages fetched concurrently, a publish fed from a thread of its own, calls
+#: from several threads, an async call), with the embedded emulator on the same runtime.
+ONE_CPU_CHILD = """
+import asyncio, json, os, sys, time
+from concurrent.futures import ThreadPoolExecutor
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+import surveillance as sv
+
+def io_threads():
+    # A thread names itself once it runs: wait until every thread but this one has.
+    for _ in range(200):
+        names = []
+        for t in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{t}/comm") as f:
+                    names.append(f.read().strip())
+            except OSError:
+                pass
+        if names.count("surveillance-io") == len(names) - 1:
+            break
+        time.sleep(0.01)
+    return names.count("surveillance-io")
+
+out = {}
+with sv.Emulator(seed=5, sites=3, days=1, events_per_day=3000) as emu:
+    emu.set_semantics(order="shuffled")
+    out["workers"] = io_threads()  # the runtime is built with its workers; nothing blocking yet
+    c = emu.client()
+    got = [e["id"] for e in c.events(emu.start, emu.end)]
+    out["events_exact"] = got == emu.truth(emu.start, emu.end)
+    records = [
+        {"dataType": "retail", "schemaVersion": "1", "startTime": 1794891600000 + i,
+         "endTime": 1794891660000 + i, "locationId": "s", "dataSourceId": "p",
+         "transactionId": f"t-{i}", "status": "sale",
+         "items": [{"time": 1794891600000 + i, "quantity": 1, "description": "tea",
+                    "unitPrice": 2.5, "type": "SALE"}]}
+        for i in range(2000)
+    ]
+    report = c.publish(records, batch_size=100, progress=False)
+    out["published"] = [report.accepted, len(emu.published())]
+    with ThreadPoolExecutor(4) as pool:
+        lists = list(pool.map(lambda kind: getattr(c, kind)(), ["sites", "devices"] * 4))
+    out["lists_exact"] = lists[:2] * 4 == lists and lists[0] == emu.resources("sites")
+
+    async def main():
+        async with emu.async_client() as a:
+            return await a.sites()
+
+    out["async_exact"] = asyncio.run(main()) == emu.resources("sites")
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or not os.path.isdir("/proc/self/task"),
+    reason="needs Linux CPU affinity and /proc",
+)
+def test_a_process_held_to_one_cpu_runs_one_worker_and_every_call_ends():
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_CPU_CHILD], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {
+        "workers": 1,
+        "events_exact": True,
+        "published": [2000, 2000],
+        "lists_exact": True,
+        "async_exact": True,
+    }
 
 
 # ------------------------------------------------------------------------------------------------

@@ -25,6 +25,14 @@ impl<T, F: Future<Output = Result<T>> + Send + 'static> Work<T> for F {}
 
 static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
 
+/// The runtime's worker threads: one per CPU this process may run on (its CPU affinity and its
+/// cgroup's CPU quota, as `available_parallelism` reads them), as tokio's own default. More
+/// workers than CPUs only add thread switches: publishing a DataFrame from a process held to
+/// one CPU cost 8% more CPU time with two workers than with one (`bench/publish.py`).
+fn workers() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
 /// The runtime of this process, built on first use.
 pub fn get() -> std::io::Result<Arc<Runtime>> {
     let pid = std::process::id();
@@ -40,7 +48,7 @@ pub fn get() -> std::io::Result<Arc<Runtime>> {
     }
     let rt = Arc::new(
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get().max(2)))
+            .worker_threads(workers())
             .thread_name("surveillance-io")
             .enable_all()
             .build()?,
