@@ -1086,16 +1086,19 @@ def run(
 
 def merge(old: str, new: str) -> str:
     """This benchmark's section: `new` (the in-process head, the separate-process
-    subsection, or both) replacing its parts of `old`, keeping the others."""
+    subsection, or both) replacing its parts of `old`, keeping the others. The `### `
+    parts of the separate-process subsection (what this script does not write: its analysis,
+    runs on other machines) stay as they are."""
 
     def split(text: str) -> tuple:
         head, mark, sub = text.partition(SUBTITLE)
-        return head.rstrip("\n"), (mark + sub).rstrip("\n")
+        written, notes, kept = sub.partition("\n### ")
+        return head.rstrip("\n"), (mark + written).rstrip("\n"), (notes + kept).strip("\n")
 
-    old_head, old_sub = split(old)
-    new_head, new_sub = split(new)
+    old_head, old_sub, old_kept = split(old)
+    new_head, new_sub, new_kept = split(new)
     head = new_head or old_head or f"# {TITLE}"
-    sub = new_sub or old_sub
+    sub = "\n\n".join(p for p in (new_sub or old_sub, new_kept or old_kept) if p)
     return head + ("\n\n" + sub if sub else "")
 
 
