@@ -215,18 +215,11 @@ def main() -> None:
         "own count, retries included). The minimum is `ceil(N/100)`.",
         "",
     ]
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        path = HERE / "RESULTS.md"
-        old = path.read_text()
-        start = old.find(TITLE)
-        if start < 0:
-            new = old.rstrip("\n") + "\n\n" + text
-        else:
-            nxt = old.find("\n# ", start + len(TITLE))
-            new = old[:start] + text + ("" if nxt < 0 else old[nxt:])
-        path.write_text(new)
+    # `run.write` prints the section, and replaces its own section of the file with it.
+    sys.path.insert(0, str(HERE))
+    import run
+
+    run.write(HERE / "RESULTS.md" if args.write else None, {TITLE: "\n".join(lines)})
 
 
 if __name__ == "__main__":
