@@ -1,0 +1,348 @@
+//! Running a fetch: the entry points that the bindings call (a fetch streamed window by
+//! window, all of it at once or as Arrow batches, a count, a peek at its first page), and the
+//! quota check that refuses a fetch the day's quota cannot hold before it spends anything.
+
+use tokio::sync::mpsc;
+
+use super::page::{fetch_page, hides_first, in_order, Hold};
+use super::{
+    check, order_of, pieces, Completed, Event, EventForm, Fetch, Order, ProgressSink, Query,
+};
+use crate::client::cache::Piece;
+use crate::client::error::{Error, Result};
+use crate::client::lists::{OFFSET_CEILING, PAGE};
+use crate::client::Client;
+
+/// Fetches every event of the query, sending each completed window (sorted, in time order) to
+/// `tx`. Stops early, without error, when the receiver is dropped.
+pub async fn stream(
+    client: Client,
+    query: Query,
+    keep: EventForm,
+    tx: mpsc::Sender<Result<Completed>>,
+    sink: Option<ProgressSink>,
+) {
+    let checked = match check(&query) {
+        Ok(()) => quota_check_gaps(&client, &query).await,
+        Err(e) => Err(e),
+    };
+    let (checking, pieces) = match checked {
+        Ok(checked) => checked,
+        Err(e) => {
+            let _ = tx.send(Err(e)).await;
+            return;
+        }
+    };
+    let mut p = Fetch::new(client, &query, keep, sink, false, pieces);
+    // The check's requests are this fetch's (its first page is taken from what it held).
+    p.progress.requests += checking;
+    loop {
+        let ready = match p.step().await {
+            Ok(Some(ready)) => ready,
+            Ok(None) => {
+                p.report();
+                if p.wrote {
+                    if let Some(cache) = p.client.cache() {
+                        cache.evict();
+                    }
+                }
+                return;
+            }
+            Err(e) => {
+                if matches!(e, Error::Quota { .. }) {
+                    // What the pages already in show to be complete is kept, not asked again.
+                    if !p.carry_stopped() {
+                        if let Some(prefix) = p.sorted_prefix() {
+                            let _ = tx.send(Ok(prefix)).await;
+                        }
+                    }
+                }
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
+        };
+        for window in ready {
+            if tx.send(Ok(window)).await.is_err() {
+                return;
+            }
+        }
+        // The sink keeps the latest update for the caller to read when it looks: cheap.
+        p.report();
+    }
+}
+
+/// The pieces of a fetch's range (see [`pieces`]), each gap checked by [`quota_check`]; the
+/// requests the checks sent.
+async fn quota_check_gaps(client: &Client, query: &Query) -> Result<(u64, Vec<Piece>)> {
+    let pieces = pieces(client, query);
+    let mut sent = 0;
+    for piece in &pieces {
+        if let Piece::Gap(lo, hi) = piece {
+            let gap = Query {
+                start_ms: *lo,
+                end_ms: *hi,
+                ..query.clone()
+            };
+            sent += quota_check(client, &gap).await?;
+        }
+    }
+    Ok((sent, pieces))
+}
+
+/// Under a daily quota, refuses a fetch that cannot fit in what remains of today's before it
+/// spends it; the requests it sent (none without a quota). Its first request is the fetch's own first page (held for it, so it is not asked
+/// twice); when that page says the fetch may need half of what remains or more (a sorted page's
+/// density over the range, or an unsorted page with less than two windows' worth left), the
+/// range is counted (as `plan_events` counts it) and refused if it needs more than remains.
+async fn quota_check(client: &Client, query: &Query) -> Result<u64> {
+    if query.partial {
+        return Ok(0);
+    }
+    let before = event_requests(client);
+    let quota = client.quota();
+    let (Some(limit), Some(remaining)) = (quota.limit, quota.remaining) else {
+        return Ok(sent(client, before));
+    };
+    let (ws, we) = (query.start_ms, query.end_ms);
+    let report = query.report_id.as_deref();
+    let page = fetch_page(client, ws, we, report, 0, EventForm::Text, Hold::Next).await?;
+    let times: Vec<i64> = page.events.iter().map(|e| e.start_ms).collect();
+    if times.len() < PAGE {
+        return Ok(sent(client, before));
+    }
+    let covered = match order_of(times.iter().copied()) {
+        Order::Asc => times.last().map(|t| t - ws + 1),
+        Order::Desc => times.last().map(|t| we - t),
+        _ => None,
+    };
+    let projected = match covered {
+        Some(c) => (we - ws + 2) as f64 / c.max(1) as f64,
+        // Unsorted: at least a page more, up to any number.
+        None => (2 * OFFSET_CEILING / PAGE) as f64,
+    };
+    if projected * 2.0 < remaining as f64 {
+        return Ok(sent(client, before));
+    }
+    let held = client.held().len();
+    let counted = count(client.clone(), query, None).await?;
+    // The pages the count read of a settled range are the fetch's own: it will not ask them.
+    let reused = client.held().len().saturating_sub(held) as u64;
+    let needed = (counted.requests.ceil() as u64).saturating_sub(reused);
+    let quota = client.quota();
+    let left = quota.remaining.unwrap_or(remaining);
+    if needed <= left {
+        return Ok(sent(client, before));
+    }
+    let when = crate::client::quota::reset_time(quota.resets_at_ms);
+    Err(Error::Quota {
+        message: format!(
+            "this fetch needs about {needed} requests (about {events} events), more than the \
+             {left} left of today's {limit}; nothing was fetched ({spent} requests counted \
+             it). Fetch a shorter range, or sync the range (`sync_events`, `surveillance \
+             sync`), which keeps what each day's quota fetches and resumes the next day; the \
+             quota comes back at {when}",
+            events = counted.events.round() as u64,
+            spent = remaining.saturating_sub(left),
+        ),
+        used: quota.used,
+        limit: Some(limit),
+        resets_at_ms: quota.resets_at_ms,
+    })
+}
+
+/// The events requests `client` has sent.
+fn event_requests(client: &Client) -> u64 {
+    client
+        .stats()
+        .requests
+        .get("GET /v2/events")
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Events requests `client` sent since it had sent `before`.
+fn sent(client: &Client, before: u64) -> u64 {
+    event_requests(client).saturating_sub(before)
+}
+
+/// What a count of a query's events found (see [`count`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Count {
+    /// Events in the range (exact on a sorting service, but for the rare window whose end the
+    /// search took within 3%).
+    pub events: f64,
+    /// Requests the fetch makes for them.
+    pub requests: f64,
+    /// Requests the count made.
+    pub probes: u64,
+    /// Every window's end was found exactly, on a service that sorts.
+    pub exact: bool,
+}
+
+/// Counts the events of the query the way the fetch would fetch them, window by window with
+/// the same decisions, but asking only the pages that decide (each window's first page, its
+/// ceiling page when the fetch asks it, and a few pages to find where it ends): the pages
+/// between are known full without being asked. The pages it asks of a settled range are held
+/// for the fetch that follows (see [`Held`]).
+pub async fn count(client: Client, query: &Query, sink: Option<ProgressSink>) -> Result<Count> {
+    check(query)?;
+    let pieces = pieces(&client, query);
+    let mut p = Fetch::new(client, query, EventForm::Text, sink, true, pieces);
+    while p.step().await?.is_some() {
+        if let Some(s) = &p.sink {
+            s(p.progress);
+        }
+    }
+    Ok(Count {
+        events: p.counted,
+        requests: p.predicted,
+        probes: p.sent,
+        exact: !p.unsorted && !p.approximate,
+    })
+}
+
+/// A spawned task that is aborted when its owner is dropped: a fetch whose caller went away
+/// (Ctrl-C, a cancelled awaitable) stops its requests at once instead of at its next send.
+pub struct AbortOnDrop(pub tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// `stream` of the query in a task of its own, sending its windows to `tx`, stopped when the
+/// handle answered is dropped.
+fn spawn_stream(
+    client: Client,
+    query: Query,
+    keep: EventForm,
+    tx: mpsc::Sender<Result<Completed>>,
+    sink: Option<ProgressSink>,
+) -> AbortOnDrop {
+    AbortOnDrop(tokio::spawn(stream(client, query, keep, tx, sink)))
+}
+
+/// Every event of the query, sorted by (startTime, id).
+pub async fn fetch_all(
+    client: Client,
+    query: Query,
+    sink: Option<ProgressSink>,
+) -> Result<Vec<Event>> {
+    let (tx, mut rx) = mpsc::channel(64);
+    let _producer = spawn_stream(client, query, EventForm::Text, tx, sink);
+    let mut all = Vec::new();
+    while let Some(window) = rx.recv().await {
+        all.extend(window?.events);
+    }
+    Ok(all)
+}
+
+/// As `stream`, but each completed window is sent as one Arrow record batch: each page is
+/// parsed into rows as it arrives, and a window's rows are put in order when it completes.
+pub async fn stream_batches(
+    client: Client,
+    query: Query,
+    tx: mpsc::Sender<Result<arrow_array::RecordBatch>>,
+    sink: Option<ProgressSink>,
+) {
+    let (etx, mut erx) = mpsc::channel(2);
+    let _producer = spawn_stream(client, query, EventForm::Arrow, etx, sink);
+    while let Some(window) = erx.recv().await {
+        let batch = window.and_then(|w| w.record_batch());
+        let failed = batch.is_err();
+        if tx.send(batch).await.is_err() || failed {
+            break;
+        }
+    }
+}
+
+/// The most events a millisecond that this client's fetches under a quota found in a window
+/// of `report` (or of all events), if any were seen: what sizes a part of a range meant to fit
+/// one page (a lazy scan's first part) before any of its pages is asked.
+pub fn density_seen(client: &Client, report: Option<&str>) -> Option<f64> {
+    let shape = client.shape();
+    shape
+        .density
+        .get(&report.map(str::to_owned))
+        .copied()
+        .filter(|d| d.is_finite() && *d > 0.0)
+}
+
+/// The first page of a fetch of `query`, asked ahead of it and held for it (a fetch of the
+/// same query that follows takes it instead of asking again), with the events it shows to be
+/// the query's first: all of the page's range when the page is short; those before its last
+/// event's startTime when the service sorts them ascending (the page is then the range's
+/// first); none otherwise. It asks nothing when the cache holds the query's start, or when
+/// this client found the service's order to be another (a peek would tell nothing).
+/// `until_ms` is where the events given end: every event of the query before it is among
+/// them. This lets a reader that may want only the first rows (a lazy scan's `head`) stop
+/// after one request, without a request more when it reads everything. With them, the events
+/// a millisecond of a full page sorted descending (the query's last 100), where the page
+/// showed that order: what sizes a first part that such a reader fetches on its own.
+pub async fn peek(
+    client: &Client,
+    query: &Query,
+    keep: EventForm,
+) -> Result<(Completed, Option<f64>)> {
+    check(query)?;
+    let none = Completed {
+        until_ms: query.start_ms,
+        ..Completed::default()
+    };
+    let untold = {
+        let shape = client.shape();
+        shape.unsorted || shape.unpeekable
+    };
+    if untold {
+        return Ok((none, None));
+    }
+    let (lo, hi) = match pieces(client, query).first() {
+        Some(Piece::Gap(lo, hi)) if *lo == query.start_ms => (*lo, *hi),
+        _ => return Ok((none, None)),
+    };
+    let report = query.report_id.as_deref();
+    let page = fetch_page(client, lo, hi, report, 0, keep, Hold::Next).await?;
+    let order = order_of(page.events.iter().map(|e| e.start_ms));
+    let until = if page.events.len() < PAGE {
+        hi
+    } else if order == Order::Asc {
+        page.events.last().map_or(lo, |e| e.start_ms)
+    } else {
+        // A page of one millisecond says nothing of the order; another order does.
+        client.shape().unpeekable |= hides_first(order, page.events.len());
+        let span = match (page.events.first(), page.events.last()) {
+            (Some(first), Some(last)) if order == Order::Desc => first.start_ms - last.start_ms,
+            _ => 0,
+        };
+        let density = (span > 0).then(|| (page.events.len() - 1) as f64 / span as f64);
+        return Ok((none, density));
+    };
+    let mut events: Vec<Event> = page
+        .events
+        .into_iter()
+        .filter(|e| e.start_ms >= lo && e.start_ms < until)
+        .collect();
+    in_order(&mut events);
+    let first = Completed {
+        events,
+        batches: page.batch.into_iter().collect(),
+        until_ms: until,
+    };
+    Ok((first, None))
+}
+
+/// Every event of the query as Arrow record batches (one per window), in order.
+pub async fn fetch_batches(
+    client: Client,
+    query: Query,
+    sink: Option<ProgressSink>,
+) -> Result<Vec<arrow_array::RecordBatch>> {
+    let (tx, mut rx) = mpsc::channel(64);
+    let _producer = AbortOnDrop(tokio::spawn(stream_batches(client, query, tx, sink)));
+    let mut all = Vec::new();
+    while let Some(batch) = rx.recv().await {
+        all.push(batch?);
+    }
+    Ok(all)
+}
