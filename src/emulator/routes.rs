@@ -14,6 +14,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
@@ -667,6 +668,31 @@ fn key_field(record: &Value) -> Option<(&'static str, String)> {
     Some((field, key.to_string()))
 }
 
+/// A webhook body: one record, or an array of them, each as the text it was sent as.
+enum Records<'a> {
+    One(&'a RawValue),
+    Array(Vec<&'a RawValue>),
+}
+
+fn body_records(bytes: &[u8]) -> serde_json::Result<Records<'_>> {
+    let array = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    if array {
+        serde_json::from_slice(bytes).map(Records::Array)
+    } else {
+        serde_json::from_slice(bytes).map(Records::One)
+    }
+}
+
+/// The upsert key of a record that the fast check finds conforming to its model (its verdict
+/// agrees with the detailed validator's), read by the same scan, without a tree; None leaves
+/// the record to the careful path: parsed, validated in detail, keyed from its tree.
+fn conforming(text: &str) -> Option<String> {
+    match validate::scan::scan_with_key(text, true)? {
+        (scanned, Some(key)) if scanned.conforms => Some(key),
+        _ => None,
+    }
+}
+
 async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: Body) -> Response {
     let dialect = state.dialect();
     if dialect.webhook_answer == WebhookAnswer::ProxyHtml {
@@ -693,12 +719,14 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
         )
         .into_response();
     };
-    let parsed: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
+    // The body's records as their texts: a tree is built only for a record the fast check does
+    // not pass (see `conforming`).
+    let records = match body_records(&bytes) {
+        Ok(records) => records,
         Err(e) => return ApiError::bad(format!("body is not JSON: {e}")).into_response(),
     };
-    let records = match parsed {
-        Value::Array(_) if !state.webhook_arrays() => {
+    let records = match records {
+        Records::Array(_) if !state.webhook_arrays() => {
             return ApiError(
                 StatusCode::BAD_REQUEST,
                 "array_not_supported",
@@ -706,22 +734,31 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
             )
             .into_response()
         }
-        Value::Array(items) if items.is_empty() => {
+        Records::Array(items) if items.is_empty() => {
             return ApiError::bad("empty array: send at least one record".into()).into_response()
         }
-        Value::Array(items) if items.len() > MAX_BATCH => {
+        Records::Array(items) if items.len() > MAX_BATCH => {
             return ApiError::bad(format!(
                 "a batch holds at most {MAX_BATCH} records, got {}",
                 items.len()
             ))
             .into_response()
         }
-        Value::Array(items) => items,
-        other => vec![other],
+        Records::Array(items) => items,
+        Records::One(one) => vec![one],
     };
     let mut failures = Vec::new();
     let mut good = Vec::new();
-    for (index, record) in records.iter().enumerate() {
+    for (index, raw) in records.iter().enumerate() {
+        if let Some(key) = conforming(raw.get()) {
+            good.push((key, raw.get().to_owned()));
+            continue;
+        }
+        let record: Value = match serde_json::from_str(raw.get()) {
+            Ok(record) => record,
+            Err(e) => return ApiError::bad(format!("body is not JSON: {e}")).into_response(),
+        };
+        let record = &record;
         let problems: Vec<_> = validate::validate(record)
             .into_iter()
             .filter(|p| p.severity == validate::Severity::Error)
@@ -733,7 +770,7 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
             message: message.to_string(),
         };
         match (problems.is_empty(), validate::upsert_key(record)) {
-            (true, Some(key)) => good.push((key, record.to_string())),
+            (true, Some(key)) => good.push((key, raw.get().to_owned())),
             (true, None) => failures.push(failure("", "record has no upsert key")),
             (false, _) => failures.extend(problems.iter().map(|p| failure(&p.path, &p.message))),
         }
@@ -744,7 +781,12 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
     let accepted = good.len();
     state.store_published(region, good);
     if failures.is_empty() {
-        let first = records.first().and_then(key_field).map(|(_, key)| key);
+        let first = records
+            .first()
+            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+            .as_ref()
+            .and_then(key_field)
+            .map(|(_, key)| key);
         let (status, body) = dialect
             .webhook_answer
             .render(accepted, first.as_deref().unwrap_or(""));

@@ -682,16 +682,19 @@ impl State {
         let mut published = lock(&self.published);
         let mut upserts = 0;
         let n = records.len() as u64;
+        let Published {
+            records: stored,
+            index,
+        } = &mut *published;
         for (key, text) in records {
-            match published.index.get(&(region, key.clone())) {
-                Some(&i) => {
-                    published.records[i].1 = text;
+            match index.entry((region, key)) {
+                std::collections::hash_map::Entry::Occupied(at) => {
+                    stored[*at.get()].1 = text;
                     upserts += 1;
                 }
-                None => {
-                    let i = published.records.len();
-                    published.records.push((region, text));
-                    published.index.insert((region, key), i);
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(stored.len());
+                    stored.push((region, text));
                 }
             }
         }

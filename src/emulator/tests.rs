@@ -655,6 +655,37 @@ async fn webhook_upserts_on_transaction_id() {
 }
 
 #[tokio::test]
+async fn webhook_stores_each_record_as_it_was_sent_keyed_as_its_tree_keys_it() {
+    let e = emu().await;
+    let spaced = retail("t-1").to_string().replace(",", " ,\n ");
+    let escaped = retail("t-2")
+        .to_string()
+        .replace("\"t-2\"", "\"t-\\u0032\"");
+    let other = json!({"dataType": "other", "schemaVersion": "1", "locationId": "a",
+        "startTime": 1_763_355_600_000i64, "dataSourceId": "door", "eventUniqueId": "ev-1",
+        "eventType": "alarm", "status": "open"})
+    .to_string();
+    let body = format!("[{spaced},{escaped}, {other}]");
+    let r = e.post("/v2/webhook", body).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), json!({"accepted": 3}));
+    // The texts as sent, whitespace, key order and escapes kept.
+    assert_eq!(e.s.published(None), [spaced, escaped, other.clone()]);
+    // The keys are those of the records' trees: the escaped id is `t-2`, and an `other`
+    // record's key is its location and id.
+    let mut second = retail("t-2");
+    second["status"] = json!("void");
+    let first_other: Value = serde_json::from_str(&other).expect("json");
+    let mut moved = first_other.clone();
+    moved["locationId"] = json!("b");
+    for record in [second.clone(), moved.clone()] {
+        assert_eq!(e.post("/v2/webhook", record).await.status, 200);
+    }
+    assert_eq!(e.s.stats_json()["published_upserts"], 1);
+    assert_eq!(e.stored(), vec![retail("t-1"), second, first_other, moved]);
+}
+
+#[tokio::test]
 async fn webhook_eu_route_stores_under_eu() {
     let e = emu().await;
     let r = e.post("/eu/v2/webhook", retail("t-eu")).await;

@@ -32,6 +32,18 @@ const MAX_FIELDS: usize = 32;
 /// to the careful path; otherwise whether it conforms (when `check`) and its key.
 #[must_use]
 pub fn scan(text: &str, check: bool) -> Option<Scanned> {
+    scan_keyed(text, check, false).map(|(scanned, _)| scanned)
+}
+
+/// As [`scan`], with the record's upsert key as text too (as
+/// [`super::models::Model::key_text`] joins it; None when it has none): what a store of records
+/// keyed by it takes, without a tree.
+#[must_use]
+pub fn scan_with_key(text: &str, check: bool) -> Option<(Scanned, Option<String>)> {
+    scan_keyed(text, check, true)
+}
+
+fn scan_keyed(text: &str, check: bool, key_text: bool) -> Option<(Scanned, Option<String>)> {
     let mut s = Scanner {
         b: text.as_bytes(),
         i: 0,
@@ -41,10 +53,11 @@ pub fn scan(text: &str, check: bool) -> Option<Scanned> {
         // JSON that is not an object has no key and no model.
         s.value(0)?;
         s.ws();
-        return (s.i == s.b.len()).then_some(Scanned {
+        let scanned = Scanned {
             conforms: false,
             key: 0,
-        });
+        };
+        return (s.i == s.b.len()).then_some((scanned, None));
     }
     let mut fields: [Entry<'_>; MAX_FIELDS] = [Entry::EMPTY; MAX_FIELDS];
     let mut n = 0;
@@ -69,10 +82,12 @@ pub fn scan(text: &str, check: bool) -> Option<Scanned> {
         }
     };
     let data_type = text_of("dataType");
-    let key = data_type
-        .as_deref()
-        .and_then(model_named)
-        .map_or(0, |m| m.key_hash(text_of));
+    let model = data_type.as_deref().and_then(model_named);
+    let key = model.map_or(0, |m| m.key_hash(text_of));
+    let text = match model {
+        Some(m) if key_text && key != 0 => m.key_text(text_of),
+        _ => None,
+    };
     let conforms = check && {
         match data_type.as_deref().and_then(Object::record) {
             None => false,
@@ -100,7 +115,7 @@ pub fn scan(text: &str, check: bool) -> Option<Scanned> {
             }
         }
     };
-    Some(Scanned { conforms, key })
+    Some((Scanned { conforms, key }, text))
 }
 
 /// Checks the elements of an `items` array (already known to be JSON): Some(false) when one
@@ -476,7 +491,7 @@ impl<'a> Scanner<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::webhook::{has_errors, key_hash, validate};
+    use crate::webhook::{has_errors, key_hash, upsert_key, validate};
 
     fn agree(text: &str) {
         let parsed = serde_json::from_str::<serde_json::Value>(text);
@@ -490,6 +505,8 @@ mod tests {
                 assert_eq!(s.key, key, "{text}");
                 let unchecked = scan(text, false).expect("scans without the check too");
                 assert_eq!((unchecked.conforms, unchecked.key), (false, key));
+                let keyed = scan_with_key(text, true).expect("scans with its key too");
+                assert_eq!(keyed, (s, upsert_key(&v)), "{text}");
             }
         }
     }
