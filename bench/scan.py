@@ -215,8 +215,8 @@ def main() -> None:
         "own count, retries included). The minimum is `ceil(N/100)`.",
         "",
     ]
-    # `run.write` prints the section, and replaces its own section of the file with it.
-    sys.path.insert(0, str(HERE))
+    # `run.write` prints the section, and replaces its own section of the file with it (this
+    # script's folder is on the path, as for any script).
     import run
 
     run.write(HERE / "RESULTS.md" if args.write else None, {TITLE: "\n".join(lines)})
