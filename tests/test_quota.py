@@ -216,19 +216,22 @@ def test_a_plan_is_within_a_tenth_of_its_fetch_and_its_pages_are_not_asked_twice
         slack = 0 if limits.daily_requests else 2
         assert abs(plan.requests - alone) <= 0.1 * alone + slack, (plan, alone)
         # The fetch that follows takes the pages the plan read instead of asking them again:
-        # what the plan cost is the pages the fetch does not use. Under a quota, on a sorted
-        # service, none: the plan searches each window's end from below and asks no page past
-        # it. On one that does not sort, the first page past each searched end.
+        # what the plan cost is the pages the fetch does not use, at most 2% of the fetch.
+        # Under a quota, on a sorted service, none: the plan searches each window's end from
+        # below and asks no page past it. On one that does not sort, a page past an end only
+        # where the fetch is 50 requests or more; a smaller one is walked. Without a quota the
+        # fresh fetch's own pages in flight past an end vary run to run (a page on a sorted
+        # service, whose density bounds them; up to three on one that does not sort).
         got = client.events(start, end, report_id, progress=False)
         assert [e["id"] for e in got] == dense.truth(start, end, report_id=report_id)
         spent = event_requests(client) - before
-        if not limits.daily_requests:
-            bound = 0.03 * alone + 3
+        if limits.daily_requests:
+            slack = 0
         elif order == "shuffled":
-            bound = 0.02 * alone + 2
+            slack = 3
         else:
-            bound = 0
-        assert spent - alone <= bound, (plan, spent, alone)
+            slack = 1
+        assert spent - alone <= math.floor(0.02 * alone) + slack, (plan, spent, alone)
         assert "events" in str(plan) and "requests" in str(plan)
     finally:
         dense.set_semantics()

@@ -147,6 +147,25 @@ def test_one_fetch_within_its_bound(order, bounds, job):
         assert requests <= bound(n), requests
 
 
+@pytest.mark.parametrize("hours", [1, 3])
+@pytest.mark.parametrize("bounds", BOUNDS)
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_small_range_without_a_quota_costs_its_pages(day, order, bounds, hours):
+    """Without a quota a fetch may spend requests on speed, but no more than a quarter over
+    ``ceil(N / 100)``: a range of a few pages is paged by the density of its first page (a
+    sorted one) or its second page first (one that does not sort), without its ceiling page."""
+    day.set_semantics(order, bounds)
+    client = day.client(limits=sv.Limits.unlimited())
+    start = day.start + 20 * HOUR
+    for _ in range(2):
+        n, requests = fetch(day, client, start, start + hours * HOUR)
+        assert 100 < n < 1000
+        assert requests <= without_quota(n), (n, requests)
+    plan = client.plan_events(start, start + hours * HOUR)
+    # Its end searched from below, a window of a few pages may be off by its last one.
+    assert abs(plan.requests - requests) <= 0.1 * requests + 1, (plan, requests)
+
+
 @pytest.mark.parametrize("order", ORDERS)
 def test_a_whole_number_of_pages_on_a_first_fetch(day, order):
     """The README's one exception: a day of exactly 4,000 events, fetched by a new client. A

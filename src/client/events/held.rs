@@ -73,6 +73,19 @@ impl Held {
         Some((page.body, page.carried))
     }
 
+    /// The furthest offset held of the query whose first page is `base` (none when no page of
+    /// it is held).
+    pub(super) fn furthest(&self, base: &str) -> Option<usize> {
+        self.pages
+            .iter()
+            .filter(|p| p.at.elapsed() < p.ttl)
+            .filter_map(|p| match p.url.strip_prefix(base)? {
+                "" => Some(0),
+                rest => rest.strip_prefix("&offset=")?.parse().ok(),
+            })
+            .max()
+    }
+
     /// Drops the pages an earlier run read (their window did not hold together).
     pub(super) fn drop_carried(&mut self) {
         self.retain(|p| !p.carried);
@@ -113,6 +126,25 @@ mod tests {
         held.put("y".into(), big.clone(), CHECKED_FOR, false);
         assert_eq!(held.take("x"), None);
         assert!(held.take("y").is_some());
+        held.put(
+            "q?s=1&offset=300".into(),
+            Bytes::from_static(b"[]"),
+            HELD_FOR,
+            false,
+        );
+        held.put("q?s=1".into(), Bytes::from_static(b"[]"), HELD_FOR, false);
+        held.put(
+            "q?s=12&offset=900".into(),
+            Bytes::from_static(b"[]"),
+            HELD_FOR,
+            false,
+        );
+        assert_eq!(held.furthest("q?s=1"), Some(300));
+        assert_eq!(held.furthest("q?s=2"), None);
+        assert!(held.take("q?s=1&offset=300").is_some());
+        assert_eq!(held.furthest("q?s=1"), Some(0));
+        held.drop_carried();
+        held.retain(|_| false);
         held.put("c".into(), big.clone(), HELD_FOR, true);
         held.put("d".into(), big, HELD_FOR, false);
         held.drop_carried();

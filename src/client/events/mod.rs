@@ -1,9 +1,11 @@
 //! All the events of a range, exactly once, in few requests: the window planner and fetcher.
 //!
 //! Each window is queried widened by 1 ms on both sides and filtered locally, so the service's
-//! bound inclusivity does not matter. A window's ceiling page (offset 9,900) is asked first, with
-//! page 0: a short ceiling page gives the window's exact size; an empty one means "under the
-//! ceiling, size unknown" (paged from 0, a few pages ahead); a full one means the window holds
+//! bound inclusivity does not matter. A window's ceiling page (offset 9,900) decides how it is
+//! fetched, unless its first page (asked alone first) shows a small window (`open_ahead`; under
+//! a quota a window is walked, see `advance`): a short ceiling page gives the window's exact
+//! size; an empty one means "under the ceiling, size unknown" (paged from 0, a few pages ahead,
+//! `paged_reach`); a full one means the window holds
 //! 10,000 events or more. Then, if that page is sorted by startTime, the next window starts
 //! (ascending) or ends (descending) at its last timestamp, inclusive, and is requested at once;
 //! the order is checked again on every page of the window, and a window that turns out unsorted
@@ -49,6 +51,10 @@ pub use run::{
 
 /// The last offset the service accepts, rounded to a page.
 pub(crate) const CEILING_PAGE: usize = OFFSET_CEILING - PAGE;
+/// A plan asks a page that may lie past a window's end (an empty page, which the fetch does
+/// not ask) only when the fetch is at least this many requests a page so asked, so that it
+/// adds at most 2% to the fetch that follows it (see `Fetch::walk_pages`).
+const PAST_END_SHARE: f64 = 50.0;
 /// Pages requested ahead in a window whose size is unknown.
 pub(crate) const LOOKAHEAD: usize = 4;
 /// The share of an unsorted window's sample fetched first when it is split under a quota.
@@ -194,6 +200,8 @@ struct Window {
     cached: Option<Segment>,
     /// Requests answered for its pages (a page a plan or a quota check held included).
     spent: u64,
+    /// The furthest of its pages a plan held for it, when it started paging ahead.
+    held_to: Option<usize>,
 }
 
 impl Window {
@@ -217,6 +225,7 @@ impl Window {
             ahead: 0,
             cached: None,
             spent: 0,
+            held_to: None,
         }
     }
 
@@ -354,6 +363,11 @@ struct Fetch {
     carry: bool,
     /// Events that started before this (epoch ms) are settled.
     cutoff: i64,
+    /// A count (a plan): the pages of a settled window it may ask in turn, rather than past
+    /// where the window may end, when a page past the end would cost more than 2% of the fetch
+    /// (its pages are held for the fetch that follows). None for a quota check's count, which
+    /// is to spend as little as it can.
+    walk_pages: usize,
     /// A window was written to the cache (which then keeps to its cap).
     wrote: bool,
     /// The windows a split replaced: their start and the requests sent for them, charged to
@@ -524,6 +538,7 @@ impl Fetch {
                 .map(|w| w.kept() as f64)
                 .sum::<f64>();
         let density = self.density;
+        let (walk_pages, cutoff) = (self.walk_pages, self.cutoff);
         let Some(w) = self.window_mut(id) else {
             return;
         };
@@ -605,6 +620,15 @@ impl Fetch {
             .map(|d| d * (w.qe - w.qs + 2) as f64);
         let guess = sorted.or(w.estimate).or(chained);
         let by_density = sorted.is_some();
+        let empties = w
+            .pages
+            .iter()
+            .filter(|(o, p)| p.events.is_empty() && **o != CEILING_PAGE)
+            .count();
+        let past_end_too_dear = (empties as f64 + 1.0) * PAST_END_SHARE
+            > (lo as f64 + others) / PAGE as f64
+            && lo / PAGE < walk_pages
+            && widened(w.qs, w.qe).1 < cutoff;
         let target = match (guess, hi) {
             // A window a chained cut started, not dense enough to be surely over the ceiling:
             // its first page (the fetch asks it too) tells its own density, where the window
@@ -644,6 +668,10 @@ impl Fetch {
             // A few pages between the last full page and the empty one: each in turn, up to
             // the end (the fetch asks them all; a page past the end is a request spent).
             (_, Some(h)) if h - lo <= 5 * PAGE => lo,
+            // No guess, and a page past the end would cost more than 2% of the fetch (its
+            // pages known so far, each a request, against the pages already asked past an
+            // end): the next page, which the fetch asks too.
+            _ if past_end_too_dear => lo,
             // No guess: upwards from what is known, so that few pages are asked past the end.
             (_, Some(h)) => (lo * 2).min(lo + (h - lo) * 3 / 10),
             (_, None) => lo * 2,
@@ -652,6 +680,55 @@ impl Fetch {
         if w.launched.insert(target) {
             self.queue.push_back((id, Kind::Page(target)));
         }
+    }
+
+    /// Without a quota, after a full first page of window `id`. A sorted page whose density
+    /// puts the window well under the ceiling: paged ahead at once, no further than its
+    /// density puts the end, its ceiling page asked only if it turns out larger (a count
+    /// searches for its end). An unsorted page: its second page first (a window of a page or
+    /// two, the most common, then costs its pages), then the ceiling page. Otherwise the
+    /// ceiling page first, which decides how it is fetched. A count asks what the fetch asks.
+    fn open_ahead(&mut self, id: u64) {
+        let counting = self.counting;
+        let held_to = self.held_to(id);
+        let Some(w) = self.window_mut(id) else {
+            return;
+        };
+        let times = w.times();
+        let order = order_of(times.iter().copied());
+        let small = times.last().is_some_and(|&last| {
+            let covered = match order {
+                Order::Asc => last - w.qs + 1,
+                Order::Desc => w.qe - last,
+                _ => return false,
+            };
+            let events = PAGE as f64 * (w.qe - w.qs + 2) as f64 / covered.max(1) as f64;
+            events * SAFETY < CEILING_PAGE as f64
+        });
+        match (small, order) {
+            (true, _) if counting => self.walk(id),
+            (false, Order::Unsorted) if counting => {
+                w.mode = Mode::Walking;
+                if w.launched.insert(PAGE) {
+                    self.queue.push_back((id, Kind::Page(PAGE)));
+                }
+            }
+            (true, _) | (false, Order::Unsorted) if !counting => {
+                w.held_to = held_to;
+                w.mode = Mode::Paging { end: None };
+                let reach = if small { paged_reach(w) } else { PAGE };
+                self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
+            }
+            _ => self.probe(id),
+        }
+    }
+
+    /// The furthest page of window `id` that a plan read and holds for it (see [`Held`]).
+    fn held_to(&self, id: u64) -> Option<usize> {
+        let w = self.windows.values().find(|w| w.id == id)?;
+        let report = self.query.report_id.as_deref();
+        let base = page_url(&self.client, w.qs, w.qe, report, 0);
+        self.client.held().furthest(base.as_str())
     }
 
     fn launch_pending(&mut self) {
@@ -756,7 +833,7 @@ impl Fetch {
                 self.unsorted |= unsorted;
                 self.advance(id, self.unsorted);
             }
-            (Mode::Opening, Kind::Page(0)) => self.probe(id),
+            (Mode::Opening, Kind::Page(0)) => self.open_ahead(id),
             (Mode::Walking, Kind::Page(_)) if counting && len < PAGE => self.search(id),
             (Mode::Walking, Kind::Page(o)) if len < PAGE => {
                 w.mode = Mode::Known { end: o + PAGE };
@@ -792,8 +869,26 @@ impl Fetch {
                 }
                 self.enqueue_pages(id, (0..CEILING_PAGE).step_by(PAGE));
             }
-            (Mode::Paging { end: None }, Kind::Page(o)) => {
-                self.enqueue_pages(id, [o + LOOKAHEAD * PAGE]);
+            (Mode::Paging { end: None }, Kind::Page(_))
+                if !w.launched.contains(&CEILING_PAGE)
+                    && (order_of(w.times().into_iter()) == Order::Unsorted
+                        || paged_reach(w) >= CEILING_PAGE / 2) =>
+            {
+                // Paged without its ceiling page (see `open_ahead`), it turned out unsorted
+                // or large: the ceiling page decides now.
+                self.probe(id);
+            }
+            (Mode::Paging { end: None }, Kind::Page(_)) => {
+                // Every page below the furthest full one is needed, and a few past it are
+                // asked ahead: a page a plan held, answered at once, sends the pages ahead no
+                // further past the end than pages asked in turn do.
+                let mut reach = paged_reach(w);
+                // A plan's pages held for it are answered at once, the furthest perhaps short:
+                // none is asked past it before it is in.
+                if let Some(h) = w.held_to.filter(|h| !w.pages.contains_key(h)) {
+                    reach = reach.min(h.max(PAGE));
+                }
+                self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
             }
             _ => {}
         }
@@ -803,9 +898,11 @@ impl Fetch {
     fn on_probe(&mut self, id: u64, len: usize) -> Result<()> {
         let density = self.density;
         let counting = self.counting;
+        let held_to = self.held_to(id);
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
+        w.held_to = held_to;
         if len == 0 && !w.pages.contains_key(&0) {
             // Under the ceiling, size unknown: page 0 says whether there is anything to page
             // ahead for (a short one ends the window).
@@ -830,7 +927,12 @@ impl Fetch {
                 .find(|(o, p)| **o < CEILING_PAGE && p.events.len() < PAGE)
                 .map(|(o, _)| o + PAGE);
             w.mode = Mode::Paging { end };
-            self.enqueue_pages(id, (1..=pages).map(|p| p * PAGE));
+            // Without a density seen, as far as the window's own pages tell.
+            let reach = match density {
+                Some(_) => pages * PAGE,
+                None => paged_reach(w),
+            };
+            self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
             if let Some(end) = end {
                 self.enqueue_pages(id, (0..end).step_by(PAGE));
             }
@@ -1512,8 +1614,9 @@ fn pieces(client: &Client, query: &Query) -> Vec<Piece> {
 
 /// The requests a fetch makes for a window that a count completed: its pages up to its first
 /// short one (or the ceiling), its ceiling page when that was asked past its end, and without a
-/// quota the pages it asks ahead past its end (about half of `LOOKAHEAD` in flight when it pages
-/// one ahead at a time, more when the density seen sent it further).
+/// quota the pages it asks ahead past its end (none on a sorted answer, whose density bounds
+/// them, or on a window of two pages; else about half of `LOOKAHEAD` in flight when it pages one ahead at a time,
+/// more when the density seen sent it further).
 fn fetch_requests(w: &Window, frugal: bool) -> f64 {
     let end = match w.mode {
         Mode::Known { end } | Mode::Paging { end: Some(end) } => end,
@@ -1527,8 +1630,56 @@ fn fetch_requests(w: &Window, frugal: bool) -> f64 {
     if frugal || end > CEILING_PAGE || end == PAGE {
         return pages + ceiling;
     }
-    let past = (w.ahead as f64 - pages).max(LOOKAHEAD as f64 / 2.0);
+    // A sorted window is paged ahead no further than its density puts its end; an unsorted
+    // one asks its second page alone, and pages ahead only once that and its ceiling page
+    // tell it is larger.
+    let sorted = matches!(order_of(w.times().into_iter()), Order::Asc | Order::Desc);
+    let past = if sorted || !w.launched.contains(&CEILING_PAGE) {
+        0.0
+    } else if w.ahead <= LOOKAHEAD {
+        // No density seen: about half the pages it spares (see `spare_pages`).
+        spare_pages(end / PAGE, w) as f64 / 2.0
+    } else {
+        (w.ahead as f64 - pages).max(LOOKAHEAD as f64 / 2.0)
+    };
     pages + ceiling + past
+}
+
+/// The pages a window paged without a known end, and in no order that tells its density, asks
+/// past the next one it needs, when `needed` pages are known needed: one for every four
+/// (less its ceiling page, a request past the end of a window under the ceiling), up to
+/// [`LOOKAHEAD`] in all, so that the pages asked past its end stay within a quarter of its
+/// pages.
+fn spare_pages(needed: usize, w: &Window) -> usize {
+    let probe = usize::from(w.launched.contains(&CEILING_PAGE));
+    (needed / 4).saturating_sub(probe).min(LOOKAHEAD - 1)
+}
+
+/// The furthest page a window paged without a known end asks ahead, once a page of it is
+/// full: [`LOOKAHEAD`] pages past its furthest full page (fewer on an unsorted answer while
+/// it is small, see [`spare_pages`]), but on a sorted answer no further
+/// than the page that the rest of its time would make the first short one at the density of
+/// its pages, so that few pages are asked past its end (a denser rest is paged a page or two
+/// at a time, near its end only). The next page is always
+/// asked.
+fn paged_reach(w: &Window) -> usize {
+    let Some((&furthest, page)) = w.pages.iter().rev().find(|(_, p)| p.events.len() == PAGE) else {
+        return LOOKAHEAD * PAGE;
+    };
+    let ahead = furthest + LOOKAHEAD * PAGE;
+    let unordered = furthest + PAGE * (1 + spare_pages(furthest / PAGE + 2, w));
+    let Some(last) = page.events.last().map(|e| e.start_ms) else {
+        return unordered;
+    };
+    let (covered, left) = match order_of(w.times().into_iter()) {
+        Order::Asc => (last - w.qs + 1, w.qe - last),
+        Order::Desc => (w.qe - last, last - w.qs),
+        _ => return unordered,
+    };
+    let held = (furthest + PAGE) as f64;
+    let events = held + held * left.max(0) as f64 / covered.max(1) as f64;
+    let short = (events / PAGE as f64) as usize * PAGE;
+    short.clamp(furthest + PAGE, ahead)
 }
 
 /// A cut of `[ws, we)` near the `at`-th of the sorted sampled times, in a gap between them: a
@@ -1641,6 +1792,7 @@ impl Fetch {
             caching,
             carry,
             cutoff,
+            walk_pages: 0,
             wrote: false,
             replaced: Vec::new(),
         };

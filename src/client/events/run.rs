@@ -124,7 +124,7 @@ async fn quota_check(client: &Client, query: &Query) -> Result<u64> {
         return Ok(sent(client, before));
     }
     let held = client.held().len();
-    let counted = count(client.clone(), query, None).await?;
+    let counted = count(client.clone(), query, None, 0).await?;
     // The pages the count read of a settled range are the fetch's own: it will not ask them.
     let reused = client.held().len().saturating_sub(held) as u64;
     let needed = (counted.requests.ceil() as u64).saturating_sub(reused);
@@ -184,10 +184,20 @@ pub struct Count {
 /// ceiling page when the fetch asks it, and a few pages to find where it ends): the pages
 /// between are known full without being asked. The pages it asks of a settled range are held
 /// for the fetch that follows (see [`Held`]).
-pub async fn count(client: Client, query: &Query, sink: Option<ProgressSink>) -> Result<Count> {
+///
+/// `walk_pages`: the pages of a settled window it may ask one after the other where a page
+/// past the window's end would cost the fetch more than 2% (a plan's, whose pages the fetch
+/// takes); 0 asks as few pages as it can (a quota check's).
+pub async fn count(
+    client: Client,
+    query: &Query,
+    sink: Option<ProgressSink>,
+    walk_pages: usize,
+) -> Result<Count> {
     check(query)?;
     let pieces = pieces(&client, query);
     let mut p = Fetch::new(client, query, EventForm::Text, sink, true, pieces);
+    p.walk_pages = walk_pages;
     while p.step().await?.is_some() {
         if let Some(s) = &p.sink {
             s(p.progress);
