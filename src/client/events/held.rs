@@ -73,9 +73,9 @@ impl Held {
         Some((page.body, page.carried))
     }
 
-    /// The furthest offset held of the query whose first page is `base` (none when no page of
-    /// it is held).
-    pub(super) fn furthest(&self, base: &str) -> Option<usize> {
+    /// The furthest offset below `below` held of the query whose first page is `base` (none
+    /// when no such page of it is held).
+    pub(super) fn furthest(&self, base: &str, below: usize) -> Option<usize> {
         self.pages
             .iter()
             .filter(|p| p.at.elapsed() < p.ttl)
@@ -83,6 +83,7 @@ impl Held {
                 "" => Some(0),
                 rest => rest.strip_prefix("&offset=")?.parse().ok(),
             })
+            .filter(|o| *o < below)
             .max()
     }
 
@@ -139,11 +140,11 @@ mod tests {
             HELD_FOR,
             false,
         );
-        assert_eq!(held.furthest("q?s=1"), Some(300));
-        assert_eq!(held.furthest("q?s=2"), None);
+        assert_eq!(held.furthest("q?s=1", 1000), Some(300));
+        assert_eq!(held.furthest("q?s=1", 300), Some(0));
+        assert_eq!(held.furthest("q?s=2", 1000), None);
         assert!(held.take("q?s=1&offset=300").is_some());
-        assert_eq!(held.furthest("q?s=1"), Some(0));
-        held.drop_carried();
+        assert_eq!(held.furthest("q?s=1", 1000), Some(0));
         held.retain(|_| false);
         held.put("c".into(), big.clone(), HELD_FOR, true);
         held.put("d".into(), big, HELD_FOR, false);

@@ -40,8 +40,8 @@ mod run;
 pub use held::Held;
 use held::HELD_FOR;
 use page::{
-    fetch_page, hides_first, in_order, page_url, parse_page, settled_before, widened, Hold, MAX_MS,
-    MIN_MS,
+    covered, fetch_page, hides_first, in_order, page_url, parse_page, settled, settled_before,
+    widened, Hold, MAX_MS, MIN_MS,
 };
 pub(crate) use page::{order_of, Order};
 pub use page::{parse_events, Completed, Event, EventForm, Page};
@@ -200,7 +200,8 @@ struct Window {
     cached: Option<Segment>,
     /// Requests answered for its pages (a page a plan or a quota check held included).
     spent: u64,
-    /// The furthest of its pages a plan held for it, when it started paging ahead.
+    /// A fetch: the furthest of its pages under the ceiling page that a plan held for it
+    /// when it was planned.
     held_to: Option<usize>,
 }
 
@@ -254,11 +255,11 @@ impl Window {
             .take_while(|p| p.events.len() == PAGE)
             .collect();
         let times = || run.iter().flat_map(|p| p.events.iter().map(|e| e.start_ms));
-        let covered = match (run.last().and_then(|p| p.events.last()), order_of(times())) {
-            (Some(last), Order::Asc) => Some(last.start_ms - self.qs + 1),
-            (Some(last), Order::Desc) => Some(self.qe - last.start_ms),
-            _ => None,
-        };
+        let covered = run
+            .last()
+            .and_then(|p| p.events.last())
+            .and_then(|last| covered(order_of(times()), last.start_ms, self.qs, self.qe))
+            .map(|(c, _)| c);
         if let Some(c) = covered {
             // The time its pages have not reached yet, at the density of the windows done
             // (when there are any: the hours of a day differ, and they span more of them), or
@@ -365,8 +366,8 @@ struct Fetch {
     cutoff: i64,
     /// A count (a plan): the pages of a settled window it may ask in turn, rather than past
     /// where the window may end, when a page past the end would cost more than 2% of the fetch
-    /// (its pages are held for the fetch that follows). None for a quota check's count, which
-    /// is to spend as little as it can.
+    /// (its pages are held for the fetch that follows). 0 for a quota check's count, which is
+    /// to spend as little as it can.
     walk_pages: usize,
     /// A window was written to the cache (which then keeps to its cap).
     wrote: bool,
@@ -393,7 +394,13 @@ impl Fetch {
     /// A window of `[ws, we)` with a fresh id, not yet planned.
     fn new_window(&mut self, ws: i64, we: i64) -> Window {
         self.next_id += 1;
-        Window::new(self.next_id - 1, ws, we)
+        let mut w = Window::new(self.next_id - 1, ws, we);
+        if !self.counting {
+            let report = self.query.report_id.as_deref();
+            let base = page_url(&self.client, ws, we, report, 0);
+            w.held_to = self.client.held().furthest(base.as_str(), CEILING_PAGE);
+        }
+        w
     }
 
     /// The first window of the query: page 0 alone first. Many queries (an hourly sync, a
@@ -583,13 +590,9 @@ impl Fetch {
             .rev()
             .find(|(_, p)| p.events.len() == PAGE)
             .and_then(|(o, p)| {
-                let times: Vec<i64> = p.events.iter().map(|e| e.start_ms).collect();
-                let last = *times.last()?;
-                let covered = match order_of(times.into_iter()) {
-                    Order::Asc => last - w.qs + 1,
-                    Order::Desc => w.qe - last,
-                    _ => return None,
-                };
+                let last = p.events.last()?.start_ms;
+                let order = order_of(p.events.iter().map(|e| e.start_ms));
+                let (covered, _) = covered(order, last, w.qs, w.qe)?;
                 Some((o + PAGE) as f64 * (w.qe - w.qs + 2) as f64 / covered.max(1) as f64)
             });
         // From below: when its sorted pages put the end within half that width of the pages
@@ -628,7 +631,7 @@ impl Fetch {
         let past_end_too_dear = (empties as f64 + 1.0) * PAST_END_SHARE
             > (lo as f64 + others) / PAGE as f64
             && lo / PAGE < walk_pages
-            && widened(w.qs, w.qe).1 < cutoff;
+            && settled(w.qs, w.qe, cutoff);
         let target = match (guess, hi) {
             // A window a chained cut started, not dense enough to be surely over the ceiling:
             // its first page (the fetch asks it too) tells its own density, where the window
@@ -690,45 +693,28 @@ impl Fetch {
     /// ceiling page first, which decides how it is fetched. A count asks what the fetch asks.
     fn open_ahead(&mut self, id: u64) {
         let counting = self.counting;
-        let held_to = self.held_to(id);
         let Some(w) = self.window_mut(id) else {
             return;
         };
         let times = w.times();
         let order = order_of(times.iter().copied());
-        let small = times.last().is_some_and(|&last| {
-            let covered = match order {
-                Order::Asc => last - w.qs + 1,
-                Order::Desc => w.qe - last,
-                _ => return false,
-            };
-            let events = PAGE as f64 * (w.qe - w.qs + 2) as f64 / covered.max(1) as f64;
-            events * SAFETY < CEILING_PAGE as f64
-        });
+        let small = times
+            .last()
+            .and_then(|&last| covered(order, last, w.qs, w.qe))
+            .is_some_and(|(covered, _)| {
+                let events = PAGE as f64 * (w.qe - w.qs + 2) as f64 / covered.max(1) as f64;
+                events * SAFETY < CEILING_PAGE as f64
+            });
         match (small, order) {
-            (true, _) if counting => self.walk(id),
-            (false, Order::Unsorted) if counting => {
-                w.mode = Mode::Walking;
-                if w.launched.insert(PAGE) {
-                    self.queue.push_back((id, Kind::Page(PAGE)));
-                }
-            }
-            (true, _) | (false, Order::Unsorted) if !counting => {
-                w.held_to = held_to;
+            // A count's walk searches for the end, its second page first when unsorted.
+            (true, _) | (false, Order::Unsorted) if counting => self.walk(id),
+            (true, _) | (false, Order::Unsorted) => {
                 w.mode = Mode::Paging { end: None };
-                let reach = if small { paged_reach(w) } else { PAGE };
+                let reach = if small { paged_reach(w, order) } else { PAGE };
                 self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
             }
             _ => self.probe(id),
         }
-    }
-
-    /// The furthest page of window `id` that a plan read and holds for it (see [`Held`]).
-    fn held_to(&self, id: u64) -> Option<usize> {
-        let w = self.windows.values().find(|w| w.id == id)?;
-        let report = self.query.report_id.as_deref();
-        let base = page_url(&self.client, w.qs, w.qe, report, 0);
-        self.client.held().furthest(base.as_str())
     }
 
     fn launch_pending(&mut self) {
@@ -869,26 +855,26 @@ impl Fetch {
                 }
                 self.enqueue_pages(id, (0..CEILING_PAGE).step_by(PAGE));
             }
-            (Mode::Paging { end: None }, Kind::Page(_))
-                if !w.launched.contains(&CEILING_PAGE)
-                    && (order_of(w.times().into_iter()) == Order::Unsorted
-                        || paged_reach(w) >= CEILING_PAGE / 2) =>
-            {
-                // Paged without its ceiling page (see `open_ahead`), it turned out unsorted
-                // or large: the ceiling page decides now.
-                self.probe(id);
-            }
             (Mode::Paging { end: None }, Kind::Page(_)) => {
-                // Every page below the furthest full one is needed, and a few past it are
-                // asked ahead: a page a plan held, answered at once, sends the pages ahead no
-                // further past the end than pages asked in turn do.
-                let mut reach = paged_reach(w);
-                // A plan's pages held for it are answered at once, the furthest perhaps short:
-                // none is asked past it before it is in.
-                if let Some(h) = w.held_to.filter(|h| !w.pages.contains_key(h)) {
-                    reach = reach.min(h.max(PAGE));
+                let order = order_of(w.times().into_iter());
+                let mut reach = paged_reach(w, order);
+                if !w.launched.contains(&CEILING_PAGE)
+                    && (order == Order::Unsorted || reach >= CEILING_PAGE / 2)
+                {
+                    // Paged without its ceiling page (see `open_ahead`), it turned out
+                    // unsorted or large: the ceiling page decides now.
+                    self.probe(id);
+                } else {
+                    // Every page below the furthest full one is needed, and a few past it are
+                    // asked ahead. A plan's pages held for it are answered at once, the
+                    // furthest perhaps short: none is asked past it before it is in, so that
+                    // they send the pages ahead no further past the end than pages asked in
+                    // turn do.
+                    if let Some(h) = w.held_to.filter(|h| !w.pages.contains_key(h)) {
+                        reach = reach.min(h.max(PAGE));
+                    }
+                    self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
                 }
-                self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
             }
             _ => {}
         }
@@ -898,11 +884,9 @@ impl Fetch {
     fn on_probe(&mut self, id: u64, len: usize) -> Result<()> {
         let density = self.density;
         let counting = self.counting;
-        let held_to = self.held_to(id);
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
-        w.held_to = held_to;
         if len == 0 && !w.pages.contains_key(&0) {
             // Under the ceiling, size unknown: page 0 says whether there is anything to page
             // ahead for (a short one ends the window).
@@ -930,7 +914,7 @@ impl Fetch {
             // Without a density seen, as far as the window's own pages tell.
             let reach = match density {
                 Some(_) => pages * PAGE,
-                None => paged_reach(w),
+                None => paged_reach(w, order_of(w.times().into_iter())),
             };
             self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
             if let Some(end) = end {
@@ -1660,9 +1644,8 @@ fn spare_pages(needed: usize, w: &Window) -> usize {
 /// it is small, see [`spare_pages`]), but on a sorted answer no further
 /// than the page that the rest of its time would make the first short one at the density of
 /// its pages, so that few pages are asked past its end (a denser rest is paged a page or two
-/// at a time, near its end only). The next page is always
-/// asked.
-fn paged_reach(w: &Window) -> usize {
+/// at a time, near its end only). The next page is always asked. `order`: that of its pages.
+fn paged_reach(w: &Window, order: Order) -> usize {
     let Some((&furthest, page)) = w.pages.iter().rev().find(|(_, p)| p.events.len() == PAGE) else {
         return LOOKAHEAD * PAGE;
     };
@@ -1671,10 +1654,8 @@ fn paged_reach(w: &Window) -> usize {
     let Some(last) = page.events.last().map(|e| e.start_ms) else {
         return unordered;
     };
-    let (covered, left) = match order_of(w.times().into_iter()) {
-        Order::Asc => (last - w.qs + 1, w.qe - last),
-        Order::Desc => (w.qe - last, last - w.qs),
-        _ => return unordered,
+    let Some((covered, left)) = covered(order, last, w.qs, w.qe) else {
+        return unordered;
     };
     let held = (furthest + PAGE) as f64;
     let events = held + held * left.max(0) as f64 / covered.max(1) as f64;

@@ -196,7 +196,7 @@ pub(super) async fn fetch_page(
     hold: Hold,
 ) -> Result<Page> {
     let url = page_url(client, qs, qe, report, offset);
-    let settled = widened(qs, qe).1 < settled_before(client);
+    let settled = settled(qs, qe, settled_before(client));
     let ttl = match hold {
         Hold::Settled if settled => Some(HELD_FOR),
         Hold::Next => Some(CHECKED_FOR),
@@ -235,6 +235,23 @@ pub(super) async fn fetch_page(
 /// service's format can write.
 pub(super) fn widened(qs: i64, qe: i64) -> (i64, i64) {
     ((qs - 1).max(MIN_MS), (qe + 1).min(MAX_MS))
+}
+
+/// Whether the window queried as `[qs, qe)` has settled: its widened query ends before
+/// `cutoff` (see [`settled_before`]).
+pub(super) fn settled(qs: i64, qe: i64, cutoff: i64) -> bool {
+    widened(qs, qe).1 < cutoff
+}
+
+/// The time of a query `[qs, qe)` that pages in `order` have covered, up to their last event's
+/// startTime `last`, and the time left past it: ascending from `qs`, descending from `qe`. None
+/// in another order, which tells no density.
+pub(super) fn covered(order: Order, last: i64, qs: i64, qe: i64) -> Option<(i64, i64)> {
+    match order {
+        Order::Asc => Some((last - qs + 1, qe - last)),
+        Order::Desc => Some((qe - last, last - qs)),
+        _ => None,
+    }
 }
 
 /// The URL of the page at `offset` of the window `[qs, qe)`, queried [`widened`].

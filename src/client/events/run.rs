@@ -4,7 +4,7 @@
 
 use tokio::sync::mpsc;
 
-use super::page::{fetch_page, hides_first, in_order, Hold};
+use super::page::{covered, fetch_page, hides_first, in_order, Hold};
 use super::{
     check, order_of, pieces, Completed, Event, EventForm, Fetch, Order, ProgressSink, Query,
 };
@@ -110,11 +110,10 @@ async fn quota_check(client: &Client, query: &Query) -> Result<u64> {
     if times.len() < PAGE {
         return Ok(sent(client, before));
     }
-    let covered = match order_of(times.iter().copied()) {
-        Order::Asc => times.last().map(|t| t - ws + 1),
-        Order::Desc => times.last().map(|t| we - t),
-        _ => None,
-    };
+    let covered = times
+        .last()
+        .and_then(|&t| covered(order_of(times.iter().copied()), t, ws, we))
+        .map(|(c, _)| c);
     let projected = match covered {
         Some(c) => (we - ws + 2) as f64 / c.max(1) as f64,
         // Unsorted: at least a page more, up to any number.
