@@ -4,6 +4,7 @@ reach the fetch; the result equals ``client.events(..., output="polars")``."""
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import sys
 import time
 
@@ -119,6 +120,48 @@ def test_the_first_part_is_sized_by_the_density_seen(order, per_day):
             lf = sv.scan_events(fresh).filter(START.is_between(a, b, closed="left")).head(10)
             head, requests = spent(fresh, lambda: lf.collect())
             assert head.equals(want.head(10)) and requests == 2, requests
+
+
+@pytest.mark.parametrize("order", ["desc", "shuffled"])
+@pytest.mark.parametrize("per_day", [500, 46_667], ids=["sparse", "dense"])
+def test_a_new_client_starts_from_what_the_cache_kept_of_the_service(order, per_day, tmp_path):
+    """A notebook's kernel started again, or the next run of a job: a new client with the
+    account's cache knows the service's order and density from the earlier clients, so its
+    first head(10) costs one request (a first client ever: 2 descending, 4 to 6 shuffled), and
+    a whole collect at most what `events` costs with the same knowledge."""
+    with sv.Emulator(seed=3, sites=20, days=3, events_per_day=per_day) as emu:
+        emu.set_semantics(order=order)
+        limits = sv.Limits(None, 3, None, None, 10**6)
+        a = emu.start + dt.timedelta(hours=5, minutes=7)
+        b = a + dt.timedelta(hours=20)
+        earlier = emu.client(cache=tmp_path / "cache", limits=limits)
+        earlier.events(a, b, progress=False)
+        kept = tmp_path / "cache"
+        copy = shutil.copytree(kept, tmp_path / "copy")
+        # The next day, not in the cache: every request below is the service's.
+        a, b = a + DAY, b + DAY
+        want = emu.truth(a, b)
+        day = START.is_between(a, b, closed="left")
+
+        later = emu.client(cache=kept, limits=limits)
+        later.access_token()
+        head, requests = spent(later, lambda: sv.scan_events(later).filter(day).head(10).collect())
+        assert head["id"].to_list() == want[:10] and requests == 1, requests
+
+        first_ever = client_of(emu)
+        head, requests = spent(
+            first_ever, lambda: sv.scan_events(first_ever).filter(day).head(10).collect()
+        )
+        assert head["id"].to_list() == want[:10] and requests > 1, requests
+
+        later = emu.client(cache=kept, limits=limits)
+        later.access_token()
+        frame, requests = spent(later, lambda: sv.scan_events(later).filter(day).collect())
+        alike = emu.client(cache=copy, limits=limits)
+        alike.access_token()
+        direct, cost = spent(alike, lambda: alike.events(a, b, output="polars", progress=False))
+        assert frame["id"].to_list() == want and frame.equals(direct)
+        assert requests <= cost, (requests, cost)
 
 
 @pytest.mark.parametrize("order", ["desc", "shuffled"])

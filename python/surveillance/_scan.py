@@ -74,7 +74,9 @@ def scan_events(
       first page showed the order), and the whole range about what ``client.events`` costs
       and the part's request: the rest is fetched as ``events`` fetches it, with the page
       that showed the order (on a later scan of a range under 10,000 events, from the
-      part's end);
+      part's end). A client with a cache starts from the order and density that the account's
+      earlier clients kept there: a client of a later process pays none of this first scan's
+      requests, and its ``head(10)`` costs one request in any order;
     - windows flow to polars' streaming engine as they complete, so memory stays bounded as
       with :meth:`Client.iter_events <surveillance.Client.iter_events>`.
 

@@ -30,6 +30,11 @@ const STALE_TEMP: Duration = Duration::from_secs(3600);
 const ACCOUNT_FILE: &str = "account.json";
 /// The first word of a file of carried pages (and its format's version after it).
 const CARRY_MAGIC: &str = "svpages 1";
+/// The name of the file of an account's directory that keeps what its fetches found of the
+/// service's order and density (see [`Seen`]).
+const SEEN_FILE: &str = "shape.json";
+/// A density kept is written again only when a fetch finds one denser by this factor.
+const DENSER: f64 = 1.1;
 
 /// The cache of one account: where its files are, and the cap of the whole directory.
 #[derive(Debug, Clone)]
@@ -66,6 +71,56 @@ pub enum Piece {
     Held(Segment, i64, i64),
     /// `[lo, hi)` is not in the cache.
     Gap(i64, i64),
+}
+
+/// What an account's fetches found of how the service gives its events, kept in the account's
+/// directory so that a client of a later process (a notebook's kernel started again, the next
+/// run of a job) starts from it rather than asking again what its first fetch would: whether
+/// the service sorts events, whether a range's first page shows its first events, and the most
+/// events a millisecond seen in a window of each report (None: all events). None of it decides
+/// what a fetch returns, only how many requests it spends finding out.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Seen {
+    /// A fetch found the service's events unsorted.
+    pub unsorted: bool,
+    /// A full first page was not sorted ascending.
+    pub unpeekable: bool,
+    /// The most events a millisecond seen in a window, per report.
+    pub density: Vec<(Option<String>, f64)>,
+}
+
+impl Seen {
+    /// The density kept of `report`'s events.
+    pub fn density_of(&self, report: Option<&str>) -> Option<f64> {
+        self.density
+            .iter()
+            .find(|(r, _)| r.as_deref() == report)
+            .map(|(_, d)| *d)
+    }
+
+    /// Whether `self` tells what `kept` does not: a flag it lacks, or a density it lacks or
+    /// holds [`DENSER`] times lower.
+    pub fn tells_more_than(&self, kept: &Seen) -> bool {
+        (self.unsorted && !kept.unsorted)
+            || (self.unpeekable && !kept.unpeekable)
+            || self.density.iter().any(|(r, d)| {
+                kept.density_of(r.as_deref())
+                    .is_none_or(|k| *d > k * DENSER)
+            })
+    }
+
+    /// What `self` and `other` found together: either's flags, and the denser of each density.
+    fn merged(mut self, other: Seen) -> Seen {
+        self.unsorted |= other.unsorted;
+        self.unpeekable |= other.unpeekable;
+        for (report, d) in other.density {
+            match self.density.iter_mut().find(|(r, _)| *r == report) {
+                Some((_, mine)) => *mine = mine.max(d),
+                None => self.density.push((report, d)),
+            }
+        }
+        self
+    }
 }
 
 /// Why a cached file cannot be served.
@@ -327,6 +382,29 @@ impl Cache {
         );
         let path = dir.join(format!("{lo}_{hi}_{events}_{requests}.json"));
         write_atomic(&path, &[header.as_bytes(), &body])
+    }
+
+    /// What the account's fetches found of the service's events (see [`Seen`]), if any was
+    /// kept; a file that does not read as one gives None (and is written again when a fetch
+    /// finds something).
+    pub fn seen(&self) -> Option<Seen> {
+        let data = std::fs::read(self.root.join(&self.account).join(SEEN_FILE)).ok()?;
+        let mut seen: Seen = serde_json::from_slice(&data).ok()?;
+        seen.density.retain(|(_, d)| d.is_finite() && *d > 0.0);
+        Some(seen)
+    }
+
+    /// Keeps `seen` with what the account's file already holds (another process may have
+    /// written it since it was read): both's flags, the denser of each density. Answers what
+    /// the file now holds.
+    pub fn keep_seen(&self, seen: Seen) -> std::io::Result<Seen> {
+        let all = seen.merged(self.seen().unwrap_or_default());
+        let account = self.root.join(&self.account);
+        private_dir(&self.root)?;
+        private_dir(&account)?;
+        let text = serde_json::to_vec(&all).map_err(std::io::Error::other)?;
+        write_atomic(&account.join(SEEN_FILE), &[&text])?;
+        Ok(all)
     }
 
     /// Keeps the pages that a fetch stopped by the daily quota read of a window it did not
@@ -630,7 +708,7 @@ pub fn info(root: &Path) -> Info {
 }
 
 /// Removes every file of the cache at `root` (only the cache's own: its accounts' segments,
-/// carried pages and `account.json`, temporary files, and the directories they empty); the
+/// carried pages, `account.json` and `shape.json`, temporary files, and the directories they empty); the
 /// number of segments removed.
 pub fn clear(root: &Path) -> u64 {
     let mut removed = 0;
@@ -655,6 +733,7 @@ pub fn clear(root: &Path) -> u64 {
             let _ = std::fs::remove_dir(&dir);
         }
         let _ = std::fs::remove_file(account.join(ACCOUNT_FILE));
+        let _ = std::fs::remove_file(account.join(SEEN_FILE));
         let _ = std::fs::remove_dir(&account);
     }
     removed
@@ -673,10 +752,21 @@ mod tests {
         dir
     }
 
+    /// The cache under `root` of the test service's account of `key`.
+    fn account(root: &Path, key: &str) -> Cache {
+        Cache::new(
+            root.to_path_buf(),
+            "https://a.test",
+            key,
+            "id",
+            DEFAULT_MAX_BYTES,
+        )
+    }
+
     #[test]
     fn segments_of_the_former_naming_are_removed() {
         let root = temp_root("former");
-        let c = Cache::new(root.clone(), "https://a.test", "k", "id", DEFAULT_MAX_BYTES);
+        let c = account(&root, "k");
         c.write(None, 10, 20, 1, ["{}"].into_iter())
             .expect("written");
         let former = c.dir(None).join("10_20_1.json");
@@ -695,7 +785,7 @@ mod tests {
     #[test]
     fn carried_pages_are_taken_once_and_a_damaged_file_gives_none() {
         let root = temp_root("carry");
-        let c = Cache::new(root.clone(), "https://a.test", "k", "id", DEFAULT_MAX_BYTES);
+        let c = account(&root, "k");
         let (a, b) = (Bytes::from_static(b"[1,\n2]"), Bytes::from_static(b"[]"));
         c.carry(None, 10, 50, &[(0, &a), (9_900, &b)])
             .expect("written");
@@ -762,7 +852,7 @@ mod tests {
     #[test]
     fn a_range_is_covered_by_segments_and_gaps() {
         let root = temp_root("cover");
-        let c = Cache::new(root.clone(), "https://a.test", "k", "id", DEFAULT_MAX_BYTES);
+        let c = account(&root, "k");
         for (lo, hi) in [(10, 20), (15, 30), (40, 50)] {
             c.write(None, lo, hi, 1, std::iter::empty())
                 .expect("written");
@@ -785,15 +875,52 @@ mod tests {
                 (true, 40, 45)
             ]
         );
-        let other = Cache::new(
-            root.clone(),
-            "https://a.test",
-            "k2",
-            "id",
-            DEFAULT_MAX_BYTES,
-        );
+        let other = account(&root, "k2");
         assert!(other.segments(None).is_empty());
         assert_ne!(other.account(), c.account());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn what_fetches_found_is_kept_merged_with_the_file_and_cleared_with_the_cache() {
+        let root = temp_root("seen");
+        let c = account(&root, "k");
+        assert_eq!(c.seen(), None);
+        let one = Seen {
+            unsorted: false,
+            unpeekable: true,
+            density: vec![(None, 0.5), (Some("r".into()), 0.25)],
+        };
+        assert_eq!(c.keep_seen(one.clone()).expect("kept"), one);
+        assert_eq!(c.seen(), Some(one.clone()));
+        // Another process's finding is merged with the file's, never lost.
+        let two = Seen {
+            unsorted: true,
+            unpeekable: false,
+            density: vec![(None, 0.4), (Some("s".into()), 1.0)],
+        };
+        let all = c.keep_seen(two).expect("kept");
+        assert!(all.unsorted && all.unpeekable);
+        assert_eq!(all.density_of(None), Some(0.5));
+        assert_eq!(all.density_of(Some("r")), Some(0.25));
+        assert_eq!(all.density_of(Some("s")), Some(1.0));
+        assert_eq!(c.seen().as_ref(), Some(&all));
+        // Only a flag or a density the file lacks, or one 10% denser, is worth a write.
+        let mut denser = all.clone();
+        denser.density[0].1 = 0.54;
+        assert!(!denser.tells_more_than(&all));
+        denser.density[0].1 = 0.6;
+        assert!(denser.tells_more_than(&all));
+        assert!(!Seen::default().tells_more_than(&all));
+        // Another account's is its own; a damaged file tells nothing.
+        let other = account(&root, "k2");
+        assert_eq!(other.seen(), None);
+        std::fs::write(root.join(c.account()).join(SEEN_FILE), b"{\"unsorted\": 3").expect("w");
+        assert_eq!(c.seen(), None);
+        c.keep_seen(one.clone()).expect("kept");
+        assert_eq!(c.seen(), Some(one));
+        clear(&root);
+        assert_eq!(c.seen(), None);
         let _ = std::fs::remove_dir_all(&root);
     }
 

@@ -111,9 +111,14 @@ impl Client {
                 config.cache_max_bytes,
             ))
         });
+        let shape = cache
+            .as_ref()
+            .and_then(|c| c.seen())
+            .map(events::Shape::from_seen)
+            .unwrap_or_default();
         Ok(Client {
             http: Arc::new(Http::new(config, log)?),
-            shape: Arc::default(),
+            shape: Arc::new(std::sync::Mutex::new(shape)),
             held: Arc::default(),
             cache,
         })
@@ -143,6 +148,23 @@ impl Client {
     /// [`events::Held`]).
     pub(crate) fn held(&self) -> std::sync::MutexGuard<'_, events::Held> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps in the cache (if the client has one) what its fetches found of the service's
+    /// order and density, where that tells more than the cache holds, for the clients of later
+    /// processes (see [`cache::Seen`]). A cache that cannot be written only costs them requests.
+    pub(crate) fn keep_shape(&self) {
+        let Some(cache) = self.cache() else { return };
+        let seen = {
+            let shape = self.shape();
+            if !shape.untold() {
+                return;
+            }
+            shape.seen()
+        };
+        if let Ok(kept) = cache.keep_seen(seen) {
+            self.shape().set_kept(kept);
+        }
     }
 
     /// The cache of settled events of this client's account, if it has one.

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::task::JoinSet;
 
-use super::cache::{Damage, Piece, Segment};
+use super::cache::{Damage, Piece, Seen, Segment};
 use super::error::{Error, Result};
 use super::lists::{OFFSET_CEILING, PAGE};
 use super::Client;
@@ -67,7 +67,8 @@ pub const DEFAULT_IN_FLIGHT: usize = 16;
 /// What a client's fetches found of the service's events, for its later fetches: whether the
 /// service sorts them, and the most events a millisecond seen in a window of each report (or
 /// of all events), so that a later fetch of a range surely under the ceiling walks it without
-/// asking its ceiling page again.
+/// asking its ceiling page again. A client with a cache starts from what the account's earlier
+/// clients kept there, and keeps what it finds (see [`Seen`]).
 #[derive(Debug, Default)]
 pub struct Shape {
     unsorted: bool,
@@ -75,6 +76,42 @@ pub struct Shape {
     /// ascending: later peeks tell nothing here, so they ask nothing.
     unpeekable: bool,
     density: std::collections::HashMap<Option<String>, f64>,
+    /// What the client's cache holds of it, as this client last read or wrote it.
+    kept: Seen,
+}
+
+impl Shape {
+    /// A client's shape at its start: what its cache kept of the account's (see [`Seen`]).
+    pub(crate) fn from_seen(seen: Seen) -> Shape {
+        Shape {
+            unsorted: seen.unsorted,
+            unpeekable: seen.unpeekable,
+            density: seen.density.iter().cloned().collect(),
+            kept: seen,
+        }
+    }
+
+    /// What it tells, to keep in the cache.
+    pub(crate) fn seen(&self) -> Seen {
+        let mut density: Vec<(Option<String>, f64)> =
+            self.density.iter().map(|(r, d)| (r.clone(), *d)).collect();
+        density.sort_by(|a, b| a.0.cmp(&b.0));
+        Seen {
+            unsorted: self.unsorted,
+            unpeekable: self.unpeekable,
+            density,
+        }
+    }
+
+    /// Whether it tells what the cache does not hold (as this client knows it).
+    pub(crate) fn untold(&self) -> bool {
+        self.seen().tells_more_than(&self.kept)
+    }
+
+    /// Notes what the cache now holds.
+    pub(crate) fn set_kept(&mut self, kept: Seen) {
+        self.kept = kept;
+    }
 }
 
 /// How often a fetch with a progress sink works out what it expects (see [`Fetch::report`]).
@@ -1094,6 +1131,9 @@ impl Fetch {
                 .entry(self.query.report_id.clone())
                 .or_default();
             *d = d.max(kept as f64 / (we - ws).max(1) as f64);
+        }
+        if !self.counting {
+            self.client.keep_shape();
         }
         for s in sizing {
             let sampled = s.samples.iter().filter(|t| (ws..we).contains(*t)).count();

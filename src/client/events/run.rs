@@ -320,6 +320,7 @@ pub async fn peek(
     } else {
         // A page of one millisecond says nothing of the order; another order does.
         client.shape().unpeekable |= hides_first(order, page.events.len());
+        client.keep_shape();
         let span = match (page.events.first(), page.events.last()) {
             (Some(first), Some(last)) if order == Order::Desc => first.start_ms - last.start_ms,
             _ => 0,
