@@ -29,7 +29,7 @@ SIZES = {
 }
 UNLIMITED = sv.Limits(
     read_per_second=None, read_concurrency=CONCURRENCY, publish_per_second=None,
-    publish_concurrency=None,
+    publish_concurrency=None, daily_requests=None,
 )  # fmt: skip
 TIME_COLUMNS = ("startTime", "endTime", "createTime")
 
@@ -121,7 +121,7 @@ def peak_mb():  # this process's own peak (ru_maxrss starts from the parent's at
 
 with sv.Emulator(seed=0, sites=sites, days=days, events_per_day=per_day) as emu:
     limits = sv.Limits(read_per_second=None, read_concurrency=concurrency,
-                       publish_per_second=None, publish_concurrency=None)
+                       publish_per_second=None, publish_concurrency=None, daily_requests=None)
     client = emu.client(limits=limits)
     client.access_token()
     before = peak_mb()

@@ -44,17 +44,30 @@ SIZES = {
 }
 REPEATS = {"full": 3, "quick": 1}
 
+# No daily quota: with one (the default's 2,400), a fetch spends no request on speculation and
+# walks each window a page at a time (scenario 2q measures that path).
 UNLIMITED_16 = sv.Limits(
     read_per_second=None,
     read_concurrency=CONCURRENCY,
     publish_per_second=None,
     publish_concurrency=None,
+    daily_requests=None,
+)
+#: A daily quota that the runs never reach (the client's ledger counts every run of the day).
+QUOTA = 10**8
+FRUGAL_16 = sv.Limits(
+    read_per_second=None,
+    read_concurrency=CONCURRENCY,
+    publish_per_second=None,
+    publish_concurrency=None,
+    daily_requests=QUOTA,
 )
 LIMITED = sv.Limits(
     read_per_second=LIMITED_RATE,
     read_concurrency=LIMITED_CONCURRENCY,
     publish_per_second=None,
     publish_concurrency=None,
+    daily_requests=QUOTA,
 )
 
 
@@ -239,6 +252,14 @@ def scenario_bulk(emu: sv.Emulator, repeats: int) -> dict:
             r = best_of([measure(emu, "2", name, make(), truth)[0] for _ in range(repeats)])
             ideal = r.requests / CONCURRENCY * LATENCY_MS / 1000
             add(s2, r, f"{r.seconds / ideal:.2f}× ideal ({ideal:.2f} s)")
+        # The default path: under a daily quota each window is walked a page at a time.
+        r = measure(emu, "2q", OURS, c.ours(start, end, FRUGAL_16), truth)[0]
+        per_second = r.requests / r.seconds
+        add(
+            f"2q. latency {LATENCY_MS} ms, daily quota",
+            r,
+            f"{per_second:.1f} requests/s, {r.seconds / r.requests * 1000:.0f} ms each",
+        )
         a = best[REQ]
         estimate = a.requests * (LATENCY_MS / 1000 + a.seconds / a.requests)
         if estimate > SKIP_SEQUENTIAL_OVER_S:
@@ -327,7 +348,7 @@ def status_mb(key):  # Linux: VmRSS (now) or VmHWM (peak) of this process's own 
 
 with sv.Emulator(seed=0, sites=sites, days=days, events_per_day=per_day) as emu:
     limits = sv.Limits(read_per_second=None, read_concurrency=concurrency,
-                       publish_per_second=None, publish_concurrency=None)
+                       publish_per_second=None, publish_concurrency=None, daily_requests=None)
     client = emu.client(limits=limits)
     client.access_token()
     before = status_mb("VmRSS") or peak_mb()
@@ -413,9 +434,10 @@ NOTES = "\n".join(
         "- **lost / dup**: against `emu.truth(start, end)` (the exact ids of `[start, end)`); "
         "every run is checked and the worst run is shown. Events returned outside the range "
         'would be shown as "outside".',
-        f"- **1**: ours with `Limits(read_per_second=None, read_concurrency={CONCURRENCY}, ...)`,"
-        f" (b) with {CONCURRENCY} in flight, (a) sequential; best of the repeats, tokens fetched "
-        "before timing. The result column is ours' events/s over (a)'s and (b)'s.",
+        f"- **1**: ours with `Limits(read_per_second=None, read_concurrency={CONCURRENCY}, ..., "
+        f"daily_requests=None)`, (b) with {CONCURRENCY} in flight, (a) sequential; best of the "
+        "repeats, tokens fetched before timing. The result column is ours' events/s over (a)'s "
+        "and (b)'s.",
         "- **1b**: a range chosen so that (a)'s cursor jump (at its 10,000th event) falls inside "
         "one of the emulator's dense bursts (events stamped with one millisecond): API.md's "
         '"last + 1 ms" cursor skips the rest of the burst.',
@@ -423,10 +445,17 @@ NOTES = "\n".join(
         f"{CONCURRENCY} × {LATENCY_MS} ms. (a) is run only when its estimate (its requests × "
         f"({LATENCY_MS} ms + its time per request at latency 0)) is under "
         f"{SKIP_SEQUENTIAL_OVER_S:.0f} s.",
+        f"- **2q**: as 2, one run, with a daily quota (`daily_requests={QUOTA:.0e}`; the "
+        "default is the provider's 2,400): under a quota the client spends no request on "
+        "speculation, so it asks no page ahead of the one that shows there is more, and each "
+        "window is walked a page at a time. Its rate is then one request per round trip: 20 "
+        "a second at 50 ms, over the provider's 1 read a second (a round trip over 1 s would "
+        "hold it under that).",
         f"- **3**: `emu.set_limits(read_per_second={LIMITED_RATE}, "
         f"read_concurrency={LIMITED_CONCURRENCY})` (the published 1/s and 3 in flight, scaled "
         f"20×), fresh before each client; ours with the same `Limits`, (a) paced to "
         f"{LIMITED_RATE}/s, (b) paced to {LIMITED_RATE}/s with {LIMITED_CONCURRENCY} in flight. "
+        f"A daily quota is set (`daily_requests={QUOTA:.0e}`), as by default. "
         f"Allowed rate = (requests / time) / {LIMITED_RATE}; the emulator's bucket starts full "
         f"({LIMITED_RATE} requests of burst), so a short run can exceed 1.00.",
         f"- **4**: each row is a fresh process (`subprocess`) that starts its own emulator, "
