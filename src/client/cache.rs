@@ -708,8 +708,8 @@ pub fn info(root: &Path) -> Info {
 }
 
 /// Removes every file of the cache at `root` (only the cache's own: its accounts' segments,
-/// carried pages, `account.json` and `shape.json`, temporary files, and the directories they empty); the
-/// number of segments removed.
+/// carried pages, `account.json` and `shape.json`, temporary files, and the directories they
+/// empty); the number of segments removed.
 pub fn clear(root: &Path) -> u64 {
     let mut removed = 0;
     let Ok(accounts) = std::fs::read_dir(root) else {
