@@ -40,8 +40,8 @@ mod run;
 pub use held::Held;
 use held::HELD_FOR;
 use page::{
-    covered, fetch_page, hides_first, in_order, page_url, parse_page, settled, settled_before,
-    widened, Hold, MAX_MS, MIN_MS,
+    covered, fetch_page, hides_first, in_order, page_url, parse_page, projected, settled,
+    settled_before, widened, Hold, MAX_MS, MIN_MS,
 };
 pub(crate) use page::{order_of, Order};
 pub use page::{parse_events, Completed, Event, EventForm, Page};
@@ -629,8 +629,7 @@ impl Fetch {
             .and_then(|(o, p)| {
                 let last = p.events.last()?.start_ms;
                 let order = order_of(p.events.iter().map(|e| e.start_ms));
-                let (covered, _) = covered(order, last, w.qs, w.qe)?;
-                Some((o + PAGE) as f64 * (w.qe - w.qs + 2) as f64 / covered.max(1) as f64)
+                projected(order, (o + PAGE) as f64, last, w.qs, w.qe)
             });
         // From below: when its sorted pages put the end within half that width of the pages
         // known full, the end is taken there without another request (were the rest twice as
@@ -737,11 +736,8 @@ impl Fetch {
         let order = order_of(times.iter().copied());
         let small = times
             .last()
-            .and_then(|&last| covered(order, last, w.qs, w.qe))
-            .is_some_and(|(covered, _)| {
-                let events = PAGE as f64 * (w.qe - w.qs + 2) as f64 / covered.max(1) as f64;
-                events * SAFETY < CEILING_PAGE as f64
-            });
+            .and_then(|&last| projected(order, PAGE as f64, last, w.qs, w.qe))
+            .is_some_and(|events| events * SAFETY < CEILING_PAGE as f64);
         match (small, order) {
             // A count's walk searches for the end, its second page first when unsorted.
             (true, _) | (false, Order::Unsorted) if counting => self.walk(id),
@@ -1639,8 +1635,8 @@ fn pieces(client: &Client, query: &Query) -> Vec<Piece> {
 /// The requests a fetch makes for a window that a count completed: its pages up to its first
 /// short one (or the ceiling), its ceiling page when that was asked past its end, and without a
 /// quota the pages it asks ahead past its end (none on a sorted answer, whose density bounds
-/// them, or on a window of two pages; else about half of `LOOKAHEAD` in flight when it pages one ahead at a time,
-/// more when the density seen sent it further).
+/// them, or on a window of two pages; else about half of `LOOKAHEAD` in flight when it pages
+/// one ahead at a time, more when the density seen sent it further).
 fn fetch_requests(w: &Window, frugal: bool) -> f64 {
     let end = match w.mode {
         Mode::Known { end } | Mode::Paging { end: Some(end) } => end,

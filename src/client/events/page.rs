@@ -254,6 +254,14 @@ pub(super) fn covered(order: Order, last: i64, qs: i64, qe: i64) -> Option<(i64,
     }
 }
 
+/// The events a query `[qs, qe)` holds in all, projected from the `held` events of its pages
+/// in `order` up to their last event's startTime `last`, at their density over the time they
+/// covered (the query widened, as it is asked). None in another order, which tells no density.
+pub(super) fn projected(order: Order, held: f64, last: i64, qs: i64, qe: i64) -> Option<f64> {
+    let (covered, _) = covered(order, last, qs, qe)?;
+    Some(held * (qe - qs + 2) as f64 / covered.max(1) as f64)
+}
+
 /// The URL of the page at `offset` of the window `[qs, qe)`, queried [`widened`].
 pub(super) fn page_url(
     client: &Client,

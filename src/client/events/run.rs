@@ -4,7 +4,7 @@
 
 use tokio::sync::mpsc;
 
-use super::page::{covered, fetch_page, hides_first, in_order, Hold};
+use super::page::{fetch_page, hides_first, in_order, projected, Hold};
 use super::{
     check, order_of, pieces, Completed, Event, EventForm, Fetch, Order, ProgressSink, Query,
 };
@@ -110,16 +110,13 @@ async fn quota_check(client: &Client, query: &Query) -> Result<u64> {
     if times.len() < PAGE {
         return Ok(sent(client, before));
     }
-    let covered = times
+    // The pages the range holds at its first page's density; unsorted: at least a page more,
+    // up to any number.
+    let pages = times
         .last()
-        .and_then(|&t| covered(order_of(times.iter().copied()), t, ws, we))
-        .map(|(c, _)| c);
-    let projected = match covered {
-        Some(c) => (we - ws + 2) as f64 / c.max(1) as f64,
-        // Unsorted: at least a page more, up to any number.
-        None => (2 * OFFSET_CEILING / PAGE) as f64,
-    };
-    if projected * 2.0 < remaining as f64 {
+        .and_then(|&t| projected(order_of(times.iter().copied()), 1.0, t, ws, we))
+        .unwrap_or((2 * OFFSET_CEILING / PAGE) as f64);
+    if pages * 2.0 < remaining as f64 {
         return Ok(sent(client, before));
     }
     let held = client.held().len();
