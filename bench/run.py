@@ -44,31 +44,26 @@ SIZES = {
 }
 REPEATS = {"full": 3, "quick": 1}
 
-# No daily quota: with one (the default's 2,400), a fetch spends no request on speculation and
-# walks each window a page at a time (scenario 2q measures that path).
-UNLIMITED_16 = sv.Limits(
-    read_per_second=None,
-    read_concurrency=CONCURRENCY,
-    publish_per_second=None,
-    publish_concurrency=None,
-    daily_requests=None,
-)
+
+def reads(per_second: Optional[float], concurrency: int, daily: Optional[int]) -> sv.Limits:
+    """Limits on reads (publishing unlimited): ``per_second`` reads a second (None: no rate),
+    ``concurrency`` in flight, ``daily`` requests a day (None: no daily quota)."""
+    return sv.Limits(
+        read_per_second=per_second,
+        read_concurrency=concurrency,
+        publish_per_second=None,
+        publish_concurrency=None,
+        daily_requests=daily,
+    )
+
+
 #: A daily quota that the runs never reach (the client's ledger counts every run of the day).
 QUOTA = 10**8
-FRUGAL_16 = sv.Limits(
-    read_per_second=None,
-    read_concurrency=CONCURRENCY,
-    publish_per_second=None,
-    publish_concurrency=None,
-    daily_requests=QUOTA,
-)
-LIMITED = sv.Limits(
-    read_per_second=LIMITED_RATE,
-    read_concurrency=LIMITED_CONCURRENCY,
-    publish_per_second=None,
-    publish_concurrency=None,
-    daily_requests=QUOTA,
-)
+# No daily quota: with one (the default's 2,400), a fetch spends no request on speculation and
+# walks each window a page at a time (scenario 2q measures that path).
+UNLIMITED_16 = reads(None, CONCURRENCY, None)
+FRUGAL_16 = reads(None, CONCURRENCY, QUOTA)
+LIMITED = reads(LIMITED_RATE, LIMITED_CONCURRENCY, QUOTA)
 
 
 # --- measuring --------------------------------------------------------------------------------
