@@ -400,9 +400,9 @@ def test_interrupted_records_are_reported_apart_from_rejected():
     assert "<th style='text-align:left'>rejected</th><td>1</td>" in report._repr_html_()
 
 
-def test_readme_documents_the_cli_words():
-    readme = Path(__file__).resolve().parent.parent / "README.md"
-    text = " ".join(readme.read_text(encoding="utf-8").split())
+def test_the_command_line_guide_documents_the_cli_words():
+    guide = Path(__file__).resolve().parent.parent / "docs" / "guide" / "command-line.md"
+    text = " ".join(guide.read_text(encoding="utf-8").split())
     for words in (
         "python -m surveillance",
         "`-v`/`--debug`",

@@ -1,4 +1,4 @@
-"""Every code block of README.md runs as written.
+"""Every code block of README.md and of the documentation's pages (docs/) runs as written.
 
 - ```` ```python ```` blocks run as they are, each on its own, in a temporary directory, with no
   ``SURVEILLANCE_*`` variable set (they start their own emulator).
@@ -23,34 +23,60 @@ import surveillance as sv
 
 from conftest import service_env
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-FENCES = re.findall(r"^```([^\n`]*)\n(.*?)^```", README.read_text(encoding="utf-8"), re.S | re.M)
-PYTHON = [code for lang, code in FENCES if lang == "python"]
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+#: The pages whose blocks run: the README and every page of the site but those it generates
+#: from other files (the changelog, the benchmarks' results, the reference).
+DOCUMENTS = [README] + sorted(p for p in (ROOT / "docs").rglob("*.md") if "_build" not in p.parts)
+FENCES = [
+    (lang, code, path)
+    for path in DOCUMENTS
+    for lang, code in re.findall(
+        r"^```([^\n`]*)\n(.*?)^```", path.read_text(encoding="utf-8"), re.S | re.M
+    )
+]
+PYTHON = [(code, path) for lang, code, path in FENCES if lang == "python"]
+#: MyST directives (```{toctree}, ```{include}, ```{eval-rst}...) are the site's own.
 KINDS = {"python", "sh", "text"}
 #: CLI subcommands whose README lines run (they only read, and end by themselves).
 RUN = {"events", "sites", "devices", "cameras", "reports", "--version", "--help"}
 CLI_LINES = [
     line.strip()
-    for lang, code in FENCES
+    for lang, code, _ in FENCES
     if lang == "sh"
     for line in code.splitlines()
     if line.strip().startswith("surveillance ") and line.split()[1] in RUN
 ]
 
 
+def _name(path: Path) -> str:
+    return str(path.relative_to(ROOT)).replace("/", "_").removesuffix(".md")
+
+
 def test_every_block_says_what_it_is():
     assert FENCES
-    assert [lang for lang, _ in FENCES if lang not in KINDS] == []
+    unknown = [
+        (str(path), lang)
+        for lang, _, path in FENCES
+        if lang not in KINDS and not lang.startswith("{")
+    ]
+    assert unknown == []
     assert len(PYTHON) >= 3 and len(CLI_LINES) >= 3
+    readme_python = [code for code, path in PYTHON if path == README]
+    assert len(readme_python) >= 1
 
 
-@pytest.mark.parametrize("code", PYTHON, ids=[f"python{i}" for i in range(len(PYTHON))])
-def test_python_block_runs(code, tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "code,path",
+    PYTHON,
+    ids=[f"{_name(path)}-python{i}" for i, (_, path) in enumerate(PYTHON)],
+)
+def test_python_block_runs(code, path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for var in list(os.environ):
         if var.startswith("SURVEILLANCE_") and var != "SURVEILLANCE_QUOTA_DIR":
             monkeypatch.delenv(var)
-    exec(compile(code, str(README), "exec"), {"__name__": "__readme__"})
+    exec(compile(code, str(path), "exec"), {"__name__": "__readme__"})
 
 
 @pytest.fixture(scope="module")
