@@ -45,6 +45,16 @@ class Lists:
         Args:
             output: ``"dicts"`` (a list of dicts exactly as the service sends them),
                 ``"arrow"``, ``"pandas"`` or ``"polars"`` (a typed table).
+
+        Raises:
+            ValueError: ``output`` is not one of its values (``TypeError`` when it is not a string).
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
         return self._list("sites", output)
 
@@ -58,7 +68,18 @@ class Lists:
     def devices(self, output: Literal["polars"]) -> polars.DataFrame: ...
     @metered
     def devices(self, output: str = "dicts") -> Any:
-        """Every recording device of the account (all pages)."""
+        """Every recording device of the account (all pages).
+
+        Raises:
+            ValueError: ``output`` is not one of its values (``TypeError`` when it is not a string).
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+        """
         return self._list("devices", output)
 
     @overload
@@ -113,7 +134,18 @@ class Lists:
     ) -> Any:
         """Every camera, optionally of one site (all devices of a multi-device site) and/or
         one device. A list longer than the service can page (10,000) is fetched per site,
-        then per device, so it is never cut short."""
+        then per device, so it is never cut short.
+
+        Raises:
+            ValueError: ``output`` is not one of its values (``TypeError`` when it is not a string).
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+        """
         _check.text("site_id", site_id, optional=True, longest=100)
         _check.text("device_id", device_id, optional=True, longest=100)
         return self._list("cameras", output, site_id, device_id)
@@ -128,7 +160,18 @@ class Lists:
     def reports(self, output: Literal["polars"]) -> polars.DataFrame: ...
     @metered
     def reports(self, output: str = "dicts") -> Any:
-        """Every report the caller may read (its ``id`` is a ``report_id`` for events)."""
+        """Every report the caller may read (its ``id`` is a ``report_id`` for events).
+
+        Raises:
+            ValueError: ``output`` is not one of its values (``TypeError`` when it is not a string).
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+        """
         return self._list("reports", output)
 
 
@@ -153,7 +196,18 @@ class AsyncLists:
     async def sites(self, output: Literal["polars"]) -> polars.DataFrame: ...
     @ametered
     async def sites(self, output: str = "dicts") -> Any:
-        """Every site of the account (see :meth:`Client.sites`)."""
+        """Every site of the account (see :meth:`Client.sites`).
+
+        Raises:
+            ValueError: ``output`` is not one of its values (``TypeError`` when it is not a string).
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+        """
         return await self._list("sites", output)
 
     @overload
@@ -166,7 +220,18 @@ class AsyncLists:
     async def devices(self, output: Literal["polars"]) -> polars.DataFrame: ...
     @ametered
     async def devices(self, output: str = "dicts") -> Any:
-        """Every recording device of the account (see :meth:`Client.devices`)."""
+        """Every recording device of the account (see :meth:`Client.devices`).
+
+        Raises:
+            ValueError: ``output`` is not one of its values (``TypeError`` when it is not a string).
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+        """
         return await self._list("devices", output)
 
     @overload
@@ -219,7 +284,18 @@ class AsyncLists:
         device_id: Optional[str] = None,
         output: str = "dicts",
     ) -> Any:
-        """Every camera, optionally of one site and/or device (see :meth:`Client.cameras`)."""
+        """Every camera, optionally of one site and/or device (see :meth:`Client.cameras`).
+
+        Raises:
+            ValueError: ``output`` is not one of its values (``TypeError`` when it is not a string).
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+        """
         _check.text("site_id", site_id, optional=True, longest=100)
         _check.text("device_id", device_id, optional=True, longest=100)
         return await self._list("cameras", output, site_id, device_id)
@@ -234,5 +310,16 @@ class AsyncLists:
     async def reports(self, output: Literal["polars"]) -> polars.DataFrame: ...
     @ametered
     async def reports(self, output: str = "dicts") -> Any:
-        """Every report the caller may read (see :meth:`Client.reports`)."""
+        """Every report the caller may read (see :meth:`Client.reports`).
+
+        Raises:
+            ValueError: ``output`` is not one of its values (``TypeError`` when it is not a string).
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+        """
         return await self._list("reports", output)

@@ -81,6 +81,10 @@ def write_parquet(data: Any, path: Union[str, os.PathLike]) -> int:
     ...     path = os.path.join(d, "events.parquet")
     ...     sv.write_parquet(client.event_batches(emu.start, emu.end), path)
     300
+
+    Raises:
+        TypeError: ``data`` is not Arrow data (nothing with ``__arrow_c_stream__``).
+        OSError: the file cannot be written; nothing is left at ``path``.
     """
     if not (hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__")):
         raise TypeError(

@@ -158,6 +158,18 @@ class AsyncClient(AsyncLists, _BaseClient):
         ...     client = emu.async_client()
         ...     len(asyncio.run(client.events(emu.start, emu.end, output="arrow")))
         80
+
+        Raises:
+            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
+                not a UUID (``TypeError`` for a value of the wrong type).
+            DenseWindowError: more than 10,000 events share one millisecond.
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
         _output.check(output)
         _check.flag("refresh", refresh)
@@ -206,6 +218,18 @@ class AsyncClient(AsyncLists, _BaseClient):
         >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
         ...     asyncio.run(count(emu.async_client(), emu))
         50
+
+        Raises:
+            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
+                not a UUID (``TypeError`` for a value of the wrong type).
+            DenseWindowError: more than 10,000 events share one millisecond.
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
         _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
@@ -220,7 +244,19 @@ class AsyncClient(AsyncLists, _BaseClient):
         self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None
     ) -> EventPlan:
         """What :meth:`events` would cost, found with a few requests (see
-        :meth:`Client.plan_events`)."""
+        :meth:`Client.plan_events`).
+
+        Raises:
+            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
+                not a UUID (``TypeError`` for a value of the wrong type).
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+        """
         lo, hi, report_id = time_range(start, end, report_id)
         return EventPlan(**await self._inner.plan_async(lo, hi, report_id))
 
@@ -238,7 +274,20 @@ class AsyncClient(AsyncLists, _BaseClient):
 
         ``progress``: a callable that receives the update dicts of :meth:`Client.events`
         (on the event loop, about every 0.2 s while the fetch moves, and once at the end; its
-        exception ends the iteration). ``refresh``: as for :meth:`Client.events`."""
+        exception ends the iteration). ``refresh``: as for :meth:`Client.events`.
+
+        Raises:
+            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
+                not a UUID (``TypeError`` for a value of the wrong type).
+            DenseWindowError: more than 10,000 events share one millisecond.
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+        """
         _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
         if progress is not None and not callable(progress):
@@ -277,6 +326,14 @@ class AsyncClient(AsyncLists, _BaseClient):
         ...     report = asyncio.run(emu.async_client().publish(rows, progress=False))
         ...     report.accepted, len(emu.published())
         (5, 5)
+
+        Raises:
+            ValueError: ``batch_size`` outside 1..100, or ``records`` a path where no file is.
+            ValidationError: columns that do not fit the models (``.problems``): nothing was sent.
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota ran out (``.report`` attached: the records
+                not sent are in it).
+            asyncio.CancelledError: the task was cancelled; the posts in flight are abandoned.
         """
         stop = threading.Event()
         work = asyncio.get_running_loop().run_in_executor(
@@ -302,7 +359,17 @@ class AsyncClient(AsyncLists, _BaseClient):
 
     # --- utilities ----------------------------------------------------------------------
     async def access_token(self) -> str:
-        """A valid bearer token (fetched or reused), for debugging with curl."""
+        """A valid bearer token (fetched or reused), for debugging with curl.
+
+        Raises:
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+        """
         return await self._inner.access_token_async()
 
     async def diagnose(self) -> None:

@@ -96,6 +96,8 @@ def brand_of(location_tags: Any) -> str:
 
     >>> brand_of(["City:Lyon", "Brand:Acme"]), brand_of(None)
     ('Acme', '(no brand)')
+
+    Raises nothing: a value that is not a list of tags has no brand.
     """
     return _tags(location_tags).get("brand") or "(no brand)"
 
@@ -127,6 +129,11 @@ def location_tags(df: pd.DataFrame, column: str = "locationTags") -> pd.DataFram
     0  Acme Lyon  Acme  Lyon
     1  Acme Oslo  Acme  Oslo
     2  Bolt Oslo  Bolt  Oslo
+
+    Raises:
+        ImportError: pandas is not installed (``pip install 'surveillance[pandas]'``).
+        TypeError: an input is not a pandas DataFrame, or a column name is not a string.
+        ValueError: the frame has no ``locationTags`` column.
     """
     pd = _pandas()
     _frame("df", df)
@@ -177,6 +184,12 @@ def with_local_time(
         siteId         timezone      localStartTime
     0     lyon     Europe/Paris 2026-01-05 13:00:00
     1  phoenix  America/Phoenix 2026-01-05 05:00:00
+
+    Raises:
+        ImportError: pandas is not installed (``pip install 'surveillance[pandas]'``).
+        TypeError: an input is not a pandas DataFrame, or a column name is not a string.
+        ValueError: a frame lacks a column it needs (``siteId``, ``startTime``; the sites' ``id``
+            and ``timezone``).
     """
     pd = _pandas()
     from ._check import text
@@ -241,6 +254,11 @@ def dwell_summary(
     brand
     Acme        3       120.0    264.0                  12
     Bolt        1        45.0     45.0                  18
+
+    Raises:
+        ImportError: pandas is not installed (``pip install 'surveillance[pandas]'``).
+        TypeError: an input is not a pandas DataFrame, or a column name is not a string.
+        ValueError: the frame lacks a column it needs.
     """
     _pandas()
     _frame("events_df", events_df)
@@ -277,7 +295,14 @@ def quantile(values: Sequence[float], q: float) -> float:
 
     >>> quantile([60, 120, 300], 0.9)
     264.0
+
+    Raises:
+        ValueError: ``values`` is empty, or ``q`` is outside 0 to 1.
     """
+    if not 0 <= q <= 1:
+        raise ValueError(f"`q` must be from 0 to 1, got {q!r}")
+    if not values:
+        raise ValueError("`values` is empty: a quantile needs at least one value")
     ordered = sorted(values)
     pos = q * (len(ordered) - 1)
     low = int(pos)
@@ -294,6 +319,8 @@ def local_hours(
 
     >>> local_hours([1767614400000], ["lyon"], {"lyon": "Europe/Paris"})
     ([13], True)
+
+    Raises nothing: a time zone that Python does not know gives UTC hours.
     """
     import datetime as dt
 
@@ -323,6 +350,8 @@ def bursts(site_ids: Sequence[str], starts: Sequence[int]) -> set:
 
     >>> bursts(["a"] * 11 + ["b"], [5] * 12)
     {('a', 5)}
+
+    Raises nothing of its own.
     """
     from collections import Counter
 
@@ -339,6 +368,8 @@ def site_rows(
 
     >>> site_rows(["a", "a", "a", "b"], [60, 120, 300, None], [9, 12, 12, 18])
     [('a', 3, 120.0, 264.0, 12)]
+
+    Raises nothing of its own.
     """
     import statistics
     from collections import defaultdict

@@ -488,6 +488,13 @@ class Client(Lists, _BaseClient):
         Raises:
             ValueError: ``end`` is not after ``start``, or ``report_id`` is not a UUID.
             DenseWindowError: more than 10,000 events share one millisecond.
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
         _output.check(output)
         _check.flag("refresh", refresh)
@@ -532,6 +539,21 @@ class Client(Lists, _BaseClient):
         ...     client = emu.client()
         ...     sum(1 for _ in client.iter_events(emu.start, emu.end))
         50
+
+        Raises:
+            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
+                not a UUID (``TypeError`` for a value of the wrong type).
+            DenseWindowError: more than 10,000 events share one millisecond.
+            AuthError: the service refused the credentials. What was fetched before has been
+                yielded.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent. What was
+                fetched before has been yielded.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx). What was fetched before has been yielded.
+            TransportError: no usable answer (connection, TLS or timeout) after the retries. What
+                was fetched before has been yielded.
         """
         _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
@@ -583,6 +605,17 @@ class Client(Lists, _BaseClient):
             :class:`EventPlan`; ``print(plan)`` reads "about 41,000 events, 415 requests, 7 min
             at the read limit, 0.2 days of quota (plan: 6 requests)".
 
+        Raises:
+            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
+                not a UUID (``TypeError`` for a value of the wrong type).
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+
         Example:
             >>> import surveillance as sv
             >>> with sv.Emulator(sites=4, days=2, events_per_day=3000) as emu:
@@ -622,6 +655,19 @@ class Client(Lists, _BaseClient):
         ...         emu.client().event_batches(emu.start, emu.end))
         ...     reader.read_all().num_rows
         50
+
+        Raises:
+            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
+                not a UUID (``TypeError`` for a value of the wrong type).
+            DenseWindowError: more than 10,000 events share one millisecond.
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+            ImportError: pyarrow's reader is asked for and pyarrow is not installed.
         """
         _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
@@ -699,6 +745,12 @@ class Client(Lists, _BaseClient):
                 damaged; a URI whose scheme pyarrow does not know, or whose bucket does not
                 exist (before any request).
             ValueError: ``until`` is not after ``start`` on the first run.
+            TypeError: an argument is of the wrong type.
+            AuthError: the service refused the credentials.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
 
         Example:
             >>> import surveillance as sv, pyarrow.dataset as ds, tempfile
@@ -807,7 +859,17 @@ class Client(Lists, _BaseClient):
 
     # --- utilities ----------------------------------------------------------------------
     def access_token(self) -> str:
-        """A valid bearer token (fetched or reused), for debugging with curl."""
+        """A valid bearer token (fetched or reused), for debugging with curl.
+
+        Raises:
+            AuthError: the service refused the credentials.
+            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
+                left (``.resets_at`` says when it comes back); nothing more was sent.
+            ApiError: the service answered an error status, or an answer that is not its own, after
+                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
+                (429) or ``ServerError`` (5xx).
+            TransportError: no usable answer (connection, TLS or timeout) after the retries.
+        """
         return self._inner.access_token()
 
     def diagnose(self) -> None:

@@ -143,6 +143,10 @@ class Emulator:
         Traceback (most recent call last):
         ...
         surveillance.errors.ApiError: cannot decode the answer of `/v2/sites`: ...
+
+        Raises:
+            ValueError: an unknown ``mode``, or a number out of range (``TypeError`` for a value of
+                the wrong type).
         """
         _check.choice("mode", mode, _HOSTILE_MODES, optional=True)
         _check.text("path", path, longest=200)
@@ -228,6 +232,10 @@ class Emulator:
         ...     emu.set_faults(rate_limit_rate=0.2, retry_after=0)
         ...     len(emu.client(max_retries=10).sites())  # the client retries the 429s
         2
+
+        Raises:
+            ValueError: a rate outside 0 to 1, or a latency or ``retry_after`` out of range
+                (``TypeError`` for a value of the wrong type).
         """
         faults = dict(locals())  # the faults as given, by name
         del faults["self"]
@@ -249,6 +257,9 @@ class Emulator:
             order: ``"asc"`` or ``"desc"`` by startTime, or ``"shuffled"`` (stable per query).
             bounds: ``"[)"``, ``"[]"``, ``"()"`` or ``"(]"``: which ends of
                 ``[startTime, endTime]`` are included.
+
+        Raises:
+            ValueError: an ``order`` or ``bounds`` it does not know.
         """
         _check.choice("order", order, ("asc", "desc", "shuffled"))
         _check.choice("bounds", bounds, ("[)", "[]", "()", "(]"))
@@ -349,6 +360,10 @@ class Emulator:
         2
         >>> sv.Emulator.DIALECTS["retry_after"]
         ('seconds', 'http_date', 'absent')
+
+        Raises:
+            ValueError: a setting's value is not one of ``Emulator.DIALECTS``, or ``token_requests``
+                is out of range.
         """
         dialect = dict(locals())  # the settings as given, by name
         del dialect["self"]
@@ -388,6 +403,10 @@ class Emulator:
         ...     daily = emu.stats()["daily"]
         >>> daily["used"], daily["limit"]
         (0, 2400)
+
+        Raises:
+            ValueError: an argument is out of range or malformed, named in the message
+                (``TypeError`` when it is of the wrong type).
         """
         limits = dict(locals())  # the limits as given, by name
         del limits["self"]
@@ -408,11 +427,18 @@ class Emulator:
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
         ...     emu.set_webhook(arrays=False)  # one record per request, from now on
+
+        Raises:
+            TypeError: ``arrays`` is not True or False.
         """
         self._inner.set_webhook(_check.flag("arrays", arrays))
 
     def set_token_lifetime(self, seconds: int) -> None:
-        """Sets ``expires_in`` (and the real lifetime) of the tokens issued from now on."""
+        """Sets ``expires_in`` (and the real lifetime) of the tokens issued from now on.
+
+        Raises:
+            ValueError: ``seconds`` is out of range (``TypeError`` when not an int).
+        """
         self._inner.set_token_lifetime(_check.integer("seconds", seconds, 1, 10**9))
 
     def advance_clock(self, seconds: float) -> None:
@@ -426,6 +452,9 @@ class Emulator:
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
         ...     emu.advance_clock(4 * 3600)  # the tokens issued before have expired
+
+        Raises:
+            ValueError: ``seconds`` is out of range (``TypeError`` when not a number).
         """
         self._inner.advance_clock(_check.number("seconds", seconds, -1e11, 1e11))
 
@@ -462,6 +491,10 @@ class Emulator:
         ...     [event] = [e for e in emu.client().events(emu.start, emu.end) if e["id"] == new]
         >>> dt.datetime.fromisoformat(event["createTime"]).astimezone(dt.timezone.utc)
         datetime.datetime(2026, 1, 5, 10, 40, tzinfo=datetime.timezone.utc)
+
+        Raises:
+            ValueError: an argument is out of range or malformed, named in the message
+                (``TypeError`` when it is of the wrong type).
         """
         created = None if created_at is None else to_ms(created_at, "created_at")
         _check.integer("count", count, 0, 1_000_000)
@@ -502,6 +535,10 @@ class Emulator:
         (0, True)
         >>> again["endTime"] == first["startTime"]
         True
+
+        Raises:
+            ValueError: no event has ``event_id``, or a value is out of range (``TypeError`` for a
+                value of the wrong type).
         """
         _check.text("event_id", event_id, longest=100)
         end = None if end_time is None else to_ms(end_time, "end_time")
@@ -518,6 +555,10 @@ class Emulator:
         arguments override (``timeout=``, ``max_retries=``, ``limits=`` ...). The client reads
         the day of its quota from the emulator's clock, so :meth:`advance_clock` moves its day
         too.
+
+        Raises:
+            ValueError: a setting is out of range, as for :class:`Client` (``TypeError`` for the
+                wrong type).
         """
         from .client import Client, Limits
 
@@ -546,6 +587,10 @@ class Emulator:
         >>> with sv.Emulator(sites=3, days=1, events_per_day=10) as emu:
         ...     len(asyncio.run(emu.async_client().sites()))
         3
+
+        Raises:
+            ValueError: a setting is out of range, as for :class:`AsyncClient` (``TypeError`` for
+                the wrong type).
         """
         from .aio import AsyncClient
 
@@ -557,6 +602,9 @@ class Emulator:
 
         Args:
             region: ``"us"`` or ``"eu"`` for the records posted to that route; None for all.
+
+        Raises:
+            ValueError: ``region`` is neither ``"us"`` nor ``"eu"``.
         """
         _check.choice("region", region, ("us", "eu"), optional=True)
         return self._inner.published(region)
@@ -568,13 +616,21 @@ class Emulator:
     def resources(self, kind: str) -> list:
         """Every record of a list (``"sites"``, ``"devices"``, ``"cameras"``, ``"reports"``),
         exactly as its endpoint serves them (all pages together); an unknown ``kind`` is a
-        ``ValueError`` that names the lists."""
+        ``ValueError`` that names the lists.
+
+        Raises:
+            ValueError: the emulator has no list ``kind`` (the message names the lists).
+        """
         _check.text("kind", kind, longest=100)  # the emulator says which lists it has
         return self._inner.resources(kind)
 
     def truth(self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None) -> list:
         """Ids of the events a perfect client returns for ``[start, end)``, sorted by
-        ``(startTime, id)``, whatever the semantics set."""
+        ``(startTime, id)``, whatever the semantics set.
+
+        Raises:
+            ValueError: ``end`` is not after ``start``, or a time cannot be read.
+        """
         lo, hi, report_id = time_range(start, end, report_id)
         return self._inner.truth(lo, hi, report_id)
 

@@ -46,6 +46,9 @@ def validate(record: Any) -> list[Problem]:
     Returns:
         A list of :class:`Problem` (``path``, ``message``, ``severity``).
 
+    Raises:
+        TypeError: ``record`` is not a dict (a mapping of field names).
+
     Example:
         >>> import surveillance as sv
         >>> record = {"dataType": "other", "schemaVersion": "1", "startTime": 1794891600000,
@@ -244,6 +247,9 @@ class PublishReport:
         >>> both = PublishReport.combine([one, one], elapsed=1.5)
         >>> both.total, both.accepted, both.elapsed, both.ok
         (4, 4, 1.5, True)
+
+        Raises:
+            ValueError: ``sizes`` does not give one size per report.
         """
         import dataclasses
         import itertools
@@ -366,6 +372,9 @@ class PublishReport:
 
         After an interruption it also writes the records of a list, DataFrame or file source
         that were not read yet, so that publishing the file completes the job.
+
+        Raises:
+            OSError: the file cannot be written.
         """
         n = 0
         with open(path, "w", encoding="utf-8") as out:

@@ -224,6 +224,10 @@ def parse_settle(value: SettleLike) -> _dt.timedelta:
 
     >>> [str(parse_settle(s)) for s in ("1h", "30m", "2d", "1h30m", 90, _dt.timedelta(minutes=5))]
     ['1:00:00', '0:30:00', '2 days, 0:00:00', '1:30:00', '0:01:30', '0:05:00']
+
+    Raises:
+        ValueError: a text that is no duration, or one outside 0 to 30 days (``TypeError`` for
+            another type).
     """
     from ._check import shown
 
@@ -258,7 +262,19 @@ def sync_events(
     until: Optional[TimeLike] = None,
     settle: SettleLike = "1h",
 ) -> SyncResult:
-    """Brings the Parquet dataset at ``path`` up to ``until``; see :meth:`Client.sync_events`."""
+    """Brings the Parquet dataset at ``path`` up to ``until``; see :meth:`Client.sync_events`.
+
+    Raises:
+        SyncLockedError: another run holds the directory's lock.
+        ConfigError: ``report_id`` differs from the directory's, its state file is damaged, or a
+            URI's scheme or bucket is unknown (before any request).
+        ValueError: ``until`` is not after ``start`` on the first run.
+        AuthError: the service refused the credentials.
+        ApiError: the service answered an error status, or an answer that is not its own, after the
+            retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError`` (429) or
+            ``ServerError`` (5xx).
+        TransportError: no usable answer (connection, TLS or timeout) after the retries.
+    """
     from . import _check
 
     root = _check.path("path", path)
@@ -354,6 +370,9 @@ def read_state(path: Union[str, os.PathLike]) -> Optional[dict]:
     >>> import tempfile
     >>> read_state(tempfile.mkdtemp()) is None
     True
+
+    Raises:
+        ConfigError: the state file exists but cannot be read as one.
     """
     from . import _check
 
@@ -382,6 +401,9 @@ def sync_files(path: Union[str, os.PathLike]) -> List[str]:
     For a URI, pass its filesystem and the path inside it: ``fs, base =
     pyarrow.fs.FileSystem.from_uri(uri)``, then ``ds.dataset(sync_files(uri), filesystem=fs,
     partitioning="hive", partition_base_dir=base)``.
+
+    Raises:
+        ConfigError: the state file cannot be read, or a URI's scheme is unknown.
     """
     from . import _check
 
