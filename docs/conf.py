@@ -51,6 +51,7 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "navbar_align": "left",
+    "header_links_before_dropdown": 6,
 }
 html_static_path: list[str] = []
 
