@@ -249,7 +249,9 @@ def test_lists_are_typed_and_equal_the_dicts(client, kind, expected):
     rows = table.to_pylist()
     for row, d in zip(rows, dicts):
         for key, value in d.items():
-            if key in ("updatedAt", "deletedAt"):
+            if key == "deletedAt" and value == 0:  # "0 normally means not deleted"
+                assert row[key] is None
+            elif key in ("updatedAt", "deletedAt"):
                 assert row[key] == dt.datetime.fromtimestamp(value, dt.timezone.utc)
             elif key in ("name", "description") and kind == "reports":
                 assert dict(row[key]) == value
@@ -263,6 +265,24 @@ def test_lists_as_pandas_and_polars(client):
     assert str(sites["updatedAt"].dtype) == "datetime64[s, UTC]"
     cams = client.cameras(output="polars")
     assert isinstance(cams, pl.DataFrame) and cams.height == len(client.cameras())
+
+
+def test_a_site_not_deleted_has_no_deletion_time_in_any_typed_output(client, tmp_path):
+    """The service's `deletedAt: 0` means "not deleted": null in Arrow, pandas (NaT), Parquet
+    and DuckDB, never 1970-01-01; the dicts keep the service's 0."""
+    duckdb = pytest.importorskip("duckdb")
+    pq = pytest.importorskip("pyarrow.parquet")
+    assert {site["deletedAt"] for site in client.sites()} == {0}
+    table = pa.table(client.sites(output="arrow"))
+    assert table.column("deletedAt").null_count == table.num_rows
+    frame = client.sites(output="pandas")
+    assert frame["deletedAt"].isna().all()
+    assert str(frame["deletedAt"].dtype) == "datetime64[s, UTC]"
+    path = tmp_path / "sites.parquet"
+    pq.write_table(table, path)
+    assert pq.read_table(path).column("deletedAt").null_count == table.num_rows
+    found = duckdb.sql(f"SELECT count(*) FROM '{path}' WHERE deletedAt IS NULL").fetchall()
+    assert found == [(table.num_rows,)]
 
 
 def test_unknown_output_is_a_value_error(emu, client):

@@ -30,6 +30,9 @@ pub(crate) enum Source {
     Nested(&'static str, &'static str),
     /// A top-level value kept whole, as JSON text.
     Json(&'static str),
+    /// A top-level value whose `0` means "none", as the service's `deletedAt` ("0 normally
+    /// means not deleted"): null in the table, not 1970-01-01.
+    ZeroIsNone(&'static str),
 }
 
 /// A resource's columns: Arrow fields and where each one is read from.
@@ -47,6 +50,16 @@ fn utc_ms() -> DataType {
 
 pub(crate) fn utc_s() -> DataType {
     DataType::Timestamp(TimeUnit::Second, Some("UTC".into()))
+}
+
+/// Whether a value is the number 0 (`0`, `0.0`, `"0"`), which [`Source::ZeroIsNone`] reads as
+/// none.
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.trim() == "0",
+        _ => false,
+    }
 }
 
 pub(crate) fn list_of(dt: DataType) -> DataType {
@@ -193,6 +206,13 @@ impl Layout {
                 Source::Key(k) => {
                     let cells: Vec<Option<&Value>> =
                         values.iter().map(|v| present(v.get(k))).collect();
+                    build(field.data_type(), &cells, k, &id_refs, self.noun)?
+                }
+                Source::ZeroIsNone(k) => {
+                    let cells: Vec<Option<&Value>> = values
+                        .iter()
+                        .map(|v| present(v.get(k)).filter(|c| !is_zero(c)))
+                        .collect();
                     build(field.data_type(), &cells, k, &id_refs, self.noun)?
                 }
                 Source::Nested(outer, k) => {

@@ -204,7 +204,8 @@ pub async fn list_all(
     }
 }
 
-/// Sites: `updatedAt`/`deletedAt` as timestamps in seconds.
+/// Sites: `updatedAt`/`deletedAt` as timestamps in seconds; a `deletedAt` of 0 ("not
+/// deleted", as the service documents it) is null.
 fn site_layout() -> Layout {
     use Source::*;
     let text = |n: &'static str| (n, DataType::Utf8, Key(n));
@@ -225,7 +226,7 @@ fn site_layout() -> Layout {
             text("status"),
             text("visibilityStatus"),
             ("updatedAt", utc_s(), Key("updatedAt")),
-            ("deletedAt", utc_s(), Key("deletedAt")),
+            ("deletedAt", utc_s(), ZeroIsNone("deletedAt")),
             ("tags", list_of(DataType::Utf8), Key("tags")),
             ("locationTags", list_of(DataType::Utf8), Key("locationTags")),
             int("deviceCount"),
@@ -320,5 +321,34 @@ mod tests {
         }
         let refused = List::named("zones").err().map(|e| e.to_string());
         assert!(refused.is_some_and(|m| m.contains("zones") && m.contains("sites, devices")));
+    }
+
+    #[test]
+    fn a_site_deleted_at_0_is_not_deleted_and_its_deleted_at_is_null() {
+        use arrow_array::{Array, TimestampSecondArray};
+        let sites = [
+            r#"{"id":"a","deletedAt":0,"updatedAt":1767600000}"#,
+            r#"{"id":"b","deletedAt":1767600000,"updatedAt":0}"#,
+            r#"{"id":"c"}"#,
+        ];
+        let batch = List::Sites
+            .layout()
+            .batch(sites.into_iter())
+            .expect("batch");
+        let column = |name: &str| {
+            let i = batch.schema().index_of(name).expect("column");
+            batch
+                .column(i)
+                .as_any()
+                .downcast_ref::<TimestampSecondArray>()
+                .expect("timestamps")
+                .clone()
+        };
+        let deleted = column("deletedAt");
+        assert!(deleted.is_null(0), "0 means not deleted");
+        assert_eq!(deleted.value(1), 1_767_600_000);
+        assert!(deleted.is_null(2));
+        // Only deletedAt reads 0 as none: an updatedAt of 0 is the instant 0.
+        assert!(!column("updatedAt").is_null(1));
     }
 }
