@@ -216,6 +216,27 @@ def test_a_dense_millisecond_under_a_quota(order):
         assert err.value.timestamp == "2026-01-05T12:00:00.005Z"
 
 
+@pytest.mark.parametrize("bounds", ["[)", "[]"])
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_dense_millisecond_within_the_bound(order, bounds):
+    """README's case of a dense millisecond: 9,990 of 30,294 events in one millisecond cost
+    at most ``1.03 × ceil(N / 100) + 2`` under a quota, and at most 35% over ``ceil(N / 100)``
+    without one: the millisecond is fetched in a window of its own, which no other window's
+    query reaches, rather than paged again by every window beside it."""
+    with sv.Emulator(seed=7, sites=20, days=3, events_per_day=6768) as emu:
+        emu.add_events(emu.start + dt.timedelta(hours=36, milliseconds=5), 9_990)
+        emu.set_semantics(order, bounds)
+        for limits, bound in ((QUOTA, above_ceiling), (sv.Limits.unlimited(), dense_no_quota)):
+            n, requests = fetch(emu, emu.client(limits=limits), emu.start, emu.end)
+            assert n == 30_294
+            assert requests <= bound(n), (limits, requests)
+
+
+def dense_no_quota(n: int) -> float:
+    """The bound without a quota of a range with a dense millisecond: ``1.35 × ceil(N / 100)``."""
+    return 1.35 * pages(n)
+
+
 def test_what_a_fetch_spent_is_told(day):
     client = day.client(limits=sv.Limits(read_per_second=None, daily_requests=2400))
     assert client.last_cost is None

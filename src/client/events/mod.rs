@@ -195,6 +195,22 @@ enum Mode {
     Deferred,
 }
 
+/// What a full ceiling page all of one millisecond makes of a sorted window (see
+/// [`Fetch::burst_at_ceiling`]).
+#[derive(Debug, Clone, Copy)]
+enum Burst {
+    /// Its first page, not in yet, tells the order.
+    Wait,
+    /// Walked up to another burst: walked on, up to a page of this one.
+    Walk,
+    /// Its pages up to this offset are in and hold it all before the burst: it ends there, and
+    /// the next window starts at the burst.
+    Chain(Order, usize),
+    /// Cut here: the part before the burst (ascending) or after it (descending) is a window
+    /// whose query does not reach it, and the rest another.
+    Cut(i64, Order),
+}
+
 /// What an unsorted window's split left to size: the parent's sample of times (a page of an
 /// unsorted answer is a uniform sample of its window), and the window whose size it waits for.
 #[derive(Debug, Clone)]
@@ -857,10 +873,28 @@ impl Fetch {
             (Mode::Walking, Kind::Page(o)) if len < PAGE => {
                 w.mode = Mode::Known { end: o + PAGE };
             }
-            (Mode::Walking, Kind::Page(_)) => {
+            (Mode::Walking, Kind::Page(o)) => {
                 let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
                 self.unsorted |= unsorted;
-                self.advance(id, unsorted);
+                let burst = if counting || unsorted {
+                    None
+                } else if self.meets_burst(id, o) {
+                    Some(Burst::Wait)
+                } else {
+                    self.burst_reached(id)
+                };
+                if let Some(Burst::Chain(order, end)) = burst {
+                    self.chain_before(id, order, end)?;
+                } else if burst.is_some() {
+                    self.probe(id);
+                } else {
+                    self.advance(id, unsorted);
+                }
+            }
+            (Mode::Probing, Kind::Page(0)) if !frugal && w.pages.contains_key(&CEILING_PAGE) => {
+                // The ceiling page came first, all of one millisecond: this page tells the
+                // order it ends (see `on_probe`).
+                self.on_probe(id, PAGE)?;
             }
             (Mode::Probing, Kind::Probe) if frugal && len == 0 => self.walk(id),
             (Mode::Probing, Kind::Probe) => self.on_probe(id, len)?,
@@ -968,6 +1002,39 @@ impl Fetch {
             .map(|p| p.events.iter().map(|e| e.start_ms).collect())
             .unwrap_or_default();
         let order = order_of(times.iter().copied());
+        if order == Order::Constant {
+            match self.burst_at_ceiling(id, &times) {
+                Some(Burst::Wait) => return Ok(()),
+                Some(Burst::Walk) => {
+                    self.walk(id);
+                    return Ok(());
+                }
+                Some(Burst::Chain(order, end)) => return self.chain_before(id, order, end),
+                Some(Burst::Cut(cut, order)) => {
+                    self.count_split(id);
+                    if let Some(w) = self.window_mut(id) {
+                        let (ws, we) = (w.ws, w.we);
+                        self.windows.remove(&ws);
+                        self.queue.retain(|(i, _)| *i != id);
+                        // The part clear of the burst, under the ceiling, is paged by the
+                        // density of its own first page (that of the windows seen may be the
+                        // burst's).
+                        if order == Order::Asc {
+                            self.add_opening(ws, cut, false);
+                            self.add_window(cut, we);
+                        } else {
+                            self.add_window(ws, cut);
+                            self.add_opening(cut, we, false);
+                        }
+                    }
+                    return Ok(());
+                }
+                None => {}
+            }
+        }
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
         match order {
             Order::Unsorted => self.split(id, times),
             Order::Asc | Order::Desc => {
@@ -986,12 +1053,128 @@ impl Fetch {
         }
     }
 
+    /// Under a quota, whether the walk of window `id` has just reached, at `offset`, a page
+    /// all of one millisecond (a burst), its pages sorted and its ceiling page not asked: that
+    /// page is asked next. The walk would reach the ceiling inside a burst that runs past it
+    /// paging the burst for nothing (the next window starts at that millisecond and pages it
+    /// again): the ceiling page tells, and the window then ends before the burst (see
+    /// `burst_at_ceiling`).
+    fn meets_burst(&mut self, id: u64, offset: usize) -> bool {
+        if self.unsorted || self.client.shape().unsorted {
+            return false;
+        }
+        let Some(w) = self.window_mut(id) else {
+            return false;
+        };
+        let Some(page) = w.pages.get(&offset) else {
+            return false;
+        };
+        offset < CEILING_PAGE
+            && !w.launched.contains(&CEILING_PAGE)
+            && page.events.len() == PAGE
+            && order_of(page.events.iter().map(|e| e.start_ms)) == Order::Constant
+            && matches!(order_of(w.times().into_iter()), Order::Asc | Order::Desc)
+    }
+
+    /// A full ceiling page of window `id` all of one millisecond (`times`), a burst that runs
+    /// past the ceiling, on a service that sorts: paged whole, the window would page the burst
+    /// up to the ceiling, and the next window, which starts at that millisecond, all of it
+    /// again. So a walk that reached the burst ends before it; without a quota, the window is
+    /// cut out of the burst's reach, before it (ascending) or after it (descending), its
+    /// first page telling which; none without it yet (`Wait`). None where the window's pages
+    /// tell no order, or it starts (ends) at the burst.
+    fn burst_at_ceiling(&mut self, id: u64, times: &[i64]) -> Option<Burst> {
+        if self.unsorted || self.client.shape().unsorted {
+            return None;
+        }
+        let frugal = self.frugal;
+        let w = self.window_mut(id)?;
+        let t = *times.first()?;
+        let below: Vec<&Page> = w.pages.range(..CEILING_PAGE).map(|(_, p)| p).collect();
+        if below.is_empty() {
+            return (!frugal).then_some(Burst::Wait);
+        }
+        let order = order_of(
+            below
+                .iter()
+                .flat_map(|p| p.events.iter().map(|e| e.start_ms))
+                .chain(times.iter().copied()),
+        );
+        if frugal {
+            // Walked from offset 0 up to a page of the burst.
+            let (&last, page) = w.pages.range(..CEILING_PAGE).next_back()?;
+            let walked = w.pages.range(..CEILING_PAGE).count() == last / PAGE + 1;
+            let at_burst = page.events.iter().all(|e| e.start_ms == t);
+            let inside = match order {
+                Order::Asc => t > w.ws,
+                Order::Desc => t + 1 < w.we,
+                _ => false,
+            };
+            if !(walked && inside) {
+                return None;
+            }
+            return Some(if at_burst {
+                Burst::Chain(order, last + PAGE)
+            } else {
+                Burst::Walk
+            });
+        }
+        match order {
+            Order::Asc if t - BURST_MARGIN > w.ws => Some(Burst::Cut(t - BURST_MARGIN, order)),
+            Order::Desc if t + BURST_MARGIN < w.we => Some(Burst::Cut(t + BURST_MARGIN, order)),
+            _ => None,
+        }
+    }
+
+    /// Under a quota, a walk that reaches a page of the burst its ceiling page is all of (see
+    /// `burst_at_ceiling`): what that tells.
+    fn burst_reached(&mut self, id: u64) -> Option<Burst> {
+        let w = self.window_mut(id)?;
+        let times: Vec<i64> = w
+            .pages
+            .get(&CEILING_PAGE)
+            .filter(|p| p.events.len() == PAGE)
+            .map(|p| p.events.iter().map(|e| e.start_ms).collect())?;
+        if order_of(times.iter().copied()) != Order::Constant {
+            return None;
+        }
+        match self.burst_at_ceiling(id, &times)? {
+            Burst::Chain(order, end) => Some(Burst::Chain(order, end)),
+            _ => None,
+        }
+    }
+
+    /// Window `id`, walked in `order` up to a page (before offset `end`) of the burst that
+    /// its ceiling page is all of, ends before that burst: the next window starts at it.
+    fn chain_before(&mut self, id: u64, order: Order, end: usize) -> Result<()> {
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
+        w.mode = Mode::Known { end };
+        let t = w
+            .pages
+            .get(&CEILING_PAGE)
+            .and_then(|p| p.events.first())
+            .map(|e| e.start_ms);
+        match t {
+            Some(t) => self.chain(id, order, t),
+            None => Ok(()),
+        }
+    }
+
     /// Cuts window `id` at `cut` and plans the rest of its range as a new window.
     fn chain(&mut self, id: u64, order: Order, cut: i64) -> Result<()> {
+        let density = self.density;
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
         let (ws, we) = (w.ws, w.we);
+        // A burst among its pages (one all of a millisecond) tells nothing of the density
+        // elsewhere: the density seen stays as it was.
+        let burst = w.pages.values().any(|p| {
+            p.events.len() == PAGE
+                && order_of(p.events.iter().map(|e| e.start_ms)) == Order::Constant
+        });
         match order {
             Order::Asc => {
                 // Keep [ws, cut); every event at `cut` is fetched again by the next window.
@@ -1001,6 +1184,9 @@ impl Fetch {
                 let span = (cut - w.qs).max(1) as f64;
                 w.we = cut.min(we);
                 self.density = Some(OFFSET_CEILING as f64 / span);
+                if burst {
+                    self.density = density;
+                }
                 if cut < we {
                     self.add_chained(cut, we);
                 }
@@ -1013,6 +1199,9 @@ impl Fetch {
                 let span = (w.qe - cut).max(1) as f64;
                 w.ws = (cut + 1).max(ws);
                 self.density = Some(OFFSET_CEILING as f64 / span);
+                if burst {
+                    self.density = density;
+                }
                 if cut + 1 > ws {
                     let old = self.windows.remove(&ws);
                     if let Some(old) = old {
@@ -1044,11 +1233,18 @@ impl Fetch {
             .copied()
             .unwrap_or(ws + (we - ws) / 2);
         let mid = median.clamp(ws + 1, we - 1);
+        // A burst there (a millisecond sampled more than once) is fetched in a window of its
+        // own rather than in the queries of both halves.
+        let cuts = match burst_near(&times, mid).and_then(|t| burst_window(t, ws, we)) {
+            Some((a, b)) => vec![ws, a, b, we],
+            None => vec![ws, mid, we],
+        };
         self.count_split(id);
         self.windows.remove(&ws);
         self.queue.retain(|(i, _)| *i != id);
-        self.add_window(ws, mid);
-        self.add_window(mid, we);
+        for pair in cuts.windows(2).filter(|p| p[0] < p[1]) {
+            self.add_window(pair[0], pair[1]);
+        }
         Ok(())
     }
 
@@ -1222,17 +1418,46 @@ impl Fetch {
         }
         let (ws, we) = (w.ws, w.we);
         let per_sample = kept as f64 / sampled as f64;
-        let parts = ((per_sample * samples.len() as f64 / PART_EVENTS).ceil() as usize)
-            .clamp(1, samples.len());
-        let mut cuts = vec![ws];
-        for i in 1..parts {
-            let t = cut_near(&samples, i * samples.len() / parts, ws, we);
-            let last = cuts.last().copied().unwrap_or(ws);
-            if t > last && t < we {
-                cuts.push(t);
+        // A burst that would fill half a part or more is fetched in a window of its own, out
+        // of every other window's query; the time between is cut in parts as estimated.
+        let mut bounds = vec![ws];
+        for (t, n) in bursts(&samples) {
+            if per_sample * n as f64 >= PART_EVENTS / 2.0 {
+                if let Some((a, b)) = burst_window(t, ws, we) {
+                    bounds.extend([a, b]);
+                }
             }
         }
-        cuts.push(we);
+        bounds.push(we);
+        bounds.dedup();
+        let mut cuts = vec![ws];
+        for pair in bounds.windows(2) {
+            let (lo, hi) = (pair[0], pair[1]);
+            let last = cuts.last().copied().unwrap_or(ws);
+            if hi <= last {
+                continue;
+            }
+            let inside: Vec<i64> = samples
+                .iter()
+                .copied()
+                .filter(|t| (lo..hi).contains(t))
+                .collect();
+            // A burst's own window is one part, however large.
+            let parts = if hi - lo <= 2 * BURST_MARGIN {
+                1
+            } else {
+                ((per_sample * inside.len() as f64 / PART_EVENTS).ceil() as usize)
+                    .clamp(1, inside.len().max(1))
+            };
+            for i in 1..parts {
+                let t = cut_near(&inside, i * inside.len() / parts, lo, hi);
+                let last = cuts.last().copied().unwrap_or(ws);
+                if t > last && t < hi {
+                    cuts.push(t);
+                }
+            }
+            cuts.push(hi);
+        }
         self.windows.remove(&ws);
         for pair in cuts.windows(2) {
             let (a, b) = (pair[0], pair[1]);
@@ -1716,12 +1941,66 @@ fn cut_near(times: &[i64], at: usize, ws: i64, we: i64) -> i64 {
         .filter(|&j| j < times.len())
         .map(|j| (times[j] - times[j - 1], j))
         .filter(|(g, _)| *g >= 3)
+        .filter(|(g, j)| burst_near(times, times[j - 1] + g / 2).is_none())
         // The nearest to `at` of the gaps as wide as the widest, up to a factor of 2.
         .min_by_key(|(g, j)| (std::cmp::Reverse(g.ilog2()), j.abs_diff(at)));
     match gap {
         Some((g, j)) => (times[j - 1] + g / 2).clamp(ws + 1, we - 1),
-        None => fallback,
+        None => burst_near(times, fallback)
+            .and_then(|t| beside(times, t, at, ws, we))
+            .unwrap_or(fallback),
     }
+}
+
+/// How far a cut keeps from a burst: a window `[ws, we)` is queried from `ws - 1` to `we + 1`
+/// (see [`widened`]), both ends included by a service with inclusive bounds, so a burst at `t`
+/// is in no query of a window that ends at `t - 2` or before or starts at `t + 2` or after.
+const BURST_MARGIN: i64 = 2;
+
+/// The bursts among the sorted sampled `times`: each millisecond sampled more than once (each
+/// sampled time stands for many events), with how many times.
+fn bursts(times: &[i64]) -> Vec<(i64, usize)> {
+    let mut out: Vec<(i64, usize)> = Vec::new();
+    for pair in times.windows(2).filter(|p| p[0] == p[1]) {
+        match out.last_mut() {
+            Some((t, n)) if *t == pair[0] => *n += 1,
+            _ => out.push((pair[0], 2)),
+        }
+    }
+    out
+}
+
+/// A burst among the sorted sampled `times` within 1 ms of a cut at `c`, which would put it
+/// in the queries of the windows on both sides of the cut, each then paging it.
+fn burst_near(times: &[i64], c: i64) -> Option<i64> {
+    let from = times.partition_point(|t| *t < c - 1);
+    times[from..]
+        .windows(2)
+        .take_while(|p| p[0] <= c + 1)
+        .find(|p| p[0] == p[1])
+        .map(|p| p[0])
+}
+
+/// The window of its own that a burst at `t` is fetched in, within `[ws, we)`: from
+/// [`BURST_MARGIN`] before it to as far after, so that no other window's query holds it. None
+/// when that is the whole of `[ws, we)`.
+fn burst_window(t: i64, ws: i64, we: i64) -> Option<(i64, i64)> {
+    let (a, b) = ((t - BURST_MARGIN).max(ws), (t + BURST_MARGIN).min(we));
+    (a > ws || b < we).then_some((a, b))
+}
+
+/// A cut of `[ws, we)` beside the burst at `t` rather than in it, on the side nearer to the
+/// `at`-th of the sorted sampled `times` (with sampled times on both sides of the cut).
+fn beside(times: &[i64], t: i64, at: usize, ws: i64, we: i64) -> Option<i64> {
+    let (first, end) = (
+        times.partition_point(|x| *x < t),
+        times.partition_point(|x| *x <= t),
+    );
+    let before =
+        (t - BURST_MARGIN > ws && first > 0).then_some((at.abs_diff(first), t - BURST_MARGIN));
+    let after = (t + BURST_MARGIN < we && end < times.len())
+        .then_some((at.abs_diff(end), t + BURST_MARGIN));
+    [before, after].into_iter().flatten().min().map(|(_, c)| c)
 }
 
 /// Whether a window's pages, some carried from an earlier run, make one answer: no event on
