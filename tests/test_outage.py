@@ -119,7 +119,9 @@ def test_a_call_gives_up_when_max_outage_has_passed_without_spending_the_quota(c
     waits = [r.getMessage() for r in caplog.records if r.getMessage().startswith("waiting:")]
     assert waits and all("the service is unreachable (connection refused)" in w for w in waits)
     assert "of the 3 s `max_outage` left" in waits[0]
-    assert any(r.levelno == logging.WARNING and "giving up" in r.getMessage() for r in caplog.records)
+    assert any(
+        r.levelno == logging.WARNING and "giving up" in r.getMessage() for r in caplog.records
+    )
 
 
 def test_503_and_resets_ride_out_max_outage_not_max_retries(make_emu):

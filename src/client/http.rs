@@ -1217,6 +1217,27 @@ mod tests {
     }
 
     #[test]
+    fn an_outage_backs_off_exponentially_with_full_jitter_capped_at_4_s() {
+        for n in 1..40u32 {
+            let cap = (0.2 * 2f64.powi(n.min(20) as i32 - 1)).min(4.0);
+            let waits: Vec<f64> = (0..400).map(|_| outage_backoff(n).as_secs_f64()).collect();
+            assert!(waits.iter().all(|w| (0.0..=cap).contains(w)), "{n}");
+            // Full jitter: spread over the whole range, not bunched at its top.
+            let mean = waits.iter().sum::<f64>() / waits.len() as f64;
+            assert!(
+                (0.35 * cap..0.65 * cap).contains(&mean),
+                "{n}: {mean} of {cap}"
+            );
+            assert!(waits.iter().any(|w| *w < 0.2 * cap) && waits.iter().any(|w| *w > 0.8 * cap));
+        }
+        // A minute of outage takes about 30 tries: 3 s for the first five, then 2 s each.
+        let mean: f64 = (1..=30u32)
+            .map(|n| (0.2 * 2f64.powi(n as i32 - 1)).min(4.0) / 2.0)
+            .sum();
+        assert!((50.0..60.0).contains(&mean), "{mean}");
+    }
+
+    #[test]
     fn backoff_is_bounded_and_honours_retry_after() {
         for attempt in 1..30 {
             assert!(backoff(attempt, None) <= Duration::from_secs(8));
