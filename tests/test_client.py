@@ -226,7 +226,7 @@ def test_lists_complete_under_faults(make_emu):
     ids=["5xx", "429", "drop"],
 )
 def test_give_up_raises_the_right_error(emu, faults, error, statuses):
-    client = emu.client(max_retries=0)
+    client = emu.client(max_retries=0, max_outage=0)
     secrets = [*emu_secrets(emu), client.access_token()]
     emu.set_faults(**faults)
     with pytest.raises(error) as info:
@@ -248,7 +248,7 @@ def test_give_up_raises_the_right_error(emu, faults, error, statuses):
 def test_max_retries_is_per_request(emu):
     client = emu.client(max_retries=2)
     client.access_token()
-    emu.set_faults(error_rate=1.0)
+    emu.set_hostile("status", path="/v2/reports", status=500)  # a 503 is max_outage's
     with pytest.raises(sv.ServerError):
         client.reports()
     assert sum(served(emu, "GET /v2/reports").values()) == 3
@@ -257,7 +257,7 @@ def test_max_retries_is_per_request(emu):
 
 def test_timeout_is_a_transport_error(make_emu):
     e = make_emu(latency_ms=2000)
-    client = e.client(timeout=0.3, max_retries=0)
+    client = e.client(timeout=0.3, max_retries=0, max_outage=0)
     t = time.monotonic()
     with pytest.raises(sv.TransportError) as info:
         client.sites()
@@ -267,7 +267,7 @@ def test_timeout_is_a_transport_error(make_emu):
 
 def test_connection_refused_is_a_transport_error(make_emu):
     e = make_emu()
-    client = e.client(max_retries=0)
+    client = e.client(max_retries=0, max_outage=0)
     e.stop()
     with pytest.raises(sv.TransportError) as info:
         client.sites()

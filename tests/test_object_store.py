@@ -382,7 +382,7 @@ def test_ctrl_c_or_a_failure_during_an_export_leaves_no_object(
     assert "all.parquet not written" in capsys.readouterr().err
     assert s3.get_file_info(f"{bucket}/exports/all.parquet").type == pafs.FileType.NotFound
     emu.set_faults(error_rate=1.0)
-    assert cli.main([*argv, "--timeout", "2"]) == 1
+    assert cli.main([*argv, "--timeout", "2", "--max-outage", "0"]) == 1
     assert s3.get_file_info(f"{bucket}/exports/all.parquet").type == pafs.FileType.NotFound
     assert listing(s3, bucket) == set()
     assert list(local_tmp.iterdir()) == []

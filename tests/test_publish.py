@@ -124,7 +124,7 @@ def test_report_counts_only_its_own_retries_while_other_calls_retry(emu):
     emu.clear_published()
     limits = sv.Limits(publish_per_second=100, publish_concurrency=4)
     client = emu.client(max_retries=2, limits=limits)
-    emu.set_hostile("status", path="/v2/sites", status=503)
+    emu.set_hostile("status", path="/v2/sites", status=500)
     stop = threading.Event()
 
     def failing_reads():

@@ -8,6 +8,7 @@ from typing import Any, Awaitable, Callable, ClassVar, Optional, Union, final
 
 __all__ = [
     "DAY_MS",
+    "DEFAULT_MAX_OUTAGE_S",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_MAX_WAIT_S",
     "DEFAULT_TIMEOUT_S",
@@ -48,6 +49,8 @@ DEFAULT_TIMEOUT_S: float
 DEFAULT_MAX_RETRIES: int
 #: The longest wait for a 429's ``Retry-After`` by default, seconds.
 DEFAULT_MAX_WAIT_S: float
+#: How long a call rides out the service being unreachable by default, seconds.
+DEFAULT_MAX_OUTAGE_S: float
 #: The longest ``settle``, seconds (30 days).
 MAX_SETTLE_S: float
 #: The core's list table: each list's ``name``, what it holds (``about``) and the keywords of
@@ -252,6 +255,8 @@ class Emulator:
     @property
     def restricted_report_id(self) -> str:
         """A report that exists but that the caller may not read."""
+    def outage(self, seconds: float, after: int = 0) -> None:
+        """After ``after`` more requests, the port closed for ``seconds`` (a restart)."""
     def set_faults(self, **faults: float) -> None:
         """Replaces the injected faults, given by the names of
         :meth:`surveillance.Emulator.set_faults`'s arguments (each one left out is none)."""

@@ -114,6 +114,13 @@ def _client_arguments(p: argparse.ArgumentParser, *, publish: bool = False) -> N
         metavar="SECONDS",
         help="seconds per request (default %(default)g)",
     )
+    group.add_argument(
+        "--max-outage",
+        type=float,
+        metavar="SECONDS",
+        help="how long a call rides out the service being unreachable: refused, reset, timed "
+        "out, 502-504 (default 60; 0: fail at once) [SURVEILLANCE_MAX_OUTAGE]",
+    )
     rates = _PUBLISH_RATES if publish else _READ_RATES
     for option, kind, default, metavar, text in rates:
         group.add_argument(
@@ -154,7 +161,13 @@ def _client(args: argparse.Namespace) -> Client:
         raise ValueError(f"{' and '.join(negative)} must be 0 (no limit) or more")
     # A rate option the command does not show keeps the published limit.
     limits = Limits(**{option[2:].replace("-", "_"): v or None for option, v in rates.items()})
-    return Client(ca_bundle=args.ca_bundle, timeout=args.timeout, limits=limits, **settings)
+    return Client(
+        ca_bundle=args.ca_bundle,
+        timeout=args.timeout,
+        max_outage=args.max_outage,
+        limits=limits,
+        **settings,
+    )
 
 
 def _progress(args: argparse.Namespace) -> Any:
@@ -1012,6 +1025,7 @@ _FLAGS = {
     "records": "FILE",
     "batch_size": "--batch-size",
     "timeout": "--timeout",
+    "max_outage": "--max-outage",
     "ca_bundle": "--ca-bundle",
     **{option[2:].replace("-", "_"): option for option, *_ in _READ_RATES + _PUBLISH_RATES},
     "daily_requests": "--daily-requests",

@@ -193,6 +193,7 @@ class _BaseClient:
         trust_env: bool = True,
         max_body_bytes: Optional[int] = None,
         max_wait: float = _core.DEFAULT_MAX_WAIT_S,
+        max_outage: Optional[float] = None,
         cache: Union[bool, str, os.PathLike, None] = None,
         settle: SettleLike = "1h",
         cache_max_bytes: Optional[int] = None,
@@ -224,6 +225,7 @@ class _BaseClient:
             settle=_sync.parse_settle(settle).total_seconds(),
             timeout=_check.a_number("timeout", timeout),
             max_wait=_check.a_number("max_wait", max_wait),
+            max_outage=None if max_outage is None else _check.a_number("max_outage", max_outage),
             limits=None if limits is None else asdict(limits),
             ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
         )
@@ -353,6 +355,11 @@ class Client(Lists, _BaseClient):
             86,400; default 60). A longer one means the quota is spent for a long while:
             :class:`~surveillance.QuotaExhaustedError` is raised at once, and every client of
             the machine with the same key refuses requests until then.
+        max_outage: how long a call rides out the service being unreachable (connection
+            refused, reset or timed out; 502, 503, 504: a restart, a deploy), in seconds (0 to
+            86,400; 0 fails at once). Default: ``SURVEILLANCE_MAX_OUTAGE``, else 60. It retries
+            with exponential backoff and full jitter, at most 4 s between tries; a request
+            that never reached the service is not counted in the daily quota.
         cache: the cache of settled events on disk (see :meth:`cache_info`): ``True`` (in the
             user's cache directory), ``False``, or a directory. Default: the environment's
             ``SURVEILLANCE_CACHE`` (``0`` turns it off, a path moves it), else on, but for a

@@ -250,6 +250,23 @@ class Emulator:
         _check.integer("retry_after", retry_after, 0, 86_400)
         self._inner.set_faults(**faults)
 
+    def outage(self, seconds: float, after: int = 0) -> None:
+        """A restart of the service: once ``after`` more requests have come, the next one is
+        dropped, and the emulator closes its port and every connection for ``seconds``
+        (connections are refused), then listens on the same port again, with the same data,
+        tokens and published records. Returns at once.
+
+        >>> import surveillance as sv, time
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        ...     client = emu.client()
+        ...     emu.outage(1.0)
+        ...     t = time.monotonic()
+        ...     n = len(client.sites())  # rides out the outage (`max_outage`)
+        ...     n, time.monotonic() - t >= 1.0
+        (2, True)
+        """
+        self._inner.outage(float(seconds), int(after))
+
     def set_semantics(self, order: str = "asc", bounds: str = "[)") -> None:
         """Sets how ``/v2/events`` orders and bounds a window.
 

@@ -71,6 +71,9 @@ pub struct Settings {
     /// Longest `Retry-After` of a 429 the client waits for; a longer one raises
     /// [`Error::Quota`] at once.
     pub max_wait: Option<Duration>,
+    /// How long a call rides out the service being unreachable (connection refused, reset or
+    /// timed out; 502, 503, 504) before it fails (`SURVEILLANCE_MAX_OUTAGE`); zero: at once.
+    pub max_outage: Option<Duration>,
     /// The cache of settled events (`SURVEILLANCE_CACHE`): `0` (or `false`, `off`) turns it
     /// off, `1` (or `true`, `on`) asks for it in the default directory, anything else is the
     /// directory to use. Unset: on in the default directory, but for a loopback base URL.
@@ -147,6 +150,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Longest `Retry-After` of a 429 the client waits for.
     pub max_wait: Duration,
+    /// How long a call rides out the service being unreachable before it fails (zero: at once).
+    pub max_outage: Duration,
     /// Where the daily quota's ledger lives (`SURVEILLANCE_QUOTA_DIR` or the user's cache
     /// directory); None: in the process's memory.
     pub quota_dir: Option<PathBuf>,
@@ -191,6 +196,11 @@ pub const DEFAULT_MAX_RETRIES: u32 = 5;
 pub const DEFAULT_MAX_BODY: usize = 64 * 1024 * 1024;
 /// Default longest wait for a 429's `Retry-After`.
 pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(60);
+/// Default time a call rides out the service being unreachable (a restart, a deploy): a
+/// minute, as the deadlines of google-api-core's retries are a minute or more.
+pub const DEFAULT_MAX_OUTAGE: Duration = Duration::from_secs(60);
+/// The longest `max_outage`, seconds (a day).
+pub const MAX_OUTAGE_SECS: f64 = 86_400.0;
 /// The longest `timeout`, seconds (a day): every wait of the client stays finite.
 pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 /// The longest `settle`, seconds (30 days, as `sync_events` takes).
@@ -382,6 +392,28 @@ impl Config {
         seconds("timeout", timeout.as_secs_f64(), true, MAX_TIMEOUT_SECS)?;
         let max_wait = s.max_wait.unwrap_or(DEFAULT_MAX_WAIT);
         seconds("max_wait", max_wait.as_secs_f64(), false, MAX_WAIT_SECS)?;
+        let max_outage = match s.max_outage {
+            Some(d) => d,
+            None => match from_env(env, "SURVEILLANCE_MAX_OUTAGE") {
+                Some(raw) => raw
+                    .trim()
+                    .parse::<f64>()
+                    .map_err(|_| {
+                        Error::Config(format!(
+                            "`SURVEILLANCE_MAX_OUTAGE` must be a number of seconds, got `{}`",
+                            crate::text::shown(raw.trim())
+                        ))
+                    })
+                    .and_then(|v| seconds("max_outage", v, false, MAX_OUTAGE_SECS))?,
+                None => DEFAULT_MAX_OUTAGE,
+            },
+        };
+        seconds(
+            "max_outage",
+            max_outage.as_secs_f64(),
+            false,
+            MAX_OUTAGE_SECS,
+        )?;
         let max_retries = s.max_retries.unwrap_or(DEFAULT_MAX_RETRIES);
         count("max_retries", max_retries.into(), RETRIES)?;
         let max_body_bytes = s.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY);
@@ -416,6 +448,7 @@ impl Config {
             trust_env,
             max_body_bytes,
             max_wait,
+            max_outage,
             quota_dir: super::quota::ledger_dir(env),
             cache_dir,
             settle_ms: s.settle.map_or(DEFAULT_SETTLE_MS, |d| {
@@ -552,6 +585,36 @@ mod tests {
             of(Some("/tmp/c"), "http://127.0.0.1:1"),
             Some(PathBuf::from("/tmp/c"))
         );
+    }
+
+    #[test]
+    fn max_outage_is_a_minute_unless_given_or_set() {
+        let c = Config::resolve(Settings::default(), &env_of(FULL)).expect("config");
+        assert_eq!(c.max_outage, Duration::from_secs(60));
+        const SET: &[(&str, &str)] = &[
+            ("SURVEILLANCE_API_KEY", "k"),
+            ("SURVEILLANCE_CLIENT_ID", "id"),
+            ("SURVEILLANCE_CLIENT_SECRET", "s3cret"),
+            ("SURVEILLANCE_BASE_URL", "https://api.example.test"),
+            ("SURVEILLANCE_MAX_OUTAGE", " 0 "),
+        ];
+        let c = Config::resolve(Settings::default(), &env_of(SET)).expect("config");
+        assert_eq!(c.max_outage, Duration::ZERO);
+        let given = Settings {
+            max_outage: Some(Duration::from_secs(300)),
+            ..Settings::default()
+        };
+        let c = Config::resolve(given, &env_of(SET)).expect("config");
+        assert_eq!(c.max_outage, Duration::from_secs(300));
+        const BAD: &[(&str, &str)] = &[
+            ("SURVEILLANCE_API_KEY", "k"),
+            ("SURVEILLANCE_CLIENT_ID", "id"),
+            ("SURVEILLANCE_CLIENT_SECRET", "s3cret"),
+            ("SURVEILLANCE_BASE_URL", "https://api.example.test"),
+            ("SURVEILLANCE_MAX_OUTAGE", "a minute"),
+        ];
+        let err = Config::resolve(Settings::default(), &env_of(BAD)).expect_err("refused");
+        assert!(err.to_string().contains("SURVEILLANCE_MAX_OUTAGE"), "{err}");
     }
 
     #[test]

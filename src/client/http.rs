@@ -111,6 +111,8 @@ pub struct Http {
     closed: tokio::sync::watch::Sender<bool>,
     /// The daily quota, shared with every client of the machine that uses the same key.
     pub ledger: Ledger,
+    /// The latest wait through an outage, until a request is answered again.
+    waiting: std::sync::Mutex<Option<Waiting>>,
 }
 
 impl std::fmt::Debug for Http {
@@ -143,6 +145,102 @@ pub fn backoff(attempt: u32, retry_after: Option<Duration>) -> Duration {
         Some(ra) => ra.max(jittered.min(Duration::from_millis(50))) + jittered / 4,
         None => jittered,
     }
+}
+
+/// The first wait of an outage's backoff, seconds: it doubles at each try...
+const OUTAGE_BASE: f64 = 0.2;
+/// ... up to this many seconds (a few: the service is found back within seconds of its
+/// return). botocore's standard mode caps at 20 s, google-api-core's retries at 60 s; their
+/// tries, and ours, are spread uniformly below the cap (full jitter).
+pub const OUTAGE_CAP: Duration = Duration::from_secs(4);
+
+/// Full-jitter exponential backoff for try `n` (1-based) of an outage: uniform in
+/// `[0, min(0.2 s * 2^(n-1), 4 s))`.
+pub fn outage_backoff(n: u32) -> Duration {
+    let cap =
+        (OUTAGE_BASE * 2f64.powi(n.saturating_sub(1).min(16) as i32)).min(OUTAGE_CAP.as_secs_f64());
+    // `backoff`'s jitter, rescaled to this cap (its own cap is 0.1 s at the first retry).
+    let unit = backoff(1, None).as_secs_f64() / 0.1;
+    Duration::from_secs_f64(cap * unit.clamp(0.0, 1.0))
+}
+
+/// Why the service itself could not answer: it is unreachable (its connection refused, reset
+/// or timed out), or the gateway in front of it says it is unavailable (502, 503, 504): a
+/// restart, a deploy. Such failures are retried for `max_outage`, not `max_retries`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outage {
+    /// The connection was refused (or could not be made): nothing was sent.
+    Refused,
+    /// The connection was reset or closed before the answer.
+    Reset,
+    /// The connection or the answer timed out.
+    TimedOut,
+    /// A gateway's 502, 503 or 504.
+    Gateway(u16),
+}
+
+impl Outage {
+    /// The outage a status says, if any.
+    pub fn of_status(status: StatusCode) -> Option<Outage> {
+        matches!(status.as_u16(), 502..=504).then(|| Outage::Gateway(status.as_u16()))
+    }
+
+    /// The outage a failed request says, if any (a refused certificate, a bad address are not).
+    fn of_error(e: &reqwest::Error) -> Option<Outage> {
+        use std::io::ErrorKind;
+        if e.is_timeout() {
+            return Some(Outage::TimedOut);
+        }
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            if let Some(io) = s.downcast_ref::<std::io::Error>() {
+                match io.kind() {
+                    ErrorKind::ConnectionRefused => return Some(Outage::Refused),
+                    ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::BrokenPipe
+                    | ErrorKind::UnexpectedEof
+                    | ErrorKind::NotConnected => return Some(Outage::Reset),
+                    ErrorKind::TimedOut => return Some(Outage::TimedOut),
+                    _ => {}
+                }
+            }
+            if let Some(h) = s.downcast_ref::<hyper::Error>() {
+                if h.is_incomplete_message() || h.is_closed() || h.is_canceled() {
+                    return Some(Outage::Reset);
+                }
+            }
+            source = s.source();
+        }
+        None
+    }
+
+    /// What it says of the service, for the log and the progress display.
+    pub fn words(self) -> String {
+        match self {
+            Outage::Refused => "the service is unreachable (connection refused)".into(),
+            Outage::Reset => "the service is unreachable (connection reset)".into(),
+            Outage::TimedOut => "the service is unreachable (timed out)".into(),
+            Outage::Gateway(code) => format!("the service is unavailable ({code})"),
+        }
+    }
+}
+
+/// A request that got no answer: the error, the outage it says, and whether the request may
+/// have reached the service (false only when no connection was made).
+struct NoAnswer {
+    error: Error,
+    outage: Option<Outage>,
+    reached: bool,
+}
+
+/// A wait of a call through an outage, for the progress display.
+#[derive(Debug, Clone)]
+struct Waiting {
+    outage: Outage,
+    next_try: Instant,
+    gives_up: Instant,
+    budget: Duration,
 }
 
 /// Renewals of the token within one call at most (each a token request of the day's quota):
@@ -337,6 +435,7 @@ impl Http {
             worked: AtomicU64::new(0),
             log,
             closed: tokio::sync::watch::Sender::new(false),
+            waiting: std::sync::Mutex::new(None),
         })
     }
 
@@ -354,6 +453,31 @@ impl Http {
     /// Logs a warning (scrubbed of secrets like every line).
     pub fn warn(&self, message: String) {
         self.log(Level::Warning, || message);
+    }
+
+    /// What a call waits for now, when the service is unreachable: `the service is
+    /// unreachable (connection refused): next try in 2 s, 48 s of 60 s left`; None when no call
+    /// waits (the last request answered).
+    pub fn waiting(&self) -> Option<String> {
+        let w = self
+            .waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()?;
+        let now = Instant::now();
+        Some(format!(
+            "{}: next try in {} s, {} s of {} s left",
+            w.outage.words(),
+            w.next_try
+                .saturating_duration_since(now)
+                .as_secs_f64()
+                .ceil(),
+            w.gives_up
+                .saturating_duration_since(now)
+                .as_secs_f64()
+                .ceil(),
+            w.budget.as_secs_f64().round()
+        ))
     }
 
     /// A 429 that asks for a wait longer than `max_wait` is no reason to sleep: the quota
@@ -468,14 +592,25 @@ impl Http {
         });
         let body = Bytes::from(body.to_string());
         let mut attempt = 0;
+        let (mut outage_since, mut outage_tries) = (None, 0u32);
         loop {
-            self.unless_closed(self.ledger.take_granted()).await?;
-            self.ledger.spend()?;
+            let granted = self.unless_closed(self.ledger.take_granted()).await?;
+            let day = self.ledger.spend()?;
             let sent_at = Instant::now();
             self.stats.request("POST /v2/oauth/token");
-            let outcome = self
-                .unless_closed(self.exchange(&Method::POST, &url, None, Some(body.clone())))
-                .await;
+            let told = self
+                .unless_closed(async {
+                    Ok(self
+                        .exchange_told(&Method::POST, &url, None, Some(body.clone()))
+                        .await)
+                })
+                .await?;
+            let outage = self.told(&told, day, granted, "POST /v2/oauth/token", None);
+            if outage.is_none() {
+                outage_tries = 0;
+                self.answered(outage_since.take(), "POST", &url);
+            }
+            let outcome = told.map_err(|f| f.error);
             let err = match outcome {
                 // A 200 that is not a token (a proxy's page, a cut answer) is retried.
                 Ok((status, _, bytes)) if status.is_success() => {
@@ -533,6 +668,21 @@ impl Http {
                 }
                 Err(e) => (e, None),
             };
+            if let Some(outage) = outage {
+                let what = "POST /v2/oauth/token";
+                self.ride_out(
+                    what,
+                    None,
+                    outage,
+                    err.0,
+                    err.1,
+                    sent_at,
+                    &mut outage_since,
+                    &mut outage_tries,
+                )
+                .await?;
+                continue;
+            }
             if attempt >= self.config.max_retries {
                 self.log(Level::Warning, || {
                     format!(
@@ -597,14 +747,15 @@ impl Http {
         })
     }
 
-    /// One exchange: send, then read the whole body within the size cap.
-    async fn exchange(
+    /// One exchange: send, then read the whole body within the size cap; a failure tells the
+    /// outage it shows and whether the request may have reached the service.
+    async fn exchange_told(
         &self,
         method: &Method,
         url: &Url,
         token: Option<&Secret>,
         body: Option<Bytes>,
-    ) -> Result<(StatusCode, HeaderMap, Bytes)> {
+    ) -> std::result::Result<(StatusCode, HeaderMap, Bytes), NoAnswer> {
         let mut req = self
             .client
             .request(method.clone(), url.clone())
@@ -617,7 +768,8 @@ impl Http {
             req = req.header(CONTENT_TYPE, "application/json").body(b);
         }
         let classify = |e: reqwest::Error| {
-            if e.is_timeout() {
+            let (outage, reached) = (Outage::of_error(&e), !e.is_connect());
+            let error = if e.is_timeout() {
                 Error::Timeout(format!(
                     "`{} {}` timed out after {:.1} s (`timeout`)",
                     method,
@@ -631,6 +783,11 @@ impl Http {
                     url.path(),
                     describe(&e)
                 ))
+            };
+            NoAnswer {
+                error,
+                outage,
+                reached,
             }
         };
         let mut resp = req.send().await.map_err(classify)?;
@@ -638,9 +795,13 @@ impl Http {
         let status = resp.status();
         let headers = resp.headers().clone();
         let cap = self.config.max_body_bytes;
-        let too_big = || Error::Decode {
-            url: shown(url),
-            detail: format!("the answer is larger than `max_body_bytes` ({cap} bytes)"),
+        let too_big = || NoAnswer {
+            error: Error::Decode {
+                url: shown(url),
+                detail: format!("the answer is larger than `max_body_bytes` ({cap} bytes)"),
+            },
+            outage: None,
+            reached: true,
         };
         if resp.content_length().is_some_and(|n| n > cap as u64) {
             return Err(too_big());
@@ -683,12 +844,16 @@ impl Http {
         let mut fresh_refusals = 0u32;
         let mut seen_worked = self.worked.load(Ordering::SeqCst);
         let mut renewals = 0u32;
+        // The outage under way: since when (the start of its first failed request), and its
+        // tries so far.
+        let mut outage_since: Option<Instant> = None;
+        let mut outage_tries = 0u32;
         loop {
             let (token, generation) = self.token().await?;
             let slot = gate.acquire().await?;
             // Counted against the day's budget only when it is about to go.
-            self.unless_closed(self.ledger.take_granted()).await?;
-            self.ledger.spend()?;
+            let granted = self.unless_closed(self.ledger.take_granted()).await?;
+            let day = self.ledger.spend()?;
             let started = Instant::now();
             self.stats.request(call.route);
             if let Some(t) = &call.tally {
@@ -697,15 +862,20 @@ impl Http {
             if let Some(n) = &call.sent {
                 n.fetch_add(1, Ordering::Relaxed);
             }
-            let outcome = self
-                .unless_closed(self.exchange(
-                    &call.method,
-                    &call.url,
-                    Some(&token),
-                    call.body.clone(),
-                ))
-                .await;
+            let told = self
+                .unless_closed(async {
+                    Ok(self
+                        .exchange_told(&call.method, &call.url, Some(&token), call.body.clone())
+                        .await)
+                })
+                .await?;
             drop(slot);
+            let outage = self.told(&told, day, granted, call.route, Some(call));
+            if outage.is_none() {
+                outage_tries = 0;
+                self.answered(outage_since.take(), call.method.as_str(), &call.url);
+            }
+            let outcome = told.map_err(|f| f.error);
             let (err, retry_after) = match outcome {
                 Ok((status, _, body)) if status.is_success() => {
                     let size = body.len();
@@ -808,9 +978,27 @@ impl Http {
                         return Err(err);
                     }
                 }
-                Err(e) if e.is_retryable() && self.check_open().is_ok() => (e, None),
+                Err(e) if (outage.is_some() || e.is_retryable()) && self.check_open().is_ok() => {
+                    (e, None)
+                }
                 Err(e) => return Err(e),
             };
+            if let Some(outage) = outage {
+                let what = format!("{} {}", call.method, shown(&call.url));
+                let tally = call.tally.as_deref();
+                self.ride_out(
+                    &what,
+                    tally,
+                    outage,
+                    err,
+                    retry_after,
+                    started,
+                    &mut outage_since,
+                    &mut outage_tries,
+                )
+                .await?;
+                continue;
+            }
             if attempt >= self.config.max_retries {
                 self.log(Level::Warning, || {
                     format!(
@@ -834,6 +1022,131 @@ impl Http {
             });
             tokio::time::sleep(wait).await;
         }
+    }
+}
+
+impl Http {
+    /// The outage an exchange's outcome says, if any; a request that made no connection is
+    /// taken back from the counts (`route`'s, `call`'s) and the day's quota (`day`, the
+    /// allowance when `granted`): it never left the machine.
+    fn told(
+        &self,
+        told: &std::result::Result<(StatusCode, HeaderMap, Bytes), NoAnswer>,
+        day: i64,
+        granted: bool,
+        route: &str,
+        call: Option<&Call>,
+    ) -> Option<Outage> {
+        match told {
+            Ok((status, _, _)) => Outage::of_status(*status),
+            Err(f) => {
+                if !f.reached {
+                    self.ledger.refund(day, granted);
+                    self.stats.unsent(route);
+                    if let Some(t) = call.and_then(|c| c.tally.as_deref()) {
+                        t.sent.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    if let Some(n) = call.and_then(|c| c.sent.as_deref()) {
+                        n.fetch_sub(1, Ordering::Relaxed);
+                    }
+                }
+                f.outage
+            }
+        }
+    }
+
+    /// The service answered a request to `url` after an outage that began at `since`, if one
+    /// was under way: said in the log, and no call waits any more.
+    fn answered(&self, since: Option<Instant>, method: &str, url: &Url) {
+        let Some(since) = since else { return };
+        *self.waiting.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.log(Level::Debug, || {
+            format!(
+                "{method} {}: the service answered again after {:.1} s",
+                shown(url),
+                since.elapsed().as_secs_f64()
+            )
+        });
+    }
+
+    /// One failure of `what` (`GET /v2/sites`) in an outage that began with the request sent at `since` (set
+    /// now if none is under way): waits for the next try (full-jitter backoff, at least a
+    /// `Retry-After`, the last wait cut to end with `max_outage`), saying so; `err` once
+    /// `max_outage` has passed since the outage began.
+    #[allow(clippy::too_many_arguments)]
+    async fn ride_out(
+        &self,
+        what: &str,
+        tally: Option<&Tally>,
+        outage: Outage,
+        err: Error,
+        retry_after: Option<Duration>,
+        started: Instant,
+        since: &mut Option<Instant>,
+        tries: &mut u32,
+    ) -> Result<()> {
+        let since = *since.get_or_insert(started);
+        let budget = self.config.max_outage;
+        let spent = since.elapsed();
+        if spent >= budget {
+            *self.waiting.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            self.log(Level::Warning, || {
+                format!(
+                    "giving up on {what} after {:.1} s (`max_outage`): {}: {err}",
+                    spent.as_secs_f64(),
+                    outage.words()
+                )
+            });
+            if budget.is_zero() {
+                return Err(err);
+            }
+            let said = format!("for {:.0} s (`max_outage`)", spent.as_secs_f64());
+            return Err(match err {
+                Error::Transport(m) => Error::Transport(format!("{m}; unreachable {said}")),
+                Error::Timeout(m) => Error::Timeout(format!("{m}; unreachable {said}")),
+                Error::Status {
+                    status,
+                    body,
+                    url,
+                    message,
+                } => Error::Status {
+                    status,
+                    body,
+                    url,
+                    message: format!("{message}; unavailable {said}"),
+                },
+                other => other,
+            });
+        }
+        *tries += 1;
+        let left = budget - spent;
+        let wait = outage_backoff(*tries)
+            .max(retry_after.unwrap_or_default())
+            .min(left);
+        let now = Instant::now();
+        *self.waiting.lock().unwrap_or_else(|p| p.into_inner()) = Some(Waiting {
+            outage,
+            next_try: now + wait,
+            gives_up: now + left,
+            budget,
+        });
+        self.stats.retry(tally);
+        self.log(Level::Debug, || {
+            format!(
+                "waiting: {what}: {}, retrying in {:.1} s ({:.1} s of the {} s `max_outage` \
+                 left): {err}",
+                outage.words(),
+                wait.as_secs_f64(),
+                left.as_secs_f64(),
+                budget.as_secs_f64()
+            )
+        });
+        // Ctrl-C drops this future (and the sleep); `close` ends it.
+        self.unless_closed(async {
+            tokio::time::sleep(wait).await;
+            Ok(())
+        })
+        .await
     }
 }
 
@@ -901,6 +1214,27 @@ mod tests {
         assert_eq!(parse_retry_after(&h), Some(Duration::from_millis(500)));
         h.insert(RETRY_AFTER, "soon".parse().expect("header"));
         assert_eq!(parse_retry_after(&h), None);
+    }
+
+    #[test]
+    fn an_outage_backs_off_exponentially_with_full_jitter_capped_at_4_s() {
+        for n in 1..40u32 {
+            let cap = (0.2 * 2f64.powi(n.min(20) as i32 - 1)).min(4.0);
+            let waits: Vec<f64> = (0..400).map(|_| outage_backoff(n).as_secs_f64()).collect();
+            assert!(waits.iter().all(|w| (0.0..=cap).contains(w)), "{n}");
+            // Full jitter: spread over the whole range, not bunched at its top.
+            let mean = waits.iter().sum::<f64>() / waits.len() as f64;
+            assert!(
+                (0.35 * cap..0.65 * cap).contains(&mean),
+                "{n}: {mean} of {cap}"
+            );
+            assert!(waits.iter().any(|w| *w < 0.2 * cap) && waits.iter().any(|w| *w > 0.8 * cap));
+        }
+        // A minute of outage takes about 30 tries: 3 s for the first five, then 2 s each.
+        let mean: f64 = (1..=30u32)
+            .map(|n| (0.2 * 2f64.powi(n as i32 - 1)).min(4.0) / 2.0)
+            .sum();
+        assert!((50.0..60.0).contains(&mean), "{mean}");
     }
 
     #[test]

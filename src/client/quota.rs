@@ -248,17 +248,19 @@ impl Ledger {
 
     /// Takes one request of the allowance in force (at once without one), waiting for the
     /// next grant when none is left; [`Error::Quota`] once the allowance is closed and spent.
-    pub async fn take_granted(&self) -> Result<()> {
+    /// True when it took one (a request that then never reached the service gives it back:
+    /// [`refund`](Self::refund)).
+    pub async fn take_granted(&self) -> Result<bool> {
         loop {
             // Registered before the check, so a grant between the two is not missed.
             let next = self.granted.notified();
             {
                 let mut slot = self.allowance_slot();
                 match slot.as_mut() {
-                    None => return Ok(()),
+                    None => return Ok(false),
                     Some(a) if a.left > 0 => {
                         a.left -= 1;
-                        return Ok(());
+                        return Ok(true);
                     }
                     Some(a) if a.closed => break,
                     Some(_) => {}
@@ -353,9 +355,10 @@ impl Ledger {
         })
     }
 
-    /// Counts one request about to be sent; [`Error::Quota`] (nothing is counted) when today's
-    /// budget is spent, or the service asked for a wait that has not passed.
-    pub fn spend(&self) -> Result<()> {
+    /// Counts one request about to be sent, on the day returned; [`Error::Quota`] (nothing is
+    /// counted) when today's budget is spent, or the service asked for a wait that has not
+    /// passed.
+    pub fn spend(&self) -> Result<i64> {
         let limit = self.limit;
         self.on_today(|r, now, day| {
             if r.blocked_until_ms > now {
@@ -367,8 +370,24 @@ impl Ledger {
                 }
             }
             r.used += 1;
-            Ok(())
+            Ok(day)
         })
+    }
+
+    /// Gives back a request counted on `day` (and the allowance's, when `granted`) that never
+    /// reached the service: its connection was refused, or could not be made.
+    pub fn refund(&self, day: i64, granted: bool) {
+        self.on_today(|r, _, today| {
+            if today == day {
+                r.used = r.used.saturating_sub(1);
+            }
+        });
+        if granted {
+            if let Some(a) = self.allowance_slot().as_mut() {
+                a.left = a.left.saturating_add(1);
+            }
+            self.granted.notify_waiters();
+        }
     }
 
     /// The service answered 429 and asked to wait `wait_ms`, longer than the client waits:

@@ -56,6 +56,18 @@ impl Stats {
         }
     }
 
+    /// Takes back one request counted for `route` that never left the machine (its
+    /// connection was refused).
+    pub fn unsent(&self, route: &str) {
+        let mut r = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = r.get_mut(route) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                r.remove(route);
+            }
+        }
+    }
+
     /// Counts a retry, in the totals and in the tally of the operation it belongs to.
     pub fn retry(&self, tally: Option<&Tally>) {
         self.retries.fetch_add(1, Ordering::Relaxed);

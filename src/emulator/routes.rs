@@ -278,6 +278,14 @@ async fn gateway(AxState(state): AxState<Shared>, req: Request, next: Next) -> R
             return too_many(retry, message);
         }
     };
+    if state.outage_due() {
+        state.count(&route, "dropped");
+        if req.extensions().get::<ConnDrop>().is_some() {
+            // The server closes its port and this connection with the others.
+            std::future::pending::<()>().await;
+        }
+        return StatusCode::BAD_GATEWAY.into_response();
+    }
     let hostile = state.take_hostile(&path);
     if class == Class::Token {
         if let Some(h) = hostile {

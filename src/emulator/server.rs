@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use hyper::body::Incoming;
@@ -148,17 +149,51 @@ pub async fn spawn_with(state: Arc<State>, port: u16, tls: bool) -> std::io::Res
     })
 }
 
+/// What stopped the accept loop's wait.
+enum Woke {
+    Accepted(std::io::Result<(tokio::net::TcpStream, SocketAddr)>),
+    Outage(Duration),
+    Stop,
+    Joined,
+}
+
 async fn accept_loop(
-    listener: TcpListener,
+    mut listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     app: Router,
     state: Arc<State>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut conns = JoinSet::new();
+    let mut outages = state.take_outages();
     loop {
-        tokio::select! {
-            accepted = listener.accept() => {
+        let woke = tokio::select! {
+            accepted = listener.accept() => Woke::Accepted(accepted),
+            Some(d) = next_outage(&mut outages) => Woke::Outage(d),
+            _ = stop.changed() => Woke::Stop,
+            Some(_) = conns.join_next(), if !conns.is_empty() => Woke::Joined,
+        };
+        match woke {
+            Woke::Stop => break,
+            Woke::Joined => {}
+            Woke::Outage(duration) => {
+                // A restart: the port closed (connections refused) and every connection with
+                // it, then the same port again.
+                let addr = listener.local_addr();
+                drop(listener);
+                conns.shutdown().await;
+                state.connections_open.store(0, Ordering::SeqCst);
+                tokio::select! {
+                    _ = tokio::time::sleep(duration) => {}
+                    _ = stop.changed() => return,
+                }
+                let Ok(addr) = addr else { return };
+                listener = match rebind(addr).await {
+                    Some(l) => l,
+                    None => return,
+                };
+            }
+            Woke::Accepted(accepted) => {
                 let Ok((stream, _)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
                 state.connections_total.fetch_add(1, Ordering::SeqCst);
@@ -173,7 +208,9 @@ async fn accept_loop(
                             acceptor.accept(stream),
                         );
                         match handshake.await {
-                            Ok(Ok(tls_stream)) => serve_connection(tls_stream, app, state, stop).await,
+                            Ok(Ok(tls_stream)) => {
+                                serve_connection(tls_stream, app, state, stop).await
+                            }
                             _ => {
                                 state.tls_failures.fetch_add(1, Ordering::SeqCst);
                                 state.connections_open.fetch_sub(1, Ordering::SeqCst);
@@ -182,12 +219,31 @@ async fn accept_loop(
                     }),
                 };
             }
-            _ = stop.changed() => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
         }
     }
     // Dropping the set aborts the connections still open.
     conns.shutdown().await;
+}
+
+/// The next outage asked for (never, without a receiver).
+async fn next_outage(
+    outages: &mut Option<tokio::sync::mpsc::UnboundedReceiver<Duration>>,
+) -> Option<Duration> {
+    match outages {
+        Some(o) => o.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Listens on `addr` again after an outage (a moment's retry while the old socket goes).
+async fn rebind(addr: SocketAddr) -> Option<TcpListener> {
+    for _ in 0..100 {
+        if let Ok(l) = TcpListener::bind(addr).await {
+            return Some(l);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
 }
 
 async fn serve_connection<S>(

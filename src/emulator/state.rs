@@ -255,6 +255,13 @@ pub struct State {
     dialect: Mutex<Dialect>,
     faults: Mutex<Faults>,
     hostile: Mutex<Option<HostileRule>>,
+    /// An outage to come: the requests let through first, and how long the port stays closed.
+    outage: Mutex<Option<(u64, Duration)>>,
+    /// Tells the accept loop to close the port for a while (it takes the receiver).
+    outages: (
+        tokio::sync::mpsc::UnboundedSender<Duration>,
+        Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Duration>>>,
+    ),
     fault_counter: AtomicU64,
     limits: Mutex<Limits>,
     buckets: Mutex<(Bucket, Bucket)>,
@@ -365,6 +372,35 @@ pub struct HostileRule {
 }
 
 impl State {
+    /// A restart of the service: once `after` more requests have come, the next one is dropped
+    /// and the server closes its port and every connection for `duration` (connections are
+    /// refused), then listens on the same port again with the same state.
+    pub fn schedule_outage(&self, after: u64, duration: Duration) {
+        *lock(&self.outage) = Some((after, duration));
+    }
+
+    /// Whether this request meets the outage scheduled (which then begins).
+    pub fn outage_due(&self) -> bool {
+        let mut slot = lock(&self.outage);
+        match slot.as_mut() {
+            Some((0, duration)) => {
+                let _ = self.outages.0.send(*duration);
+                *slot = None;
+                true
+            }
+            Some((after, _)) => {
+                *after -= 1;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// The outages' receiver, for the accept loop (once).
+    pub fn take_outages(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Duration>> {
+        lock(&self.outages.1).take()
+    }
+
     /// Sets (or, with None, lifts) the hostile answers.
     pub fn set_hostile(&self, rule: Option<HostileRule>) {
         *lock(&self.hostile) = rule;
@@ -419,6 +455,11 @@ impl State {
             dialect: Mutex::new(Dialect::default()),
             faults: Mutex::new(Faults::default()),
             hostile: Mutex::new(None),
+            outage: Mutex::new(None),
+            outages: {
+                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                (tx, Mutex::new(Some(rx)))
+            },
             fault_counter: AtomicU64::new(0),
             limits: Mutex::new(Limits::NONE),
             buckets: Mutex::new((Bucket::new(), Bucket::new())),

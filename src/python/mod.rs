@@ -42,6 +42,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_TIMEOUT_S", config::DEFAULT_TIMEOUT.as_secs_f64())?;
     m.add("DEFAULT_MAX_RETRIES", config::DEFAULT_MAX_RETRIES)?;
     m.add("DEFAULT_MAX_WAIT_S", config::DEFAULT_MAX_WAIT.as_secs_f64())?;
+    m.add(
+        "DEFAULT_MAX_OUTAGE_S",
+        config::DEFAULT_MAX_OUTAGE.as_secs_f64(),
+    )?;
     m.add("MAX_SETTLE_S", config::MAX_SETTLE_SECS)?;
     m.add("LISTS", client::lists(m.py())?)?;
     m.add("REGIONS", config::Region::NAMES.to_vec())?;

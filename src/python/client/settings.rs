@@ -27,6 +27,10 @@ pub fn from_keywords(given: Keywords<'_>) -> PyResult<Config> {
         .get("max_wait")?
         .map(|t| seconds("max_wait", t, false, config::MAX_WAIT_SECS))
         .transpose()?;
+    let max_outage = given
+        .get("max_outage")?
+        .map(|t| seconds("max_outage", t, false, config::MAX_OUTAGE_SECS))
+        .transpose()?;
     let settle = given
         .get("settle")?
         .map(|t| seconds("settle", t, false, config::MAX_SETTLE_SECS))
@@ -54,6 +58,7 @@ pub fn from_keywords(given: Keywords<'_>) -> PyResult<Config> {
             .count("max_body_bytes", config::BODY_BYTES)?
             .map(|v| v as usize),
         max_wait,
+        max_outage,
         cache: given.get("cache")?,
         settle,
         cache_max_bytes: given.count("cache_max_bytes", config::CACHE_BYTES)?,
@@ -83,6 +88,7 @@ pub fn to_keywords<'py>(py: Python<'py>, c: &Config) -> PyResult<Bound<'py, PyDi
     d.set_item("trust_env", c.trust_env)?;
     d.set_item("max_body_bytes", c.max_body_bytes)?;
     d.set_item("max_wait", c.max_wait.as_secs_f64())?;
+    d.set_item("max_outage", c.max_outage.as_secs_f64())?;
     // The directory resolved (or off), so that a worker's client uses the same one.
     match &c.cache_dir {
         Some(dir) => d.set_item("cache", dir.display().to_string())?,

@@ -157,6 +157,21 @@ impl PyEmulator {
         Ok(())
     }
 
+    /// A restart: after `after` more requests, the next one is dropped and the port closed
+    /// (connections refused) for `seconds`, then open again on the same port, same state.
+    #[pyo3(signature = (seconds, after=0))]
+    fn outage(&self, seconds: f64, after: u64) -> PyResult<()> {
+        if !(seconds.is_finite() && (0.0..=3600.0).contains(&seconds)) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "`seconds` must be from 0 to 3600, got `{seconds}`"
+            )));
+        }
+        self.handle
+            .state
+            .schedule_outage(after, std::time::Duration::from_secs_f64(seconds));
+        Ok(())
+    }
+
     /// Each dialect setting and its values, the default first: a tuple of names, or for
     /// `token_requests` `(None, int)`.
     #[classattr]

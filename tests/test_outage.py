@@ -1,0 +1,217 @@
+"""A call rides out the service being unreachable (a restart, a deploy behind a load balancer):
+connections refused, reset or timed out, and 502/503/504, are retried for ``max_outage``
+seconds (default 60; 0 fails at once), and a request that never reached the service is not
+counted in the daily quota. The emulator's ``outage`` closes its port mid-call."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pytest
+import surveillance as sv
+
+from conftest import other, sigint_default
+
+#: The outage of each test: the client must wait it out, with no user action.
+OUTAGE_S = 10.0
+#: Reads in flight: a bound on the requests the outage cut (sent, so maybe counted).
+IN_FLIGHT = 6
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def counted(emu) -> int:
+    """Requests the emulator counted today (every answer, and those it dropped)."""
+    return emu.stats()["daily"]["used"]
+
+
+def test_events_ride_out_an_outage_exact(make_emu):
+    e = make_emu(seed=5, sites=6, days=2, events_per_day=6000)
+    client = e.client(limits=sv.Limits(None, IN_FLIGHT, None, None, None))
+    truth = e.truth(e.start, e.end)
+    assert len(truth) >= 10_000
+    e.outage(OUTAGE_S, after=40)  # about a third of the pages
+    t = time.monotonic()
+    got = client.events(e.start, e.end, progress=False)
+    took = time.monotonic() - t
+    assert [x["id"] for x in got] == truth  # no event lost or twice
+    assert OUTAGE_S <= took < OUTAGE_S + 20
+    assert e.stats()["requests"]["GET /v2/events"]["dropped"] == 1
+    stats = client.stats()
+    # Every refused connection was a retry, none counted: the ledger holds the requests that
+    # reached the emulator, and at most those the outage cut in flight (sent, maybe read).
+    assert stats["retries"] >= 2 * IN_FLIGHT
+    used = client.quota()["used"]
+    assert counted(e) <= used <= counted(e) + IN_FLIGHT, (used, counted(e), stats)
+
+
+def test_publish_rides_out_an_outage_exact(make_emu):
+    e = make_emu()
+    records = [other(i) for i in range(1000)]
+    client = e.client(limits=sv.Limits(None, None, None, 4, None))
+    e.outage(OUTAGE_S, after=4)
+    t = time.monotonic()
+    report = client.publish(records, batch_size=50, progress=False)
+    assert time.monotonic() - t >= OUTAGE_S
+    assert report.accepted == 1000 and not report.rejected and not report.unconfirmed, report
+    stored = e.published()
+    keys = [r["eventUniqueId"] for r in stored]
+    assert len(keys) == len(set(keys)) == 1000  # stored once each: no loss, no duplicate
+    assert e.stats()["published_stored"] == report.accepted
+    assert e.stats()["requests"]["POST /v2/webhook"]["dropped"] == 1
+
+
+def test_sync_rides_out_an_outage_exact(make_emu, tmp_path):
+    e = make_emu(seed=11, sites=8, days=3, events_per_day=2500)
+    client = e.client(limits=sv.Limits(None, IN_FLIGHT, None, None, None))
+    e.outage(OUTAGE_S, after=30)
+    t = time.monotonic()
+    result = client.sync_events(tmp_path / "events", e.start, until=e.end, settle="1h")
+    assert time.monotonic() - t >= OUTAGE_S
+    table = ds.dataset(str(tmp_path / "events"), partitioning="hive").to_table()
+    ids = table.column("id").to_pylist()
+    assert len(ids) == len(set(ids)) == result.added == 7500
+    assert sorted(ids) == sorted(e.truth(e.start, e.end))
+    assert pa.table(table).num_rows == 7500
+    assert e.stats()["requests"]["GET /v2/events"]["dropped"] == 1
+
+
+def test_max_outage_zero_fails_at_once_and_counts_nothing(make_emu):
+    e = make_emu()
+    client = e.client(max_outage=0)
+    client.access_token()
+    before = client.quota()["used"]
+    e.stop()
+    t = time.monotonic()
+    with pytest.raises(sv.TransportError, match="refused"):
+        client.sites()
+    assert time.monotonic() - t < 0.5
+    assert client.stats()["retries"] == 0
+    assert client.quota()["used"] == before  # the connection was refused: nothing reached it
+
+
+def test_a_call_gives_up_when_max_outage_has_passed_without_spending_the_quota(caplog):
+    port = closed_port()
+    client = sv.Client("k", "i", "s", base_url=f"http://127.0.0.1:{port}", max_outage=3)
+    t = time.monotonic()
+    with caplog.at_level(logging.DEBUG, logger="surveillance"):
+        with pytest.raises(sv.TransportError, match=r"unreachable for 3 s \(`max_outage`\)"):
+            client.sites()
+    took = time.monotonic() - t
+    assert 3.0 <= took < 3.5, took
+    stats = client.stats()
+    assert stats["retries"] >= 4 and stats["requests"] == {}
+    assert client.quota()["used"] == 0
+    waits = [r.getMessage() for r in caplog.records if r.getMessage().startswith("waiting:")]
+    assert waits and all("the service is unreachable (connection refused)" in w for w in waits)
+    assert "of the 3 s `max_outage` left" in waits[0]
+    assert any(
+        r.levelno == logging.WARNING and "giving up" in r.getMessage() for r in caplog.records
+    )
+
+
+def test_503_and_resets_ride_out_max_outage_not_max_retries(make_emu):
+    e = make_emu()
+    client = e.client(max_retries=0)
+    client.access_token()
+    e.set_hostile("status", path="/v2/sites", status=503, count=4)
+    assert len(client.sites()) == 3  # four 503s in a row, max_retries=0: within max_outage
+    e.set_hostile("status", path="/v2/sites", status=500, count=1)
+    with pytest.raises(sv.ServerError):  # a 500 is the service's answer: max_retries
+        client.sites()
+    e.set_hostile(None)
+    e.set_faults(drop_rate=0.5)
+    assert len(client.sites()) == 3
+
+
+def test_the_default_max_outage_is_a_minute_from_the_environment_or_the_argument(
+    make_emu, monkeypatch
+):
+    e = make_emu()
+    assert sv._core.DEFAULT_MAX_OUTAGE_S == 60.0
+    assert e.client()._inner.config()["max_outage"] == 60.0
+    monkeypatch.setenv("SURVEILLANCE_MAX_OUTAGE", "300")
+    assert e.client()._inner.config()["max_outage"] == 300.0
+    assert e.client(max_outage=0)._inner.config()["max_outage"] == 0.0
+    monkeypatch.setenv("SURVEILLANCE_MAX_OUTAGE", "soon")
+    with pytest.raises(sv.ConfigError, match="SURVEILLANCE_MAX_OUTAGE"):
+        e.client()
+    monkeypatch.delenv("SURVEILLANCE_MAX_OUTAGE")
+    for bad in (-1, float("nan"), 86_401):
+        with pytest.raises(sv.ConfigError, match="`max_outage`"):
+            e.client(max_outage=bad)
+
+
+#: A client with the default budget against a closed port: prints when its call starts, and
+#: how it ended.
+CHILD = textwrap.dedent(
+    """
+    import sys, time, surveillance as sv
+    client = sv.Client("k", "i", "s", base_url="http://127.0.0.1:%d")
+    print("calling", flush=True)
+    try:
+        client.sites()
+    except KeyboardInterrupt:
+        print("interrupted", time.monotonic(), flush=True)
+    except Exception as e:
+        print("failed", type(e).__name__, e, flush=True)
+    """
+)
+
+
+def test_the_default_budget_outlasts_seconds_and_ctrl_c_stops_its_wait_at_once():
+    """With the default ``max_outage`` a call to a closed port still waits after 5 s (it gave
+    up after 0.7 s before), and Ctrl-C during the wait stops it within 100 ms. The child takes
+    SIGINT as a terminal's foreground job does, whatever this process inherited."""
+    env = {**os.environ}
+    env.pop("SURVEILLANCE_MAX_OUTAGE", None)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD % closed_port()],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=sigint_default,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "calling"
+        time.sleep(5.0)
+        assert child.poll() is None, child.stdout.read()  # still riding out the outage
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        line = child.stdout.readline().split()
+        assert line[:1] == ["interrupted"], line
+        assert float(line[1]) - sent < 0.1 + 0.05, f"{float(line[1]) - sent:.3f} s after SIGINT"
+        assert child.wait(timeout=10) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+
+
+def test_a_dropped_request_of_the_outage_is_counted_by_both_sides(make_emu):
+    """The request the outage cut reached the emulator (it counted it): the client counts it
+    too, and the refused ones that follow in neither."""
+    e = make_emu()
+    client = e.client()
+    client.access_token()
+    e.outage(1.0)
+    assert len(client.sites()) == 3
+    assert client.quota()["used"] == counted(e) == 3  # token, the dropped one, the answer
+    assert client.stats()["requests"]["GET /v2/sites"] == 2
