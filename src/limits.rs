@@ -88,15 +88,25 @@ pub fn check_rate(name: &str, v: f64) -> Result<(), String> {
 
 /// Whether `v` is a count the limit `name` may be, from `low` to `high`, in words naming it if
 /// not.
-pub fn check_count(name: &str, v: i128, (low, high): (u64, u64)) -> Result<(), String> {
-    if (i128::from(low)..=i128::from(high)).contains(&v) {
+pub fn check_count(name: &str, v: i128, bounds: (u64, u64)) -> Result<(), String> {
+    if (i128::from(bounds.0)..=i128::from(bounds.1)).contains(&v) {
         return Ok(());
     }
-    Err(format!(
-        "`{name}` must be from {} to {}, got {v}",
+    Err(count_out_of_range(name, bounds, &v))
+}
+
+/// The words of a count out of its range, its value `shown` as the caller writes it (a number
+/// too large for an `i128` is shown cut short).
+pub fn count_out_of_range(
+    name: &str,
+    (low, high): (u64, u64),
+    shown: &dyn std::fmt::Display,
+) -> String {
+    format!(
+        "`{name}` must be from {} to {}, got {shown}",
         crate::text::thousands(low),
         crate::text::thousands(high)
-    ))
+    )
 }
 
 #[cfg(test)]

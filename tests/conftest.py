@@ -25,7 +25,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 import pytest
 import surveillance as sv
@@ -409,20 +409,28 @@ def make_emu():
 
 
 @contextlib.contextmanager
-def interrupt_after(seconds: float, *, kill: bool = False) -> Iterator[dict]:
+def interrupt_after(
+    seconds: float, *, kill: bool = False, count: Optional[Callable[[], int]] = None
+) -> Iterator[dict]:
     """Ctrl-C `seconds` into the block unless it ends first (the timer is cancelled on the way
     out): ``_thread.interrupt_main()``, or with `kill` a real SIGINT sent to this process. Inside
     the block SIGINT raises KeyboardInterrupt in the main thread whatever the parent set: an
     inherited SIG_IGN (a background job of a shell) is replaced until the block ends. Yields a
-    dict whose ``"at"`` is the ``time.monotonic()`` at which the interrupt was sent."""
+    dict whose ``"at"`` is the ``time.monotonic()`` at which the interrupt was sent; with
+    `count` (say, an emulator's requests), also its value just before (``"before"``) and just
+    after (``"after"``) the interrupt."""
     sent: dict = {}
 
     def fire() -> None:
+        if count is not None:
+            sent["before"] = count()
         sent["at"] = time.monotonic()
         if kill:
             os.kill(os.getpid(), signal.SIGINT)
         else:
             _thread.interrupt_main()
+        if count is not None:
+            sent["after"] = count()
 
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(seconds, fire)
@@ -431,6 +439,7 @@ def interrupt_after(seconds: float, *, kill: bool = False) -> Iterator[dict]:
         yield sent
     finally:
         timer.cancel()
+        timer.join()  # `fire` done: `sent` is whole
         signal.signal(signal.SIGINT, previous)
 
 

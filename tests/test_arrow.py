@@ -195,6 +195,21 @@ def test_arrow_is_sorted_and_exact_for_any_service_order(emu, client, order):
     assert table.column("id").to_pylist() == emu.truth(emu.start, emu.end)
 
 
+def test_event_batches_iterate_without_arro3(emu, client, monkeypatch):
+    import sys
+
+    import pyarrow as pa
+
+    monkeypatch.setitem(sys.modules, "arro3", None)  # as where arro3-core is not installed
+    want = client.events(emu.start, emu.end, output="arrow")
+    batches = list(client.event_batches(emu.start, emu.end))
+    assert batches and all(isinstance(b, pa.RecordBatch) for b in batches)
+    assert pa.Table.from_batches(batches).equals(want)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # neither: what to install
+    with pytest.raises(ImportError, match=r"pip install 'surveillance\[pandas\]'"):
+        iter(client.event_batches(emu.start, emu.end))
+
+
 def test_event_batches_to_parquet(emu, client, tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     path = tmp_path / "events.parquet"

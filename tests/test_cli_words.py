@@ -240,6 +240,36 @@ def test_errors_name_the_flags_not_the_python_arguments(tmp_path, words_emu, arg
     assert flag in line and python not in line, line
 
 
+HUGE = "1" + "0" * 400
+
+
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["quota", "--daily-requests", HUGE], "--daily-requests"),
+        (["quota", "--read-concurrency", HUGE], "--read-concurrency"),
+        (["quota", "--read-concurrency", "-" + HUGE], "--read-concurrency"),
+        (["quota", "--read-per-second", HUGE], "--read-per-second"),
+        (["sync", "ds", "--start", "2026-01-05", "--daily-requests", HUGE], "--daily-requests"),
+        (["plan", *DAY, "--daily-requests", HUGE], "--daily-requests"),
+        (["events", *DAY, "--timeout", HUGE], "--timeout"),
+        (["publish", "x.jsonl", "--publish-concurrency", HUGE], "--publish-concurrency"),
+        (["publish", "x.jsonl", "--batch-size", HUGE], "--batch-size"),
+        (["emulator", "--port", HUGE], "port"),
+        (["emulator", "--daily-requests", HUGE], "daily"),
+        (["demo", "--sites", HUGE], "sites"),
+    ],
+    ids=lambda v: " ".join(v).replace(HUGE, "HUGE")[:60] if isinstance(v, list) else None,
+)
+def test_a_huge_number_is_one_line_and_exit_2(tmp_path, words_emu, args, flag):
+    (tmp_path / "x.jsonl").write_text("{}\n")
+    out = _run(args, _env(words_emu), cwd=tmp_path)
+    assert out.returncode == 2, out.stderr[-500:]
+    line = _one_error_line(out)
+    assert flag in line and len(line) < 200, line
+    assert _requests(words_emu) == 0
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

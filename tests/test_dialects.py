@@ -310,6 +310,26 @@ def test_numbers_past_a_float_are_named_errors(emu, call):
         call(emu)
 
 
+@pytest.mark.parametrize("value", [10**400, -(10**400)], ids=["huge", "huge-negative"])
+@pytest.mark.parametrize(
+    "name, call",
+    [
+        ("cache_max_bytes", lambda e, v: e.client(cache_max_bytes=v)),
+        ("max_body_bytes", lambda e, v: e.client(max_body_bytes=v)),
+        ("max_retries", lambda e, v: e.client(max_retries=v)),
+        ("daily_requests", lambda e, v: sv.Limits(daily_requests=v)),
+        ("read_concurrency", lambda e, v: sv.Limits(read_concurrency=v)),
+        ("publish_concurrency", lambda e, v: sv.Limits(publish_concurrency=v)),
+        ("daily_requests", lambda e, v: e.set_limits(daily_requests=v)),
+    ],
+)
+def test_ints_past_every_range_are_value_errors_naming_the_range(emu, name, call, value):
+    with pytest.raises(ValueError, match=rf"`{name}` must be from [\d,]+ to [\d,]+, got") as e:
+        call(emu, value)
+    assert not isinstance(e.value, OverflowError) and "(401 digits)" in str(e.value)
+    assert len(str(e.value)) < 200
+
+
 def test_sent_counts_each_record_once_however_often_it_left(emu):
     """A record posted in an array the service refuses, then alone, or posted again in a later
     round after a 503, left the machine: it counts once in ``sent``."""

@@ -44,6 +44,13 @@ def ids(p) -> list:
     return [r[0] for r in rows(p, "SELECT id FROM events ORDER BY start_time, id")]
 
 
+@pytest.mark.parametrize("until", ["2026-01-04", "2026-01-05"], ids=["before", "at"])
+def test_until_not_after_start_is_refused_as_sync_refuses_it(until):
+    with sv.Emulator(seed=5, sites=1, days=1, events_per_day=10) as emu:
+        with pytest.raises(ValueError, match=r"`until` \(2026-01-0.*\) must be after `start`"):
+            surveillance_source(emu.client(), start="2026-01-05", until=until)
+
+
 def test_two_runs_load_each_event_once_and_the_lists(tmp_path):
     with sv.Emulator(seed=5, sites=4, days=2, events_per_day=1500) as emu:
         p = pipeline(tmp_path)

@@ -418,6 +418,14 @@ def test_an_unknown_scheme_or_a_missing_bucket_is_refused_before_any_request(
     assert listing(s3, bucket) == {"old.csv/part"}
 
 
+@pytest.mark.parametrize("scheme", ["S3", "s3"])
+def test_a_scheme_in_capitals_is_the_same_scheme(s3uri, bucket, scheme):
+    uri = s3uri(f"{bucket}/events")
+    place = _store.resolve(scheme + uri[len("s3") :], "path")
+    assert isinstance(place.filesystem, pafs.S3FileSystem)
+    assert place.path == f"{bucket}/events"
+
+
 def test_a_file_uri_is_a_local_path(emu, client, tmp_path, service, capsys):
     path = tmp_path / "my events"
     uri = "file://" + str(path).replace(" ", "%20")

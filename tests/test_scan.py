@@ -14,7 +14,7 @@ import surveillance as sv
 pl = pytest.importorskip("polars")
 pytest.importorskip("polars.io.plugins")
 
-from conftest import emulator_fixture  # noqa: E402
+from conftest import emulator_fixture, interrupt_after  # noqa: E402
 
 UTC = dt.timezone.utc
 DAY = dt.timedelta(days=1)
@@ -283,3 +283,60 @@ def test_importing_the_package_does_not_import_polars():
     code = "import surveillance, sys; print('polars' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# --- Ctrl-C -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("after_s", [0.08, 0.6], ids=["first-page", "mid-window"])
+def test_ctrl_c_stops_a_collect_at_once_and_no_request_leaves_after_it(make_emu, after_s):
+    # Three windows of 10,000 events, 16 requests in flight of 150 ms: about a second each.
+    # Polars runs the source on a thread of its own, where Python sees no signal.
+    slow = make_emu(sites=4, days=1, events_per_day=30_000, latency_ms=150)
+    client = slow.client(limits=sv.Limits(None, 16, None, None, None))
+    # A first collect: the token, and the imports of a first frame, are no part of the stop.
+    sv.scan_events(client, slow.start, slow.start + dt.timedelta(minutes=1)).collect()
+
+    def arrived() -> int:
+        return slow.stats()["daily"]["used"]
+
+    with interrupt_after(after_s, kill=True, count=arrived) as sent:
+        with pytest.raises(KeyboardInterrupt):
+            sv.scan_events(client, slow.start, slow.end).collect()
+        caught = time.monotonic()
+    stop_ms = 1000 * (caught - sent["at"])
+    assert stop_ms < 500, f"stopped {stop_ms:.0f} ms after SIGINT"  # 1-5 ms here, was 2-3 s
+    time.sleep(0.5)
+    # None after the interrupt (the count just after it may hold one that was on its way).
+    assert sent["after"] - sent["before"] <= 1, sent
+    assert arrived() == sent["after"], (arrived(), sent)
+    assert slow.stats()["in_flight"]["read"] == 0
+
+
+def test_ctrl_c_in_the_in_memory_engine_raises_where_the_source_runs(make_emu):
+    slow = make_emu(sites=4, days=1, events_per_day=30_000, latency_ms=150)
+    client = slow.client(limits=sv.Limits(None, 16, None, None, None))
+    with interrupt_after(0.6, kill=True) as sent:
+        with pytest.raises(KeyboardInterrupt):
+            sv.scan_events(client, slow.start, slow.end).collect(engine="in-memory")
+        caught = time.monotonic()
+    assert caught - sent["at"] < 0.5
+
+
+def test_a_sigint_handler_that_does_not_raise_leaves_the_collect_whole(make_emu):
+    import os
+    import signal
+    import threading
+
+    e = make_emu(sites=4, days=1, events_per_day=3_000, latency_ms=50)
+    client = e.client()
+    want = client.events(e.start, e.end, output="polars", progress=False)
+    seen: list = []
+    previous = signal.signal(signal.SIGINT, lambda *_: seen.append(1))
+    timer = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        timer.start()
+        got = sv.scan_events(client, e.start, e.end).collect()
+    finally:
+        timer.cancel()
+        timer.join()
+        signal.signal(signal.SIGINT, previous)
+    assert seen == [1] and got.equals(want)

@@ -28,6 +28,7 @@ __all__ = [
     "Emulator",
     "events_schema",
     "EventStream",
+    "InterruptWatch",
     "JsonLines",
     "jsonl_rest",
     "publish",
@@ -129,12 +130,19 @@ class Client:
         arrow: bool = False,
         partial: bool = False,
         refresh: bool = False,
+        interrupt: Optional[InterruptWatch] = None,
     ) -> EventStream:
         """The same events, window after window; at most ``buffer`` windows wait.
         ``partial``: a sync's fetch, not refused up front when the quota left is short.
-        ``refresh``: past the cache of settled events, replacing what it held of the range."""
+        ``refresh``: past the cache of settled events, replacing what it held of the range.
+        ``interrupt``: once the watch fires, the fetch stops and the stream raises
+        ``KeyboardInterrupt`` (a stream consumed off the main thread)."""
     def events_peek(
-        self, start_ms: int, end_ms: int, report_id: Optional[str] = None
+        self,
+        start_ms: int,
+        end_ms: int,
+        report_id: Optional[str] = None,
+        interrupt: Optional[InterruptWatch] = None,
     ) -> tuple[Any, int, Optional[float]]:
         """The first page of a fetch of the range, held for that fetch (which then does not
         ask it again), and the events it shows to be the range's first, as an Arrow record
@@ -311,6 +319,17 @@ class Emulator:
         """Zeroes the statistics."""
     def stop(self) -> None:
         """Stops the server; idempotent."""
+
+@final
+class InterruptWatch:
+    """A watch of Ctrl-C that fires from any thread: while one lives, SIGINT's handler counts
+    each signal before handing it on to Python's (which Python runs on the main thread only).
+    It never fires where SIGINT is ignored or left to its default, nor off Unix."""
+
+    def __init__(self) -> None: ...
+    @property
+    def fired(self) -> bool:
+        """A SIGINT arrived since the watch was made."""
 
 @final
 class EventStream:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import math
+import signal
+import threading
 import time
 import warnings
 from typing import Any, Iterator, List, Optional, Tuple
@@ -143,7 +145,8 @@ def scan_events(
             )
         if b is None:
             b = time.time_ns() // 1_000_000
-        return _frames(pl, client, a, b, report_id, with_columns, predicate, n_rows)
+        watch = _interrupt_watch()
+        return _frames(pl, client, a, b, report_id, with_columns, predicate, n_rows, watch)
 
     schema = _schema(pl)
     try:
@@ -172,6 +175,23 @@ def _require_polars() -> Tuple[Any, Any]:
     return pl, register_io_source
 
 
+def _interrupt_watch() -> Any:
+    """A watch of Ctrl-C for the fetch of a collect made on the main thread under Python's
+    default SIGINT handler, else None.
+
+    Polars runs the source on a thread of its own, where Python runs no signal handler, while
+    the main thread waits in ``collect``, where Python raises ``KeyboardInterrupt`` only once
+    ``collect`` returns: without the watch, the fetch would go on to the end of its window.
+    With it, the fetch stops at the signal and the source ends, so that ``collect`` returns
+    at once and the main thread raises. Made here, on the thread of ``collect`` (polars calls
+    the source there), which is the only one that can tell."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return None  # another handler may not raise: the fetch must not end early
+    return _core.InterruptWatch()
+
+
 def _schema(pl: Any) -> Any:
     """The events' polars schema, read from the extension's Arrow schema."""
     return pl.Schema(_core.events_schema())
@@ -187,9 +207,11 @@ def _frames(
     with_columns: Optional[List[str]],
     predicate: Any,
     n_rows: Optional[int],
+    watch: Any = None,
 ) -> Iterator[Any]:
     """The frames of ``[lo, hi)``, filtered by the whole predicate (polars leaves it to the
-    source), projected, and cut at ``n_rows``.
+    source), projected, and cut at ``n_rows``; with a ``watch`` of Ctrl-C (see
+    ``_interrupt_watch``) that fires, nothing more.
 
     First the events that the fetch's first page shows to be the range's first (one request,
     held for the fetch, which does not ask it again: a service that sorts ascending, or a
@@ -227,9 +249,11 @@ def _frames(
     # Counted from before the first request, and left in `last_cost` before each frame:
     # polars may never resume, nor close, the source once it has the rows it needs.
     before = client._sent()
+    if threading.current_thread() is threading.main_thread():
+        watch = None  # polars' in-memory engine: Python sees the signal here itself
     try:
         asked = _event_requests(client)
-        first, given, density = client._inner.events_peek(lo, hi, report_id)
+        first, given, density = client._inner.events_peek(lo, hi, report_id, interrupt=watch)
         peeked = _event_requests(client) > asked
         client._settle_cost(before)
         yield from frames(first, lo, _PROBE_FRAMES)
@@ -248,7 +272,9 @@ def _frames(
             wide = rate is not None and rate * (hi - lo) >= _CEILING
             parts = [(lo, probe, lo), (lo if peeked or wide else probe, hi, probe)]
         for i, (a, b, after) in enumerate(parts):
-            stream = client._inner.events_stream(a, b, report_id, None, 2, True, False)
+            stream = client._inner.events_stream(
+                a, b, report_id, None, 2, True, False, interrupt=watch
+            )
             try:
                 for batch in stream:
                     client._settle_cost(before)
@@ -260,6 +286,12 @@ def _frames(
                 stream.close()
             if i == 0 and len(parts) > 1:
                 yield from padding()
+    except KeyboardInterrupt:
+        if watch is None or not watch.fired:
+            raise
+        # Ctrl-C, which the main thread raises as `collect` returns: raised here too, it would
+        # be raised twice, the second time inside the caller's handler of the first.
+        return
     finally:
         client._settle_cost(before)
 

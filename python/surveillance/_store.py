@@ -95,7 +95,8 @@ def resolve(path: str, name: str) -> Location:
             "pip install 'surveillance[pandas]'"
         ) from None
     try:
-        filesystem, inner = pafs.FileSystem.from_uri(path)
+        # A scheme is case-insensitive (RFC 3986), pyarrow's are lowercase: S3:// is s3://.
+        filesystem, inner = pafs.FileSystem.from_uri(scheme + path[len(scheme) :])
     except (ValueError, NotImplementedError) as e:  # ArrowInvalid, ArrowNotImplementedError
         why = clean(str(e), path)
         if "Unrecognized filesystem type" in why:

@@ -19,6 +19,7 @@ from typing import (
 from . import _check, _core, _output, _progress
 from . import publish as _publish
 from . import sync as _sync
+from ._batches import EventBatches
 from ._gcpause import paused
 from ._lists import Lists
 from ._meter import Meter, metered
@@ -650,7 +651,8 @@ class Client(Lists, _BaseClient):
         """The events of :meth:`events` as a stream of Arrow record batches (one per window),
         produced as windows complete, with bounded memory: an object with
         ``__arrow_c_stream__``, e.g. for ``pyarrow.RecordBatchReader.from_stream`` and
-        ``pyarrow.parquet.ParquetWriter``.
+        ``pyarrow.parquet.ParquetWriter``. Iterated, it yields the batches (arro3's with
+        ``arro3-core`` installed, else pyarrow's).
 
         ``progress``: a callable that receives the update dicts of :meth:`events` while the
         first window is fetched and whenever the consumer waits for the next (its exception
@@ -680,7 +682,7 @@ class Client(Lists, _BaseClient):
         lo, hi, report_id = time_range(start, end, report_id)
         if progress is not None and not callable(progress):
             raise TypeError(f"`progress` must be a callable or None, got {type(progress).__name__}")
-        return self._inner.events_reader(lo, hi, report_id, progress, refresh)
+        return EventBatches(self._inner.events_reader(lo, hi, report_id, progress, refresh))
 
     # --- incremental sync ---------------------------------------------------------------
     @metered

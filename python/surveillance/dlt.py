@@ -76,7 +76,7 @@ def surveillance_source(
         until: where the events stop (exclusive); None: the time of the run.
 
     Raises:
-        ValueError: ``start`` missing, or ``settle`` not a duration.
+        ValueError: ``start`` missing, ``until`` not after it, or ``settle`` not a duration.
         TypeError: ``client`` not a :class:`~surveillance.Client`.
     """
     from . import _check
@@ -93,6 +93,12 @@ def surveillance_source(
         )
     start_ms = to_ms(start, "start")
     until_ms = None if until is None else to_ms(until, "until")
+    if until_ms is not None and until_ms <= start_ms:
+        # As `sync_events` and `events` refuse it: a run would load nothing, silently.
+        raise ValueError(
+            f"`until` ({from_ms(until_ms).isoformat()}) must be after `start` "
+            f"({from_ms(start_ms).isoformat()})"
+        )
     lag = _sync.parse_settle(settle).total_seconds()
     report_id = _check.text("report_id", report_id, optional=True, longest=100)
     return (

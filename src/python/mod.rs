@@ -53,6 +53,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<emulator::PyEmulator>()?;
     m.add_class::<events::stream::EventStream>()?;
     m.add_class::<events::batches::BatchStream>()?;
+    m.add_class::<runtime::sigint::InterruptWatch>()?;
     m.add_function(wrap_pyfunction!(client::cache_location, m)?)?;
     m.add_function(wrap_pyfunction!(client::cache_info_at, m)?)?;
     m.add_function(wrap_pyfunction!(client::clear_cache_at, m)?)?;

@@ -22,6 +22,7 @@ use crate::python::conversions::{arrow, errors};
 use crate::python::emulator::PyEmulator;
 use crate::python::events::batches::{self, BatchStream};
 use crate::python::events::stream::EventStream;
+use crate::python::runtime::sigint::InterruptWatch;
 use crate::python::runtime::wait::{wait, wait_reporting};
 use crate::python::runtime::{aio, log, Work};
 
@@ -194,7 +195,9 @@ impl PyClient {
     /// `partial`: a sync's fetch, which keeps what it gets when the daily quota runs out, is
     /// not refused up front for needing more than remains.
     /// `refresh`: past the cache of settled events, replacing what it held of the range.
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, buffer=2, arrow=false, partial=false, refresh=false))]
+    /// `interrupt`: a watch of Ctrl-C, for a stream consumed off the main thread (see
+    /// `InterruptWatch`).
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, buffer=2, arrow=false, partial=false, refresh=false, interrupt=None))]
     #[allow(clippy::too_many_arguments)]
     fn events_stream(
         &self,
@@ -206,30 +209,42 @@ impl PyClient {
         arrow: bool,
         partial: bool,
         refresh: bool,
+        interrupt: Option<PyRef<'_, InterruptWatch>>,
     ) -> PyResult<EventStream> {
         let mut query = Self::query(start_ms, end_ms, report_id, refresh)?;
         query.partial = partial;
-        EventStream::start(self.core()?, query, progress, buffer, arrow)
+        let interrupt = interrupt.map(|w| w.watch.clone());
+        EventStream::start(self.core()?, query, progress, buffer, arrow, interrupt)
     }
 
     /// The first page of a fetch of the range, held for that fetch, and the events it shows
     /// to be the range's first, as an Arrow record batch, with where they end (epoch ms) and
     /// the events a millisecond of a page that showed a descending order: see `events::peek`.
-    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
+    /// `interrupt`: a watch of Ctrl-C, as `events_stream`'s (`KeyboardInterrupt` once it fires).
+    #[pyo3(signature = (start_ms, end_ms, report_id=None, interrupt=None))]
     fn events_peek(
         &self,
         py: Python<'_>,
         start_ms: i64,
         end_ms: i64,
         report_id: Option<String>,
+        interrupt: Option<PyRef<'_, InterruptWatch>>,
     ) -> PyResult<(PyRecordBatch, i64, Option<f64>)> {
         let query = Self::query(start_ms, end_ms, report_id, false)?;
         let c = self.core()?;
-        wait(py, async move {
-            let (first, density) = events::peek(&c, &query, events::EventForm::Arrow).await?;
-            let batch = PyRecordBatch::new(first.record_batch()?);
-            Ok((batch, first.until_ms, density))
-        })
+        let watch = interrupt.map(|w| w.watch.clone());
+        let peeked = wait(py, async move {
+            let peek = async {
+                let (first, density) = events::peek(&c, &query, events::EventForm::Arrow).await?;
+                let batch = PyRecordBatch::new(first.record_batch()?);
+                Ok((batch, first.until_ms, density))
+            };
+            match watch {
+                Some(watch) => watch.unless_fired(peek).await.transpose(),
+                None => peek.await.map(Some),
+            }
+        })?;
+        peeked.ok_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err(()))
     }
 
     /// The most events a millisecond this client's fetches found in a window of the report

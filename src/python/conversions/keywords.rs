@@ -4,7 +4,7 @@
 //! in a signature and a stub. Limits cross the same way, by their field names.
 
 use pyo3::conversion::FromPyObjectOwned;
-use pyo3::exceptions::PyTypeError as TypeError;
+use pyo3::exceptions::{PyOverflowError, PyTypeError as TypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -44,9 +44,33 @@ impl<'py> Keywords<'py> {
     /// given, so that a negative or huge number gets the core's words, never an overflow;
     /// None when it is absent or None.
     pub fn count(&self, name: &str, bounds: (u64, u64)) -> PyResult<Option<u64>> {
-        self.get::<i128>(name)?
-            .map(|v| crate::client::config::count(name, v, bounds).map_err(super::errors::to_py))
-            .transpose()
+        let Some(value) = self.get::<Bound<'py, PyAny>>(name)? else {
+            return Ok(None);
+        };
+        let v = match value.extract::<i128>() {
+            Ok(v) => v,
+            // An int past an i128's range is out of every count's.
+            Err(e) if e.is_instance_of::<PyOverflowError>(value.py()) => {
+                let digits = value.str()?.to_string();
+                let shown = match digits.get(..20) {
+                    Some(head) if digits.len() > 24 => {
+                        format!("{head}… ({} digits)", digits.trim_start_matches('-').len())
+                    }
+                    _ => digits,
+                };
+                let words = crate::limits::count_out_of_range(name, bounds, &shown);
+                return Err(config_error(words));
+            }
+            Err(e) => {
+                return Err(TypeError::new_err(format!(
+                    "{}(): `{name}`: {e}",
+                    self.call
+                )));
+            }
+        };
+        crate::client::config::count(name, v, bounds)
+            .map(Some)
+            .map_err(super::errors::to_py)
     }
 
     /// The argument `name`, which must be given.

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3_arrow::PyRecordBatch;
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
@@ -16,6 +17,7 @@ use crate::client::events::{self, Event, EventForm, Query};
 use crate::client::Result;
 use crate::python::conversions::errors;
 use crate::python::conversions::from_json::to_list;
+use crate::python::runtime::sigint::Watch;
 use crate::python::runtime::{self, aio, wait, Work};
 
 /// The receiving end of a fetch, and what is left of the window being handed out in chunks.
@@ -37,16 +39,21 @@ pub struct EventStream {
     arrow: bool,
     /// The end of the last window handed out whole: every event before it has been.
     frontier: Arc<AtomicI64>,
+    /// A watch of Ctrl-C for a stream consumed off the main thread: once it fires, the fetch
+    /// stops and the stream raises `KeyboardInterrupt`.
+    interrupt: Option<Arc<Watch>>,
 }
 
 impl EventStream {
-    /// Starts the fetch; at most `buffer` completed windows wait for the consumer.
+    /// Starts the fetch; at most `buffer` completed windows wait for the consumer. With
+    /// `interrupt`, the fetch sends no request once the watch fired.
     pub fn start(
         client: crate::client::Client,
         query: Query,
         progress: Option<Py<PyAny>>,
         buffer: usize,
         arrow: bool,
+        interrupt: Option<Arc<Watch>>,
     ) -> PyResult<Self> {
         let rt = runtime::get().map_err(errors::internal)?;
         let (tx, rx) = mpsc::channel(buffer.max(1));
@@ -58,7 +65,12 @@ impl EventStream {
             EventForm::Text
         };
         let frontier = Arc::new(AtomicI64::new(query.start_ms));
-        let task = rt.spawn(events::stream(client, query, keep, tx, sink));
+        let fetch = events::stream(client, query, keep, tx, sink);
+        let task = match interrupt.clone() {
+            // Dropping the fetch at the signal ends the channel: `__next__` then raises.
+            Some(watch) => rt.spawn(async move { watch.unless_fired(fetch).await.unwrap_or(()) }),
+            None => rt.spawn(fetch),
+        };
         Ok(EventStream {
             rx: Arc::new(AsyncMutex::new(Receiving {
                 rx,
@@ -70,7 +82,16 @@ impl EventStream {
             progress,
             arrow,
             frontier,
+            interrupt,
         })
+    }
+
+    /// `KeyboardInterrupt` once the stream's watch of Ctrl-C fired.
+    fn interrupted(&self) -> PyResult<()> {
+        match &self.interrupt {
+            Some(watch) if watch.fired() => Err(PyKeyboardInterrupt::new_err(())),
+            _ => Ok(()),
+        }
     }
 
     /// The work of `__next__` and `next_async`: the next events, at most `limit` of them (a
@@ -118,9 +139,14 @@ impl EventStream {
     /// The next window (or what is left of it), handing `progress` the fetch's progress while
     /// it waits. An error (Ctrl-C, the callback's, the fetch's) ends the stream.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Next>> {
-        let next = wait::wait_with(py, self.next_work(usize::MAX), |py| {
-            self.cell.report(py, self.progress.as_ref())
+        let next = self.interrupted().and_then(|()| {
+            wait::wait_with(py, self.next_work(usize::MAX), |py| {
+                self.interrupted()?;
+                self.cell.report(py, self.progress.as_ref())
+            })
         });
+        // A fetch stopped by the watch ends the channel: that is no end of the range.
+        let next = next.and_then(|next| self.interrupted().map(|()| next));
         next.inspect_err(|_| self.task.abort())
     }
 

@@ -2,11 +2,12 @@
 //! rebuilt in a child after `fork()` (a forked child has none of its parent's threads, so the
 //! parent's runtime is unusable there); the core's [`Work`], which a sync binding waits for
 //! (`wait`) and an async one hands to asyncio (`aio`); the core's log lines handed to Python
-//! (`log`) and progress cells (`progress`).
+//! (`log`), progress cells (`progress`) and Ctrl-C seen off the main thread (`sigint`).
 
 pub(super) mod aio;
 pub(super) mod log;
 pub(super) mod progress;
+pub(super) mod sigint;
 pub(super) mod wait;
 
 use std::future::Future;
