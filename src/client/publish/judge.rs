@@ -119,6 +119,9 @@ mod tests {
         }
         assert!(j.refused_whole("bad"));
         j.accepted();
-        assert!(!j.refused_whole("bad"), "accepted records end the refusal's run");
+        assert!(
+            !j.refused_whole("bad"),
+            "accepted records end the refusal's run"
+        );
     }
 }

@@ -583,9 +583,11 @@ fn post_range<'a>(
         batch.end();
         // A refusal (400, 422) naming records, or none.
         let refusal = match &result {
-            Err(Error::Status { status, body, .. }) if matches!(status, 400 | 422) => {
-                Some(answer::refusal(body.as_bytes(), &recs))
-            }
+            Err(Error::Status {
+                status: 400 | 422,
+                body,
+                ..
+            }) => Some(answer::refusal(body.as_bytes(), &recs)),
             _ => None,
         };
         if !matches!(refusal, Some(None)) {
@@ -631,8 +633,15 @@ fn post_range<'a>(
                 let end = if status == 400 && as_array && shared.fallback && !systematic {
                     arrays_refused(shared, batch, idx.clone(), words.clone()).await
                 } else {
-                    refused_whole(shared, batch, idx.clone(), Some(status), words.clone(), parent)
-                        .await
+                    refused_whole(
+                        shared,
+                        batch,
+                        idx.clone(),
+                        Some(status),
+                        words.clone(),
+                        parent,
+                    )
+                    .await
                 };
                 let none_accepted = !idx.iter().any(|&i| batch.accepted(i));
                 if whole && none_accepted && shared.judge().refused_whole(&norm) {
