@@ -55,14 +55,15 @@ impl Judge {
         self.systematic.as_deref() == Some(norm)
     }
 
-    /// A whole array was refused naming no record, with the words `norm`, and none of its
-    /// records was accepted; true when that makes [`STOP_AFTER`] arrays in a row refused with
-    /// the words of the refusal found systematic.
+    /// A whole array was refused naming no record, with the words `norm`, none of its records
+    /// accepted, and judged; true when that makes [`STOP_AFTER`] arrays in a row refused with
+    /// the words of the refusal found systematic. A refusal not found systematic is an answer
+    /// like any other (the records at fault were found).
     pub(super) fn refused_whole(&mut self, norm: &str) -> bool {
         if self.is_systematic(norm) {
             self.in_a_row += 1;
         } else {
-            self.in_a_row = 0;
+            self.answered();
         }
         self.in_a_row >= STOP_AFTER
     }
@@ -103,6 +104,13 @@ mod tests {
     }
 
     #[test]
+    fn an_array_refused_naming_none_but_not_systematically_opens_the_way() {
+        let mut j = Judge::default();
+        assert!(!j.refused_whole("bad"));
+        assert_eq!(j.room(200), 200);
+    }
+
+    #[test]
     fn a_run_of_arrays_refused_with_the_systematic_words_stops_publishing() {
         let mut j = Judge::default();
         j.found("bad".into());
@@ -114,6 +122,7 @@ mod tests {
             assert!(!j.refused_whole("bad"));
         }
         assert!(!j.refused_whole("other words"));
+        assert_eq!(j.room(200), 1, "still systematic");
         for _ in 1..STOP_AFTER {
             assert!(!j.refused_whole("bad"));
         }
