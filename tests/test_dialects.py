@@ -89,16 +89,119 @@ def test_a_tenth_of_bad_records_costs_at_most_twice_the_requests(emu, errors, ba
         assert report.requests < 200 if batch_size == 100 else report.requests == 200
 
 
+def received(e: sv.Emulator) -> int:
+    """Webhook requests the emulator received."""
+    return sum(e.stats()["requests"].get("POST /v2/webhook", {}).values())
+
+
+def publish_all(client: sv.Client, records: list, **options) -> sv.PublishReport:
+    """The report of a publish, also when a refusal stopped it (raised with its report)."""
+    try:
+        return client.publish(records, validate=False, progress=False, **options)
+    except sv.BadRequestError as e:
+        assert e.report is not None and e.report.error == str(e)
+        return e.report
+
+
+def assert_true_to_what_was_stored(e: sv.Emulator, records: list, report: sv.PublishReport):
+    """No record the service stored is reported rejected, and every record accepted was."""
+    stored = stored_ids(e)
+    rejected = {f.index for f in report.rejected}
+    assert not {i for i in rejected if records[i]["transactionId"] in stored}, report
+    failed = {f.index for f in report.failures}
+    accepted = {records[i]["transactionId"] for i in range(report.total) if i not in failed}
+    assert len(accepted) == report.accepted and accepted <= stored, report
+    assert report.total + (report.unread or 0) == len(records)
+    assert report.requests == received(e)
+
+
 @pytest.mark.parametrize("errors", DIALECTS["webhook_errors"])
 def test_a_refusal_of_every_record_costs_a_few_requests(emu, errors):
     emu.set_dialect(webhook_errors=errors)
     records = [bad(i) for i in range(1000)]
-    report = emu.client(max_retries=1).publish(records, validate=False, progress=False)
+    report = publish_all(emu.client(max_retries=1), records)
     assert (report.accepted, emu.published()) == (0, [])
-    assert len(report.rejected) == 1000 and {f.kind for f in report.rejected} == {"refused"}
-    # 10 arrays, in flight together; without names, a few probes each (at most 12) instead
-    # of 2n - 1 = 1,999 requests.
-    assert report.requests <= (10 if errors != "message_only" else 120), report
+    assert_true_to_what_was_stored(emu, records, report)
+    if errors != "message_only":
+        # Named: one request per array, the 10 in flight together.
+        assert len(report.rejected) == 1000 and {f.kind for f in report.rejected} == {"refused"}
+        assert report.requests == 10 and report.error is None, report
+    else:
+        # Named by nobody: the first array judged, the next by one request each, then stopped.
+        assert report.requests <= 20 and "one or more records failed validation" in report.error
+        assert {f.kind for f in report.failures} == {"refused", "unconfirmed", "not sent"}
+
+
+# --- a refusal that names no record, judged once per job ----------------------------------------
+@pytest.mark.parametrize("batch_size", ["auto", 100])
+@pytest.mark.parametrize("body", DIALECTS["error_body"])
+def test_a_systematic_refusal_is_judged_once_and_stops_the_job(emu, body, batch_size):
+    """Every array refused by one 400 that names no record (plain text, HTML, JSON, empty): the
+    first is judged (its parts and three records alone), each later one by one request, and
+    after 5 refused whole the job stops; the rest is not sent, the service's words in the
+    error. 70 requests for 1,000 records before, 1 request in 9 of them for a record alone."""
+    emu.set_dialect(error_body=body)
+    emu.set_hostile("status", path="/v2/webhook", status=400)
+    records = [retail(i) for i in range(1000)]
+    client = emu.client(max_retries=1)
+    with pytest.raises(sv.BadRequestError) as e:
+        client.publish(records, batch_size=batch_size, progress=False)
+    report = e.value.report
+    assert report.requests <= 20 and emu.published() == [], report
+    assert_true_to_what_was_stored(emu, records, report)
+    assert e.value.status == 400 and "5 arrays in a row" in str(e.value)
+    said = "injected status 400" if body != "empty" else "no details in the answer"
+    assert said in report.error
+    kinds = [f.kind for f in report.failures]
+    assert set(kinds) == {"refused", "unconfirmed", "not sent"}, kinds
+    # Refused: only records the service refused alone. Unconfirmed: those of a refused body.
+    assert kinds.count("refused") <= 4 and kinds.count("unconfirmed") == 500 - kinds.count(
+        "refused"
+    )
+    assert all(f.status == 400 and said in f.message for f in report.failures if f.status)
+    not_sent = [f for f in report.failures if f.kind == "not sent"]
+    assert len(not_sent) == report.total - report.sent and report.sent == 500
+    assert all(said in f.message and f.status is None for f in not_sent)
+
+
+@pytest.mark.parametrize("batch_size", ["auto", 100])
+def test_100000_records_refused_whole_cost_at_most_30_requests(emu, batch_size):
+    emu.set_dialect(error_body="plain_text")
+    emu.set_hostile("status", path="/v2/webhook", status=400)
+    records = [retail(i) for i in range(100_000)]
+    report = publish_all(emu.client(), records, batch_size=batch_size)
+    assert report.requests <= 30 and report.requests == received(emu), report
+    assert report.accepted == 0 and report.total + report.unread == 100_000
+
+
+@pytest.mark.parametrize("batch_size", ["auto", 100])
+@pytest.mark.parametrize("errors", DIALECTS["webhook_errors"])
+def test_a_job_whose_first_200_records_are_bad_stores_every_good_one(emu, errors, batch_size):
+    emu.set_dialect(webhook_errors=errors)
+    records = [bad(i) if i < 200 else retail(i) for i in range(1000)]
+    report = publish_all(emu.client(max_retries=1), records, batch_size=batch_size)
+    assert report.error is None and report.total == 1000
+    assert stored_ids(emu) == {r["transactionId"] for r in records[200:]}
+    assert report.accepted == 800 and {f.index for f in report.failures} == set(range(200))
+    assert_true_to_what_was_stored(emu, records, report)
+
+
+@pytest.mark.parametrize("batch_size", ["auto", 100])
+@pytest.mark.parametrize("errors", DIALECTS["webhook_errors"])
+def test_records_of_a_body_refused_like_the_systematic_refusal_are_not_reported_rejected(
+    emu, errors, batch_size
+):
+    """After a refusal found systematic, an array refused with its words may hold good records
+    that a service storing the valid records of a refused body (``message_only``) stored: its
+    records are unconfirmed, never refused, whichever of them a probe would have picked."""
+    emu.set_dialect(webhook_errors=errors)
+    wrong = set(range(200)) | {200 + i for i in (0, 1, 25, 49, 50, 74, 75, 99)}
+    records = [bad(i) if i in wrong else retail(i) for i in range(1000)]
+    report = publish_all(emu.client(max_retries=1), records, batch_size=batch_size)
+    assert report.error is None and report.total == 1000
+    assert stored_ids(emu) == {r["transactionId"] for i, r in enumerate(records) if i not in wrong}
+    assert_true_to_what_was_stored(emu, records, report)
+    assert {f.index for f in report.rejected} <= wrong
 
 
 def test_the_services_words_about_each_record_are_kept(emu):

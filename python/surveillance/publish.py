@@ -84,7 +84,9 @@ class Failure:
             accepted it), ``"not sent"`` (publishing stopped on an error before it left) or
             ``"unconfirmed"`` (sent, but nothing proves whether the service stored it: every
             answer was a page that is not the API's, such as a proxy's or a captive portal's
-            HTML, or none came before publishing stopped; publishing it again is safe).
+            HTML, none came before publishing stopped, or its body was refused with the words
+            of a refusal found systematic, naming no record, and it was not posted alone;
+            publishing it again is safe).
     """
 
     index: int

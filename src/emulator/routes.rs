@@ -356,6 +356,9 @@ async fn misbehave(h: Hostile, next: Next, req: Request) -> Response {
     match h {
         Hostile::NoAnswer => std::future::pending().await,
         Hostile::Status(status) => {
+            // The request is read first, as a server reads it: answered before its body, the
+            // connection closes under the client, whose next request on it never arrives.
+            let _ = to_bytes(req.into_body(), MAX_BODY).await;
             let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             ApiError(code, "injected", format!("injected status {status}")).into_response()
         }

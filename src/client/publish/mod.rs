@@ -11,7 +11,9 @@
 //!   is posted by its own task through the shared [`Http`](super::http::Http) layer, which
 //!   applies the publish limits and retries network errors, 429 (honouring `Retry-After`) and 5xx;
 //! - a batch refused as a whole (400, 413, 422) is split in two, recursively, so that the bad
-//!   records are isolated and the rest sent again (safe: the service upserts);
+//!   records are isolated and the rest sent again (safe: the service upserts), unless the
+//!   refusal is systematic: then one request judges each later array, and a run of arrays
+//!   refused whole stops publishing ([`judge`]);
 //! - a batch that still fails in a retryable way after every retry of the HTTP layer is posted
 //!   again later, twice, before its records are reported;
 //! - records that share an upsert key are never in flight together, so the latest record of the
@@ -44,10 +46,12 @@ use super::Client;
 use crate::client::words;
 use crate::webhook::Problem;
 use answer::Stored;
+use judge::{Judge, PROBES, STOP_AFTER};
 
 mod answer;
 pub mod columns;
 pub mod json;
+mod judge;
 mod prepare;
 mod source;
 
@@ -195,8 +199,10 @@ pub enum FailureKind {
     /// Publishing stopped on an error that concerns every record before it was sent.
     NotSent,
     /// Sent, but nothing proves either way whether the service stored it: every answer was
-    /// a page that is not the API's (a proxy, a captive portal), or none came before
-    /// publishing stopped. Publishing it again is safe (the service upserts).
+    /// a page that is not the API's (a proxy, a captive portal), none came before publishing
+    /// stopped, or its body was refused with the words of a refusal found systematic, naming
+    /// no record, and it was not posted alone. Publishing it again is safe (the service
+    /// upserts).
     Unconfirmed,
 }
 
@@ -477,12 +483,15 @@ struct Shared {
     tally: Arc<Tally>,
     /// `batch_size="auto"`: fall back to one record per request if arrays are refused.
     fallback: bool,
-    /// Refusals found systematic in this publish (normalized words): a body refused with one
-    /// of them is not split record by record.
-    systematic: Mutex<HashSet<String>>,
+    /// What the publish has learnt of refusals that name no record.
+    judge: Mutex<Judge>,
 }
 
 impl Shared {
+    fn judge(&self) -> std::sync::MutexGuard<'_, Judge> {
+        locked(&self.judge)
+    }
+
     /// The webhook request of `body`, counted in the publish's tally (and in `sent`).
     fn call(&self, body: Bytes, sent: Option<Arc<AtomicU64>>) -> Call {
         Call {
@@ -572,9 +581,21 @@ fn post_range<'a>(
         };
         let result = shared.client.http().send_checked(&call, read).await;
         batch.end();
+        // A refusal (400, 422) naming records, or none.
+        let refusal = match &result {
+            Err(Error::Status {
+                status: 400 | 422,
+                body,
+                ..
+            }) => Some(answer::refusal(body.as_bytes(), &recs)),
+            _ => None,
+        };
+        if !matches!(refusal, Some(None)) {
+            shared.judge().answered();
+        }
         match result {
             Ok(Stored::All) => {
-                batch.set(&idx, &Outcome::Accepted);
+                accept(shared, batch, &idx);
                 TaskEnd::default()
             }
             Ok(Stored::Named {
@@ -585,11 +606,13 @@ fn post_range<'a>(
                 refused_whole(shared, batch, idx, None, words, parent).await
             }
             Ok(Stored::NoProof) => unreachable_no_proof(batch, &idx),
-            Err(Error::Status { status, body, .. }) if matches!(status, 400 | 422) => {
-                if let Some(Stored::Named {
+            Err(Error::Status {
+                status, body, url, ..
+            }) if matches!(status, 400 | 422) => {
+                if let Some(Some(Stored::Named {
                     failed,
                     rest_stored,
-                }) = answer::refusal(body.as_bytes(), &recs)
+                })) = refusal
                 {
                     return named(
                         shared,
@@ -604,10 +627,44 @@ fn post_range<'a>(
                 }
                 let words = words::of_body(body.as_bytes())
                     .unwrap_or_else(|| "no details in the answer".to_owned());
-                if status == 400 && as_array && shared.fallback {
-                    return arrays_refused(shared, batch, idx, words).await;
+                let norm = normalized(&words);
+                let whole = idx.len() > 1 && idx.len() == batch.recs.len();
+                let systematic = shared.judge().is_systematic(&norm);
+                let end = if status == 400 && as_array && shared.fallback && !systematic {
+                    arrays_refused(shared, batch, idx.clone(), words.clone()).await
+                } else {
+                    refused_whole(
+                        shared,
+                        batch,
+                        idx.clone(),
+                        Some(status),
+                        words.clone(),
+                        parent,
+                    )
+                    .await
+                };
+                let none_accepted = !idx.iter().any(|&i| batch.accepted(i));
+                if whole && none_accepted && shared.judge().refused_whole(&norm) {
+                    let message = format!(
+                        "the service refused {STOP_AFTER} arrays in a row whole ({status}), naming \
+                         no record, with the words it refused records alone with: {words}; \
+                         publishing stopped (fix what those words name, then publish the records \
+                         not accepted again)"
+                    );
+                    return merge(
+                        end,
+                        TaskEnd {
+                            fatal: Some(Error::Status {
+                                status,
+                                body,
+                                url,
+                                message,
+                            }),
+                            ..TaskEnd::default()
+                        },
+                    );
                 }
-                refused_whole(shared, batch, idx, Some(status), words, parent).await
+                end
             }
             Err(Error::Status { status: 413, .. }) if idx.len() > 1 => {
                 // Too large as a whole: halves, with no refusal of the records to compare.
@@ -718,21 +775,20 @@ async fn named(
         return TaskEnd::default();
     }
     if rest_stored {
-        batch.set(&rest, &Outcome::Accepted);
+        accept(shared, batch, &rest);
         return TaskEnd::default();
     }
     post_range(shared, batch, rest, as_array, None).await
 }
 
-/// Records to post alone before a refusal of a body is taken as systematic.
-const PROBES: usize = 3;
-
 /// The service refused the records `idx` as a whole, naming none. One record is refused with
 /// the service's words. More are split in halves to find those at fault, unless the refusal is
-/// systematic: when a part of a refused body is refused with the same words (or those words
-/// were found systematic before in this publish), three of its records are posted alone, and
-/// if each is refused the same way the rest are reported with that refusal, not tried one by
-/// one (a refusal of every record would otherwise cost 2n - 1 requests).
+/// systematic: when a part of a refused body is refused with the same words, [`PROBES`] of its
+/// records are posted alone, and if each is refused the same way the refusal is found
+/// systematic (a refusal of every record would otherwise cost 2n - 1 requests). From then on,
+/// until a record is accepted, a body refused with those words is not split: its records are
+/// unconfirmed, since a service that stores the valid records of a refused body may have
+/// stored some of them, and nothing says which.
 async fn refused_whole(
     shared: &Shared,
     batch: &Batch,
@@ -753,8 +809,16 @@ async fn refused_whole(
         return TaskEnd::default();
     }
     let norm = normalized(&words);
-    let known = locked(&shared.systematic).contains(&norm);
-    if idx.len() > PROBES && (known || parent.as_deref() == Some(norm.as_str())) {
+    let unjudged = Outcome::failed(
+        FailureKind::Unconfirmed,
+        status,
+        judge::unjudged(status, &words),
+    );
+    if shared.judge().is_systematic(&norm) {
+        batch.set(&idx, &unjudged);
+        return TaskEnd::default();
+    }
+    if idx.len() > PROBES && parent.as_deref() == Some(norm.as_str()) {
         let probes = [idx[0], idx[idx.len() / 2], idx[idx.len() - 1]];
         let mut end = TaskEnd::default();
         for p in probes {
@@ -766,21 +830,19 @@ async fn refused_whole(
             .filter(|i| !probes.contains(i))
             .collect();
         if probes.iter().all(|&p| batch.refused_with(p, &norm)) {
-            locked(&shared.systematic).insert(norm);
-            let message = format!(
-                "{}; not posted alone: the refusal looks systematic (the body, its parts and \
-                 {PROBES} of its records alone were all refused with these words)",
-                refusal_message(status, &words)
-            );
-            batch.set(
-                &rest,
-                &Outcome::failed(FailureKind::Refused, status, message),
-            );
+            shared.judge().found(norm);
+            batch.set(&rest, &unjudged);
             return end;
         }
         return merge(end, split(shared, batch, rest, Some(norm)).await);
     }
     split(shared, batch, idx, Some(norm)).await
+}
+
+/// The records `idx` of `batch` were accepted.
+fn accept(shared: &Shared, batch: &Batch, idx: &[usize]) {
+    batch.set(idx, &Outcome::Accepted);
+    shared.judge().accepted();
 }
 
 /// Posts `idx` in two halves, one after the other, so that a batch never holds more than one
@@ -965,6 +1027,11 @@ impl Dispatcher {
         }
     }
 
+    /// Batches that may be in flight now (see [`Judge::room`]).
+    fn room(&self) -> usize {
+        self.shared.judge().room(self.in_flight_max)
+    }
+
     fn buffered(&self) -> usize {
         self.ready.len() + self.blocked_len
     }
@@ -998,7 +1065,7 @@ impl Dispatcher {
 
     /// Starts batches while there is room in flight and enough records (or the source ended).
     fn dispatch(&mut self, flush: bool) {
-        while self.tasks.len() < self.in_flight_max {
+        while self.tasks.len() < self.room() {
             if let Some(batch) = self.again.pop_front() {
                 self.spawn(batch);
                 continue;
@@ -1265,7 +1332,7 @@ impl Client {
                 route,
                 tally: Arc::default(),
                 fallback: options.fallback,
-                systematic: Mutex::new(HashSet::new()),
+                judge: Mutex::new(Judge::default()),
             }),
             options,
             in_flight_max,
@@ -1294,7 +1361,7 @@ impl Client {
             let room = !source_done && d.buffered() < d.buffer_cap();
             let lingering = !source_done
                 && !d.ready.is_empty()
-                && d.tasks.len() < d.in_flight_max
+                && d.tasks.len() < d.room()
                 && d.ready.len() < d.options.batch_size;
             tokio::select! {
                 biased;
