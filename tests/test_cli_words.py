@@ -278,7 +278,8 @@ def _closed_port() -> int:
 
 def test_a_failed_connection_is_one_clean_prefixed_line(tmp_path, words_emu):
     url = f"http://127.0.0.1:{_closed_port()}"
-    out = _run(["sites", "--base-url", url], _env(words_emu), cwd=tmp_path)
+    # --max-outage 0: the refusal is reported at once rather than ridden out for a minute.
+    out = _run(["sites", "--base-url", url, "--max-outage", "0"], _env(words_emu), cwd=tmp_path)
     assert out.returncode == 1
     line = _one_error_line(out)  # no log line before it
     assert url in line and "refused" in line.lower(), line

@@ -161,7 +161,7 @@ def test_an_end_near_the_year_9999_is_not_widened_past_it(emu):
 def test_a_token_endpoint_that_keeps_failing_is_not_an_auth_error(emu, status, error):
     emu.set_hostile("status", path="/v2/oauth/token", status=status)
     with pytest.raises(error) as err:
-        emu.client(max_retries=1, max_wait=0.1).sites()
+        emu.client(max_retries=1, max_wait=0.1, max_outage=0).sites()
     assert not isinstance(err.value, sv.AuthError)
     assert err.value.status == status
 

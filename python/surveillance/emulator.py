@@ -256,6 +256,10 @@ class Emulator:
         (connections are refused), then listens on the same port again, with the same data,
         tokens and published records. Returns at once.
 
+        Raises:
+            ValueError: ``seconds`` is outside 0 to a day, or ``after`` is negative (``TypeError``
+                when either is not a number).
+
         >>> import surveillance as sv, time
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
         ...     client = emu.client()
@@ -265,6 +269,8 @@ class Emulator:
         ...     n, time.monotonic() - t >= 1.0
         (2, True)
         """
+        _check.number("seconds", seconds, 0, 86_400)
+        _check.integer("after", after, 0, 2**32)
         self._inner.outage(float(seconds), int(after))
 
     def set_semantics(self, order: str = "asc", bounds: str = "[)") -> None:

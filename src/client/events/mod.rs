@@ -1069,10 +1069,22 @@ impl Fetch {
         let Some(page) = w.pages.get(&offset) else {
             return false;
         };
+        // Two full pages in a row of one millisecond (200 events or more): a page-sized burst
+        // (a camera's backlog of a hundred or so) ends on the next page, and asking the ceiling
+        // page for it would be a request the walk never needed.
+        let one_ms = |events: &[Event]| {
+            events.len() == PAGE && order_of(events.iter().map(|e| e.start_ms)) == Order::Constant
+        };
+        let before = offset
+            .checked_sub(PAGE)
+            .and_then(|o| w.pages.get(&o))
+            .filter(|p| one_ms(&p.events));
         offset < CEILING_PAGE
             && !w.launched.contains(&CEILING_PAGE)
-            && page.events.len() == PAGE
-            && order_of(page.events.iter().map(|e| e.start_ms)) == Order::Constant
+            && one_ms(&page.events)
+            && before.is_some_and(|p| {
+                p.events.first().map(|e| e.start_ms) == page.events.first().map(|e| e.start_ms)
+            })
             && matches!(order_of(w.times().into_iter()), Order::Asc | Order::Desc)
     }
 
