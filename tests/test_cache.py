@@ -557,8 +557,10 @@ def test_a_cache_in_a_users_folder_keeps_to_a_private_folder_of_its_own(remote, 
     after = snapshot(folder)
     assert {k: v for k, v in after.items() if not k.startswith("surveillance-cache")} == before
     assert stat_mode(folder) == mode
-    assert (own / "CACHEDIR.TAG").read_text().startswith(
-        "Signature: 8a477f597d28d172789f06886806bc55\n"
+    assert (
+        (own / "CACHEDIR.TAG")
+        .read_text()
+        .startswith("Signature: 8a477f597d28d172789f06886806bc55\n")
     )
     for path in [own, *own.rglob("*")]:
         assert stat_mode(path) == (0o700 if path.is_dir() else 0o600), path

@@ -287,12 +287,12 @@ class _BaseClient:
     def cache_info(self) -> Optional[CacheInfo]:
         """What the cache of settled events holds, or None when this client has no cache.
 
-        ``path`` (the directory: the one named, or the cache's own folder in it), ``bytes``, ``files``, ``requests_saved`` (by this client's
-        reads so far), and ``entries``: one per account and endpoint, with its ``account`` (a
-        hash of the base URL, API key and client id, never a secret), ``base_url``,
-        ``endpoint``, ``report_id``, ``ranges`` (the ranges held, as pairs of aware UTC
-        datetimes), ``events``, ``requests`` (those the reads that filled it spent: what a
-        read of all it holds saves), ``bytes`` and ``files``.
+        ``path`` (the directory: the one named, or the cache's own folder in it), ``bytes``,
+        ``files``, ``requests_saved`` (by this client's reads so far), and ``entries``: one per
+        account and endpoint, with its ``account`` (a hash of the base URL, API key and client
+        id, never a secret), ``base_url``, ``endpoint``, ``report_id``, ``ranges`` (the ranges
+        held, as pairs of aware UTC datetimes), ``events``, ``requests`` (those the reads that
+        filled it spent: what a read of all it holds saves), ``bytes`` and ``files``.
 
         >>> import surveillance as sv, tempfile
         >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:

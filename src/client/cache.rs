@@ -148,6 +148,9 @@ impl Seen {
     }
 }
 
+/// Carried pages: `(offset, body)` each.
+pub type Pages = Vec<(usize, Bytes)>;
+
 /// Why a cached file cannot be served.
 #[derive(Debug)]
 pub enum Damage {
@@ -493,8 +496,10 @@ fn report_of(name: &str) -> Option<Option<String>> {
         return Some(None);
     }
     let r = name.strip_prefix("events-")?;
-    (!r.is_empty() && r.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'%'))
-        .then(|| Some(r.to_string()))
+    (!r.is_empty()
+        && r.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'%'))
+    .then(|| Some(r.to_string()))
 }
 
 /// What a cache file says it holds, in its header: checked against what a read asked for.
@@ -892,7 +897,7 @@ impl Cache {
         report: Option<&str>,
         lo: i64,
         hi: i64,
-    ) -> std::result::Result<Option<(i64, Vec<(usize, Bytes)>)>, Damage> {
+    ) -> std::result::Result<Option<(i64, Pages)>, Damage> {
         let mut found = Ok(None);
         for (qs, qe, path) in self.carried(report) {
             if qs < lo || qs >= hi {
@@ -903,9 +908,7 @@ impl Cache {
                     Ok(data) => self
                         .read_carried(report, qs, qe, data)
                         .map(|pages| Some((qe, pages)))
-                        .map_err(|why| {
-                            Damage::Corrupt(format!("`{}` {why}", path.display()))
-                        }),
+                        .map_err(|why| Damage::Corrupt(format!("`{}` {why}", path.display()))),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                     Err(e) => Err(Damage::Corrupt(format!(
                         "`{}` cannot be read ({e})",
@@ -926,7 +929,7 @@ impl Cache {
         qs: i64,
         qe: i64,
         data: Vec<u8>,
-    ) -> std::result::Result<Vec<(usize, Bytes)>, String> {
+    ) -> std::result::Result<Pages, String> {
         let garbled = || "holds garbled pages".to_string();
         let (header, start) = check(&data, CARRY_MAGIC)?;
         let count = header.count;
@@ -937,7 +940,11 @@ impl Cache {
         let mut pages = Vec::new();
         let mut at = 0;
         while at < body.len() {
-            let end = at + body[at..].iter().position(|b| *b == b'\n').ok_or_else(garbled)?;
+            let end = at
+                + body[at..]
+                    .iter()
+                    .position(|b| *b == b'\n')
+                    .ok_or_else(garbled)?;
             let (offset, size) = std::str::from_utf8(&body[at..end])
                 .ok()
                 .and_then(|l| l.split_once(' '))
@@ -1049,9 +1056,12 @@ pub struct Entry {
     pub files: u64,
 }
 
+/// An endpoint's directory of an account, and its report (None: all events).
+type Endpoint = (PathBuf, Option<String>);
+
 /// The account directories of the cache at `root`, by name, and the endpoint directories of
 /// each with their report: only the names the cache writes.
-fn accounts(root: &Path) -> Vec<(PathBuf, Vec<(PathBuf, Option<String>)>)> {
+fn accounts(root: &Path) -> Vec<(PathBuf, Vec<Endpoint>)> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(root) else {
         return out;
@@ -1059,11 +1069,16 @@ fn accounts(root: &Path) -> Vec<(PathBuf, Vec<(PathBuf, Option<String>)>)> {
     let mut accounts: Vec<PathBuf> = entries
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.is_dir() && p.file_name().and_then(|n| n.to_str()).is_some_and(account_name))
+        .filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(account_name)
+        })
         .collect();
     accounts.sort();
     for account in accounts {
-        let mut endpoints: Vec<(PathBuf, Option<String>)> = std::fs::read_dir(&account)
+        let mut endpoints: Vec<Endpoint> = std::fs::read_dir(&account)
             .into_iter()
             .flatten()
             .flatten()
@@ -1199,7 +1214,7 @@ mod tests {
         dir
     }
 
-/// Calls `f` with every file under `dir`, recursively.
+    /// Calls `f` with every file under `dir`, recursively.
     fn walk(dir: &Path, f: &mut dyn FnMut(&Path, &std::fs::Metadata)) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
@@ -1275,7 +1290,10 @@ mod tests {
         let Err(Damage::Corrupt(why)) = c.take_carried(None, 10, 50) else {
             panic!("a damaged file of carried pages is taken")
         };
-        assert!(why.contains("10_50.pages") && why.contains("checksum"), "{why}");
+        assert!(
+            why.contains("10_50.pages") && why.contains("checksum"),
+            "{why}"
+        );
         assert!(!file.exists());
         assert_eq!(c.take_carried(None, 10, 50).expect("none"), None);
         let _ = std::fs::remove_dir_all(&root);
@@ -1449,7 +1467,10 @@ mod tests {
             (".tmp-build", "scratch"),
             ("0123456789abcdef0123456789abcdef/account.json", "{}"),
             ("0123456789abcdef0123456789abcdef/shape.json", "{}"),
-            ("0123456789abcdef0123456789abcdef/events/10_20_1_1.json", "{}"),
+            (
+                "0123456789abcdef0123456789abcdef/events/10_20_1_1.json",
+                "{}",
+            ),
             ("0123456789abcdef0123456789abcdef/events/10_20.pages", "{}"),
             ("project/events/10_20_1.json", "{}"),
         ] {
@@ -1486,7 +1507,10 @@ mod tests {
         let Err(Error::Config(why)) = clear(&root) else {
             panic!("a folder of the user's own files is cleared")
         };
-        assert!(why.contains("CACHEDIR.TAG") && why.contains("nothing"), "{why}");
+        assert!(
+            why.contains("CACHEDIR.TAG") && why.contains("nothing"),
+            "{why}"
+        );
         assert_eq!(listing(&root), before);
         // Another program's tag does not make it the cache's.
         std::fs::write(
@@ -1517,7 +1541,10 @@ mod tests {
         assert_eq!(clear(&root).expect("cleared"), 1);
         let mut left = before.clone();
         left.push((root.join(OWN_DIR), None));
-        left.push((root.join(OWN_DIR).join(TAG_FILE), Some(TAG.as_bytes().to_vec())));
+        left.push((
+            root.join(OWN_DIR).join(TAG_FILE),
+            Some(TAG.as_bytes().to_vec()),
+        ));
         left.sort();
         assert_eq!(listing(&root), left);
         // A missing directory holds nothing to clear.
@@ -1533,8 +1560,8 @@ mod tests {
             let dir = base.join(format!("{dir_mode:o}"));
             let before = users_folder(&dir);
             set(&dir, dir_mode);
-            let c = Cache::open(&dir, "https://a.test", "k", "id", DEFAULT_MAX_BYTES)
-                .expect("open");
+            let c =
+                Cache::open(&dir, "https://a.test", "k", "id", DEFAULT_MAX_BYTES).expect("open");
             let own = dir.join(OWN_DIR);
             assert_eq!(c.root(), own);
             c.write(Some("ABC"), 10, 20, 1, ["{}"].into_iter())
@@ -1545,8 +1572,8 @@ mod tests {
             theirs.retain(|(p, _)| !p.starts_with(&own));
             assert_eq!(theirs, before);
             // Opened again: the same folder (the directory is still not the cache's).
-            let again = Cache::open(&dir, "https://a.test", "k", "id", DEFAULT_MAX_BYTES)
-                .expect("open");
+            let again =
+                Cache::open(&dir, "https://a.test", "k", "id", DEFAULT_MAX_BYTES).expect("open");
             assert_eq!(again.root(), own);
             assert_eq!(again.segments(Some("ABC")).len(), 1);
         }
@@ -1611,12 +1638,16 @@ mod tests {
             if text.is_some() {
                 files += 1;
             }
-            assert_eq!(mode(&path), if text.is_some() { 0o600 } else { 0o700 }, "{path:?}");
+            assert_eq!(
+                mode(&path),
+                if text.is_some() { 0o600 } else { 0o700 },
+                "{path:?}"
+            );
         }
         assert_eq!(files, 5);
         // Marked: opened again as the root itself, and cleared.
-        let again = Cache::open(&root, "https://a.test", "k", "id", DEFAULT_MAX_BYTES)
-            .expect("open");
+        let again =
+            Cache::open(&root, "https://a.test", "k", "id", DEFAULT_MAX_BYTES).expect("open");
         assert_eq!(again.root(), root);
         assert_eq!(clear(&root).expect("cleared"), 1);
         let _ = std::fs::remove_dir_all(&base);
@@ -1628,8 +1659,14 @@ mod tests {
         let c = account(&root, "k");
         c.write(None, 10, 20, 1, ["{\"id\":\"a\"}"].into_iter())
             .expect("written");
-        c.write(None, 20, 40, 2, ["{\"id\":\"b\"}", "{\"id\":\"c\"}"].into_iter())
-            .expect("written");
+        c.write(
+            None,
+            20,
+            40,
+            2,
+            ["{\"id\":\"b\"}", "{\"id\":\"c\"}"].into_iter(),
+        )
+        .expect("written");
         let segs = c.segments(None);
         let (small, large) = (&segs[0], &segs[1]);
         assert_eq!((small.events, large.events), (1, 2));

@@ -550,7 +550,10 @@ mod tests {
         l.spend().expect("no limit");
         let file = l.path().expect("a file").to_path_buf();
         assert_eq!(mode(&file), 0o600);
-        assert_eq!((mode(&d), mode(&d.join("a")), mode(&made)), (0o700, 0o700, 0o700));
+        assert_eq!(
+            (mode(&d), mode(&d.join("a")), mode(&made)),
+            (0o700, 0o700, 0o700)
+        );
         // A shared directory that exists keeps its mode; an earlier ledger becomes private.
         let shared = dir("modes-shared");
         std::fs::create_dir_all(&shared).expect("mkdir");

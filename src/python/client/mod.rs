@@ -452,10 +452,7 @@ impl PyClient {
     /// cache's own folder in it), or None without one.
     #[getter]
     fn cache_dir(&self) -> PyResult<Option<String>> {
-        Ok(self
-            .core()?
-            .cache()
-            .map(|c| c.root().display().to_string()))
+        Ok(self.core()?.cache().map(|c| c.root().display().to_string()))
     }
 
     /// Base URL (no secret).
