@@ -327,7 +327,10 @@ def test_loopback_clients_have_no_cache_unless_asked(remote, tmp_path, monkeypat
     monkeypatch.delenv("SURVEILLANCE_CACHE", raising=False)
     assert remote.client().cache_info() is None
     assert remote.client().clear_cache() == 0
-    assert remote.client(cache=tmp_path).cache_info()["path"] == str(tmp_path)
+    # An existing directory is the user's: the cache keeps to a folder of its own in it.
+    own = str(tmp_path / "surveillance-cache")
+    assert remote.client(cache=tmp_path).cache_info()["path"] == own
+    assert remote.client(cache=tmp_path)._inner.cache_dir == own
     monkeypatch.setenv("SURVEILLANCE_CACHE", str(tmp_path / "env"))
     assert remote.client().cache_info()["path"] == str(tmp_path / "env")
     assert remote.client(cache=False).cache_info() is None
@@ -349,7 +352,7 @@ def test_a_client_pickles_with_its_cache(remote, tmp_path):
     import pickle
 
     client = pickle.loads(pickle.dumps(remote.client(cache=tmp_path, settle="2h")))
-    assert client.cache_info()["path"] == str(tmp_path)
+    assert client.cache_info()["path"] == str(tmp_path / "surveillance-cache")
     assert client._inner.config()["settle"] == 7200.0
 
 
@@ -465,4 +468,173 @@ def test_the_cli_exports_from_the_cache_and_shows_and_clears_it(tmp_path):
         assert "2026-01-05 00:00:00 to 2026-01-08 00:00:00 UTC" in cli("cache", "info")
         assert "removed" in cli("cache", "clear")
         assert json.loads(cli("cache", "info", "--json"))["files"] == 0
-        assert not any(p.is_file() for p in pathlib.Path(cache).rglob("*"))
+        # Only the mark of the cache's directory is left.
+        assert [p.name for p in cache.rglob("*") if p.is_file()] == ["CACHEDIR.TAG"]
+
+
+# --- what the cache may touch, and what it may serve -----------------------------------------
+
+#: A user's files in a folder that the cache is pointed at (paths, contents): names that a cache
+#: of the earlier format also used.
+USERS_FILES = {
+    "notes.txt": "mine",
+    "123.json": "[1, 2, 3]",
+    "orders.pages": "page one",
+    ".tmp-build": "scratch",
+    "project/account.json": '{"user": "me"}',
+    "project/shape.json": '{"width": 3}',
+    "project/events/10_20_1_1.json": "{}",
+    "project/empty/.keep": "",
+}
+
+
+def users_folder(path: pathlib.Path, mode: int = 0o755) -> dict:
+    """A folder of a user's own files (`USERS_FILES`, and an empty sub-folder) at ``path``, of
+    ``mode``; what it holds (see `snapshot`)."""
+    path.mkdir()
+    for name, text in USERS_FILES.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    (path / "nothing").mkdir()
+    os.chmod(path, mode)
+    return snapshot(path)
+
+
+def snapshot(path: pathlib.Path) -> dict:
+    """Every file and folder under ``path`` (itself included): its mode, and a file's text."""
+    out = {".": (stat_mode(path), None)}
+    for p in sorted(path.rglob("*")):
+        out[str(p.relative_to(path))] = (stat_mode(p), p.read_text() if p.is_file() else None)
+    return out
+
+
+def stat_mode(path: pathlib.Path) -> int:
+    return path.stat().st_mode & 0o7777
+
+
+def cache_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "surveillance.cli", "cache", *args],
+        env=service_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.skipif(os.name != "posix", reason="modes")
+def test_cache_clear_refuses_a_folder_that_is_not_a_cache_and_deletes_nothing(tmp_path):
+    folder = tmp_path / "work"
+    before = users_folder(folder)
+    for action in ("clear", "info"):
+        run = cache_cli(action, "--dir", str(folder))
+        if action == "clear":
+            assert run.returncode == 2, (run.stdout, run.stderr)
+            assert "CACHEDIR.TAG" in run.stderr and "nothing" in run.stderr, run.stderr
+            assert run.stderr.count("\n") == 1 and not run.stdout, run.stderr
+        else:
+            assert run.returncode == 0 and " 0 files" in run.stdout, run.stderr
+        assert snapshot(folder) == before
+    # A file is no cache: one line, exit 2.
+    for action in ("clear", "info"):
+        run = cache_cli(action, "--dir", str(folder / "notes.txt"))
+        assert run.returncode == 2 and not run.stdout, (run.stdout, run.stderr)
+        assert run.stderr.count("\n") == 1 and "not a directory" in run.stderr, run.stderr
+    assert snapshot(folder) == before
+
+
+@pytest.mark.skipif(os.name != "posix", reason="modes")
+@pytest.mark.parametrize("mode", [0o1777, 0o755], ids=["shared-1777", "users-0755"])
+def test_a_cache_in_a_users_folder_keeps_to_a_private_folder_of_its_own(remote, tmp_path, mode):
+    folder = tmp_path / "work"
+    before = users_folder(folder, mode)
+    client = remote.client(cache=folder)
+    want = client.events(D0, D0 + DAY, progress=False)
+    assert ids(want) == remote.truth(D0, D0 + DAY)
+    own = folder / "surveillance-cache"
+    assert client.cache_info()["path"] == str(own)
+    # The folder is as it was, but for the cache's own private, marked folder in it.
+    after = snapshot(folder)
+    assert {k: v for k, v in after.items() if not k.startswith("surveillance-cache")} == before
+    assert stat_mode(folder) == mode
+    assert (
+        (own / "CACHEDIR.TAG")
+        .read_text()
+        .startswith("Signature: 8a477f597d28d172789f06886806bc55\n")
+    )
+    for path in [own, *own.rglob("*")]:
+        assert stat_mode(path) == (0o700 if path.is_dir() else 0o600), path
+    again = remote.client(cache=folder)
+    assert again.events(D0, D0 + DAY, progress=False) == want and event_requests(again) == 0
+    # Cleared: the cache's files go, the user's stay.
+    assert cache_cli("clear", "--dir", str(folder)).returncode == 0
+    assert again.cache_info()["files"] == 0
+    after = snapshot(folder)
+    assert {k: v for k, v in after.items() if not k.startswith("surveillance-cache")} == before
+
+
+@pytest.mark.skipif(os.name != "posix", reason="modes")
+def test_a_read_only_folder_is_refused_and_left_as_it_was(remote, tmp_path):
+    folder = tmp_path / "work"
+    before = users_folder(folder, 0o500)
+    try:
+        with pytest.raises(sv.ConfigError, match="read-only"):
+            remote.client(cache=folder)
+        with pytest.raises(sv.ConfigError, match="read-only"):
+            remote.client(cache=folder / "cache")
+        assert snapshot(folder) == before
+    finally:
+        os.chmod(folder, 0o755)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="modes")
+def test_the_cache_and_the_quota_ledger_are_private_whatever_the_umask(
+    remote, tmp_path, monkeypatch
+):
+    quota = tmp_path / "quota" / "ledgers"
+    monkeypatch.setenv("SURVEILLANCE_QUOTA_DIR", str(quota))
+    cache = tmp_path / "made" / "cache"
+    old = os.umask(0)
+    try:
+        client = remote.client(cache=cache)
+        client.events(D0, D0 + DAY, progress=False)
+        client.sync_events(tmp_path / "ds", start=D0, until=D0 + DAY)
+    finally:
+        os.umask(old)
+    assert client.cache_info()["path"] == str(cache)
+    made = [tmp_path / "made", *(tmp_path / "made").rglob("*"), tmp_path / "quota"]
+    made += quota.rglob("*")
+    assert any(p.name.startswith("quota-") for p in made)
+    assert any(p.name == "shape.json" for p in made)
+    for path in made:
+        assert stat_mode(path) == (0o700 if path.is_dir() else 0o600), path
+
+
+def test_a_file_of_another_window_is_warned_about_and_fetched_again(remote, tmp_path, caplog):
+    client = remote.client(cache=tmp_path)
+    want = client.events(D0, D0 + 6 * DAY, progress=False)
+    files = sorted(tmp_path.rglob("*_*_*_*.json"), key=lambda p: int(p.name.split("_")[2]))
+    assert len(files) >= 2
+    # A whole, valid file of the smallest window, under the name of the largest.
+    small, large = files[0], files[-1]
+    large.write_bytes(small.read_bytes())
+    again = remote.client(cache=tmp_path)
+    with caplog.at_level(logging.WARNING, logger="surveillance"):
+        got = again.events(D0, D0 + 6 * DAY, progress=False)
+    assert len(got) == len(want) and got == want
+    assert event_requests(again) > 0
+    assert any("another window" in r.getMessage() for r in caplog.records), caplog.records
+
+
+def test_a_report_id_is_cached_as_given(remote, tmp_path):
+    report = remote.client(cache=False).reports()[0]["id"]
+    client = remote.client(cache=tmp_path)
+    lower = client.events(D0, D0 + 2 * DAY, report_id=report.lower(), progress=False)
+    upper = remote.client(cache=tmp_path)
+    # Asked of the service as given (which here matches ids whatever their case), never
+    # served from what another id's read kept.
+    assert upper.events(D0, D0 + 2 * DAY, report_id=report.upper(), progress=False) == lower
+    assert event_requests(upper) > 0
+    again = remote.client(cache=tmp_path)
+    assert again.events(D0, D0 + 2 * DAY, report_id=report.upper(), progress=False) == lower
+    assert event_requests(again) == 0

@@ -477,6 +477,26 @@ def test_carried_pages_that_do_not_hold_together_are_read_again(make_emu, tmp_pa
     assert runs
 
 
+def test_damaged_carried_pages_are_warned_about_and_asked_again(make_emu, tmp_path, caplog):
+    """The file of the pages a run carried to the next is damaged: the next run says so (as
+    for any damaged file of the cache), asks those pages again, and ends equal to the truth."""
+    emu = make_emu(seed=5, sites=4, days=2, events_per_day=4000)
+    emu.set_semantics(order="shuffled")
+    emu.set_limits(daily_requests=30)
+    cache = tmp_path / "c"
+    result = emu.client(cache=str(cache)).sync_events(tmp_path / "ds", emu.start, until=emu.end)
+    assert not result.complete
+    [carried] = list(cache.rglob("*.pages"))
+    data = bytearray(carried.read_bytes())
+    data[-2] ^= 1
+    carried.write_bytes(bytes(data))
+    emu.advance_clock(86_400)
+    with caplog.at_level(logging.WARNING, logger="surveillance"):
+        sync_day_after_day(emu, tmp_path, cache=str(cache))
+    damaged = [r.getMessage() for r in caplog.records if carried.name in r.getMessage()]
+    assert damaged and "checksum" in damaged[0], caplog.text
+
+
 def test_the_cli_refuses_a_fetch_larger_than_the_quota_and_writes_nothing(emu, tmp_path):
     from test_cli import _env, _run
 

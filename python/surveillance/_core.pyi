@@ -209,7 +209,8 @@ class Client:
         """The resolved configuration, secrets included (for pickling; never printed)."""
     @property
     def cache_dir(self) -> Optional[str]:
-        """The directory of the cache of settled events, or None without one."""
+        """The directory of the cache of settled events (its root: the directory asked, or the
+        cache's own folder in it), or None without one."""
     @property
     def base_url(self) -> str:
         """Base URL (no secret)."""
@@ -428,10 +429,13 @@ def cache_location() -> Optional[str]:
     directory's."""
 
 def cache_info_at(path: str) -> dict[str, Any]:
-    """What the cache of settled events at ``path`` holds, as a dict."""
+    """What the cache of settled events that ``path`` names holds (its root ``path``, or the
+    cache's own folder in it), as a dict; raises ``ConfigError`` for a file."""
 
 def clear_cache_at(path: str) -> int:
-    """Empties the cache of settled events at ``path``; the files removed."""
+    """Empties the cache of settled events that ``path`` names of what the cache wrote; the
+    files removed. Raises ``ConfigError`` for a file or a directory without the cache's
+    ``CACHEDIR.TAG``, and removes nothing."""
 
 def write_parquet(data: Any, path: str) -> int:
     """Writes Arrow data (``__arrow_c_stream__``/``__arrow_c_array__``) to a Parquet file."""

@@ -879,8 +879,9 @@ def _cache_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dir",
         metavar="DIR",
-        help="the cache directory (default: SURVEILLANCE_CACHE when it names one, else the "
-        "user's cache directory's)",
+        help="the cache directory, as `cache=` names it (default: SURVEILLANCE_CACHE when it "
+        "names one, else the user's cache directory's); clear refuses one that the cache did "
+        "not mark as its own (CACHEDIR.TAG)",
     )
     p.add_argument("--json", action="store_true", help="info: one JSON object instead of lines")
 
@@ -892,11 +893,12 @@ def _cache(args: argparse.Namespace) -> int:
     where = args.dir if args.dir else _core.cache_location()
     if where is None:
         raise ValueError("no cache directory: pass --dir DIR or set SURVEILLANCE_CACHE")
+    # The cache's root: `where`, or the cache's own folder in it (a file is refused).
+    info = _core.cache_info_at(where)
     if args.action == "clear":
         removed = _core.clear_cache_at(where)
-        print(f"removed {removed:,} cached window{'' if removed == 1 else 's'} from {where}")
+        print(f"removed {removed:,} cached window{'' if removed == 1 else 's'} from {info['path']}")
         return 0
-    info = _core.cache_info_at(where)
     if args.json:
         print(json.dumps(info))
         return 0
@@ -904,7 +906,10 @@ def _cache(args: argparse.Namespace) -> int:
     def when(ms: int) -> str:
         return f"{dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc):%Y-%m-%d %H:%M:%S}"
 
-    print(f"cache of settled events at {where}: {info['files']:,} files, {info['bytes']:,} bytes")
+    print(
+        f"cache of settled events at {info['path']}: {info['files']:,} files, "
+        f"{info['bytes']:,} bytes"
+    )
     for e in info["entries"]:
         report = f" report {e['report_id']}" if e["report_id"] else ""
         print(

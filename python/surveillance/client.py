@@ -290,12 +290,12 @@ class _BaseClient:
     def cache_info(self) -> Optional[CacheInfo]:
         """What the cache of settled events holds, or None when this client has no cache.
 
-        ``path`` (the directory), ``bytes``, ``files``, ``requests_saved`` (by this client's
-        reads so far), and ``entries``: one per account and endpoint, with its ``account`` (a
-        hash of the base URL, API key and client id, never a secret), ``base_url``,
-        ``endpoint``, ``report_id``, ``ranges`` (the ranges held, as pairs of aware UTC
-        datetimes), ``events``, ``requests`` (those the reads that filled it spent: what a
-        read of all it holds saves), ``bytes`` and ``files``.
+        ``path`` (the directory: the one named, or the cache's own folder in it), ``bytes``,
+        ``files``, ``requests_saved`` (by this client's reads so far), and ``entries``: one per
+        account and endpoint, with its ``account`` (a hash of the base URL, API key and client
+        id, never a secret), ``base_url``, ``endpoint``, ``report_id``, ``ranges`` (the ranges
+        held, as pairs of aware UTC datetimes), ``events``, ``requests`` (those the reads that
+        filled it spent: what a read of all it holds saves), ``bytes`` and ``files``.
 
         >>> import surveillance as sv, tempfile
         >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
@@ -366,6 +366,10 @@ class Client(Lists, _BaseClient):
             ``SURVEILLANCE_CACHE`` (``0`` turns it off, a path moves it), else on, but for a
             loopback base URL (an emulator), which has no cache unless asked. A read serves
             the settled parts of its range that earlier reads kept, and fetches only the rest.
+            A directory that exists without the cache's ``CACHEDIR.TAG`` is left as it is: the
+            cache keeps to a private folder of its own in it, ``surveillance-cache``.
+            :class:`~surveillance.ConfigError` when it names a file, a read-only directory, or
+            a cache that is not private to the user.
         settle: how long after it starts an event may still change, as for
             :meth:`sync_events` (``"1h"``, ``"30m"``, a timedelta or seconds): older events are
             settled, and kept by the cache; the last ``settle`` before now is always fetched.

@@ -102,15 +102,16 @@ struct IdOnly<'a> {
 impl Client {
     /// A client for `config`; `log` receives its log lines.
     pub fn new(config: Config, log: Option<LogSink>) -> Result<Client> {
-        let cache = config.cache_dir.clone().map(|root| {
-            Arc::new(cache::Cache::new(
-                root,
+        let cache = match &config.cache_dir {
+            Some(dir) => Some(Arc::new(cache::Cache::open(
+                dir,
                 config.base_url.as_str(),
                 config.api_key.expose(),
                 &config.client_id,
                 config.cache_max_bytes,
-            ))
-        });
+            )?)),
+            None => None,
+        };
         let shape = cache
             .as_ref()
             .and_then(|c| c.seen())
@@ -173,13 +174,13 @@ impl Client {
     }
 
     /// What the cache directory of this client holds (None without a cache).
-    pub fn cache_info(&self) -> Option<cache::Info> {
-        self.cache().map(|c| cache::info(c.root()))
+    pub fn cache_info(&self) -> Result<Option<cache::Info>> {
+        self.cache().map(|c| cache::info(c.root())).transpose()
     }
 
     /// Empties the cache directory of this client; the files removed.
-    pub fn clear_cache(&self) -> u64 {
-        self.cache().map_or(0, |c| cache::clear(c.root()))
+    pub fn clear_cache(&self) -> Result<u64> {
+        self.cache().map_or(Ok(0), |c| cache::clear(c.root()))
     }
 
     /// Whether the webhook takes arrays, as far as this client's publishes have found out.

@@ -183,16 +183,25 @@ impl Ledger {
     /// directory that cannot be used: in memory).
     pub fn open(base_url: &str, api_key: &str, limit: Option<u64>, dir: Option<&Path>) -> Ledger {
         let path = dir.and_then(|d| {
-            std::fs::create_dir_all(d).ok()?;
+            // The directories it makes are 0700 and the ledger 0600, whatever the umask; a
+            // directory that exists is left as it is.
+            super::cache::make_private_dirs(d).ok()?;
             let path = d.join(file_name(base_url, api_key));
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .ok()
-                .map(|f| (path, f))
+            let mut options = std::fs::OpenOptions::new();
+            options.read(true).write(true).create(true).truncate(false);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(0o600);
+            }
+            let file = options.open(&path).ok()?;
+            #[cfg(unix)]
+            {
+                // The ledger is the client's own (one made by an earlier version was 0644).
+                use std::os::unix::fs::PermissionsExt;
+                let _ = file.set_permissions(std::fs::Permissions::from_mode(0o600));
+            }
+            Some((path, file))
         });
         let (path, file) = match path {
             Some((p, f)) => (Some(p), Some(f)),
@@ -547,6 +556,35 @@ mod tests {
         let mine = Ledger::open("https://api.test/", "key-5678", Some(3), Some(&d));
         assert!(mine.spend().is_ok());
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_ledger_is_0600_in_0700_directories_it_makes_and_leaves_others_as_they_are() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o7777;
+        let d = dir("modes");
+        let made = d.join("a").join("ledgers");
+        let l = Ledger::open("https://api.test/", "key", None, Some(&made));
+        l.spend().expect("no limit");
+        let file = l.path().expect("a file").to_path_buf();
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(
+            (mode(&d), mode(&d.join("a")), mode(&made)),
+            (0o700, 0o700, 0o700)
+        );
+        // A shared directory that exists keeps its mode; an earlier ledger becomes private.
+        let shared = dir("modes-shared");
+        std::fs::create_dir_all(&shared).expect("mkdir");
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+        let earlier = shared.join(file_name("https://api.test/", "key"));
+        std::fs::write(&earlier, b"").expect("write");
+        std::fs::set_permissions(&earlier, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let l = Ledger::open("https://api.test/", "key", None, Some(&shared));
+        assert_eq!(l.path(), Some(earlier.as_path()));
+        assert_eq!((mode(&shared), mode(&earlier)), (0o1777, 0o600));
+        let _ = std::fs::remove_dir_all(&d);
+        let _ = std::fs::remove_dir_all(&shared);
     }
 
     #[test]

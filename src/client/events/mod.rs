@@ -469,7 +469,19 @@ impl Fetch {
     fn add_gap(&mut self, lo: i64, hi: i64) {
         let report = self.query.report_id.clone();
         let carried = match self.client.cache() {
-            Some(cache) if self.carry => cache.take_carried(report.as_deref(), lo, hi),
+            Some(cache) if self.carry => match cache.take_carried(report.as_deref(), lo, hi) {
+                Ok(carried) => carried,
+                Err(damage) => {
+                    if let Damage::Corrupt(why) = damage {
+                        self.client.http().warn(format!(
+                            "the pages of the window from {} that an earlier run carried in \
+                             the cache: {why}: the file is removed and its pages asked again",
+                            format_ms(lo)
+                        ));
+                    }
+                    None
+                }
+            },
             _ => None,
         };
         let Some((qe, pages)) = carried else {
@@ -1765,11 +1777,28 @@ impl Fetch {
     /// removed, with a warning).
     fn load(&self, segment: &Segment) -> Option<Page> {
         let cache = self.client.cache()?;
-        let damage = match cache.read(segment) {
+        let damage = match cache.read(self.query.report_id.as_deref(), segment) {
             Ok(body) => {
                 let url = self.client.config().url("/v2/events");
                 match parse_page(&url, body, self.keep) {
-                    Ok(page) => return Some(page),
+                    Ok(page) if page.events.len() as u64 != segment.events => {
+                        Damage::Corrupt(format!(
+                            "holds {} events where its header says {}",
+                            page.events.len(),
+                            segment.events
+                        ))
+                    }
+                    Ok(page) => match page
+                        .events
+                        .iter()
+                        .find(|e| e.start_ms < segment.lo || e.start_ms >= segment.hi)
+                    {
+                        Some(e) => Damage::Corrupt(format!(
+                            "holds an event of {}, out of its range",
+                            format_ms(e.start_ms)
+                        )),
+                        None => return Some(page),
+                    },
                     Err(e) => Damage::Corrupt(format!("does not hold events ({e})")),
                 }
             }
@@ -1810,7 +1839,10 @@ impl Fetch {
                 lo,
                 cut,
                 requests,
-                events.iter().filter(|e| e.start_ms < cut).map(Event::text),
+                events
+                    .iter()
+                    .filter(|e| e.start_ms >= lo && e.start_ms < cut)
+                    .map(Event::text),
             )
         } else {
             let url = self.client.config().url("/v2/events");

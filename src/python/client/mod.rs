@@ -396,7 +396,8 @@ impl PyClient {
     /// What the cache of settled events holds (its whole directory), as a dict; None without
     /// a cache.
     fn cache_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.core()?.cache_info())
+        let info = self.core()?.cache_info().map_err(errors::to_py)?;
+        to_py(py, &info)
     }
 
     /// The end (epoch ms) of the window starting at `start_ms` whose pages an earlier run of
@@ -412,7 +413,7 @@ impl PyClient {
 
     /// Empties the cache of settled events; the files removed.
     fn clear_cache(&self) -> PyResult<u64> {
-        Ok(self.core()?.clear_cache())
+        self.core()?.clear_cache().map_err(errors::to_py)
     }
 
     /// Adds `n` requests to the allowance that a shared budget grants this client, putting
@@ -462,13 +463,11 @@ impl PyClient {
         settings::to_keywords(py, &self.config)
     }
 
-    /// The directory of the cache of settled events, or None without one.
+    /// The directory of the cache of settled events (its root: the directory asked, or the
+    /// cache's own folder in it), or None without one.
     #[getter]
-    fn cache_dir(&self) -> Option<String> {
-        self.config
-            .cache_dir
-            .as_ref()
-            .map(|p| p.display().to_string())
+    fn cache_dir(&self) -> PyResult<Option<String>> {
+        Ok(self.core()?.cache().map(|c| c.root().display().to_string()))
     }
 
     /// Base URL (no secret).
@@ -504,16 +503,17 @@ pub fn cache_location() -> Option<String> {
         .map(|p| p.display().to_string())
 }
 
-/// What the cache of settled events at `path` holds, as a dict.
+/// What the cache of settled events that `path` names holds, as a dict.
 #[pyfunction]
 pub fn cache_info_at(py: Python<'_>, path: String) -> PyResult<Bound<'_, PyAny>> {
-    to_py(py, &client::cache::info(std::path::Path::new(&path)))
+    let info = client::cache::info(std::path::Path::new(&path)).map_err(errors::to_py)?;
+    to_py(py, &info)
 }
 
-/// Empties the cache of settled events at `path`; the files removed.
+/// Empties the cache of settled events that `path` names; the files removed.
 #[pyfunction]
-pub fn clear_cache_at(path: String) -> u64 {
-    client::cache::clear(std::path::Path::new(&path))
+pub fn clear_cache_at(path: String) -> PyResult<u64> {
+    client::cache::clear(std::path::Path::new(&path)).map_err(errors::to_py)
 }
 
 /// The core's list table (`client::lists`) as the Python layer needs it: for each list, its
