@@ -343,25 +343,18 @@ fn shown(url: &Url) -> String {
 const BODY_KEPT: usize = 256 * 1024;
 
 fn truncate(body: &[u8]) -> String {
-    // Scrubbed whole before it is cut, so that a cut cannot leave part of a secret behind.
-    let text = String::from_utf8_lossy(body);
-    let text = redact::scrub(&text);
-    let mut end = text.len().min(BODY_KEPT);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_owned()
+    // Scrubbed before it is cut, so that a cut cannot leave part of a secret behind.
+    redact::head_of(body, BODY_KEPT)
 }
 
 /// The first characters of an answer, for a message that says what came instead of the
 /// expected one (control characters left out, secrets scrubbed).
 pub fn body_start(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(4096)]);
-    redact::scrub(&text)
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(80)
-        .collect()
+    let text = redact::head_of(body, 4096);
+    let mut shown = text.chars().filter(|c| !c.is_control());
+    let start: String = shown.by_ref().take(80).collect();
+    let cut = shown.next().is_some();
+    redact::mask_cut(&start, false, cut).into_owned()
 }
 
 impl Http {

@@ -35,7 +35,8 @@ const TEXT_KEYS: [&str; 11] = [
 /// assert_eq!(of_body(b""), None);
 /// ```
 pub fn of_body(body: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(&body[..body.len().min(64 * 1024)]);
+    // Scrubbed before it is cut, so that the cut leaves no part of a secret behind.
+    let text = redact::head_of(body, 64 * 1024);
     let trimmed = text.trim_start_matches('\u{feff}').trim();
     if trimmed.is_empty() {
         return None;
@@ -163,7 +164,8 @@ fn shorten(text: &str) -> String {
     if folded.chars().count() <= LONGEST {
         return folded;
     }
-    let mut cut: String = folded.chars().take(LONGEST).collect();
+    let cut: String = folded.chars().take(LONGEST).collect();
+    let mut cut = redact::mask_cut(&cut, false, true).into_owned();
     cut.push('…');
     cut
 }
@@ -207,5 +209,33 @@ mod tests {
         let w = of_body(long.as_bytes()).expect("words");
         assert!(w.chars().count() <= LONGEST + 1 && w.ends_with('…'), "{w}");
         assert_eq!(of_body(b"a\r\n\tb").as_deref(), Some("a b"));
+    }
+
+    #[test]
+    fn a_secret_across_the_64_kib_cut_leaves_no_part_in_the_words() {
+        let key = "AK6+key/with~\"words\" cut=%41";
+        redact::register(key);
+        // Whitespace folds, so what the cut leaves of the key comes first in the words.
+        for at in [1, 9, 15, 30] {
+            let body = format!(
+                "{{\"message\": \"{}{key} is not valid\"}}",
+                " ".repeat(64 * 1024 - 13 - at)
+            );
+            let words = of_body(body.as_bytes()).expect("words");
+            for run in key.as_bytes().windows(redact::MIN_RUN) {
+                let run = std::str::from_utf8(run).expect("ascii");
+                assert!(!words.contains(run), "{at}: {words}");
+            }
+        }
+    }
+
+    #[test]
+    fn url_encoded_and_base64_echoes_leave_no_part_in_the_words() {
+        redact::register("AK6+key/with~\"words\" b64=%41");
+        let body = r#"{"message": "invalid key AK6%2bkey/with~%22words%22%20b64%3d%2541 (QUs2K2tleS93aXRofiJ3b3JkcyIgYjY0PSU0MQ==)"}"#;
+        assert_eq!(
+            of_body(body.as_bytes()).as_deref(),
+            Some("invalid key *** (***Q==)")
+        );
     }
 }
