@@ -530,3 +530,12 @@ def test_the_cli_refuses_a_fetch_larger_than_the_quota_and_writes_nothing(emu, t
     assert r.returncode != 0
     assert "needs at least" in r.stderr and "sync" in r.stderr, r.stderr
     assert not out.exists() and not list(tmp_path.glob("*.partial"))
+
+
+def test_a_plan_reads_well_in_a_repr_and_in_words():
+    plan = sv.EventPlan(6_000, 61, 30.500001, 0.0004166666666666667, 3, exact=True)
+    assert repr(plan) == (
+        "EventPlan(events=6000, requests=61, seconds=30.5, days=0.000417, probes=3, exact=True)"
+    )
+    assert "0.0004 days of quota" in str(plan)
+    assert "2.5 days of quota" in str(sv.EventPlan(6_000, 61, 0.0, 2.5, 3))
