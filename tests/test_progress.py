@@ -130,3 +130,43 @@ def test_a_plan_hands_its_count_to_the_callback(busy):
     plan = client.plan_events(busy.start, busy.end, progress=updates.append)
     assert updates and updates[-1]["requests"] == plan.probes
     assert updates[-1]["done_ms"] == updates[-1]["total_ms"]
+
+
+@pytest.mark.parametrize("tqdm", [True, False], ids=["tqdm", "plain"])
+def test_a_notebook_bar_that_showed_nothing_leaves_no_line(monkeypatch, tqdm):
+    """A plan that asked nothing (its bar got no update) leaves no "plan: nothing" line in the
+    cell; one that did ends as its last line."""
+    from surveillance import _progress
+
+    shown: list = []
+
+    class Handle:
+        def update(self, obj, **_):
+            shown.append(obj)
+
+    class Bar:
+        container = object()
+
+        def __init__(self, **_):
+            pass
+
+        def set_postfix_str(self, *_, **__):
+            pass
+
+        def refresh(self):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(_progress, "_in_notebook", lambda: True)
+    monkeypatch.setattr(_progress, "_tqdm", lambda notebook: Bar if tqdm else None)
+    monkeypatch.setattr(_progress, "_display", lambda obj, **_: Handle())
+    bar = _progress._Bar("plan", plan=True)
+    bar.close()
+    assert shown == [{"text/plain": ""}]
+    shown.clear()
+    bar = _progress._Bar("plan", plan=True)
+    bar({"requests": 3, "done_ms": 5, "total_ms": 10})
+    bar.close()
+    assert shown[-1]["text/plain"].startswith("plan: ")

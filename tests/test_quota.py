@@ -369,10 +369,10 @@ def test_a_fetch_larger_than_the_quota_left_is_refused_before_it_starts(emu, ord
         with pytest.raises(sv.QuotaExhaustedError) as refused:
             client.events(emu.start, emu.end, progress=False)
         text = str(refused.value)
-        assert "needs about" in text and "sync" in text and "nothing was fetched" in text, text
+        assert "needs at least" in text and "sync" in text and "nothing was fetched" in text, text
         spent = event_reads(emu)
-        # Its first page and the count's probes: a fraction of the fetch's 61 requests.
-        assert spent <= 0.25 * 61, spent
+        # Its first page and the page at the offset the 38 left reach: at most a tenth of them.
+        assert spent <= 38 // 10, spent
         assert client.quota()["remaining"] == left - spent
         # The same client goes on with what fits, exactly.
         end = emu.start + dt.timedelta(hours=3)
@@ -380,6 +380,50 @@ def test_a_fetch_larger_than_the_quota_left_is_refused_before_it_starts(emu, ord
         assert [e["id"] for e in got] == emu.truth(emu.start, end)
     finally:
         emu.set_semantics()
+
+
+@pytest.mark.parametrize("order", ["asc", "desc", "shuffled"])
+@pytest.mark.parametrize("left", [5, 15, 30, 60])
+def test_a_refusal_costs_at_most_a_tenth_of_what_is_left(emu, order, left):
+    """6,000 events (61 requests) with ``left`` requests left: refused for at most a tenth of
+    them (one request when fewer than 20 are left), in any order; the same client, which now
+    holds the pages it read, is refused again for no more."""
+    emu.set_semantics(order)
+    try:
+        emu.set_limits(daily_requests=1_000)
+        used = emu.client().quota()["used"]
+        emu.set_limits(daily_requests=used + left)
+        client = emu.client()
+        assert client.quota()["remaining"] == left
+        for _ in range(2):
+            before = event_reads(emu)
+            with pytest.raises(sv.QuotaExhaustedError, match="nothing was fetched"):
+                client.events(emu.start, emu.end, progress=False)
+            assert event_reads(emu) - before <= max(1, left // 10), (order, left)
+    finally:
+        emu.set_semantics()
+
+
+def test_a_refusal_costs_nothing_once_the_cache_kept_the_density(emu, tmp_path):
+    """A fetch under a quota keeps the events' density in the cache (``shape.json``): a client
+    that starts from it refuses a fetch that cannot fit without a request, and fetches one
+    that surely fits with no request but the fetch's own."""
+    emu.set_limits(daily_requests=1_000)
+    cache = str(tmp_path / "cache")
+    three_hours = emu.start + dt.timedelta(hours=3)
+    emu.client(cache=cache).events(emu.start, three_hours, progress=False)
+    used = emu.client().quota()["used"]
+    emu.set_limits(daily_requests=used + 30)
+    client = emu.client(cache=cache)
+    before = event_reads(emu)
+    with pytest.raises(sv.QuotaExhaustedError, match="needs about") as refused:
+        client.events(three_hours, emu.end, progress=False)
+    assert event_reads(emu) == before, str(refused.value)
+    assert "(0 requests counted it)" in str(refused.value)
+    # A fetch of a tenth of what is left asks only its own pages.
+    end = three_hours + dt.timedelta(minutes=30)
+    got = client.events(three_hours, end, progress=False)
+    assert event_reads(emu) - before == math.ceil((len(got) + 1) / 100)
 
 
 def test_a_fetch_that_fits_is_counted_first_only_near_the_quota_and_asks_no_page_twice(emu):
@@ -504,5 +548,14 @@ def test_the_cli_refuses_a_fetch_larger_than_the_quota_and_writes_nothing(emu, t
     args = ["events", "--start", emu.start.isoformat(), "--end", emu.end.isoformat()]
     r = _run([*args, "-o", str(out), "--daily-requests", "40"], _env(emu), cwd=tmp_path)
     assert r.returncode != 0
-    assert "needs about" in r.stderr and "sync" in r.stderr, r.stderr
+    assert "needs at least" in r.stderr and "sync" in r.stderr, r.stderr
     assert not out.exists() and not list(tmp_path.glob("*.partial"))
+
+
+def test_a_plan_reads_well_in_a_repr_and_in_words():
+    plan = sv.EventPlan(6_000, 61, 30.500001, 0.0004166666666666667, 3, exact=True)
+    assert repr(plan) == (
+        "EventPlan(events=6000, requests=61, seconds=30.5, days=0.000417, probes=3, exact=True)"
+    )
+    assert "0.0004 days of quota" in str(plan)
+    assert "2.5 days of quota" in str(sv.EventPlan(6_000, 61, 0.0, 2.5, 3))

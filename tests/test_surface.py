@@ -297,3 +297,21 @@ def test_every_list_of_the_core_table_is_served_everywhere(emu, client):
         assert all(getattr(options, f[:-3]) == "x" for f in spec["filters"])
     with pytest.raises(ValueError, match="must be one of sites, devices, cameras, reports"):
         emu.resources("zones")
+
+
+def test_a_library_warning_does_not_reach_stderr_without_logging_configured():
+    """The package's logger has a ``NullHandler`` (the logging how-to's advice to libraries):
+    an application that configures no logging sees none of its records on stderr, one that
+    does sees them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import logging, surveillance\n"
+        "logging.getLogger('surveillance.dlt').warning('a warning of the library')\n"
+    )
+    quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    configured = "import logging; logging.basicConfig()\n" + code
+    loud = subprocess.run([sys.executable, "-c", configured], capture_output=True, text=True)
+    assert "a warning of the library" in loud.stderr

@@ -8,6 +8,8 @@ transactions to the service's webhook. :class:`Emulator` runs the service locall
 True
 """
 
+import logging as _logging
+
 from . import errors, types
 from ._core import __version__
 from ._output import write_parquet
@@ -39,3 +41,7 @@ __all__ = [
 __all__ += errors.__all__
 # The records and dicts the clients return, for annotations (surveillance.types).
 __all__ += types.__all__
+
+# A library's logger: its records go where the application configures logging, and nowhere
+# (not to stderr through logging's last resort) where it does not.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())

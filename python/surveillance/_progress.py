@@ -181,7 +181,8 @@ class _Bar:
         if self._tqdm is not None:
             self._tqdm.close()
         if self._handle is not None:
-            self._handle.update({"text/plain": self._line or f"{self._desc}: nothing"}, raw=True)
+            # Nothing was shown (a plan that asked nothing): no line is left behind.
+            self._handle.update({"text/plain": self._line}, raw=True)
         elif self._tqdm is None:
             sys.stderr.write("\n")
             sys.stderr.flush()

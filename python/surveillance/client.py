@@ -111,8 +111,20 @@ class EventPlan:
         if self.seconds > 0:
             parts.append(f"{_duration(self.seconds)} at the read limit")
         if self.days > 0:
-            parts.append(f"{self.days:.1f} days of quota")
+            parts.append(f"{_days(self.days)} days of quota")
         return ", ".join(parts) + f" (plan: {self.probes:,} requests)"
+
+    def __repr__(self) -> str:
+        """Its fields, the time to a tenth of a second and the days to three figures.
+
+        >>> EventPlan(6_000, 61, 30.500001, 0.0004166666666666667, 3, True)
+        EventPlan(events=6000, requests=61, seconds=30.5, days=0.000417, probes=3, exact=True)
+        """
+        return (
+            f"EventPlan(events={self.events}, requests={self.requests}, "
+            f"seconds={round(self.seconds, 1)}, days={self.days:.3g}, probes={self.probes}, "
+            f"exact={self.exact})"
+        )
 
 
 @dataclass(frozen=True)
@@ -152,6 +164,11 @@ class Cost:
             if self.remaining is not None:
                 text += f" ({self.remaining:,} left)"
         return text
+
+
+def _days(days: float) -> str:
+    """``2.5``, ``0.2``; under a tenth, one figure (``0.0004``), not ``0.0``."""
+    return f"{days:.1f}" if days >= 0.1 else f"{days:.1g}"
 
 
 def _duration(seconds: float) -> str:

@@ -54,6 +54,12 @@ __all__ = ["surveillance_source"]
 logger = logging.getLogger("surveillance.dlt")
 
 
+#: ``details``, the service's object as JSON text in Arrow, is a JSON column of the destination
+#: (DuckDB's ``JSON``, BigQuery's ``JSON``, Postgres' ``jsonb``), not text. dlt logs once a run
+#: that this hint differs from the Arrow type (text), which Arrow has no JSON type to match.
+_DETAILS_AS_JSON = {"details": {"data_type": "json"}}
+
+
 @dlt.source(name="surveillance")
 def surveillance_source(
     client: Any = None,
@@ -114,7 +120,9 @@ def _events(
         "startTime", initial_value=from_ms(start_ms), lag=lag or None, range_start="closed"
     )
 
-    @dlt.resource(name="events", primary_key="id", write_disposition="merge")
+    @dlt.resource(
+        name="events", primary_key="id", write_disposition="merge", columns=_DETAILS_AS_JSON
+    )
     def events(cursor: Any = cursor) -> Iterator[Any]:
         """The events from where the last run got to (less ``settle``), a window at a time."""
         import pyarrow as pa
@@ -179,14 +187,16 @@ def _listing(client: Any, kind: str) -> Any:
 
 
 def _microseconds(pa: Any, table: Any) -> Any:
-    """``table`` with its second and millisecond timestamps as microseconds (the same instants): the
-    precision every destination stores with a time zone (DuckDB's ``TIMESTAMPTZ`` has no
-    other), so that none has to coerce them."""
+    """``table`` as dlt takes it without coercion, which it would log: its second and
+    millisecond timestamps as microseconds (the same instants), the precision every destination
+    stores with a time zone (DuckDB's ``TIMESTAMPTZ`` has no other), and ``id``, the primary
+    key, which dlt declares not null, not nullable (no record lacks one)."""
     fields = [
         f.with_type(pa.timestamp("us", f.type.tz))
         if pa.types.is_timestamp(f.type) and f.type.unit in ("s", "ms")
         else f
         for f in table.schema
     ]
+    fields = [f.with_nullable(False) if f.name == "id" else f for f in fields]
     schema = pa.schema(fields, metadata=table.schema.metadata)
     return table if schema.equals(table.schema) else table.cast(schema)

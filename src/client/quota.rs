@@ -181,27 +181,15 @@ fn day_number(name: &str) -> Option<i64> {
 impl Ledger {
     /// The ledger of `base_url` and `api_key` with `limit` requests a day, in `dir` (None, or a
     /// directory that cannot be used: in memory).
+    /// The ledgers of the directory that no client has used for [`STALE_LEDGER`] are removed.
     pub fn open(base_url: &str, api_key: &str, limit: Option<u64>, dir: Option<&Path>) -> Ledger {
         let path = dir.and_then(|d| {
             // The directories it makes are 0700 and the ledger 0600, whatever the umask; a
             // directory that exists is left as it is.
             super::cache::make_private_dirs(d).ok()?;
             let path = d.join(file_name(base_url, api_key));
-            let mut options = std::fs::OpenOptions::new();
-            options.read(true).write(true).create(true).truncate(false);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                options.mode(0o600);
-            }
-            let file = options.open(&path).ok()?;
-            #[cfg(unix)]
-            {
-                // The ledger is the client's own (one made by an earlier version was 0644).
-                use std::os::unix::fs::PermissionsExt;
-                let _ = file.set_permissions(std::fs::Permissions::from_mode(0o600));
-            }
-            Some((path, file))
+            prune(d, &path);
+            open_file(&path).map(|f| (path, f))
         });
         let (path, file) = match path {
             Some((p, f)) => (Some(p), Some(f)),
@@ -344,6 +332,14 @@ impl Ledger {
             if let Some(out) = with_file(file, &self.base_url, &f) {
                 return out;
             }
+            // The file was removed (unused for days, see [`prune`]): the same path again, where
+            // the other clients of the machine count.
+            *slot = self.path.as_deref().and_then(open_file);
+            if let Some(file) = slot.as_mut() {
+                if let Some(out) = with_file(file, &self.base_url, &f) {
+                    return out;
+                }
+            }
             // The file failed under us: the process's memory holds the count from now on.
             *slot = None;
         }
@@ -439,10 +435,88 @@ fn roll(r: &mut Record, today: i64) {
     }
 }
 
+/// A ledger no client has counted a request in for this long holds no count of the service's
+/// day, whatever the clocks: removed when a client opens a ledger of the same directory.
+pub const STALE_LEDGER: std::time::Duration = std::time::Duration::from_secs(2 * 86_400);
+
+/// Opens (creates) the ledger file at `path`.
+fn open_file(path: &Path) -> Option<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let file = options.open(path).ok()?;
+    #[cfg(unix)]
+    {
+        // The ledger is the client's own (one made by an earlier version was 0644).
+        use std::os::unix::fs::PermissionsExt;
+        let _ = file.set_permissions(std::fs::Permissions::from_mode(0o600));
+    }
+    Some(file)
+}
+
+/// Removes the ledgers of `dir` but `keep` last written [`STALE_LEDGER`] ago or more (of a
+/// key or service no longer used, of an emulator that did not stop cleanly), each under its
+/// lock, so that none is removed while a client counts in it. Best effort: a ledger that
+/// cannot be removed stays.
+fn prune(dir: &Path, keep: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let stale = |file: &File| {
+        file.metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= STALE_LEDGER)
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if path == keep || !(name.starts_with("quota-") && name.ends_with(".json")) {
+            continue;
+        }
+        let Ok(file) = File::open(&path) else {
+            continue;
+        };
+        if !stale(&file) || file.try_lock().is_err() {
+            continue;
+        }
+        // Read again under the lock: a client may have counted in it since.
+        if stale(&file) {
+            let _ = std::fs::remove_file(&path);
+        }
+        let _ = file.unlock();
+    }
+}
+
+/// Whether `file` was removed from its directory (a client that has it open still counts
+/// in it). Where open files cannot be removed (Windows), never.
+fn removed(file: &File) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        file.metadata().is_ok_and(|m| m.nlink() == 0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        false
+    }
+}
+
 /// Reads, updates and writes the record of `file` under an exclusive lock; None when the file
-/// cannot be used.
+/// cannot be used, or was removed (see [`prune`]).
 fn with_file<T>(file: &mut File, base_url: &str, f: &impl Fn(&mut Record) -> T) -> Option<T> {
     file.lock().ok()?;
+    if removed(file) {
+        let _ = file.unlock();
+        return None;
+    }
     let out = (|| {
         // One read at offset 0 (the file is a few hundred bytes), one write when it changed:
         // a request costs four system calls with the lock.
@@ -662,6 +736,56 @@ mod tests {
         l.grant(4);
         assert_eq!(l.end_allowance(), 4);
         l.take_granted().await.expect("none in force again");
+    }
+
+    /// Sets the time `path` was last written `ago`.
+    fn written_ago(path: &Path, ago: std::time::Duration) {
+        let file = File::options().write(true).open(path).expect("open");
+        let then = std::time::SystemTime::now() - ago;
+        file.set_modified(then).expect("set mtime");
+    }
+
+    #[test]
+    fn opening_a_ledger_removes_those_unused_for_two_days() {
+        let d = dir("prune");
+        let day = std::time::Duration::from_secs(86_400);
+        let old = Ledger::open("http://127.0.0.1:1/", "key-old", Some(9), Some(&d));
+        old.spend().expect("counted");
+        let recent = Ledger::open("http://127.0.0.1:2/", "key-new", Some(9), Some(&d));
+        recent.spend().expect("counted");
+        let mine = Ledger::open("https://api.test/", "key-1234", Some(9), Some(&d));
+        mine.spend().expect("counted");
+        let other = d.join("notes.txt");
+        std::fs::write(&other, "not a ledger").expect("write");
+        for path in [old.path(), mine.path()].into_iter().flatten() {
+            written_ago(path, 3 * day);
+        }
+        written_ago(recent.path().expect("a file"), day);
+        written_ago(&other, 3 * day);
+        let reopened = Ledger::open("https://api.test/", "key-1234", Some(9), Some(&d));
+        let mut left: Vec<_> = std::fs::read_dir(&d)
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        left.sort();
+        let mut kept = vec![
+            recent.path().expect("a file").to_path_buf(),
+            reopened.path().expect("a file").to_path_buf(),
+            other,
+        ];
+        kept.sort();
+        // The stale ledger of another key is gone; its own (whatever its age), a recent one
+        // and other files stay.
+        assert_eq!(left, kept);
+        assert_eq!(reopened.quota().used, 1);
+        // A client whose ledger was removed under it counts in the new file, with the others.
+        old.spend().expect("counted again");
+        let again = Ledger::open("http://127.0.0.1:1/", "key-old", Some(9), Some(&d));
+        assert!(again.path().expect("a file").exists());
+        assert_eq!(again.quota().used, 1);
+        old.spend().expect("counted");
+        assert_eq!(again.quota().used, 2);
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
