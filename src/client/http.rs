@@ -21,6 +21,7 @@ use super::limits::Gate;
 use super::quota::Ledger;
 use super::redact;
 use super::stats::{Stats, Tally};
+use super::uses::{Admit, Outcome, Use, Uses};
 use super::words;
 
 /// Severity of a log line.
@@ -107,6 +108,8 @@ pub struct Http {
     /// The newest token generation that got a success: a refusal of it, or of an older one, is
     /// an expiry.
     worked: AtomicU64,
+    /// How many requests may carry the current token at once (see [`Uses`]).
+    uses: Uses,
     log: Option<LogSink>,
     closed: tokio::sync::watch::Sender<bool>,
     /// The daily quota, shared with every client of the machine that uses the same key.
@@ -426,6 +429,7 @@ impl Http {
             webhook: Webhook::default(),
             generation: AtomicU64::new(0),
             worked: AtomicU64::new(0),
+            uses: Uses::default(),
             log,
             closed: tokio::sync::watch::Sender::new(false),
             waiting: std::sync::Mutex::new(None),
@@ -556,8 +560,39 @@ impl Http {
             }
         };
         let out = (t.value.clone(), t.generation);
+        self.uses.start(t.generation);
         *slot = Some(t);
         Ok(out)
+    }
+
+    /// A valid token for one request, once its window lets one more request carry it (see
+    /// [`Uses`]); the request counts in the window until the [`Use`] ends.
+    async fn token_for_use(&self) -> Result<(Secret, u64, Use<'_>)> {
+        loop {
+            let mut changed = std::pin::pin!(self.uses.changed());
+            changed.as_mut().enable();
+            let (token, generation) = self.token().await?;
+            match self.uses.admit(generation) {
+                Admit::Granted => return Ok((token, generation, Use::new(&self.uses, generation))),
+                Admit::Stale => continue,
+                Admit::Renew => {
+                    self.log(Level::Debug, || {
+                        "access token used for as many requests as the last ones lasted: \
+                         renewing"
+                            .into()
+                    });
+                    self.invalidate(generation).await;
+                    self.uses.wake();
+                }
+                Admit::Wait => {
+                    self.unless_closed(async {
+                        changed.await;
+                        Ok(())
+                    })
+                    .await?
+                }
+            }
+        }
     }
 
     /// How many times the credentials were refused, and the latest refusal.
@@ -568,12 +603,15 @@ impl Http {
             .clone()
     }
 
-    /// Forgets the token of `generation` (refused by the service), unless already replaced.
-    async fn invalidate(&self, generation: u64) {
+    /// Forgets the token of `generation` (refused by the service), unless already replaced;
+    /// whether it was the current one.
+    async fn invalidate(&self, generation: u64) -> bool {
         let mut slot = self.token.lock().await;
-        if slot.as_ref().is_some_and(|t| t.generation == generation) {
+        let current = slot.as_ref().is_some_and(|t| t.generation == generation);
+        if current {
             *slot = None;
         }
+        current
     }
 
     async fn fetch_token(&self) -> Result<Token> {
@@ -842,7 +880,7 @@ impl Http {
         let mut outage_since: Option<Instant> = None;
         let mut outage_tries = 0u32;
         loop {
-            let (token, generation) = self.token().await?;
+            let (token, generation, mut token_use) = self.token_for_use().await?;
             let slot = gate.acquire().await?;
             // Counted against the day's budget only when it is about to go.
             let granted = self.unless_closed(self.ledger.take_granted()).await?;
@@ -855,6 +893,7 @@ impl Http {
             if let Some(n) = &call.sent {
                 n.fetch_add(1, Ordering::Relaxed);
             }
+            token_use.sent();
             let told = self
                 .unless_closed(async {
                     Ok(self
@@ -874,6 +913,7 @@ impl Http {
                     let size = body.len();
                     // The token worked: a later refusal of it is an expiry, renewed.
                     self.worked.fetch_max(generation, Ordering::SeqCst);
+                    token_use.end(Outcome::Worked);
                     match check(body) {
                         Ok(value) => {
                             gate.on_success(started);
@@ -912,15 +952,22 @@ impl Http {
                     }
                     if (worked || fresh_refusals <= FRESH_REFUSALS) && renewals < MAX_RENEWALS {
                         renewals += 1;
+                        // Its token ends here: no request carries it any more, and the first
+                        // request refused with it has the token renewed, once for all of them;
+                        // one refused with an older token is sent again with the current one.
+                        token_use.end(Outcome::Refused);
+                        let renewing = self.invalidate(generation).await;
+                        self.uses.wake();
+                        self.stats.retry(call.tally.as_deref());
                         self.log(Level::Debug, || {
                             format!(
-                                "{} {} -> {}: renewing the access token",
+                                "{} {} -> {}: sent again with {} access token",
                                 call.method,
                                 call.url.path(),
-                                status.as_u16()
+                                status.as_u16(),
+                                if renewing { "a renewed" } else { "the current" }
                             )
                         });
-                        self.invalidate(generation).await;
                         continue;
                     }
                     return Err(Error::Auth {
@@ -976,6 +1023,8 @@ impl Http {
                 }
                 Err(e) => return Err(e),
             };
+            // Answered or not, its place in the token's window is free during the wait.
+            drop(token_use);
             if let Some(outage) = outage {
                 let what = format!("{} {}", call.method, shown(&call.url));
                 let tally = call.tally.as_deref();

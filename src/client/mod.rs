@@ -20,6 +20,7 @@ pub mod publish;
 pub mod quota;
 pub mod redact;
 pub mod stats;
+pub mod uses;
 pub mod words;
 
 #[cfg(test)]

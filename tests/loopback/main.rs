@@ -5,3 +5,4 @@
 mod common;
 mod publish;
 mod roundtrip;
+mod tokens;
