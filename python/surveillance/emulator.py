@@ -204,8 +204,10 @@ class Emulator:
         latency_ms: int = 0,
         retry_after: int = 0,
         corrupt_rate: float = 0.0,
+        token_endpoint: bool = False,
     ) -> None:
-        """Injects faults into the data and webhook calls (calling it again replaces them).
+        """Injects faults into the data and webhook calls, and on request the token endpoint
+        (calling it again replaces them).
 
         Args:
             error_rate: probability of a 500 or 503 answer.
@@ -220,10 +222,13 @@ class Emulator:
             retry_after: seconds sent in ``Retry-After`` by the injected 429s.
             corrupt_rate: probability that an events page holds one event whose
                 ``details.duration_sec`` is a string (the JSON stays valid).
+            token_endpoint: whether the errors, 429s and drops apply to the token endpoint
+                ``POST /v2/oauth/token`` too, as a service that throttles every endpoint.
 
         Errors, 429s and drops apply to the reads (``GET /v2/...``) and the webhook (both
-        regions), never to the token endpoint ``POST /v2/oauth/token``, whose failures
-        :meth:`set_hostile` scripts. Which request gets which fault is drawn from the
+        regions), and to the token endpoint only with ``token_endpoint=True`` (its other
+        failures :meth:`set_hostile` scripts). ``Retry-After`` takes the form that
+        :meth:`set_dialect`'s ``retry_after`` says. Which request gets which fault is drawn from the
         emulator's seed and the request's rank since the emulator started: the same seed and
         the same sequence of requests give the same faults.
 
@@ -248,6 +253,7 @@ class Emulator:
             _check.number(name, rate, 0, 1)
         _check.integer("latency_ms", latency_ms, 0, 60_000)
         _check.integer("retry_after", retry_after, 0, 86_400)
+        _check.flag("token_endpoint", token_endpoint)
         self._inner.set_faults(**faults)
 
     def outage(self, seconds: float, after: int = 0) -> None:

@@ -21,26 +21,45 @@ const RECOVERY: f64 = 3.0;
 /// ... or in the time of this many requests at that rate, when longer (slow clients probe
 /// as many requests apart as fast ones, not more often).
 const RECOVERY_REQUESTS: f64 = 60.0;
-/// The 429s that make a cut: at least this many, and this share of the window's answers more
-/// than the baseline share...
-const FIRST_CUT: (usize, f64) = (4, 0.2);
-/// ... or these, once the rate is back near the rate of the last cut or past it (the limit found
-/// again).
-const CUT_AGAIN: (usize, f64) = (2, 0.05);
-/// The window of answers those shares are taken over: the last second...
-const WINDOW: Duration = Duration::from_secs(1);
-/// ... and at least this many answers, however old: enough that sporadic 429s (a few percent)
-/// rarely reach the share of a cut, and that a slow client can tell too.
-const MIN_ANSWERS: usize = 40;
-/// The accepted rate, from which a cut starts, is measured over this much of the past.
+/// How 429s are weighed before a first cut, and after one where the rate is well below the
+/// rate of the cut: the share of 429s taken as chance (sporadic ones: per-node limits, a
+/// neighbour's burst), the share that means the rate is over a limit, and the evidence that
+/// makes a cut (see [`Detector`]). 5% of sporadic 429s make no cut in millions of answers; half
+/// of them refused, after about 10 429s.
+const FIRST: Detector = Detector {
+    chance: 0.1,
+    over: 0.3,
+    cut_at: 8.0,
+};
+/// The same near the rate of the last cut or past it, where 429s coming back are the limit
+/// found again: a smaller rise cuts, back to [`BETA`] of the rate of that cut (no lower, so
+/// that sporadic 429s cannot ratchet the rate down from cut to cut).
+const AGAIN: Detector = Detector {
+    chance: 0.02,
+    over: 0.2,
+    cut_at: 4.0,
+};
+/// An answer this long after the previous one (or three intervals at the rate in force, when
+/// longer) starts the evidence afresh: the 429s of a call long over say nothing of this one.
+const IDLE: Duration = Duration::from_secs(1);
+/// The accepted rate, from which a cut starts, is measured since the first 429 of the evidence
+/// that made the cut, over at least this much of the past...
+const MIN_SPAN: Duration = Duration::from_millis(50);
+/// ... when that holds this many successes; with fewer (a wave of requests refused at once),
+/// the successes of the last second count too.
+const RELIABLE: u32 = 5;
+/// Answers kept at most this long (for those measures)...
 const HISTORY: Duration = Duration::from_secs(4);
-/// Answers kept at most (a bound on memory at thousands of answers a second).
+/// ... and at most this many (a bound on memory at thousands of answers a second).
 const MAX_KEPT: usize = 16_384;
 /// Below this share of the rate of the last cut, the rate explains no 429: answers to requests
-/// sent there make the baseline share, and only [`FIRST_CUT`] cuts again.
+/// sent there make the baseline share, and only [`FIRST`] cuts again.
 const CALM: f64 = 0.9;
-/// The baseline share counts as many answers of 0 429s before the first (so a few say little).
+/// The baseline share counts as many answers, [`BASELINE_429S`] of them 429s, before the first
+/// (so that a few say little, and the share starts at that of [`FIRST`]).
 const BASELINE_PRIOR: f64 = 20.0;
+/// See [`BASELINE_PRIOR`].
+const BASELINE_429S: f64 = 2.0;
 /// The baseline share is taken over about this many answers (older ones weigh half, and so on).
 const BASELINE_SPAN: f64 = 1000.0;
 /// A request waiting for its turn looks at the rate again this often.
@@ -51,11 +70,36 @@ const FLOOR: f64 = 0.5;
 /// of the interval): the lateness of the timer that woke it.
 const TIMER_SLACK: Duration = Duration::from_millis(2);
 
-/// One answer: when it came, when its request was sent, whether it was a 429.
+/// A test of whether 429s come more often than by chance: a CUSUM of the log-likelihood ratio
+/// of "a share `over` of the answers are 429s" to "a share `chance`", each 429 adding to the
+/// evidence and each success taking from it (never below 0); a cut when it reaches `cut_at`.
+/// Sporadic 429s at the share `chance` or below leave the evidence near 0, however many
+/// answers come; 429s at a share well above it build it up within a few of them.
+#[derive(Debug, Clone, Copy)]
+struct Detector {
+    chance: f64,
+    over: f64,
+    cut_at: f64,
+}
+
+impl Detector {
+    /// The evidence one answer adds (negative: takes), when `baseline` of the answers below
+    /// the limit are 429s (a chance share no test may go under).
+    fn weigh(&self, throttled: bool, baseline: f64) -> f64 {
+        let chance = self.chance.max(baseline).min(0.8);
+        let over = self.over.max(chance + 0.1);
+        if throttled {
+            (over / chance).ln()
+        } else {
+            ((1.0 - over) / (1.0 - chance)).ln()
+        }
+    }
+}
+
+/// One answer: when it came, whether it was a 429.
 #[derive(Debug, Clone, Copy)]
 struct Answer {
     at: Instant,
-    sent: Instant,
     throttled: bool,
 }
 
@@ -91,31 +135,39 @@ impl Cut {
 
 /// The rate controller of one class of requests, with time passed in (so that tests are exact).
 ///
-/// A lone 429 does not touch the rate: it only delays its own request (by its `Retry-After`,
-/// in `Http::send`). Throttling is sustained when 429s are a rising share of the recent answers
-/// (the last second, at least the last [`MIN_ANSWERS`]): [`FIRST_CUT`] more than the baseline
-/// share, the share of 429s among the requests sent well below the rate of a cut (429s the
-/// rate does not explain: per-node limits, a neighbour's burst). The rate is then cut to
-/// [`BETA`] of the rate the service accepted lately, and climbs back along a cubic curve, as in
-/// TCP CUBIC and botocore's adaptive retry mode: fast at first, flat near the rate of the cut
-/// (reached after [`RECOVERY`] seconds, or [`RECOVERY_REQUESTS`] requests), then faster again
-/// to find more room. Near that rate or past it, 429s coming back are the limit found again,
-/// and a smaller rise ([`CUT_AGAIN`]) cuts again; well below it, a cut means the rate of the
-/// last cut was too high, and the next one starts from at most [`BETA`] of it. Answers to
-/// requests sent before a cut never make another. The rate never exceeds the configured one;
-/// an unlimited one is lifted again once the curve is twice what the client uses.
+/// A lone 429, or 429s that come at random at a small share of the answers whatever the rate
+/// (5% of them, say), do not touch the rate: each only delays its own request (by its
+/// `Retry-After`, in `Http::send`). The rate is cut only when 429s come at a share of the
+/// answers that chance does not explain, as a limit lower than the rate gives: a sequential
+/// test ([`Detector`], [`FIRST`]) weighs each answer, so that a share of half needs a few
+/// 429s and 5% never adds up. The rate is then cut to [`BETA`] of the rate the service
+/// accepted since those 429s began, and climbs back along a cubic curve, as in TCP CUBIC and
+/// botocore's adaptive retry mode: fast at first, flat near the rate of the cut (reached after
+/// [`RECOVERY`] seconds, or [`RECOVERY_REQUESTS`] requests), then faster again to find more
+/// room. Near that rate or past it, 429s coming back are the limit found again, and a smaller
+/// rise over the baseline share ([`AGAIN`]: the share of 429s among the requests sent well
+/// below the limit) cuts again, from that rate or the newly measured one when higher. Answers
+/// to requests sent before a cut never make another. The rate never exceeds the configured
+/// one, and is back at it (or lifted, if unlimited, once the curve is twice what the client
+/// uses) as soon as the curve gets there: within seconds of the last cut, whatever the calls
+/// and pauses in between.
 #[derive(Debug)]
 pub struct Throttle {
     configured: Option<f64>,
+    /// The answers of the last [`HISTORY`].
     answers: VecDeque<Answer>,
-    /// Successes among `answers`.
-    accepted: usize,
     cut: Option<Cut>,
     last_start: Option<Instant>,
+    /// The evidence of 429s over chance (see [`Detector`]), the sending instant of the first
+    /// 429 of it, and the successes since.
+    evidence: f64,
+    since: Option<Instant>,
+    accepted: u32,
     /// Answers to requests sent well below the rate of a cut, and the 429s among them (decayed).
     calm: (f64, f64),
-    /// The same for the recovery under way, counted in `calm` once it is over without a cut:
-    /// a cut during a recovery means the rate made those 429s.
+    /// The same for the recovery under way, counted in `calm` once the rate is back near that
+    /// of the cut without a cut in between, or the limit is found again there: a cut well
+    /// below it means the rate made those 429s.
     recovering: (f64, f64),
 }
 
@@ -125,9 +177,11 @@ impl Throttle {
         Throttle {
             configured,
             answers: VecDeque::new(),
-            accepted: 0,
             cut: None,
             last_start: None,
+            evidence: 0.0,
+            since: None,
+            accepted: 0,
             calm: (0.0, 0.0),
             recovering: (0.0, 0.0),
         }
@@ -145,7 +199,7 @@ impl Throttle {
                 Some(c)
             }
             None if cut.probing(now)
-                && curve > 2.0 * self.answered_in(now, WINDOW).max(1) as f64 =>
+                && curve > 2.0 * self.answered_in(now, Duration::from_secs(1)).max(1) as f64 =>
             {
                 self.end_cut();
                 None
@@ -185,10 +239,11 @@ impl Throttle {
 
     /// The share of 429s the rate does not explain.
     fn baseline(&self) -> f64 {
-        self.calm.1 / (self.calm.0 + BASELINE_PRIOR)
+        (self.calm.1 + BASELINE_429S) / (self.calm.0 + BASELINE_PRIOR)
     }
 
-    /// A recovery went by without a cut: its calm 429s were not the rate's doing.
+    /// The answers of a recovery that ended without a cut well below the limit count in the
+    /// baseline.
     fn end_recovery(&mut self) {
         let (n, k) = std::mem::take(&mut self.recovering);
         self.calm.0 += n;
@@ -205,75 +260,92 @@ impl Throttle {
         self.cut = None;
     }
 
+    /// Successes answered in the last `span` before `now`.
+    fn accepted_in(&self, now: Instant, span: Duration) -> usize {
+        self.answers
+            .iter()
+            .rev()
+            .take_while(|a| now.saturating_duration_since(a.at) <= span)
+            .filter(|a| !a.throttled)
+            .count()
+    }
+
     /// Records the answer, at `now`, to a request sent at `sent`; a 429 may cut the rate.
     pub fn answer(&mut self, now: Instant, sent: Instant, throttled: bool) {
-        self.answers.push_back(Answer {
-            at: now,
-            sent,
-            throttled,
-        });
-        if !throttled {
-            self.accepted += 1;
-        }
-        while self.answers.len() > MAX_KEPT
-            || (self.answers.len() > MIN_ANSWERS
-                && self
-                    .answers
-                    .front()
-                    .is_some_and(|a| now.saturating_duration_since(a.at) > HISTORY))
+        let rate = self.rate(now);
+        let idle = rate.map_or(IDLE, |r| IDLE.max(Duration::from_secs_f64(3.0 / r)));
+        if self
+            .answers
+            .back()
+            .is_some_and(|a| now.saturating_duration_since(a.at) > idle)
         {
-            if self.answers.pop_front().is_some_and(|a| !a.throttled) {
-                self.accepted -= 1;
-            }
+            self.evidence = 0.0;
         }
-        if self.cut.is_some_and(|c| c.calm(sent)) {
-            self.recovering.0 += 1.0;
-            self.recovering.1 += f64::from(u8::from(throttled));
+        self.answers.push_back(Answer { at: now, throttled });
+        while self.answers.len() > MAX_KEPT
+            || self
+                .answers
+                .front()
+                .is_some_and(|a| now.saturating_duration_since(a.at) > HISTORY)
+        {
+            self.answers.pop_front();
         }
         if self.cut.is_some_and(|c| c.probing(now)) {
             self.end_recovery();
         }
-        if !throttled || self.cut.is_some_and(|c| sent <= c.at) {
+        if self.cut.is_some_and(|c| sent <= c.at) {
             // A request sent before the last cut tells nothing of the rate since.
             return;
         }
-        let (least, share) = match self.cut {
-            Some(c) if !c.calm(now) => CUT_AGAIN,
-            _ => FIRST_CUT,
-        };
-        let share = share + self.baseline();
-        let since_cut = |a: &&Answer| self.cut.is_none_or(|c| a.sent > c.at);
-        let (mut n, mut k) = (0usize, 0usize);
-        for a in self.answers.iter().rev().filter(since_cut) {
-            if n >= MIN_ANSWERS && now.saturating_duration_since(a.at) > WINDOW {
-                break;
-            }
-            n += 1;
-            k += usize::from(a.throttled);
+        let calm = self.cut.is_some_and(|c| c.calm(sent));
+        if calm {
+            self.recovering.0 += 1.0;
+            self.recovering.1 += f64::from(u8::from(throttled));
         }
-        if k >= least && k as f64 >= share * n as f64 {
-            self.cut_rate(now);
+        let again = self.cut.is_some() && !calm;
+        let test = if again { AGAIN } else { FIRST };
+        if self.evidence == 0.0 {
+            if !throttled {
+                return;
+            }
+            self.since = Some(sent);
+            self.accepted = 0;
+        }
+        if !throttled {
+            self.accepted += 1;
+        }
+        self.evidence = (self.evidence + test.weigh(throttled, self.baseline())).max(0.0);
+        if self.evidence >= test.cut_at {
+            self.cut_rate(now, rate, again);
         }
     }
 
-    /// Cuts the rate to [`BETA`] of the rate accepted lately (of the last cut's at most, when
-    /// throttled well below it).
-    fn cut_rate(&mut self, now: Instant) {
+    /// Cuts the rate to [`BETA`] of the rate accepted since the evidence began (`rate` the
+    /// rate in force at most; after a cut near the rate of the last one, that rate at least).
+    fn cut_rate(&mut self, now: Instant, rate: Option<f64>, again: bool) {
         let span = self
-            .answers
-            .front()
-            .map_or(Duration::ZERO, |a| now.saturating_duration_since(a.at))
-            .max(Duration::from_secs(1));
-        let mut from = (self.accepted as f64 / span.as_secs_f64()).max(FLOOR / BETA);
-        if let Some(c) = self.configured {
-            from = from.min(c);
+            .since
+            .map_or(Duration::ZERO, |s| now.saturating_duration_since(s))
+            .max(MIN_SPAN);
+        let mut from = f64::from(self.accepted) / span.as_secs_f64();
+        if self.accepted < RELIABLE && !again {
+            from = from.max(self.accepted_in(now, Duration::from_secs(1)) as f64);
         }
-        if let Some(c) = self.cut.filter(|c| c.calm(now)) {
-            // Throttled well below the rate of the last cut: that rate was too high already
-            // (the accepted rate overstates the limit right after a burst the service allowed).
-            from = from.min(BETA * c.from).max(FLOOR / BETA);
+        if let Some(r) = rate {
+            from = from.min(r);
         }
-        self.recovering = (0.0, 0.0);
+        match self.cut.filter(|_| again) {
+            Some(c) => {
+                // The limit found again near the rate of the last cut: the answers well below
+                // it were not the rate's doing.
+                from = from.max(c.from);
+                self.end_recovery();
+            }
+            None => self.recovering = (0.0, 0.0),
+        }
+        let from = from.max(FLOOR / BETA);
+        self.evidence = 0.0;
+        self.since = None;
         self.cut = Some(Cut {
             at: now,
             from,
@@ -436,14 +508,46 @@ mod tests {
         let mut t = Throttle::new(Some(10.0));
         feed(&mut t, t0, (0.0, 3.0), 30, |i| i == 29);
         assert_eq!(t.rate(at(t0, 3.0)), Some(10.0));
-        // 5% of 429s at random, as per-node limits give, for a minute of 1,000 answers a second.
-        for configured in [None, Some(1000.0)] {
-            let mut t = Throttle::new(configured);
-            let mut rng = crate::rng::Rng::new(7, 1);
-            for second in 0..60 {
-                let s = second as f64;
-                feed(&mut t, t0, (s, s + 1.0), 1000, |_| rng.chance(0.05));
-                assert_eq!(t.rate(at(t0, s + 1.0)), configured, "second {second}");
+        // 5% of 429s at random, as per-node limits give, for minutes at 2, 50 and 1,000 answers
+        // a second, limited or not: not one cut.
+        for (per_second, seconds) in [(2, 600), (50, 120), (1000, 60)] {
+            for configured in [None, Some(per_second as f64)] {
+                let mut t = Throttle::new(configured);
+                let mut rng = crate::rng::Rng::new(7, per_second);
+                for second in 0..seconds {
+                    let s = second as f64;
+                    feed(&mut t, t0, (s, s + 1.0), per_second as usize, |_| {
+                        rng.chance(0.05)
+                    });
+                    assert!(t.cut.is_none(), "{per_second}/s, second {second}");
+                }
+                assert_eq!(t.rate(at(t0, seconds as f64)), configured);
+            }
+        }
+    }
+
+    #[test]
+    fn waves_of_requests_with_sporadic_429s_leave_the_rate() {
+        // As a read or a publish gives: a wave of requests answered at once, 5% of them 429s,
+        // whose retries come back a second later, 5% of those 429s again, and so on; then the
+        // next wave. Ten thousand waves.
+        let t0 = Instant::now();
+        let mut rng = crate::rng::Rng::new(3, 4);
+        let mut t = Throttle::new(None);
+        let mut now = 0.0;
+        for wave in 0..10_000 {
+            let mut n = [1, 2, 100, 500][wave % 4];
+            while n > 0 {
+                let mut refused = 0;
+                for i in 0..n {
+                    let answered = at(t0, now + 0.0002 * i as f64);
+                    let throttled = rng.chance(0.05);
+                    refused += usize::from(throttled);
+                    t.answer(answered, at(t0, now), throttled);
+                }
+                assert!(t.cut.is_none(), "wave {wave}");
+                now += 1.0;
+                n = refused;
             }
         }
     }
@@ -464,12 +568,13 @@ mod tests {
     fn sustained_429s_cut_the_rate_which_recovers_along_a_cubic() {
         let t0 = Instant::now();
         let mut t = Throttle::new(Some(100.0));
-        feed(&mut t, t0, (0.0, 2.0), 100, |_| false); // 50 a second accepted
-                                                      // Then only 429s, 50 a second: cut once they are 20% of the last second's answers.
-        let cut = throttle_until_cut(&mut t, t0, 2.0, 50.0);
+        // 50 a second accepted, then every other one refused: the service takes 25 a second.
+        feed(&mut t, t0, (0.0, 2.0), 100, |_| false);
+        feed(&mut t, t0, (2.0, 3.0), 50, |i| i % 2 == 1);
+        let cut = t.cut.expect("a cut");
         let after = cut.at.duration_since(at(t0, 2.0)).as_secs_f64();
-        assert!((0.15..0.3).contains(&after), "{after}");
-        assert!(cut.from > 40.0 && cut.from <= 50.0, "{cut:?}");
+        assert!((0.1..1.5).contains(&after), "{after}");
+        assert!(cut.from > 20.0 && cut.from <= 30.0, "{cut:?}");
         assert_eq!(cut.recovery, RECOVERY);
         let rate =
             |t: &mut Throttle, s: f64| t.rate(cut.at + Duration::from_secs_f64(s)).expect("cut");
@@ -480,9 +585,20 @@ mod tests {
         assert!((curve[6] - cut.from).abs() < 1e-9, "{curve:?}");
         assert!(curve[1] - curve[0] > curve[6] - curve[5], "{curve:?}");
         assert!(curve[12] - curve[11] > curve[7] - curve[6], "{curve:?}");
-        // Back at the configured rate (twice the accepted one) within seconds: the cut is over.
-        assert_eq!(t.rate(cut.at + Duration::from_secs(9)), Some(100.0));
+        // Back at the configured rate (four times the accepted one) within seconds: the cut
+        // is over.
+        assert_eq!(t.rate(cut.at + Duration::from_secs(12)), Some(100.0));
         assert!(t.cut.is_none());
+    }
+
+    #[test]
+    fn a_wave_all_refused_cuts_from_the_last_seconds_rate() {
+        let t0 = Instant::now();
+        let mut t = Throttle::new(None);
+        feed(&mut t, t0, (0.0, 2.0), 100, |_| false);
+        let cut = throttle_until_cut(&mut t, t0, 2.0, 1000.0);
+        // Not a rate of 0: that of the last second.
+        assert!(cut.from > 40.0 && cut.from <= 50.0, "{cut:?}");
     }
 
     #[test]
@@ -490,8 +606,9 @@ mod tests {
         let t0 = Instant::now();
         let mut t = Throttle::new(None);
         feed(&mut t, t0, (0.0, 20.0), 40, |_| false); // 2 a second
-        let cut = throttle_until_cut(&mut t, t0, 20.0, 2.0);
-        assert!(cut.from > 1.5 && cut.from <= 2.0, "{cut:?}");
+        feed(&mut t, t0, (20.0, 40.0), 40, |i| i % 2 == 1);
+        let cut = t.cut.expect("a cut");
+        assert!(cut.from > 0.75 && cut.from <= 1.5, "{cut:?}");
         assert!((cut.recovery - 60.0 / cut.from).abs() < 1e-9, "{cut:?}");
     }
 
@@ -508,54 +625,105 @@ mod tests {
         assert_eq!(t.cut.map(|c| (c.at, c.from)), Some((cut.at, cut.from)));
     }
 
+    /// A cut of a client of `configured` that sent 50 a second, every other one refused from
+    /// 2 s on.
+    fn cut_at_half(configured: Option<f64>) -> (Throttle, Instant, Cut) {
+        let t0 = Instant::now();
+        let mut t = Throttle::new(configured);
+        feed(&mut t, t0, (0.0, 2.0), 100, |_| false);
+        for i in 0..50 {
+            let now = at(t0, 2.0 + i as f64 / 50.0);
+            t.answer(now, now, i % 2 == 1);
+            if let Some(cut) = t.cut {
+                return (t, t0, cut);
+            }
+        }
+        panic!("no cut");
+    }
+
     #[test]
     fn near_the_rate_of_a_cut_fewer_429s_cut_again() {
-        let t0 = Instant::now();
-        let mut t = Throttle::new(None);
-        feed(&mut t, t0, (0.0, 2.0), 40, |_| false);
-        let first = throttle_until_cut(&mut t, t0, 2.0, 20.0);
+        let (mut t, _, first) = cut_at_half(None);
         // Early in the recovery, well below the rate of the cut, 5% of 429s are no more than
-        // sporadic ones; none later.
+        // sporadic ones.
         let s = |d: f64| first.at + Duration::from_secs_f64(d);
-        let (mut calm, mut calm_429s) = (0.0, 0.0);
         let mut i = 0;
-        while s(0.01 + i as f64 * 0.025) < s(first.recovery) {
-            let now = s(0.01 + i as f64 * 0.025);
-            let throttled = first.calm(now) && i % 20 == 19;
-            t.answer(now, now, throttled);
-            if first.calm(now) {
-                calm += 1.0;
-                calm_429s += f64::from(u8::from(throttled));
-            }
+        while s(0.01 + i as f64 * 0.04) < s(first.recovery) {
+            let now = s(0.01 + i as f64 * 0.04);
+            t.answer(now, now, first.calm(now) && i % 20 == 19);
             i += 1;
         }
-        assert!(calm >= 40.0 && calm_429s >= 2.0, "{calm} {calm_429s}");
         assert_eq!(t.cut.map(|c| c.at), Some(first.at));
-        // They make the baseline share once the recovery is over without a cut.
-        assert_eq!(t.baseline(), 0.0);
-        // Past the rate of the cut, 429s a little above that baseline are the limit again.
+        // Past the rate of the cut, one in five refused is the limit again.
         let mut again = None;
         for i in 0..200 {
-            let now = s(first.recovery + 0.01 + i as f64 * 0.025);
-            t.answer(now, now, i % 8 == 7);
-            if i == 0 {
-                let want = calm_429s / (calm + BASELINE_PRIOR);
-                assert!((t.baseline() - want).abs() < 1e-9, "{}", t.baseline());
-            }
+            let now = s(first.recovery + 0.01 + i as f64 * 0.04);
+            t.answer(now, now, i % 5 == 4);
             if t.cut.is_some_and(|c| c.at != first.at) {
                 again = Some(i);
                 break;
             }
         }
-        assert!(again.is_some_and(|i| i < 80), "{again:?}");
+        assert!(again.is_some_and(|i| i < 40), "{again:?}");
+        // From the rate of the first cut, not lower.
+        assert!(t.cut.is_some_and(|c| c.from >= first.from), "{:?}", t.cut);
+    }
+
+    #[test]
+    fn sporadic_429s_after_a_cut_do_not_ratchet_it_down() {
+        for configured in [None, Some(100.0)] {
+            let (mut t, t0, first) = cut_at_half(configured);
+            let mut rng = crate::rng::Rng::new(5, 6);
+            let d = first.at.duration_since(t0).as_secs_f64();
+            // Then 5% of 429s at random, at the rate in force, for two minutes: the rate is
+            // never below the first cut's, and back to the configured one (or lifted) within
+            // seconds of the last cut.
+            let mut now = d;
+            let mut lowest = f64::INFINITY;
+            let mut last_cut = first.at;
+            while now < d + 120.0 {
+                let rate = t.rate(at(t0, now)).unwrap_or(50.0).min(50.0);
+                lowest = lowest.min(rate);
+                t.answer(at(t0, now), at(t0, now), rng.chance(0.05));
+                last_cut = t.cut.map_or(last_cut, |c| c.at);
+                now += 1.0 / rate;
+            }
+            assert!(lowest >= BETA * first.from - 1e-9, "{lowest} {first:?}");
+            let since = at(t0, now).duration_since(last_cut).as_secs_f64();
+            assert!(since > 10.0, "{since}");
+            assert!(t.cut.is_none(), "{:?}", t.cut);
+        }
+    }
+
+    #[test]
+    fn a_cut_outlives_its_call_by_seconds_at_most() {
+        // A call ends at the cut; the next starts 10 s later: at the configured rate, or
+        // unlimited again.
+        for configured in [Some(100.0), None] {
+            let (mut t, _, cut) = cut_at_half(configured);
+            assert!(t.rate(cut.at).is_some());
+            assert_eq!(t.rate(cut.at + Duration::from_secs(10)), configured);
+        }
+        // Its 429s make no evidence for the next one.
+        let (mut t, _, cut) = cut_at_half(None);
+        let later = cut.at + Duration::from_secs(60);
+        for i in 0..3 {
+            let now = later + Duration::from_millis(i);
+            t.answer(now, now, true);
+        }
+        assert!(t.evidence < FIRST.cut_at);
+        let fresh = t.evidence;
+        let mut u = Throttle::new(None);
+        for i in 0..3 {
+            let now = later + Duration::from_millis(i);
+            u.answer(now, now, true);
+        }
+        assert!((fresh - u.evidence).abs() < 1e-9);
     }
 
     #[test]
     fn an_unlimited_rate_is_lifted_again_when_unused() {
-        let t0 = Instant::now();
-        let mut t = Throttle::new(None);
-        feed(&mut t, t0, (0.0, 1.0), 20, |_| false);
-        let cut = throttle_until_cut(&mut t, t0, 1.0, 100.0);
+        let (mut t, t0, cut) = cut_at_half(None);
         assert!(t.rate(cut.at).is_some());
         // A few answers a second from then on: the curve passes twice that after the recovery.
         let d = cut.at.duration_since(t0).as_secs_f64();
@@ -570,6 +738,7 @@ mod tests {
     /// limit. The requests the service accepts per second, as a share of the limit, and the
     /// share of 429s among those sent from `settle` to `total` seconds.
     fn against_an_unknown_limit(
+        configured: Option<f64>,
         (limit, sporadic): (f64, f64),
         in_flight: usize,
         settle: f64,
@@ -578,7 +747,7 @@ mod tests {
         let t0 = Instant::now();
         let secs = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
         let mut rng = crate::rng::Rng::new(11, 2);
-        let mut t = Throttle::new(None);
+        let mut t = Throttle::new(configured);
         let (mut tokens, mut refilled) = (limit, 0.0);
         let mut pending: VecDeque<(f64, f64, bool)> = VecDeque::new();
         let (mut accepted, mut refused) = (0u64, 0u64);
@@ -625,13 +794,26 @@ mod tests {
     #[test]
     fn settles_under_an_unknown_limit_with_few_429s() {
         for (limit, in_flight) in [(20.0, 16), (5.0, 3), (200.0, 32)] {
-            let (share, refused) = against_an_unknown_limit((limit, 0.0), in_flight, 10.0, 130.0);
+            let (share, refused) =
+                against_an_unknown_limit(None, (limit, 0.0), in_flight, 10.0, 130.0);
             eprintln!("limit {limit}: {share:.3} of the limit, {refused:.3} of 429s");
             assert!(share >= 0.9, "limit {limit}: {share}");
             assert!(refused < 0.04, "limit {limit}: {refused}");
         }
+        // From the start, finding the limit included, over 20 s, for a client configured for
+        // twice the limit.
+        for (limit, in_flight) in [(20.0, 3), (100.0, 16)] {
+            let configured = Some(2.0 * limit);
+            let (share, refused) =
+                against_an_unknown_limit(configured, (limit, 0.0), in_flight, 0.0, 20.0);
+            eprintln!(
+                "limit {limit}, from the start: {share:.3} of the limit, {refused:.3} of 429s"
+            );
+            assert!(share >= 0.8, "limit {limit}: {share}");
+            assert!(refused <= 0.05, "limit {limit}: {refused}");
+        }
         // With 5% of sporadic 429s besides: they do not drag the rate below the limit.
-        let (share, refused) = against_an_unknown_limit((20.0, 0.05), 16, 10.0, 130.0);
+        let (share, refused) = against_an_unknown_limit(None, (20.0, 0.05), 16, 10.0, 130.0);
         eprintln!("limit 20 and 5% sporadic: {share:.3} of the limit, {refused:.3} of 429s");
         assert!(share >= 0.85, "{share}");
         assert!(refused < 0.1, "{refused}");

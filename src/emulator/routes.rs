@@ -294,7 +294,7 @@ async fn gateway(AxState(state): AxState<Shared>, req: Request, next: Next) -> R
             return r;
         }
     }
-    if class != Class::Token {
+    if class != Class::Token || faults.token_endpoint {
         match state.pick_fault() {
             Some(Fault::Drop) => {
                 state.count(&route, "dropped");
@@ -321,6 +321,8 @@ async fn gateway(AxState(state): AxState<Shared>, req: Request, next: Next) -> R
             }
             None => {}
         }
+    }
+    if class != Class::Token {
         let bearer = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())

@@ -79,7 +79,7 @@ pub struct Faults {
     /// Probability of a 500 or 503 answer.
     pub error_rate: f64,
     /// Probability of a 429 answer (sporadic 429s whatever the load, as per-node limits or a
-    /// neighbour's burst give); never on the token endpoint.
+    /// neighbour's burst give).
     pub rate_limit_rate: f64,
     /// Probability that the connection is closed without an answer.
     pub drop_rate: f64,
@@ -89,6 +89,9 @@ pub struct Faults {
     pub retry_after: u64,
     /// Probability that an events page has one event whose `details.duration_sec` is a string.
     pub corrupt_rate: f64,
+    /// Whether the errors, 429s and drops apply to the token endpoint too (by default only to
+    /// the reads and the webhook).
+    pub token_endpoint: bool,
 }
 
 pub use crate::limits::Limits;

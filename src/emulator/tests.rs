@@ -1070,6 +1070,26 @@ async fn sporadic_429s_are_reproducible_and_spare_the_token_endpoint() {
     assert_ne!(a, statuses(6).await, "another seed, other 429s");
 }
 
+#[tokio::test]
+async fn faults_reach_the_token_endpoint_when_asked() {
+    let e = emu().await;
+    e.s.set_faults(with(|f: &mut Faults| {
+        f.rate_limit_rate = 1.0;
+        f.retry_after = 1;
+        f.token_endpoint = true;
+    }));
+    let r = e.new_token().await;
+    r.error(429);
+    assert_eq!(r.retry_after(), 1);
+    assert_eq!(e.get("/v2/sites").await.status, 429);
+    assert_eq!(
+        e.s.stats_json()["requests"]["POST /v2/oauth/token"]["429"],
+        1
+    );
+    e.s.set_faults(with(|f: &mut Faults| f.error_rate = 1.0));
+    assert_eq!(e.new_token().await.status, 200, "spared unless asked");
+}
+
 // The `Date` header, from the emulator's clock.
 #[test]
 fn http_date_is_imf_fixdate() {

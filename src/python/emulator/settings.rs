@@ -79,6 +79,7 @@ pub fn faults(given: Keywords<'_>) -> PyResult<Faults> {
         latency_ms: given.get("latency_ms")?.unwrap_or(0),
         retry_after: given.get("retry_after")?.unwrap_or(0),
         corrupt_rate: given.get("corrupt_rate")?.unwrap_or(0.0),
+        token_endpoint: given.get("token_endpoint")?.unwrap_or(false),
     };
     given.done()?;
     Ok(faults)
