@@ -154,9 +154,7 @@ def test_publishing_finds_a_limit_half_the_configured_one():
     rows = [retail(i) for i in range(1500)]
     with sv.Emulator(seed=0, sites=2, days=1, events_per_day=10) as emu:
         emu.set_limits(publish_per_second=100)
-        limits = sv.Limits(
-            publish_per_second=200, publish_concurrency=None, daily_requests=None
-        )
+        limits = sv.Limits(publish_per_second=200, publish_concurrency=None, daily_requests=None)
         client = emu.client(limits=limits, max_retries=10)
         report, took = timed(lambda: client.publish(rows, batch_size=1, progress=False))
         assert report.accepted == 1500 and not report.rejected
