@@ -5,13 +5,15 @@
 //! A service may end a token after a number of requests rather than at its `expires_in`. Every
 //! request that reaches it after that is refused and must be sent again with the next token, so
 //! a client that sends hundreds at once with each token spends the day's quota many times over.
-//! Each token's requests are therefore let out as TCP's slow start lets out segments: one, then,
-//! once every request sent with it is answered and none was refused, as many more as the token
-//! has had accepted, until a window is large enough not to limit anything. Once a token has been
-//! refused after `n` acceptances, each new token is given `n` requests at once, then one alone:
-//! refused, that one is the only request the renewal cost; accepted, the windows grow again. Once
-//! two tokens in a row lasted the same `n`, a token that has had `n` accepted is renewed without
-//! that refusal, but for one token in [`PROBE_EVERY`], which still tries one more.
+//! Each token's requests are therefore let out much as TCP's slow start lets out segments: a few,
+//! then, once every request sent with it is answered and none was refused, half as many more as
+//! it has carried (gentler than doubling: finding where a token ends costs at most about half as
+//! many refusals as it took requests), until a window is large enough not to limit anything.
+//! Once a token has been refused after `n` acceptances, each new token is given `n` requests at
+//! once, then one alone: refused, that one is the only request the renewal cost; accepted, the
+//! windows grow again. Once two tokens in a row lasted the same `n`, a token that has had `n`
+//! accepted is renewed without that refusal, but for one token in [`PROBE_EVERY`], which still
+//! tries one more.
 
 use std::sync::Mutex;
 
@@ -19,6 +21,8 @@ use tokio::sync::Notify;
 
 /// A window this large no longer limits (more than publishing keeps in flight).
 const LIFTED: u64 = 256;
+/// The first window of a token, while no token has ended after working (TCP's initial window).
+const INITIAL: u64 = 4;
 /// Of the tokens renewed at the count the ones before lasted, one in this many tries one request
 /// more first, so that a service that lets tokens last longer again is noticed.
 pub const PROBE_EVERY: u64 = 8;
@@ -46,6 +50,8 @@ struct Window {
     open: u64,
     /// Requests whose token the service took.
     worked: u64,
+    /// Requests answered without a refusal of the token (taken, or another status, or none).
+    passed: u64,
     /// Requests it may carry before every one of them is answered; None: no limit.
     budget: Option<u64>,
     /// Refused: no more requests carry it.
@@ -104,7 +110,7 @@ impl Uses {
     }
 
     /// A new token of `generation` is the current one: its first window is the requests the
-    /// last refused token lasted, or one.
+    /// last refused token lasted, or [`INITIAL`].
     pub fn start(&self, generation: u64) {
         let mut s = self.state();
         let old = std::mem::take(&mut s.current);
@@ -113,7 +119,7 @@ impl Uses {
         }
         s.current = Window {
             generation,
-            budget: Some(s.capacity.unwrap_or(1).max(1)),
+            budget: Some(s.capacity.unwrap_or(INITIAL).max(1)),
             ..Window::default()
         };
         drop(s);
@@ -140,17 +146,18 @@ impl Uses {
                 if confirmed
                     && capacity == Some(w.worked)
                     && w.sent == w.worked
-                    && generation % PROBE_EVERY != 0
+                    && !generation.is_multiple_of(PROBE_EVERY)
                 {
                     w.ended = true;
                     return Admit::Renew;
                 }
                 // Every request it carried is answered and none refused: the next window is
                 // one request while the token has not outlived the last one's acceptances,
-                // else as many as it has had accepted.
+                // else half as many as it has carried without a refusal (a 5xx or a 429 says
+                // nothing against the token).
                 let size = match capacity {
                     Some(c) if w.worked <= c && w.sent >= c => 1,
-                    _ => w.worked + 1,
+                    _ => w.passed.div_ceil(2).max(1),
                 };
                 w.budget = (size < LIFTED).then_some(w.sent + size);
             }
@@ -184,9 +191,10 @@ impl Uses {
             w.open = w.open.saturating_sub(1);
             match outcome {
                 Outcome::Unsent => w.sent = w.sent.saturating_sub(1),
-                Outcome::Sent => {}
+                Outcome::Sent => w.passed += 1,
                 Outcome::Worked => {
                     w.worked += 1;
+                    w.passed += 1;
                     if w.ended {
                         // Accepted after a refusal of the same token: it lasted this many.
                         learned = Some(w.worked);
@@ -294,24 +302,24 @@ mod tests {
             }
             answer(&u, 1, n, Outcome::Worked);
         }
-        assert_eq!(sizes, [1, 2, 4, 8, 16, 32, 64, 128, 1000]);
+        assert_eq!(
+            sizes,
+            [4, 2, 3, 5, 7, 11, 16, 24, 36, 54, 81, 122, 183, 1000]
+        );
     }
 
     #[test]
     fn a_token_that_ended_gives_the_next_its_acceptances_then_one_alone() {
         let u = Uses::default();
         u.start(1);
-        for n in [1, 2] {
-            assert_eq!(admit_all(&u, 1), n);
-            answer(&u, 1, n, Outcome::Worked);
-        }
-        // The service takes 5 requests with a token: of the window of 4, two are refused, one
-        // of them before the other two's acceptances are counted.
         assert_eq!(admit_all(&u, 1), 4);
+        answer(&u, 1, 4, Outcome::Worked);
+        // The service takes 5 requests with a token: of the next window of 2, one is refused,
+        // before the acceptance of the other is counted.
+        assert_eq!(admit_all(&u, 1), 2);
         answer(&u, 1, 1, Outcome::Refused);
         assert_eq!(u.admit(1), Admit::Wait);
-        answer(&u, 1, 2, Outcome::Worked);
-        answer(&u, 1, 1, Outcome::Refused);
+        answer(&u, 1, 1, Outcome::Worked);
         assert_eq!(u.capacity(), Some(5));
         assert_eq!(u.admit(1), Admit::Wait);
         u.start(2);
@@ -321,18 +329,16 @@ mod tests {
         assert_eq!(admit_all(&u, 2), 1);
         // The one alone accepted: the token outlived the last one, and its windows grow.
         answer(&u, 2, 1, Outcome::Worked);
-        assert_eq!(admit_all(&u, 2), 7);
+        assert_eq!(admit_all(&u, 2), 3);
     }
 
     #[test]
     fn two_tokens_that_lasted_the_same_make_the_next_renewed_at_that_count() {
         let u = Uses::default();
         u.start(1);
-        assert_eq!(admit_all(&u, 1), 1);
-        answer(&u, 1, 1, Outcome::Worked);
-        assert_eq!(admit_all(&u, 1), 2);
-        answer(&u, 1, 1, Outcome::Worked);
-        answer(&u, 1, 1, Outcome::Refused);
+        assert_eq!(admit_all(&u, 1), 4);
+        answer(&u, 1, 2, Outcome::Worked);
+        answer(&u, 1, 2, Outcome::Refused);
         assert_eq!(u.capacity(), Some(2));
         // The second token is given 2, then one alone, which is refused as well.
         u.start(2);
@@ -344,7 +350,7 @@ mod tests {
             u.start(generation);
             assert_eq!(admit_all(&u, generation), 2);
             answer(&u, generation, 2, Outcome::Worked);
-            if generation % PROBE_EVERY != 0 {
+            if !generation.is_multiple_of(PROBE_EVERY) {
                 assert_eq!(u.admit(generation), Admit::Renew);
                 // Ended: nothing more carries it.
                 assert_eq!(u.admit(generation), Admit::Wait);
@@ -359,15 +365,14 @@ mod tests {
     fn requests_that_never_left_or_got_no_verdict_free_their_place() {
         let u = Uses::default();
         u.start(1);
-        assert_eq!(admit_all(&u, 1), 1);
-        // Dropped before it was sent: not a use of the token.
+        assert_eq!(admit_all(&u, 1), 4);
+        // One never left: not a use of the token, and its place is free again.
         drop(Use::new(&u, 1));
         assert_eq!(admit_all(&u, 1), 1);
-        let mut one = Use::new(&u, 1);
-        one.sent();
+        // Answered with no verdict on the token (a 503): they count as carried.
+        answer(&u, 1, 3, Outcome::Sent);
         assert_eq!(u.admit(1), Admit::Wait);
-        drop(one);
-        // Sent, with no verdict on the token: the window grows by what was accepted (none).
-        assert_eq!(admit_all(&u, 1), 1);
+        answer(&u, 1, 1, Outcome::Worked);
+        assert_eq!(admit_all(&u, 1), 2);
     }
 }
