@@ -60,6 +60,9 @@ const CALM: f64 = 0.9;
 const BASELINE_PRIOR: f64 = 20.0;
 /// See [`BASELINE_PRIOR`].
 const BASELINE_429S: f64 = 2.0;
+/// The baseline share is taken as this at most: 429s below the limit at a greater share (a
+/// concurrency limit that refuses bursts, say) must not blind the test to a rate limit.
+const BASELINE_MOST: f64 = 0.1;
 /// The baseline share is taken over about this many answers (older ones weigh half, and so on).
 const BASELINE_SPAN: f64 = 1000.0;
 /// A request waiting for its turn looks at the rate again this often.
@@ -86,7 +89,7 @@ impl Detector {
     /// The evidence one answer adds (negative: takes), when `baseline` of the answers below
     /// the limit are 429s (a chance share no test may go under).
     fn weigh(&self, throttled: bool, baseline: f64) -> f64 {
-        let chance = self.chance.max(baseline).min(0.8);
+        let chance = self.chance.max(baseline.min(BASELINE_MOST));
         let over = self.over.max(chance + 0.1);
         if throttled {
             (over / chance).ln()
