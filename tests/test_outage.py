@@ -101,7 +101,9 @@ def test_max_outage_zero_fails_at_once_and_counts_nothing(make_emu):
         client.sites()
     assert time.monotonic() - t < 0.5
     assert client.stats()["retries"] == 0
-    assert client.quota()["used"] == before  # the connection was refused: nothing reached it
+    # The connection was refused: nothing reached the service, so nothing more is counted (the
+    # emulator's stop removed its ledger, which a client then opens anew, so it may read less).
+    assert client.quota()["used"] <= before
 
 
 def test_a_call_gives_up_when_max_outage_has_passed_without_spending_the_quota(caplog):
