@@ -188,8 +188,9 @@ async fn quota_check(client: &Client, query: &Query, budget: u64) -> Result<u64>
         let held = needs("at least", requests_for(events, 1), events);
         Err(refusal(client, &held, limit, remaining))
     };
-    if budget == 1 && last <= CEILING_PAGE as u64 {
-        let page = fetch_page(
+    // The page at the offset of the last page what is left could ask: it decides alone.
+    let at_last = || {
+        fetch_page(
             client,
             ws,
             we,
@@ -197,8 +198,10 @@ async fn quota_check(client: &Client, query: &Query, budget: u64) -> Result<u64>
             last as usize,
             EventForm::Text,
             Hold::Next,
-        );
-        return decides(&page.await?);
+        )
+    };
+    if budget == 1 && last <= CEILING_PAGE as u64 {
+        return decides(&at_last().await?);
     }
     let page = fetch_page(client, ws, we, report, 0, EventForm::Text, Hold::Next).await?;
     let times: Vec<i64> = page.events.iter().map(|e| e.start_ms).collect();
@@ -215,16 +218,7 @@ async fn quota_check(client: &Client, query: &Query, budget: u64) -> Result<u64>
         return Ok(sent(client, before));
     }
     if last <= CEILING_PAGE as u64 {
-        let page = fetch_page(
-            client,
-            ws,
-            we,
-            report,
-            last as usize,
-            EventForm::Text,
-            Hold::Next,
-        );
-        return decides(&page.await?);
+        return decides(&at_last().await?);
     }
     let held = client.held().len();
     let cap = budget.saturating_sub(sent(client, before));
