@@ -449,6 +449,6 @@ def test_the_cli_syncs_and_prints_what_it_did(emu, tmp_path):
     out = run[1].stdout
     assert "fetched 2026-01-05T11:30:00.000Z .. 2026-01-06T00:00:00.000Z" in out
     assert "synced until 2026-01-06T00:00:00.000Z" in out
-    for word in ("windows", "requests", "added", "replaced"):
+    for word in ("window", "requests", "added", "fetched again"):
         assert word in out
     assert read(path).num_rows == len(emu.truth(START, START + 24 * H))

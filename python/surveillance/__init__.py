@@ -19,7 +19,7 @@ from .client import Client, Cost, EventPlan, Limits
 from .emulator import Emulator
 from .errors import *  # noqa: F403 (the exceptions, as errors.__all__ lists them)
 from .publish import PublishError, PublishInterrupted, PublishReport, validate
-from .sync import SyncResult
+from .sync import SyncInterrupted, SyncResult
 from .types import *  # noqa: F403 (the records and dicts, as types.__all__ lists them)
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "write_parquet",
     "scan_events",
     "SyncResult",
+    "SyncInterrupted",
     "validate",
     "PublishReport",
     "PublishError",

@@ -488,6 +488,7 @@ def _sync_arguments(p: argparse.ArgumentParser) -> None:
         help="how long after its start an event may still be created, fetched again on each "
         "run: 1h, 30m, 2d or seconds (default 1h)",
     )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     _client_arguments(p)
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = _EXIT_STATUSES
@@ -497,7 +498,12 @@ def _sync(args: argparse.Namespace) -> int:
     _writable_dir(args.dir, "DIR")
     client = _client(args)
     result = client.sync_events(
-        args.dir, args.start, report_id=args.report, until=args.until, settle=args.settle
+        args.dir,
+        args.start,
+        report_id=args.report,
+        until=args.until,
+        settle=args.settle,
+        progress=_progress(args),
     )
     print(f"{_store.shown(args.dir)}: {result}")
     print(f"cost: {client.last_cost}")

@@ -16,7 +16,7 @@ from typing import (
     overload,
 )
 
-from . import _check, _core, _output, _progress
+from . import _check, _core, _html, _output, _progress
 from . import publish as _publish
 from . import sync as _sync
 from ._batches import EventBatches
@@ -302,7 +302,7 @@ class _BaseClient:
         :meth:`quota` gives it."""
         stats = self._inner.stats()
         stats["quota"] = self.quota()
-        return cast(Stats, stats)
+        return cast(Stats, _html.shown("Stats", stats))
 
     def cache_info(self) -> Optional[CacheInfo]:
         """What the cache of settled events holds, or None when this client has no cache.
@@ -715,6 +715,7 @@ class Client(Lists, _BaseClient):
         report_id: Optional[str] = None,
         until: Optional[TimeLike] = None,
         settle: SettleLike = "1h",
+        progress: ProgressArg = False,
     ) -> SyncResult:
         """Keeps a Parquet dataset of events at ``path`` up to date, fetching only what it lacks.
 
@@ -742,6 +743,13 @@ class Client(Lists, _BaseClient):
         it lacks (its pages are checked to make one answer with the earlier ones; if not, the
         window is read again).
 
+        Interruptible without loss: Ctrl-C stores the windows received whole, records the
+        end of the last one as the synced instant, and raises
+        :class:`~surveillance.SyncInterrupted` (a ``KeyboardInterrupt``, whose ``result``
+        says what was kept); the next run goes on from there. With a cache of settled events
+        (``cache=``), the pages read of the window in progress wait in it, and the next run
+        asks none of them again; without one, that window's pages are asked again.
+
         Read the dataset with ``pyarrow.dataset.dataset(path, partitioning="hive")``,
         ``pandas.read_parquet(path)``, duckdb or polars. Needs pyarrow
         (``pip install 'surveillance[pandas]'``).
@@ -763,6 +771,10 @@ class Client(Lists, _BaseClient):
             settle: how long after its start an event may still be created: ``"1h"``,
                 ``"30m"``, ``"2d"``, ``"1h30m"``, a :class:`~datetime.timedelta` or seconds.
                 Each run fetches that much again before the synced instant.
+            progress: a bar of the fetch as :meth:`events` draws it (events, requests,
+                requests expected, time left), over all the ranges the run fetches: ``"auto"``
+                (in Jupyter or on a terminal), ``True``, ``False`` (the default: none), or a
+                callable that receives its dicts.
 
         Returns:
             :class:`~surveillance.SyncResult`: the ranges fetched, windows, requests made
@@ -771,6 +783,7 @@ class Client(Lists, _BaseClient):
 
         Raises:
             SyncLockedError: another run holds the directory's lock.
+            SyncInterrupted: Ctrl-C; what was fetched is stored (see above).
             ConfigError: ``report_id`` differs from the directory's, or its state file is
                 damaged; a URI whose scheme pyarrow does not know, or whose bucket does not
                 exist (before any request).
@@ -794,7 +807,9 @@ class Client(Lists, _BaseClient):
             >>> second.added + first.added, second.synced_until.isoformat()
             (1000, '2026-01-07T00:00:00+00:00')
         """
-        return _sync.sync_events(self, path, start, report_id=report_id, until=until, settle=settle)
+        return _sync.sync_events(
+            self, path, start, report_id=report_id, until=until, settle=settle, progress=progress
+        )
 
     # --- publishing ---------------------------------------------------------------------
     @metered
@@ -918,7 +933,7 @@ def _quota(q: dict[str, Any]) -> Quota:
     import datetime as _dt
 
     resets = _dt.datetime.fromtimestamp(q.pop("resets_at_ms") / 1000, tz=_dt.timezone.utc)
-    return cast(Quota, {**q, "resets_at": resets})
+    return cast(Quota, _html.shown("Quota", {**q, "resets_at": resets}))
 
 
 def _cache_setting(cache: Any) -> Optional[str]:
@@ -945,7 +960,7 @@ def _cache_info(info: Optional[dict[str, Any]], saved: int) -> Optional[CacheInf
     for entry in info["entries"]:
         entry["ranges"] = [(when(lo), when(hi)) for lo, hi in entry["ranges"]]
     info["requests_saved"] = saved
-    return cast(CacheInfo, info)
+    return cast(CacheInfo, _html.shown("CacheInfo", info))
 
 
 def _restore(cls: type, config: dict) -> Any:

@@ -106,7 +106,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
-from . import _core, _store
+from . import _core, _progress, _store
+from ._progress import ProgressArg
 from ._time import TimeLike, from_ms, to_ms
 from .errors import ConfigError, QuotaExhaustedError, SyncLockedError
 
@@ -116,6 +117,7 @@ Client = Any
 
 __all__ = [
     "SyncResult",
+    "SyncInterrupted",
     "sync_events",
     "read_state",
     "sync_files",
@@ -181,21 +183,33 @@ class SyncResult:
     complete: bool = True
     remaining: Optional[Tuple[_dt.datetime, _dt.datetime]] = None
     resets_at: Optional[_dt.datetime] = None
+    interrupted: bool = False
 
     def __str__(self) -> str:
         until = _iso(self.synced_until)
         if not self.ranges:
             return f"nothing to fetch; synced until {until}"
         spans = ", ".join(f"{_iso(a)} .. {_iso(b)}" for a, b in self.ranges)
+        # `replaced`: events the dataset held, fetched again; a partition is written only
+        # when what it holds changed, so events fetched again unchanged write none.
+        if self.windows:
+            got = f"{_count(self.windows, 'window')}, {_count(self.added, 'event')} added"
+        else:
+            got = "no window whole" if self.interrupted else "no events"
+        again = f", {self.replaced:,} fetched again" if self.replaced else ""
         done = (
-            f"fetched {spans}: {self.windows:,} windows, {self.requests:,} requests, "
-            f"{self.added:,} events added, {self.replaced:,} replaced, "
-            f"{len(self.partitions):,} partitions written in {self.elapsed:.2f} s; "
+            f"fetched {spans}: {got}{again}, {_count(self.requests, 'request')}, "
+            f"{_count(len(self.partitions), 'partition')} written in {self.elapsed:.2f} s; "
             f"synced until {until}"
         )
         if self.complete or self.remaining is None:
             return done
         a, b = self.remaining
+        if self.interrupted:
+            return (
+                f"{done}; interrupted: {_iso(a)} .. {_iso(b)} remains (the next run goes on "
+                "from there)"
+            )
         return (
             f"{done}; stopped: the day's request quota is used up, "
             f"{_iso(a)} .. {_iso(b)} remains (the next run goes on from there; the quota "
@@ -204,12 +218,45 @@ class SyncResult:
 
     def __repr__(self) -> str:
         spans = ", ".join(f"{_iso(a)}..{_iso(b)}" for a, b in self.ranges)
+        stopped = ", interrupted=True" if self.interrupted else ""
         return (
             f"SyncResult(path={self.path!r}, ranges=[{spans}], windows={self.windows}, "
             f"requests={self.requests}, added={self.added}, replaced={self.replaced}, "
             f"partitions={len(self.partitions)}, synced_until={_iso(self.synced_until)}, "
-            f"elapsed={self.elapsed:.2f}s, complete={self.complete})"
+            f"elapsed={self.elapsed:.2f}s, complete={self.complete}{stopped})"
         )
+
+    def _repr_html_(self) -> str:
+        """Its figures as a table, for Jupyter."""
+        from ._html import table
+
+        return table("SyncResult", self)
+
+
+def _count(n: int, word: str) -> str:
+    """``1 window``, ``2 windows``, ``14,799 events``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+class SyncInterrupted(KeyboardInterrupt):
+    """Ctrl-C (``KeyboardInterrupt``) stopped :func:`sync_events`: what it had fetched is
+    stored, and the next run goes on from there. ``result``: the :class:`SyncResult` of the
+    run (``interrupted`` true, ``remaining`` what is left); the message says what was kept.
+
+    The windows received whole are in the dataset and the state records the end of the last
+    one; with a cache of settled events (see :meth:`Client.cache_info`), the pages read of the
+    window in progress wait there, and the next run takes them instead of asking them again.
+    """
+
+    def __init__(self, result: SyncResult, carried: Optional[_dt.datetime] = None) -> None:
+        kept = (
+            f"; the pages read of the window from {_iso(result.remaining[0])} to {_iso(carried)} "
+            "wait in the cache for it"
+            if carried is not None and result.remaining is not None
+            else ""
+        )
+        super().__init__(f"{result.path}: {result}{kept}")
+        self.result = result
 
 
 _SETTLE_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|w|d|h|m|s)", re.I)
@@ -261,6 +308,7 @@ def sync_events(
     report_id: Optional[str] = None,
     until: Optional[TimeLike] = None,
     settle: SettleLike = "1h",
+    progress: ProgressArg = False,
 ) -> SyncResult:
     """Brings the Parquet dataset at ``path`` up to ``until``; see :meth:`Client.sync_events`.
 
@@ -281,6 +329,8 @@ def sync_events(
     _check.text("report_id", report_id, optional=True, longest=100)
     pa, pq = _require_pyarrow()
     store = _open(root)  # a URI pyarrow does not know is refused here, before any request
+    # Requests from the start of the call, as its cost (`Client.last_cost`) counts them.
+    before = client._sent()
     started = time.perf_counter()
     wall_ms = _now_ms()
     start_ms = to_ms(start, "start")
@@ -295,25 +345,37 @@ def sync_events(
                 f"the dataset at `{store.shown}` was synced with: sync it into another directory"
             )
         ranges, first_ms = _plan(state, start_ms, until_ms, settle_ms)
-        before = client._sent()
         writer = _PartitionWriter(store, pa, pq)
-        progress = _Progress()
+        bar, close_bar = _progress.make(progress, "sync", client.quota()["limit"])
+        progress = _Progress(bar=_Whole(bar, ranges) if bar is not None else None)
         stopped: Optional[QuotaExhaustedError] = None
+        interrupted = False
         left: Optional[Tuple[int, int]] = None
-        for i, (lo, hi) in enumerate(ranges):
-            try:
-                for table in _fetch(client, pa, lo, hi, report_id, progress):
-                    store.heartbeat()
-                    writer.consume(table)
-            except QuotaExhaustedError as e:
-                stopped = e
-                left = (progress.frontier, hi)
-                ranges = ranges[: i + 1]
-                break
+        try:
+            for i, (lo, hi) in enumerate(ranges):
+                try:
+                    for table in _fetch(client, pa, lo, hi, report_id, progress):
+                        store.heartbeat()
+                        writer.consume(table)
+                except QuotaExhaustedError as e:
+                    stopped = e
+                    left = (progress.frontier, hi)
+                    ranges = ranges[: i + 1]
+                    break
+                except KeyboardInterrupt:
+                    # What was fetched is kept: the windows received are stored, the next
+                    # run goes on from the last one's end (and the pages read of the window
+                    # in progress wait in the client's cache).
+                    interrupted = True
+                    left = (progress.frontier, hi)
+                    ranges = ranges[: i + 1]
+                    break
+        finally:
+            close_bar()
         writer.finish()
         requests = client._sent() - before
         old = None if state is None else _parse_iso_ms(state["synced_until"])
-        if stopped is None:
+        if stopped is None and not interrupted:
             # Nothing after `until` can have been fetched, nor anything after the run began.
             synced = min(until_ms, wall_ms) if old is None else max(min(until_ms, wall_ms), old)
         else:
@@ -334,9 +396,10 @@ def sync_events(
             partitions=sorted(writer.written),
             synced_until=from_ms(synced),
             elapsed=elapsed,
-            complete=stopped is None,
+            complete=left is None,
             remaining=None if left is None else (from_ms(left[0]), from_ms(left[1])),
             resets_at=None if stopped is None else stopped.resets_at,
+            interrupted=interrupted,
         )
         store.write_state(
             {
@@ -345,7 +408,7 @@ def sync_events(
                 "report_id": report_id if state is None else state.get("report_id"),
                 "synced_until": _iso_ms(synced),
                 "settle_seconds": settle_ms / 1000,
-                "complete": stopped is None,
+                "complete": left is None,
                 "fetched_at": _iso_ms(wall_ms),
                 "last_run": {
                     "finished_at": _iso_ms(_now_ms()),
@@ -358,6 +421,9 @@ def sync_events(
                 },
             },
         )
+        if interrupted:
+            carried = client._inner.carried_until(progress.frontier, report_id)
+            raise SyncInterrupted(result, None if carried is None else from_ms(carried))
         return result
 
 
@@ -447,10 +513,69 @@ def _plan(
 # --- writing ---------------------------------------------------------------------------------
 @dataclass
 class _Progress:
-    """How far a run's fetch has got: windows stored, and the end of the last one."""
+    """How far a run's fetch has got: windows stored, and the end of the last one; ``bar``:
+    the progress display of the whole run, if any."""
 
     windows: int = 0
     frontier: int = 0
+    bar: Optional[_Whole] = None
+
+
+class _Whole:
+    """The progress of a run's fetches (one per range, or per chunk under a daily budget) as
+    one fetch of all its ranges, for one bar: the figures of the fetches done are added to
+    those of the fetch in progress, and what it expects is extended to the ranges after it
+    at the density (events, and requests, a millisecond) it expects."""
+
+    def __init__(self, bar: Callable[[dict], Any], ranges: List[Tuple[int, int]]) -> None:
+        self.bar = bar
+        self.ranges = ranges
+        self.total = sum(b - a for a, b in ranges)
+        self.done_ms = 0  # the ranges, and chunks, before the fetch in progress
+        self.events = 0
+        self.requests = 0
+        self.saved = 0
+        self.span = (0, 0)
+        self.last: dict = {}
+
+    def fetch(self, lo: int, hi: int) -> Callable[[dict], Any]:
+        """The callback of the fetch of ``[lo, hi)``, which follows the previous one's."""
+        self._close()
+        self.span = (lo, hi)
+        return self
+
+    def _close(self) -> None:
+        """Adds the last fetch's figures to those done."""
+        last, (lo, hi) = self.last, self.span
+        self.done_ms += hi - lo
+        self.events += int(last.get("fetched", last.get("events", 0)) or 0)
+        self.requests += int(last.get("requests", 0) or 0)
+        self.saved += int(last.get("saved", 0) or 0)
+        self.last = {}
+        self.span = (0, 0)
+
+    def __call__(self, update: dict) -> None:
+        self.last = update
+        lo, hi = self.span
+        span = max(hi - lo, 1)
+        # The ranges after this fetch: what is left of the run once it is done.
+        after = max(self.total - self.done_ms - span, 0)
+        shown = {
+            "total_ms": self.total,
+            "done_ms": self.done_ms + int(update.get("done_ms", 0)),
+            "fetched": self.events + int(update.get("fetched", update.get("events", 0)) or 0),
+            "requests": self.requests + int(update.get("requests", 0) or 0),
+            "saved": self.saved + int(update.get("saved", 0) or 0),
+        }
+        events, requests = update.get("expected_events"), update.get("expected_requests")
+        if events is not None and requests is not None:
+            shown["expected_events"] = self.events + events + round(events * after / span)
+            more = requests * after / span
+            shown["expected_requests"] = self.requests + requests + round(more)
+            eta, left = update.get("eta_s"), requests - int(update.get("requests", 0) or 0)
+            if eta is not None:
+                shown["eta_s"] = eta * (left + more) / left if left > 0 else eta
+        self.bar(shown)
 
 
 def _fetch(
@@ -471,7 +596,8 @@ def _fetch(
     events = 0
     while t < hi:
         u = _chunk_end(client, lo, t, hi, events, report_id)
-        stream = client._inner.events_stream(t, u, report_id, None, 2, True, True)
+        bar = None if progress.bar is None else progress.bar.fetch(t, u)
+        stream = client._inner.events_stream(t, u, report_id, bar, 2, True, True)
         try:
             for batch in stream:
                 table = pa.Table.from_batches([pa.record_batch(batch)])
@@ -554,8 +680,10 @@ class _PartitionWriter:
             self._flush(day)
 
     def _flush(self, day: int) -> None:
+        """Merges the pending events of ``day`` into its partition; they stay pending until
+        it is written, so that a run interrupted here still writes them as it ends."""
         pa, pq = self.pa, self.pq
-        fetched = _dedupe(pa, pa.concat_tables(self.pending.pop(day)))
+        fetched = _dedupe(pa, pa.concat_tables(self.pending[day]))
         name = _date_name(day)
         old = self.store.read_partition(name, pq)
         if old is not None and not old.schema.equals(fetched.schema):
@@ -569,12 +697,13 @@ class _PartitionWriter:
             replaced = int(pc.sum(seen_again).as_py() or 0)
             merged = pa.concat_tables([old.filter(pc.invert(seen_again)), fetched])
         merged = merged.sort_by([("startTime", "ascending"), ("id", "ascending")])
+        # The events fetched again are unchanged: nothing to write.
+        if old is None or not merged.equals(old):
+            self.store.write_partition(name, lambda f: pq.write_table(merged, f))
+            self.written.add(name)
+        del self.pending[day]
         self.replaced += replaced
         self.added += fetched.num_rows - replaced
-        if old is not None and merged.equals(old):
-            return  # the events fetched again are unchanged: nothing to write
-        self.store.write_partition(name, lambda f: pq.write_table(merged, f))
-        self.written.add(name)
 
 
 def _day_numbers(pa: Any, times: Any) -> Any:

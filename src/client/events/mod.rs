@@ -411,10 +411,13 @@ struct Fetch {
     sent: u64,
     /// Completed windows' settled parts are written to the client's cache.
     caching: bool,
-    /// A sync under a daily quota with a cache: the pages of a window the quota stops are
-    /// carried to its next run (see [`Fetch::carry_stopped`]); their bodies are kept, as
-    /// `caching`'s are.
+    /// A sync with a cache: the pages of a window that the daily quota, an error or an
+    /// interruption (the fetch dropped, Ctrl-C) stops are carried to its next run (see
+    /// [`Fetch::carry_stopped`]); their bodies are kept, as `caching`'s are.
     carry: bool,
+    /// The fetch ended (completed, or stopped by the quota, which carries what it can
+    /// itself): dropping it carries nothing (see the `Drop` of `Fetch`).
+    ended: bool,
     /// Events that started before this (epoch ms) are settled.
     cutoff: i64,
     /// A count (a plan): the pages of a settled window it may ask in turn, rather than past
@@ -431,6 +434,17 @@ struct Fetch {
     started: std::time::Instant,
     /// When [`Fetch::expect`] last ran (it reads every open window's events).
     expected_at: Option<std::time::Instant>,
+}
+
+/// A sync's fetch dropped before it ended (Ctrl-C, its consumer gone, an error) keeps the
+/// pages it read of its frontier window in the cache, for its next run to take instead of
+/// asking them again.
+impl Drop for Fetch {
+    fn drop(&mut self) {
+        if !self.ended && !self.counting {
+            self.carry_stopped();
+        }
+    }
 }
 
 fn dense(ms: i64) -> Error {
@@ -1670,7 +1684,7 @@ impl Fetch {
 }
 
 impl Fetch {
-    /// For a sync that the daily quota stops: the pages read of the frontier window, whose
+    /// For a sync that the daily quota (or an interruption) stops: the pages read of the frontier window, whose
     /// query starts at the frontier, are kept in the cache when that query has settled; false
     /// when they are not (then [`Fetch::sorted_prefix`] keeps what it can). The next run starts
     /// at the frontier and takes that window first, so it asks none of those pages again; when
@@ -2102,7 +2116,7 @@ impl Fetch {
         let frugal = client.config().limits.daily_requests.is_some();
         let unsorted = client.shape().unsorted;
         let caching = !counting && client.cache().is_some();
-        let carry = caching && frugal && query.partial;
+        let carry = caching && query.partial;
         let cutoff = settled_before(&client);
         let mut p = Fetch {
             progress: Progress {
@@ -2131,6 +2145,7 @@ impl Fetch {
             expected_at: None,
             caching,
             carry,
+            ended: false,
             cutoff,
             walk_pages: 0,
             wrote: false,

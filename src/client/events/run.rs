@@ -41,6 +41,7 @@ pub async fn stream(
         let ready = match p.step().await {
             Ok(Some(ready)) => ready,
             Ok(None) => {
+                p.ended = true;
                 p.report();
                 if p.wrote {
                     if let Some(cache) = p.client.cache() {
@@ -51,6 +52,7 @@ pub async fn stream(
             }
             Err(e) => {
                 if matches!(e, Error::Quota { .. }) {
+                    p.ended = true;
                     // What the pages already in show to be complete is kept, not asked again.
                     if !p.carry_stopped() {
                         if let Some(prefix) = p.sorted_prefix() {

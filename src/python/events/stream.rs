@@ -20,6 +20,9 @@ use crate::python::conversions::from_json::to_list;
 use crate::python::runtime::sigint::Watch;
 use crate::python::runtime::{self, aio, wait, Work};
 
+/// How long `close` waits for the fetch it stopped to end.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The receiving end of a fetch, and what is left of the window being handed out in chunks.
 struct Receiving {
     rx: mpsc::Receiver<Result<events::Completed>>,
@@ -164,9 +167,18 @@ impl EventStream {
         self.cell.report(py, self.progress.as_ref())
     }
 
-    /// Stops the fetch.
-    fn close(&self) {
+    /// Stops the fetch, and waits (a few seconds at most) until it has ended: a sync's fetch
+    /// keeps the pages it read of an unfinished window in the cache as it ends, before the
+    /// process may exit.
+    fn close(&self, py: Python<'_>) {
         self.task.abort();
+        let task = &self.task;
+        py.detach(|| {
+            let deadline = std::time::Instant::now() + CLOSE_WAIT;
+            while !task.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        });
     }
 
     /// The end (epoch ms, exclusive) of the last window handed out whole: every event of the
