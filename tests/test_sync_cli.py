@@ -66,7 +66,7 @@ def _rows(path: Path) -> list:
 def test_ctrl_c_keeps_what_the_sync_fetched_and_the_next_run_asks_none_of_it_again(
     service, tmp_path, daily
 ):
-    rate = ["--read-per-second", "25", "--daily-requests", daily, "--no-progress"]
+    rate = ["--read-per-second", "25", "--daily-requests", daily]
     # One uninterrupted run: the requests it takes, and the dataset.
     whole_env = _env(service, tmp_path, "whole")
     whole = tmp_path / "whole" / "data"

@@ -1,9 +1,11 @@
-"""Conversion of the time arguments users pass (datetime, date, pandas Timestamp, ISO string)."""
+"""Conversion of the time arguments users pass (datetime, date, pandas Timestamp, ISO string),
+and the command line's relative times (``now``, ``today``, ``yesterday``, ``-7d``)."""
 
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Union
+import re
+from typing import Optional, Union
 
 TimeLike = Union[_dt.datetime, _dt.date, str]
 
@@ -80,3 +82,37 @@ def from_ms(ms: int) -> _dt.datetime:
     '1970-01-01T00:00:00+00:00'
     """
     return _EPOCH + _dt.timedelta(milliseconds=ms)
+
+
+#: A relative time of the command line: ``-`` and one or more ``<number><unit>`` parts.
+RELATIVE = re.compile(r"-(?:\d+(?:\.\d+)?(?:w|d|h|m|s))+", re.I)
+_PART = re.compile(r"(\d+(?:\.\d+)?)(w|d|h|m|s)", re.I)
+_UNIT_S = {"w": 7 * 86_400, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
+
+
+def relative(text: str, now: Optional[_dt.datetime] = None) -> Optional[_dt.datetime]:
+    """The instant a relative time of the command line names, in UTC, or None when ``text``
+    is none (an ISO-8601 time, say): ``now``; ``today`` and ``yesterday`` (their midnight,
+    UTC); ``-7d``, ``-2h``, ``-30m``, ``-1h30m`` (that long before now; units ``w``, ``d``,
+    ``h``, ``m``, ``s``).
+
+    >>> now = _dt.datetime(2026, 1, 7, 15, 30, tzinfo=_dt.timezone.utc)
+    >>> [relative(t, now).isoformat() for t in ("now", "today", "yesterday", "-7d", "-1h30m")]
+    ['2026-01-07T15:30:00+00:00', '2026-01-07T00:00:00+00:00', '2026-01-06T00:00:00+00:00', \
+'2025-12-31T15:30:00+00:00', '2026-01-07T14:00:00+00:00']
+    >>> relative("2026-01-05") is None
+    True
+    """
+    word = text.strip().lower()
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if word == "now":
+        return now
+    if word == "today":
+        return midnight
+    if word == "yesterday":
+        return midnight - _dt.timedelta(days=1)
+    if RELATIVE.fullmatch(word):
+        seconds = sum(float(n) * _UNIT_S[u] for n, u in _PART.findall(word))
+        return now - _dt.timedelta(seconds=seconds)
+    return None

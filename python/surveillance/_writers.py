@@ -85,14 +85,23 @@ def _writable_object(location: _store.Location, option: str) -> None:
 
 
 def _writable_dir(path: str, option: str) -> None:
-    """As :func:`_writable`, for a directory created when missing (``sync``'s dataset)."""
+    """As :func:`_writable`, for a directory created when missing (``sync``'s dataset). The
+    rule of every destination of the command line: what is written may be created, in a
+    folder that exists; a missing folder is refused (a mistyped path creates nothing)."""
     local = _store.local_path(path, option)
     if local is None:
         return  # an object store: sync_events checks it before the first request
     path = local
     existing = os.path.abspath(path)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
+    parent = os.path.dirname(existing)
+    if not os.path.exists(existing) and not os.path.isdir(parent):
+        why = "is not a directory" if os.path.exists(parent) else "does not exist"
+        raise OSError(
+            f"cannot write {option} {path!r}: {os.path.dirname(path)!r} {why} (create it "
+            "first: only the dataset's own directory is created)"
+        )
+    if not os.path.exists(existing):
+        existing = parent
     if not os.path.isdir(existing):
         raise OSError(f"cannot write {option} {path!r}: {existing!r} is not a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
@@ -218,9 +227,17 @@ def _event_row(event: dict, columns: list = _EVENT_COLUMNS) -> list:
     return row
 
 
-def _write_rows(target: _Target, fmt: str, records: Any, header: Optional[list] = None) -> int:
+def _write_rows(
+    target: _Target,
+    fmt: str,
+    records: Any,
+    header: Optional[list] = None,
+    order: Optional[list] = None,
+) -> int:
     """Writes dicts as JSON Lines or CSV (``header``: the columns of events); returns the
-    count. A list of records without ``header`` gets the union of their keys as columns."""
+    count. A list of records without ``header`` gets the union of their keys as columns:
+    those of ``order`` first, in its order (a list's table's, as Parquet has them), then the
+    others as they come."""
     count = 0
     f = target.open()
     try:
@@ -236,7 +253,7 @@ def _write_rows(target: _Target, fmt: str, records: Any, header: Optional[list] 
                 count += 1
         else:
             records = list(records)
-            columns: dict = {}
+            columns: dict = dict.fromkeys(order or [])
             for record in records:
                 columns.update(dict.fromkeys(record))
             writer = csv.writer(f)

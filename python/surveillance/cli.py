@@ -18,6 +18,7 @@ import argparse
 import copy
 import csv
 import datetime as dt
+import itertools
 import json
 import logging
 import math
@@ -34,7 +35,7 @@ from typing import Any, Callable, Optional
 from . import __version__, _core, _records, _store, analysis
 from ._output import write_parquet
 from ._progress import make as _progress_bar
-from ._time import to_ms
+from ._time import RELATIVE, relative, to_ms
 from ._writers import (
     _EVENT_COLUMNS,
     _FORMATS,
@@ -291,11 +292,57 @@ def _quota(args: argparse.Namespace) -> int:
 
 
 # --- events ---------------------------------------------------------------------------
+#: The forms of a time option, in its help.
+_TIMES = "ISO-8601 time or date (UTC if naive), or now, today, yesterday, -7d, -2h, -30m"
+
+
+def _when(text: str) -> str:
+    """A time option's value: a relative time (``now``, ``today``, ``yesterday``, ``-7d``:
+    see :func:`._time.relative`) as the ISO-8601 UTC instant it names; other text as it is
+    (the library checks it)."""
+    at = relative(text)
+    if at is None:
+        return text
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+
+
+def _relative_values(argv: list[str]) -> list[str]:
+    """``argv`` with each relative time after an option joined to it (``--start -7d`` becomes
+    ``--start=-7d``): argparse takes a value that starts with ``-`` for an option."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in ("--start", "--end", "--until") and RELATIVE.fullmatch(arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
+def _limit_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--limit",
+        type=_limit,
+        metavar="N",
+        help="at most N rows, the first ones (events: in time order; the fetch stops there)",
+    )
+
+
+def _limit(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a number of rows, 1 or more, got {text!r}")
+    return n
+
+
 def _events_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--start", required=True, help="ISO-8601 time or date, inclusive (UTC if naive)")
-    p.add_argument("--end", required=True, help="ISO-8601 time or date, exclusive")
+    p.add_argument("--start", required=True, type=_when, help=f"{_TIMES}; inclusive")
+    p.add_argument("--end", required=True, type=_when, help=f"{_TIMES}; exclusive")
     p.add_argument("--report", metavar="ID", help="only the events of this report")
     _output_arguments(p)
+    _limit_argument(p)
     p.add_argument(
         "--local-time",
         action="store_true",
@@ -307,8 +354,8 @@ def _events_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _plan_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--start", required=True, help="ISO-8601 time or date, inclusive (UTC if naive)")
-    p.add_argument("--end", required=True, help="ISO-8601 time or date, exclusive")
+    p.add_argument("--start", required=True, type=_when, help=f"{_TIMES}; inclusive")
+    p.add_argument("--end", required=True, type=_when, help=f"{_TIMES}; exclusive")
     p.add_argument("--report", metavar="ID", help="only the events of this report")
     p.add_argument(
         "--no-progress", action="store_true", help="no bar of the count, even on a terminal"
@@ -338,6 +385,7 @@ def _write_events_parquet(
     target: _Target,
     progress: Any,
     written: Optional[list[int]] = None,
+    limit: Optional[int] = None,
 ) -> int:
     """Streams the events to Parquet, one row group per window, with bounded memory (through
     pyarrow when it is installed; in Rust otherwise), the progress bar drawn before the first
@@ -346,6 +394,9 @@ def _write_events_parquet(
     try:
         pa, pq = _pyarrow()
     except ImportError:
+        if limit:
+            close()
+            raise ImportError("--limit with Parquet needs pyarrow: pip install pyarrow") from None
         try:
             return write_parquet(client.event_batches(start, end, report, callback), target.name)
         finally:
@@ -357,8 +408,12 @@ def _write_events_parquet(
         )
         with pq.ParquetWriter(target.name, reader.schema) as writer:
             for batch in reader:
+                if limit is not None and count + batch.num_rows >= limit:
+                    batch = batch.slice(0, limit - count)
                 writer.write_batch(batch)
                 count += batch.num_rows
+                if limit is not None and count >= limit:
+                    break
                 if written is not None:
                     written[0] = count
     except pa.ArrowException as e:
@@ -380,20 +435,25 @@ def _export_events(
     path: Optional[str],
     progress: Any,
     local: bool = False,
+    limit: Optional[int] = None,
 ) -> int:
     """Writes the events of ``[start, end)`` to ``path`` (or stdout) as ``fmt`` (CSV with
-    ``localStartTime`` when ``local``)."""
+    ``localStartTime`` when ``local``; the first ``limit`` alone when given)."""
     target = _Target(path, binary=fmt == "parquet")
     written = [0]
     before = client._sent()
     try:
         if fmt == "parquet":
-            count = _write_events_parquet(client, start, end, report, target, progress, written)
+            count = _write_events_parquet(
+                client, start, end, report, target, progress, written, limit
+            )
         else:
             header = None if fmt == "jsonl" else [*_EVENT_COLUMNS]
             if header is not None and local:
                 header.append(_LOCAL_COLUMN)
             events = client.iter_events(start, end, report, progress=progress)
+            if limit:
+                events = itertools.islice(events, limit)
             count = _write_rows(target, fmt, _counted(events, written), header)
         target.commit()
     except KeyboardInterrupt:
@@ -442,7 +502,12 @@ def _events(args: argparse.Namespace) -> int:
     progress = _progress(args)
     if fmt == "table":
         sites = {s["id"]: s.get("name") for s in client.sites()}
-        events = client.events(args.start, args.end, args.report, progress=progress)
+        if args.limit:
+            # The first ones: the fetch stops once it has them.
+            found = client.iter_events(args.start, args.end, args.report, progress=progress)
+            events = list(itertools.islice(found, args.limit))
+        else:
+            events = client.events(args.start, args.end, args.report, progress=progress)
         local = [_LOCAL_COLUMN] if args.local_time else []
         rows = [
             [
@@ -459,7 +524,15 @@ def _events(args: argparse.Namespace) -> int:
         return 0
     with client._meter():
         count = _export_events(
-            client, args.start, args.end, args.report, fmt, args.output, progress, args.local_time
+            client,
+            args.start,
+            args.end,
+            args.report,
+            fmt,
+            args.output,
+            progress,
+            args.local_time,
+            args.limit,
         )
     if args.output:
         print(f"wrote {count:,} events to {_store.shown(args.output)}: {client.last_cost}")
@@ -478,9 +551,11 @@ def _sync_arguments(p: argparse.ArgumentParser) -> None:
         "s3://bucket/prefix",
     )
     p.add_argument(
-        "--start", required=True, help="first instant of the dataset: ISO-8601 time or date"
+        "--start", required=True, type=_when, help=f"first instant of the dataset: {_TIMES}"
     )
-    p.add_argument("--until", help="end of the range, exclusive (default: now)")
+    p.add_argument(
+        "--until", type=_when, help="end of the range, exclusive, as --start (default: now)"
+    )
     p.add_argument("--report", metavar="ID", help="only the events of this report")
     p.add_argument(
         "--settle",
@@ -663,6 +738,7 @@ _LIST_COLUMNS = {
 
 def _list_arguments(p: argparse.ArgumentParser) -> None:
     _output_arguments(p)
+    _limit_argument(p)
     _client_arguments(p)
 
 
@@ -682,12 +758,13 @@ def _list_command(spec: dict[str, Any]) -> Command:
         _list_arguments(p)
 
     def run(args: argparse.Namespace) -> int:
-        return _list(kind, spec["filters"], args)
+        return _list(kind, spec["filters"], args, spec["columns"])
 
     return Command(kind, spec["about"], arguments, run)
 
 
-def _list(kind: str, filters: list[str], args: argparse.Namespace) -> int:
+def _list(kind: str, filters: list[str], args: argparse.Namespace, order: list[str]) -> int:
+    """Writes a list (``order``: the columns of its table, which CSV keeps)."""
     fmt = _format(args)
     client = _client(args)
     extra = tuple(getattr(args, _filter_option(k)) for k in filters)
@@ -695,6 +772,8 @@ def _list(kind: str, filters: list[str], args: argparse.Namespace) -> int:
     if fmt == "parquet":
         _, pq = _pyarrow()
         table = fetch(*extra, output="arrow")  # a pyarrow.Table: pyarrow is installed
+        if args.limit:
+            table = table.slice(0, args.limit)
         target = _Target(args.output, binary=True)
         try:
             pq.write_table(table, target.name)
@@ -704,14 +783,14 @@ def _list(kind: str, filters: list[str], args: argparse.Namespace) -> int:
             raise
         count = table.num_rows
     elif fmt == "table":
-        records = fetch(*extra)
+        records = fetch(*extra)[: args.limit]
         columns = _LIST_COLUMNS.get(kind) or list(dict.fromkeys(k for r in records for k in r))
         _print_table([[r.get(c) for c in columns] for r in records], columns)
         return 0
     else:
         target = _Target(args.output)
         try:
-            count = _write_rows(target, fmt, fetch(*extra))
+            count = _write_rows(target, fmt, fetch(*extra)[: args.limit], order=order)
             target.commit()
         except BaseException:
             target.discard()
@@ -1053,6 +1132,9 @@ def _cli_words(message: str, args: argparse.Namespace) -> str:
         name = m.group(1)
         return f"`{flags[name]}`" if name in flags else m.group(0)
 
+    # The library's way to sync is the command's: `surveillance sync`.
+    message = message.replace("`sync_events`, `surveillance sync`", "`surveillance sync`")
+    message = message.replace("`sync_events`", "`surveillance sync`")
     message = re.sub(r"`([a-z_]+)=?`", word, message)
     message = re.sub(r"`Limits\(([a-z_]+)=\.\.\.\)`", word, message)  # the quota's
     # A file's temporary name is the writer's business: say the user's.
@@ -1113,7 +1195,7 @@ def _logging(debug: bool) -> None:
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point of the ``surveillance`` console script (and ``python -m surveillance``);
     returns the exit status."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_relative_values(sys.argv[1:] if argv is None else argv))
     _logging(args.debug)
     try:
         status: int = args.run(args)

@@ -18,11 +18,13 @@ Every error the package raises on purpose is a :class:`SurveillanceError`::
     └── PublishError         PublishReport.raise_on_failure(): records not accepted (.report)
 
     KeyboardInterrupt
-    └── PublishInterrupted   Ctrl-C during Client.publish (.report: the partial PublishReport)
+    ├── PublishInterrupted   Ctrl-C during Client.publish (.report: the partial PublishReport)
+    └── SyncInterrupted      Ctrl-C during Client.sync_events: what it fetched is kept (.result)
 
 The two that carry a publish report are defined beside it, in :mod:`surveillance.publish`
-(so this module needs nothing of the package); ``surveillance.PublishError`` and
-``surveillance.PublishInterrupted`` name them, as they name these.
+(so this module needs nothing of the package), and SyncInterrupted beside its SyncResult, in
+:mod:`surveillance.sync`; ``surveillance.PublishError``, ``surveillance.PublishInterrupted``
+and ``surveillance.SyncInterrupted`` name them, as they name these.
 
 Messages never contain a secret, an API key or a token.
 """

@@ -192,7 +192,7 @@ class SyncResult:
         spans = ", ".join(f"{_iso(a)} .. {_iso(b)}" for a, b in self.ranges)
         # `replaced`: events the dataset held, fetched again; a partition is written only
         # when what it holds changed, so events fetched again unchanged write none.
-        if self.windows:
+        if self.added or self.replaced:
             got = f"{_count(self.windows, 'window')}, {_count(self.added, 'event')} added"
         else:
             got = "no window whole" if self.interrupted else "no events"

@@ -13,6 +13,7 @@ use crate::client::cache::Piece;
 use crate::client::error::{Error, Result};
 use crate::client::lists::{OFFSET_CEILING, PAGE};
 use crate::client::Client;
+use crate::text::thousands;
 
 /// Fetches every event of the query, sending each completed window (sorted, in time order) to
 /// `tx`. Stops early, without error, when the receiver is dropped.
@@ -141,10 +142,12 @@ fn refusal(client: &Client, needs: &str, limit: u64, remaining: u64) -> Error {
     Error::Quota {
         message: format!(
             "this fetch needs {needs}, more than the {left} left of today's {limit}; nothing \
-             was fetched ({spent} requests counted it). Fetch a shorter range, or sync the \
-             range (`sync_events`, `surveillance sync`), which keeps what each day's quota \
-             fetches and resumes the next day; the quota comes back at {when}",
-            spent = remaining.saturating_sub(left),
+             was fetched ({spent} counted it). Fetch a shorter range, or sync the range \
+             (`sync_events`, `surveillance sync`), which keeps what each day's quota fetches \
+             and resumes the next day; the quota comes back at {when}",
+            left = thousands(left),
+            limit = thousands(limit),
+            spent = requests(remaining.saturating_sub(left)),
         ),
         used: quota.used,
         limit: Some(limit),
@@ -154,8 +157,16 @@ fn refusal(client: &Client, needs: &str, limit: u64, remaining: u64) -> Error {
 
 /// What a fetch needs, for [`refusal`]: `about` or `at least` `requests` for `events`.
 fn needs(about: &str, requests: u64, events: f64) -> String {
-    let events = events.round() as u64;
-    format!("{about} {requests} requests ({about} {events} events)")
+    let events = thousands(events.round() as u64);
+    format!(
+        "{about} {} ({about} {events} events)",
+        self::requests(requests)
+    )
+}
+
+/// `1 request`, `2,400 requests`.
+fn requests(n: u64) -> String {
+    format!("{} request{}", thousands(n), if n == 1 { "" } else { "s" })
 }
 
 /// Under a daily quota, refuses a fetch that cannot fit in what remains of today's before it

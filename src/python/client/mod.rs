@@ -517,13 +517,15 @@ pub fn clear_cache_at(path: String) -> PyResult<u64> {
 }
 
 /// The core's list table (`client::lists`) as the Python layer needs it: for each list, its
-/// `name`, what it holds (`about`) and the keywords of its `filters`.
+/// `name`, what it holds (`about`), the keywords of its `filters` and its table's `columns`.
 pub fn lists(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     #[derive(serde::Serialize)]
     struct Shown {
         name: &'static str,
         about: &'static str,
         filters: Vec<&'static str>,
+        /// The columns of its table, in order (those of `output="arrow"`).
+        columns: Vec<String>,
     }
     let shown: Vec<Shown> = crate::client::lists::List::ALL
         .iter()
@@ -531,6 +533,13 @@ pub fn lists(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
             name: l.name(),
             about: l.spec().about,
             filters: l.spec().filters.iter().map(|f| f.keyword).collect(),
+            columns: l
+                .layout()
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect(),
         })
         .collect();
     to_py(py, &shown)
