@@ -184,7 +184,7 @@ def test_credentials_from_options(cli_emu):
     "args, status, message",
     [
         (["--start", "2026-01-07", "--end", "2026-01-05"], 2, "after"),
-        (["--start", "yesterday", "--end", "2026-01-05"], 2, "ISO-8601"),
+        (["--start", "last week", "--end", "2026-01-05"], 2, "ISO-8601"),
         ([*DAY, "-o", "events.txt"], 2, ".parquet, .csv or .jsonl"),
         ([*DAY, "--report", "not-a-uuid"], 2, "report"),
     ],

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -452,3 +453,28 @@ def test_the_cli_syncs_and_prints_what_it_did(emu, tmp_path):
     for word in ("window", "requests", "added", "fetched again"):
         assert word in out
     assert read(path).num_rows == len(emu.truth(START, START + 24 * H))
+
+
+def test_the_results_users_get_back_have_readable_reprs(emu, tmp_path):
+    import pickle
+
+    client = emu.client(cache=str(tmp_path / "cache"))
+    result = client.sync_events(tmp_path / "ds", START, until=START + 2 * H)
+    # The sync's result: its figures, and a table in Jupyter.
+    assert repr(result).startswith("SyncResult(path=") and "requests=" in repr(result)
+    page = result._repr_html_()
+    assert page.startswith("<b>SyncResult</b><table>") and "synced_until" in page
+    assert f"{result.added:,}" in page
+    # The client's dicts: named, times in ISO 8601 UTC, tables in Jupyter; dicts still.
+    quota, stats, info = client.quota(), client.stats(), client.cache_info()
+    assert repr(quota).startswith("Quota(limit=") and "datetime" not in repr(quota)
+    assert re.search(r"resets_at=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", repr(quota)), repr(quota)
+    assert repr(stats).startswith("Stats(requests={GET /v2/events: ")
+    assert "quota=Quota(" in repr(stats) and "datetime" not in repr(stats)
+    assert repr(info).startswith("CacheInfo(path=") and "datetime" not in repr(info)
+    for shown in (quota, stats, info):
+        assert "<table>" in shown._repr_html_()
+        assert isinstance(shown, dict) and pickle.loads(pickle.dumps(shown)) == shown
+    assert "<th>ranges</th>" in info._repr_html_()  # the entries, one row each
+    assert json.loads(json.dumps(quota, default=str))["used"] == quota["used"]
+    assert repr(client.last_cost).startswith("Cost(requests=")
