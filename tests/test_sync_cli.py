@@ -66,7 +66,9 @@ def _rows(path: Path) -> list:
 def test_ctrl_c_keeps_what_the_sync_fetched_and_the_next_run_asks_none_of_it_again(
     service, tmp_path, daily
 ):
-    rate = ["--read-per-second", "25", "--daily-requests", daily]
+    # One request at a time: one in flight at the signal is sent (counted) but never answered,
+    # which the bound's second request allows (the first: the second process's token).
+    rate = ["--read-per-second", "25", "--read-concurrency", "1", "--daily-requests", daily]
     # One uninterrupted run: the requests it takes, and the dataset.
     whole_env = _env(service, tmp_path, "whole")
     whole = tmp_path / "whole" / "data"
@@ -93,7 +95,10 @@ def test_ctrl_c_keeps_what_the_sync_fetched_and_the_next_run_asks_none_of_it_aga
         env=env,
         preexec_fn=sigint_default,
     )
-    time.sleep(1.0 + once / 25 / 3)  # a third of the way, past the start of the process
+    # About a third of the way: the ledger counts its requests as they are sent.
+    deadline = time.monotonic() + 60
+    while _used(env) < once // 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
     if proc.poll() is not None:
         pytest.skip("the sync ended before it could be interrupted")
     proc.send_signal(signal.SIGINT)
