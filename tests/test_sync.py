@@ -478,3 +478,23 @@ def test_the_results_users_get_back_have_readable_reprs(emu, tmp_path):
     assert "<th>ranges</th>" in info._repr_html_()  # the entries, one row each
     assert json.loads(json.dumps(quota, default=str))["used"] == quota["used"]
     assert repr(client.last_cost).startswith("Cost(requests=")
+
+
+@pytest.mark.parametrize("daily", [None, 2400], ids=["no-budget", "daily-budget"])
+def test_the_progress_of_a_sync_is_one_bar_over_all_it_fetches(emu, tmp_path, daily):
+    client = emu.client(limits=sv.Limits(read_per_second=50, daily_requests=daily))
+    updates: list = []
+    result = client.sync_events(
+        tmp_path / "ds", START, until=START + 30 * H, progress=updates.append
+    )
+    assert len(updates) >= 2
+    total = 30 * 3_600_000
+    assert {u["total_ms"] for u in updates} == {total}
+    done = [u["done_ms"] for u in updates]
+    assert done == sorted(done) and done[-1] <= total
+    fetched = [u["fetched"] for u in updates]
+    assert fetched == sorted(fetched) and fetched[-1] <= result.added
+    requests = [u["requests"] for u in updates]
+    assert requests == sorted(requests) and requests[-1] <= result.requests
+    expected = [u for u in updates if "expected_requests" in u]
+    assert expected and all(u["expected_requests"] >= u["requests"] for u in expected)

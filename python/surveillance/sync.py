@@ -573,8 +573,12 @@ class _Whole:
             more = requests * after / span
             shown["expected_requests"] = self.requests + requests + round(more)
             eta, left = update.get("eta_s"), requests - int(update.get("requests", 0) or 0)
-            if eta is not None:
-                shown["eta_s"] = eta * (left + more) / left if left > 0 else eta
+            # The time left scales with the requests left; none is known at a fetch's end
+            # (nothing left of it) while ranges remain after it.
+            if eta is not None and left > 0:
+                shown["eta_s"] = eta * (left + more) / left
+            elif eta is not None and more < 1:
+                shown["eta_s"] = eta
         self.bar(shown)
 
 
