@@ -412,10 +412,10 @@ def _write_events_parquet(
                     batch = batch.slice(0, limit - count)
                 writer.write_batch(batch)
                 count += batch.num_rows
-                if limit is not None and count >= limit:
-                    break
                 if written is not None:
                     written[0] = count
+                if limit is not None and count >= limit:
+                    break  # the first `limit`: the fetch stops with its reader
     except pa.ArrowException as e:
         # An error of the client (refused request, network ...) reaches here through the
         # Arrow C stream, which keeps its message but not its type.
