@@ -144,9 +144,11 @@ def test_an_unknown_limit_is_found_and_held_with_few_429s(limits):
         )
         assert took > 12.0
         # The whole run, finding the limit included (about ten 429s of some 300 requests),
-        # and once settled.
+        # and once settled. The bound is for a client configured for twice the limit
+        # (12 429s of some 315, 3.8%, measured; 15 when a probe past the limit took four 429s
+        # to cut); an unlimited one sends its first second at full speed (4-5%).
         assert ok / took >= 0.8 * RATE
-        assert refused <= 0.08 * (ok + refused)
+        assert refused <= (0.08 if limits.read_per_second is None else 0.05) * (ok + refused)
         assert rate >= 0.9 * RATE
         assert share < 0.05
 
