@@ -217,3 +217,69 @@ def test_a_dropped_request_of_the_outage_is_counted_by_both_sides(make_emu):
     assert len(client.sites()) == 3
     assert client.quota()["used"] == counted(e) == 3  # token, the dropped one, the answer
     assert client.stats()["requests"]["GET /v2/sites"] == 2
+
+
+# --- saying that it waits, and why -------------------------------------------------------------
+
+
+def _waits(updates: list) -> list:
+    return [u["waiting"] for u in updates if u.get("waiting")]
+
+
+def test_the_progress_says_the_client_waits_and_why(make_emu):
+    """While the service is unreachable the progress updates say so (``waiting``: why, the
+    next try, the ``max_outage`` left), though no page comes; once requests go through again
+    they say nothing more of it."""
+    e = make_emu(seed=5, sites=3, days=1, events_per_day=3000)
+    client = e.client(limits=sv.Limits(None, 2, None, None, None))
+    client.access_token()
+    updates: list = []
+    e.outage(3.0, after=5)
+    got = client.events(e.start, e.end, progress=updates.append)
+    assert [x["id"] for x in got] == e.truth(e.start, e.end)
+    waits = _waits(updates)
+    assert len(waits) >= 2, updates  # the words follow the wait (the countdown), page or not
+    assert all("the service is unreachable" in w and "`max_outage` left" in w for w in waits)
+    assert any("next try in" in w for w in waits), waits
+    assert updates[-1]["waiting"] is None and updates[-1]["events"] == len(got)
+
+    updates.clear()
+    e.outage(2.0, after=10)
+    report = client.publish([other(i) for i in range(300)], batch_size=10, progress=updates.append)
+    assert report.accepted == 300
+    assert _waits(updates) and updates[-1]["waiting"] is None, updates
+
+
+def test_the_bar_says_the_client_waits(make_emu, capsys, monkeypatch):
+    """The bar (tqdm's, or the plain line on stderr without tqdm) shows the waiting words."""
+    e = make_emu(seed=5, sites=3, days=1, events_per_day=3000)
+    client = e.client(limits=sv.Limits(None, 2, None, None, None))
+    client.access_token()
+    for plain in (False, True):
+        if plain:
+            monkeypatch.setattr("surveillance._progress._tqdm", lambda notebook: None)
+        e.outage(2.0, after=5)
+        client.events(e.start, e.end, progress=True)
+        err = capsys.readouterr().err
+        assert "; waiting: the service is unreachable (connection refused): next try in" in err
+        assert "`max_outage` left)" in err
+
+
+def test_the_cli_says_the_client_waits(make_emu, tmp_path):
+    """``surveillance -v events`` logs each wait of an outage, and why; on a terminal its bar
+    says it too."""
+    from test_cli import _env, _run, _run_in_pty
+
+    e = make_emu(seed=5, sites=3, days=1, events_per_day=3000)
+    day = ["--start", "2026-01-05", "--end", "2026-01-06", "--read-concurrency", "2"]
+    e.outage(2.0, after=5)
+    out = _run(["-v", "events", *day, "--format", "jsonl"], _env(e), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.splitlines()) == len(e.truth(e.start, e.end))
+    assert "surveillance: debug: waiting: GET /v2/events" in out.stderr, out.stderr
+    assert "the service is unreachable (connection refused), retrying in" in out.stderr
+    assert "the service answered again after" in out.stderr
+    e.outage(2.0, after=5)
+    status, shown = _run_in_pty(["events", *day, "-o", "day.jsonl"], _env(e), tmp_path)
+    assert status == 0, shown
+    assert "waiting: the service is unreachable (connection refused)" in shown, shown

@@ -82,9 +82,12 @@ def test_sporadic_429s_slow_no_call_of_a_long_lived_client(retry_after):
         for clients, round, name, took in times:
             print(f"  {clients} {round + 1}: {name} {took:.2f} s")
         assert refused > 800
-        # 4x the fault-free time + 3 s: a new client's first publish also waits for its token,
-        # whose 429s (the token endpoint's too) take a second each; the issue's + 2 s was missed
-        # by a new client's first publish on an idle machine (3.16 s against a bound of 3.16 s).
+        # 4x the fault-free time + 3 s, not the issue's + 2 s: a record refused three times in a
+        # row waits three `Retry-After` seconds, and at 5% one of 3,000 records is in about a
+        # third of the publishes (1 - (1 - 0.05**3)**3000). The + 2 s is then missed whatever
+        # the client does short of retrying before `Retry-After`: a new client's first publish
+        # here took 3.18-3.22 s (its token got no 429; one record's three 429s, the other
+        # records done at 0.3 s) against 4 x 0.20 + 2 = 2.8 s.
         slow = [t for t in times if t[3] > 4 * fault_free[t[2]] + 3.0]
         assert not slow, slow
 
@@ -144,9 +147,11 @@ def test_an_unknown_limit_is_found_and_held_with_few_429s(limits):
         )
         assert took > 12.0
         # The whole run, finding the limit included (about ten 429s of some 300 requests),
-        # and once settled.
+        # and once settled. The bound is for a client configured for twice the limit
+        # (12 429s of some 315, 3.8%, measured; 15 when a probe past the limit took four 429s
+        # to cut); an unlimited one sends its first second at full speed (4-5%).
         assert ok / took >= 0.8 * RATE
-        assert refused <= 0.08 * (ok + refused)
+        assert refused <= (0.08 if limits.read_per_second is None else 0.05) * (ok + refused)
         assert rate >= 0.9 * RATE
         assert share < 0.05
 

@@ -173,9 +173,19 @@ class _Bar:
             sys.stderr.write(f"\r{line}\x1b[K")
             sys.stderr.flush()
 
+    def _waiting(self, update: dict, postfix: str, line: str) -> tuple[str, str]:
+        """``postfix`` and ``line`` with what the client waits for, while it waits (the
+        update's ``waiting``: the service unreachable, the next try, the ``max_outage`` left);
+        as they are once requests go through again."""
+        waiting = update.get("waiting")
+        if not waiting:
+            return postfix, line
+        return f"{postfix}; waiting: {waiting}", f"{line}; waiting: {waiting}"
+
     def __call__(self, update: dict) -> None:
         pct, words = _words(update, self._limit, self._plan)
-        self._show(pct, words, f"{self._desc}: {pct:3d}% ({words})")
+        postfix, line = self._waiting(update, words, f"{self._desc}: {pct:3d}% ({words})")
+        self._show(pct, postfix, line)
 
     def close(self) -> None:
         if self._tqdm is not None:

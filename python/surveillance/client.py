@@ -510,8 +510,10 @@ class Client(Lists, _BaseClient):
                 ``requests``, ``done_ms``, ``total_ms``, ``windows``, and what the pages read
                 so far let the client expect, None until they tell anything:
                 ``expected_events``, ``expected_requests`` and ``eta_s`` (seconds left at the
-                read rate), and ``saved`` (requests not sent: windows served from the cache).
-                The bar shows these from the first request on.
+                read rate), ``saved`` (requests not sent: windows served from the cache),
+                and ``waiting``: while the service is unreachable, what the client waits for
+                in words (the next try, the ``max_outage`` left), else None. The bar shows
+                these from the first request on.
             refresh: read the whole range again, past the cache, and replace what it held.
 
         Raises:
@@ -864,7 +866,8 @@ class Client(Lists, _BaseClient):
                 validate`) and keep back those with errors; warnings do not stop a record.
             progress: ``"auto"`` (a bar in Jupyter and on a terminal, none otherwise),
                 ``True``, ``False``, or a callable receiving update dicts (``read``,
-                ``accepted``, ``rejected``, ``requests``).
+                ``accepted``, ``rejected``, ``requests``, and ``waiting``: what the client
+                waits for while the service is unreachable, else None).
 
         Returns:
             :class:`~surveillance.PublishReport`: ``accepted``, ``rejected`` (each with its

@@ -661,11 +661,12 @@ class _Bar(_progress._Bar):
         done = int(update.get("accepted", 0)) + int(update.get("rejected", 0))
         rejected, requests = update.get("rejected", 0), update.get("requests", 0)
         total = f"/{self._total:,}" if self._total else ""
-        self._show(
-            done,
+        postfix, line = self._waiting(
+            update,
             f"rejected={rejected}, requests={requests}",
             f"publish: {done:,}{total} records ({rejected:,} rejected)",
         )
+        self._show(done, postfix, line)
 
 
 def _progress(progress: ProgressArg, total: Optional[int]) -> tuple:

@@ -453,8 +453,9 @@ impl Http {
     }
 
     /// What a call waits for now, when the service is unreachable: `the service is
-    /// unreachable (connection refused): next try in 2 s, 48 s of 60 s left`; None when no call
-    /// waits (the last request answered).
+    /// unreachable (connection refused): next try in 2 s (48 s of the 60 s `max_outage`
+    /// left)`, or `...: trying again (...)` while that try is under way; None when no call
+    /// waits (a request answered since, or the wait's budget is over).
     pub fn waiting(&self) -> Option<String> {
         let w = self
             .waiting
@@ -462,13 +463,22 @@ impl Http {
             .unwrap_or_else(|p| p.into_inner())
             .clone()?;
         let now = Instant::now();
+        if now >= w.gives_up {
+            return None;
+        }
+        let next = w
+            .next_try
+            .saturating_duration_since(now)
+            .as_secs_f64()
+            .ceil();
+        let when = if next > 0.0 {
+            format!("next try in {next} s")
+        } else {
+            "trying again".to_owned()
+        };
         Some(format!(
-            "{}: next try in {} s, {} s of {} s left",
+            "{}: {when} ({} s of the {} s `max_outage` left)",
             w.outage.words(),
-            w.next_try
-                .saturating_duration_since(now)
-                .as_secs_f64()
-                .ceil(),
             w.gives_up
                 .saturating_duration_since(now)
                 .as_secs_f64()

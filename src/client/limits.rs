@@ -31,14 +31,20 @@ const FIRST: Detector = Detector {
     over: 0.3,
     cut_at: 8.0,
 };
-/// The same near the rate of the last cut or past it, where 429s coming back are the limit
-/// found again: a smaller rise cuts, back to [`BETA`] of the rate of that cut (no lower, so
-/// that sporadic 429s cannot ratchet the rate down from cut to cut).
+/// The same past the rate of the last cut (the recovery over, the rate probing for more
+/// room), where 429s coming back are the limit found again: a smaller rise over the baseline
+/// cuts (two 429s close together, once the baseline is known to be low), back to [`BETA`] of
+/// the rate of that cut (no lower, so that sporadic 429s cannot ratchet the rate down from cut
+/// to cut). Below that rate, [`FIRST`] weighs the answers: the rate there is one the service
+/// took.
 const AGAIN: Detector = Detector {
     chance: 0.02,
     over: 0.2,
-    cut_at: 4.0,
+    cut_at: 3.0,
 };
+/// A limit found again where it was makes the recovery twice as long, up to this many times
+/// the first one (see [`RECOVERY`]).
+const SLOWEST: f64 = 4.0;
 /// An answer this long after the previous one (or three intervals at the rate in force, when
 /// longer) starts the evidence afresh: the 429s of a call long over say nothing of this one.
 const IDLE: Duration = Duration::from_secs(1);
@@ -56,10 +62,10 @@ const MAX_KEPT: usize = 16_384;
 /// sent there make the baseline share, and only [`FIRST`] cuts again.
 const CALM: f64 = 0.9;
 /// The baseline share counts as many answers, [`BASELINE_429S`] of them 429s, before the first
-/// (so that a few say little, and the share starts at that of [`FIRST`]).
+/// (so that a few say little, and the share starts at the sporadic 5%).
 const BASELINE_PRIOR: f64 = 20.0;
 /// See [`BASELINE_PRIOR`].
-const BASELINE_429S: f64 = 2.0;
+const BASELINE_429S: f64 = 1.0;
 /// The baseline share is taken as this at most: 429s below the limit at a greater share (a
 /// concurrency limit that refuses bursts, say) must not blind the test to a rate limit.
 const BASELINE_MOST: f64 = 0.1;
@@ -147,13 +153,15 @@ impl Cut {
 /// accepted since those 429s began, and climbs back along a cubic curve, as in TCP CUBIC and
 /// botocore's adaptive retry mode: fast at first, flat near the rate of the cut (reached after
 /// [`RECOVERY`] seconds, or [`RECOVERY_REQUESTS`] requests), then faster again to find more
-/// room. Near that rate or past it, 429s coming back are the limit found again, and a smaller
-/// rise over the baseline share ([`AGAIN`]: the share of 429s among the requests sent well
-/// below the limit) cuts again, from that rate or the newly measured one when higher. Answers
-/// to requests sent before a cut never make another. The rate never exceeds the configured
-/// one, and is back at it (or lifted, if unlimited, once the curve is twice what the client
-/// uses) as soon as the curve gets there: within seconds of the last cut, whatever the calls
-/// and pauses in between.
+/// room. Past that rate, 429s coming back are the limit found again, and a smaller rise over
+/// the baseline share ([`AGAIN`]: the share of 429s among the requests sent well below the
+/// limit) cuts again, from that rate or the newly measured one when higher, and the recovery
+/// doubles (up to [`SLOWEST`] times): a limit that stays where it was is probed less and less
+/// often, each probe costing a few 429s. Answers to requests sent before a cut never make
+/// another. The rate never exceeds the configured one, and is back at it (or lifted, if
+/// unlimited, once the curve is twice what the client uses) as soon as the curve gets there:
+/// within seconds of the last cut (tens of seconds after a limit found again several times),
+/// whatever the calls and pauses in between.
 #[derive(Debug)]
 pub struct Throttle {
     configured: Option<f64>,
@@ -305,7 +313,7 @@ impl Throttle {
             self.recovering.0 += 1.0;
             self.recovering.1 += f64::from(u8::from(throttled));
         }
-        let again = self.cut.is_some() && !calm;
+        let again = self.cut.is_some_and(|c| c.probing(sent));
         let test = if again { AGAIN } else { FIRST };
         if self.evidence == 0.0 {
             if !throttled {
@@ -337,22 +345,28 @@ impl Throttle {
         if let Some(r) = rate {
             from = from.min(r);
         }
-        match self.cut.filter(|_| again) {
+        let base = |from: f64| RECOVERY.max(RECOVERY_REQUESTS / from);
+        let (from, recovery) = match self.cut.filter(|_| again) {
             Some(c) => {
                 // The limit found again near the rate of the last cut: the answers well below
-                // it were not the rate's doing.
-                from = from.max(c.from);
+                // it were not the rate's doing; the limit is where it was, so it is probed
+                // half as often (up to [`SLOWEST`] times less often).
+                let from = from.max(c.from).max(FLOOR / BETA);
                 self.end_recovery();
+                (from, (2.0 * c.recovery).min(SLOWEST * base(from)))
             }
-            None => self.recovering = (0.0, 0.0),
-        }
-        let from = from.max(FLOOR / BETA);
+            None => {
+                self.recovering = (0.0, 0.0);
+                let from = from.max(FLOOR / BETA);
+                (from, base(from))
+            }
+        };
         self.evidence = 0.0;
         self.since = None;
         self.cut = Some(Cut {
             at: now,
             from,
-            recovery: RECOVERY.max(RECOVERY_REQUESTS / from),
+            recovery,
         });
     }
 }
@@ -668,8 +682,48 @@ mod tests {
             }
         }
         assert!(again.is_some_and(|i| i < 40), "{again:?}");
-        // From the rate of the first cut, not lower.
-        assert!(t.cut.is_some_and(|c| c.from >= first.from), "{:?}", t.cut);
+        // From the rate of the first cut, not lower; the limit is where it was: the next
+        // probe comes twice as late, and later still the next times, up to SLOWEST times.
+        let second = t.cut.expect("a cut");
+        assert!(second.from >= first.from, "{second:?}");
+        assert!(
+            (second.recovery - 2.0 * first.recovery).abs() < 1e-9,
+            "{second:?}"
+        );
+        let mut last = second;
+        for round in 0..4 {
+            let s = |d: f64| last.at + Duration::from_secs_f64(d);
+            for i in 0..2000 {
+                let d = 0.01 + i as f64 * 0.04;
+                let now = s(d);
+                t.answer(now, now, d > last.recovery && i % 5 == 4);
+                if t.cut.is_some_and(|c| c.at != last.at) {
+                    break;
+                }
+            }
+            let next = t.cut.expect("a cut");
+            assert!(next.at > last.at, "round {round}: {next:?}");
+            last = next;
+        }
+        assert!(
+            (last.recovery - SLOWEST * first.recovery).abs() < 1e-9,
+            "{last:?}"
+        );
+    }
+
+    #[test]
+    fn below_the_rate_of_a_cut_a_few_429s_do_not_cut_again() {
+        // Past the calm start of the recovery but below the rate of the cut, the rate is one
+        // the service took: two 429s close together (a neighbour's burst) are no limit.
+        let (mut t, _, first) = cut_at_half(None);
+        let s = |d: f64| first.at + Duration::from_secs_f64(d);
+        let mut i = 0;
+        while s(0.01 + i as f64 * 0.04) < s(first.recovery) {
+            let now = s(0.01 + i as f64 * 0.04);
+            t.answer(now, now, !first.calm(now) && (i % 40 == 38 || i % 40 == 39));
+            i += 1;
+        }
+        assert_eq!(t.cut.map(|c| c.at), Some(first.at));
     }
 
     #[test]
@@ -801,7 +855,7 @@ mod tests {
                 against_an_unknown_limit(None, (limit, 0.0), in_flight, 10.0, 130.0);
             eprintln!("limit {limit}: {share:.3} of the limit, {refused:.3} of 429s");
             assert!(share >= 0.9, "limit {limit}: {share}");
-            assert!(refused < 0.04, "limit {limit}: {refused}");
+            assert!(refused < 0.01, "limit {limit}: {refused}");
         }
         // From the start, finding the limit included, over 20 s, for a client configured for
         // twice the limit.

@@ -289,7 +289,7 @@ impl PyClient {
         progress: Option<Py<PyAny>>,
         refresh: bool,
     ) -> PyResult<PyTable> {
-        wait_reporting(py, progress.as_ref(), |sink| {
+        wait_reporting(py, &self.core()?, progress.as_ref(), |sink| {
             self.events_arrow_work(start_ms, end_ms, report_id, refresh, sink)
         })
     }
@@ -371,7 +371,7 @@ impl PyClient {
         report_id: Option<String>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Value<EventPlan>> {
-        wait_reporting(py, progress.as_ref(), |sink| {
+        wait_reporting(py, &self.core()?, progress.as_ref(), |sink| {
             self.plan_work(start_ms, end_ms, report_id, sink)
         })
     }

@@ -138,7 +138,7 @@ pub fn event_batches(
 ) -> PyResult<PyRecordBatchReader> {
     let rt = runtime::get().map_err(errors::internal)?;
     let (tx, mut rx) = mpsc::channel(2);
-    let cell = ProgressCell::default();
+    let cell = ProgressCell::of(&client);
     let sink = progress.as_ref().map(|_| cell.sink());
     let task = rt.spawn(events::stream_batches(client, query, tx, sink));
     let first = async move {
@@ -181,7 +181,7 @@ impl BatchStream {
     pub fn start(client: Client, query: Query, progress: Option<Py<PyAny>>) -> PyResult<Self> {
         let rt = runtime::get().map_err(errors::internal)?;
         let (tx, rx) = mpsc::channel(2);
-        let cell = ProgressCell::default();
+        let cell = ProgressCell::of(&client);
         let sink = progress.as_ref().map(|_| cell.sink());
         let task = rt.spawn(events::stream_batches(client, query, tx, sink));
         Ok(BatchStream {

@@ -60,7 +60,7 @@ impl EventStream {
     ) -> PyResult<Self> {
         let rt = runtime::get().map_err(errors::internal)?;
         let (tx, rx) = mpsc::channel(buffer.max(1));
-        let cell = ProgressCell::default();
+        let cell = ProgressCell::of(&client);
         let sink = progress.as_ref().map(|_| cell.sink());
         let keep = if arrow {
             EventForm::Arrow

@@ -73,7 +73,7 @@ impl Publishing {
     /// Starts the core's publish, on `rt`, of the chunks `rx` brings.
     pub(super) fn start(self, rt: &Runtime, rx: mpsc::Receiver<Vec<Input>>) -> Started {
         let (stop, cancel) = watch::channel(false);
-        let cell = Cell::default();
+        let cell = Cell::of(&self.core);
         let sink = self.progress.as_ref().map(|_| cell.sink());
         let Publishing {
             core,

@@ -1,7 +1,10 @@
 //! Progress of a core task for a Python callback: the task writes its latest update into a
 //! cell (no GIL, no queue: an update replaces the one not yet read), and the waiting thread
 //! hands it to the callback as a dict between waits. One cell type for every task; each kind
-//! of update says its dict's fields beside its binding (`events`, `publish`).
+//! of update says its dict's fields beside its binding (`events`, `publish`). A cell of a
+//! client also says what the client waits for (`waiting`: an outage it rides out, as
+//! `Http::waiting` words it; None when requests go through): the last dict again, with the
+//! new words, whenever they change, since no update comes while the client waits.
 
 use std::sync::{Arc, Mutex};
 
@@ -17,25 +20,58 @@ pub trait Update: Send + 'static {
 /// Where a core task writes its updates.
 pub type Sink<P> = Arc<dyn Fn(P) + Send + Sync>;
 
+/// What the client waits for now, in words (None: nothing).
+type Waiting = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
+/// What the callback was handed last: its dict, and the waiting words in it.
+#[derive(Default)]
+struct Shown {
+    dict: Option<Py<PyDict>>,
+    waiting: Option<String>,
+}
+
 /// The latest update of a task, written by the task, read by the waiting Python thread.
-pub struct Cell<P>(Arc<Mutex<Option<P>>>);
+pub struct Cell<P> {
+    latest: Arc<Mutex<Option<P>>>,
+    waiting: Option<Waiting>,
+    shown: Arc<Mutex<Shown>>,
+}
 
 impl<P> Default for Cell<P> {
     fn default() -> Self {
-        Cell(Arc::new(Mutex::new(None)))
+        Cell {
+            latest: Arc::new(Mutex::new(None)),
+            waiting: None,
+            shown: Arc::default(),
+        }
     }
 }
 
 impl<P> Clone for Cell<P> {
     fn clone(&self) -> Self {
-        Cell(self.0.clone())
+        Cell {
+            latest: self.latest.clone(),
+            waiting: self.waiting.clone(),
+            shown: self.shown.clone(),
+        }
+    }
+}
+
+impl<P> Cell<P> {
+    /// A cell whose dicts also say what `client` waits for (`waiting`).
+    pub fn of(client: &crate::client::Client) -> Self {
+        let client = client.clone();
+        Cell {
+            waiting: Some(Arc::new(move || client.http().waiting())),
+            ..Cell::default()
+        }
     }
 }
 
 impl<P: Update> Cell<P> {
     /// The sink for the core task.
     pub fn sink(&self) -> Sink<P> {
-        let cell = self.0.clone();
+        let cell = self.latest.clone();
         Arc::new(move |p| {
             *cell.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
         })
@@ -47,7 +83,8 @@ impl<P: Update> Cell<P> {
     }
 
     /// As `report`, with `amend` changing the dict before the call (a field the waiting
-    /// thread knows better than the task).
+    /// thread knows better than the task). With no new update but new waiting words, the
+    /// last dict is handed again (amended) with them.
     pub fn report_with(
         &self,
         py: Python<'_>,
@@ -55,13 +92,27 @@ impl<P: Update> Cell<P> {
         amend: impl FnOnce(&Bound<'_, PyDict>) -> PyResult<()>,
     ) -> PyResult<()> {
         let Some(cb) = callback else { return Ok(()) };
-        let latest = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(p) = latest {
-            let d = PyDict::new(py);
-            p.fill(&d)?;
+        let latest = self.latest.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let waiting = self.waiting.as_ref().and_then(|w| w());
+        let d = {
+            let mut shown = self.shown.lock().unwrap_or_else(|e| e.into_inner());
+            let d = match (latest, &shown.dict) {
+                (Some(p), _) => {
+                    let d = PyDict::new(py);
+                    p.fill(&d)?;
+                    d
+                }
+                (None, _) if waiting == shown.waiting => return Ok(()),
+                (None, Some(last)) => last.bind(py).copy()?,
+                (None, None) => PyDict::new(py),
+            };
             amend(&d)?;
-            cb.call1(py, (d,))?;
-        }
+            d.set_item("waiting", waiting.as_deref())?;
+            shown.dict = Some(d.clone().unbind());
+            shown.waiting = waiting;
+            d
+        };
+        cb.call1(py, (d,))?;
         Ok(())
     }
 }

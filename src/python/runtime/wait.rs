@@ -92,15 +92,16 @@ pub fn wait<T: Send + 'static>(py: Python<'_>, work: impl Work<T>) -> PyResult<T
     wait_with(py, work, |_| Ok(()))
 }
 
-/// As [`wait`], for work that reports its progress: `work` is made with the sink of a fresh
-/// cell (None without a `callback`), whose latest update `callback` gets between steps and
-/// once more when the wait is over.
+/// As [`wait`], for work of `client` that reports its progress: `work` is made with the sink
+/// of a fresh cell (None without a `callback`), whose latest update (and what the client waits
+/// for) `callback` gets between steps and once more when the wait is over.
 pub fn wait_reporting<P: Update, T: Send + 'static, W: Work<T>>(
     py: Python<'_>,
+    client: &crate::client::Client,
     callback: Option<&Py<PyAny>>,
     work: impl FnOnce(Option<Sink<P>>) -> PyResult<W>,
 ) -> PyResult<T> {
-    let cell = Cell::default();
+    let cell = Cell::of(client);
     let work = work(callback.map(|_| cell.sink()))?;
     let done = wait_with(py, work, |py| cell.report(py, callback));
     cell.report(py, callback)?;
