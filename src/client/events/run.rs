@@ -4,10 +4,10 @@
 
 use tokio::sync::mpsc;
 
+use super::cached::pieces;
 use super::page::{fetch_page, hides_first, in_order, projected, Hold, Page};
 use super::{
-    check, order_of, pieces, Completed, Event, EventForm, Fetch, Order, ProgressSink, Query,
-    CEILING_PAGE,
+    check, order_of, Completed, Event, EventForm, Fetch, Order, ProgressSink, Query, CEILING_PAGE,
 };
 use crate::client::cache::Piece;
 use crate::client::error::{Error, Result};
