@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use super::page::{hides_first, in_order, order_of, widened, Completed, Event, Order, Page};
 use super::window::{fetch_requests, holds_together};
-use super::{dense, Fetch, Kind, Mode, CEILING_PAGE};
+use super::{dense, Ask, Fetch, Mode, CEILING_PAGE};
 use crate::client::error::Result;
 use crate::client::lists::PAGE;
 use crate::time::format_ms;
@@ -139,7 +139,7 @@ impl Fetch {
         w.mode = Mode::Opening;
         w.launched.insert(0);
         self.progress.windows += 1;
-        self.queue.push_back((id, Kind::Page(0)));
+        self.queue.push_back((id, Ask::Page(0)));
     }
 
     /// Releases every deferred window (none can be sized any more).

@@ -7,12 +7,12 @@ use tokio::task::JoinSet;
 
 use super::held::HELD_FOR;
 use super::page::{
-    fetch_page, order_of, page_url, projected, settled_before, Completed, EventForm, Hold, Order,
-    Page,
+    fetch_page, order_of, page_url, projected, settled_before, Completed, EventForm, Order, Page,
+    Reuse,
 };
 use super::window::paged_reach;
 use super::{
-    Burst, Fetch, Kind, Mode, Progress, ProgressSink, Query, Window, CEILING_PAGE,
+    Ask, Burst, Fetch, Mode, Progress, ProgressSink, Query, Window, CEILING_PAGE,
     DEFAULT_IN_FLIGHT, EXPECT_EVERY, SAFETY,
 };
 use crate::client::cache::{Damage, Piece};
@@ -192,7 +192,7 @@ impl Fetch {
         };
         w.launched.insert(0);
         self.windows.insert(ws, w);
-        self.queue.push_back((id, Kind::Page(0)));
+        self.queue.push_back((id, Ask::Page(0)));
         id
     }
 
@@ -206,8 +206,8 @@ impl Fetch {
         w.launched.extend([0, CEILING_PAGE]);
         self.windows.insert(ws, w);
         // The ceiling page decides everything; page 0 is needed whatever it says (unless empty).
-        self.queue.push_front((id, Kind::Page(0)));
-        self.queue.push_front((id, Kind::Probe));
+        self.queue.push_front((id, Ask::Page(0)));
+        self.queue.push_front((id, Ask::Probe));
         id
     }
 
@@ -233,7 +233,7 @@ impl Fetch {
         if let Some(w) = self.window_mut(id) {
             w.mode = Mode::Probing;
             if w.launched.insert(CEILING_PAGE) {
-                self.queue.push_front((id, Kind::Probe));
+                self.queue.push_front((id, Ask::Probe));
             }
         }
     }
@@ -266,7 +266,7 @@ impl Fetch {
             .step_by(PAGE)
             .find(|o| !w.pages.contains_key(o));
         match next {
-            Some(o) if w.launched.insert(o) => self.queue.push_back((id, Kind::Page(o))),
+            Some(o) if w.launched.insert(o) => self.queue.push_back((id, Ask::Page(o))),
             Some(_) => {}
             // Every page up to the ceiling is in, all full: over the ceiling.
             None => {
@@ -317,8 +317,8 @@ impl Fetch {
             let (qs, qe) = (w.qs, w.qe);
             w.in_flight += 1;
             let offset = match kind {
-                Kind::Probe => CEILING_PAGE,
-                Kind::Page(o) => o,
+                Ask::Probe => CEILING_PAGE,
+                Ask::Page(o) => o,
             };
             let client = self.client.clone();
             let report = self.query.report_id.clone();
@@ -326,7 +326,7 @@ impl Fetch {
             let counting = self.counting;
             self.sent += 1;
             self.tasks.spawn(async move {
-                let hold = if counting { Hold::Settled } else { Hold::No };
+                let hold = if counting { Reuse::Settled } else { Reuse::No };
                 let result =
                     fetch_page(&client, qs, qe, report.as_deref(), offset, keep, hold).await;
                 (id, kind, result)
@@ -335,11 +335,11 @@ impl Fetch {
     }
 
     /// Probes first (they decide the plan), then pages of the earliest windows.
-    pub(super) fn next_request(&mut self) -> Option<(u64, Kind)> {
+    pub(super) fn next_request(&mut self) -> Option<(u64, Ask)> {
         let pos = self
             .queue
             .iter()
-            .position(|(_, k)| *k == Kind::Probe)
+            .position(|(_, k)| *k == Ask::Probe)
             .unwrap_or(0);
         self.queue.remove(pos)
     }
@@ -368,11 +368,11 @@ impl Fetch {
             }
         }
         for o in fresh {
-            self.queue.push_back((id, Kind::Page(o)));
+            self.queue.push_back((id, Ask::Page(o)));
         }
     }
 
-    pub(super) fn on_result(&mut self, id: u64, kind: Kind, mut page: Page) -> Result<()> {
+    pub(super) fn on_result(&mut self, id: u64, kind: Ask, mut page: Page) -> Result<()> {
         self.progress.requests += u64::from(!page.held);
         if !self.caching {
             page.body = None;
@@ -385,8 +385,8 @@ impl Fetch {
         w.in_flight -= 1;
         w.spent += 1;
         let offset = match kind {
-            Kind::Probe => CEILING_PAGE,
-            Kind::Page(o) => o,
+            Ask::Probe => CEILING_PAGE,
+            Ask::Page(o) => o,
         };
         let len = page.events.len();
         w.launched.insert(offset);
@@ -401,19 +401,19 @@ impl Fetch {
             );
         }
         match (&w.mode, kind) {
-            (Mode::Opening, Kind::Page(0)) if len < PAGE => w.mode = Mode::Known { end: PAGE },
-            (Mode::Opening, Kind::Page(0)) if frugal => {
+            (Mode::Opening, Ask::Page(0)) if len < PAGE => w.mode = Mode::Known { end: PAGE },
+            (Mode::Opening, Ask::Page(0)) if frugal => {
                 // What an earlier window found holds for this one's first page too.
                 let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
                 self.unsorted |= unsorted;
                 self.advance(id, self.unsorted);
             }
-            (Mode::Opening, Kind::Page(0)) => self.open_ahead(id),
-            (Mode::Walking, Kind::Page(_)) if counting && len < PAGE => self.search(id),
-            (Mode::Walking, Kind::Page(o)) if len < PAGE => {
+            (Mode::Opening, Ask::Page(0)) => self.open_ahead(id),
+            (Mode::Walking, Ask::Page(_)) if counting && len < PAGE => self.search(id),
+            (Mode::Walking, Ask::Page(o)) if len < PAGE => {
                 w.mode = Mode::Known { end: o + PAGE };
             }
-            (Mode::Walking, Kind::Page(o)) => {
+            (Mode::Walking, Ask::Page(o)) => {
                 let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
                 self.unsorted |= unsorted;
                 let burst = if counting || unsorted {
@@ -431,18 +431,18 @@ impl Fetch {
                     self.advance(id, unsorted);
                 }
             }
-            (Mode::Probing, Kind::Page(0)) if !frugal && w.pages.contains_key(&CEILING_PAGE) => {
+            (Mode::Probing, Ask::Page(0)) if !frugal && w.pages.contains_key(&CEILING_PAGE) => {
                 // The ceiling page came first, all of one millisecond: this page tells the
                 // order it ends (see `on_probe`).
                 self.on_probe(id, PAGE)?;
             }
-            (Mode::Probing, Kind::Probe) if frugal && len == 0 => self.walk(id),
-            (Mode::Probing, Kind::Probe) => self.on_probe(id, len)?,
-            (Mode::Paging { end: None }, Kind::Page(0)) if len == PAGE => {
+            (Mode::Probing, Ask::Probe) if frugal && len == 0 => self.walk(id),
+            (Mode::Probing, Ask::Probe) => self.on_probe(id, len)?,
+            (Mode::Paging { end: None }, Ask::Page(0)) if len == PAGE => {
                 // The ceiling page came back empty before this one.
                 self.on_probe(id, 0)?;
             }
-            (Mode::Paging { .. }, Kind::Page(o)) if len < PAGE => {
+            (Mode::Paging { .. }, Ask::Page(o)) if len < PAGE => {
                 // The end is known: every page before it is needed, launched or not yet.
                 let mut end = o + PAGE;
                 if let Some(w) = self.window_mut(id) {
@@ -453,7 +453,7 @@ impl Fetch {
                 }
                 self.enqueue_pages(id, (0..end).step_by(PAGE));
             }
-            (Mode::Paging { end: None }, Kind::Page(o)) if o + PAGE >= CEILING_PAGE => {
+            (Mode::Paging { end: None }, Ask::Page(o)) if o + PAGE >= CEILING_PAGE => {
                 // The ceiling page was empty: nothing lies past it.
                 if let Some(w) = self.window_mut(id) {
                     w.mode = Mode::Paging {
@@ -462,7 +462,7 @@ impl Fetch {
                 }
                 self.enqueue_pages(id, (0..CEILING_PAGE).step_by(PAGE));
             }
-            (Mode::Paging { end: None }, Kind::Page(_)) => {
+            (Mode::Paging { end: None }, Ask::Page(_)) => {
                 let order = order_of(w.times().into_iter());
                 let mut reach = paged_reach(w, order);
                 if !w.launched.contains(&CEILING_PAGE)

@@ -170,8 +170,9 @@ pub struct Progress {
 /// Receives progress updates.
 pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// What a request of a window asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum Ask {
     /// The ceiling page.
     Probe,
     /// A page at this offset.
@@ -265,8 +266,8 @@ struct Fetch {
     client: Client,
     query: Query,
     windows: BTreeMap<i64, Window>,
-    queue: VecDeque<(u64, Kind)>,
-    tasks: JoinSet<(u64, Kind, Result<Page>)>,
+    queue: VecDeque<(u64, Ask)>,
+    tasks: JoinSet<(u64, Ask, Result<Page>)>,
     keep: EventForm,
     in_flight_max: usize,
     next_id: u64,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::page::{order_of, projected, settled, Event, Order, Page};
 use super::window::paged_reach;
 use super::{
-    dense, Burst, Fetch, Kind, Mode, Sizing, CEILING_PAGE, FIRST_PART, LOOKAHEAD, PART_EVENTS,
+    dense, Ask, Burst, Fetch, Mode, Sizing, CEILING_PAGE, FIRST_PART, LOOKAHEAD, PART_EVENTS,
     PAST_END_SHARE,
 };
 use crate::client::error::Result;
@@ -161,7 +161,7 @@ impl Fetch {
         };
         let target = (target / PAGE * PAGE).clamp(lo, top);
         if w.launched.insert(target) {
-            self.queue.push_back((id, Kind::Page(target)));
+            self.queue.push_back((id, Ask::Page(target)));
         }
     }
 

@@ -14,7 +14,8 @@ use tokio::task::JoinSet;
 use super::post::post_range;
 use super::report::{FailureKind, Progress, ProgressSink, Report};
 use super::{
-    Batch, Input, Options, Outcome, Shared, TaskEnd, CHUNK, DRAIN, GIVE_UP_AFTER, MAX_BODY, ROUNDS,
+    Batch, Input, Options, Outcome, PublishState, TaskEnd, CHUNK, DRAIN, GIVE_UP_AFTER, MAX_BODY,
+    ROUNDS,
 };
 use crate::client::error::Error;
 use crate::client::http::Arrays;
@@ -43,7 +44,7 @@ pub(super) type Keyed = BuildHasherDefault<KeyHasher>;
 
 /// The state of one publish, owned by the dispatcher loop.
 pub(super) struct Dispatcher {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<PublishState>,
     pub(super) options: Options,
     pub(super) in_flight_max: usize,
     /// Records taken from the source but not yet in a batch, each with a key not held by any

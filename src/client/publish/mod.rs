@@ -329,8 +329,8 @@ struct TaskEnd {
     singly: bool,
 }
 
-/// Shared by the dispatcher and its batch tasks.
-struct Shared {
+/// PublishState by the dispatcher and its batch tasks.
+struct PublishState {
     client: Client,
     url: Url,
     route: &'static str,
@@ -341,7 +341,7 @@ struct Shared {
     judge: Mutex<Judge>,
 }
 
-impl Shared {
+impl PublishState {
     fn judge(&self) -> std::sync::MutexGuard<'_, Judge> {
         locked(&self.judge)
     }
@@ -400,7 +400,7 @@ impl Client {
             .unwrap_or(MAX_IN_FLIGHT)
             .clamp(1, MAX_IN_FLIGHT);
         let mut d = Dispatcher {
-            shared: Arc::new(Shared {
+            shared: Arc::new(PublishState {
                 client: self.clone(),
                 url,
                 route,

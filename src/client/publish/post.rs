@@ -11,7 +11,7 @@ use super::prepare::Prepared;
 use bytes::Bytes;
 
 use super::report::FailureKind;
-use super::{Batch, Outcome, Shared, TaskEnd};
+use super::{Batch, Outcome, PublishState, TaskEnd};
 use crate::client::error::Error;
 use crate::client::http::Arrays;
 use crate::client::words;
@@ -67,7 +67,7 @@ pub(super) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// and reads what the answer proves about each. `parent` holds the normalized words of the
 /// refusal of the body these records were split from, if they were.
 pub(super) fn post_range<'a>(
-    shared: &'a Shared,
+    shared: &'a PublishState,
     batch: &'a Batch,
     idx: Vec<usize>,
     as_array: bool,
@@ -254,7 +254,7 @@ pub(super) fn unreachable_no_proof(batch: &Batch, idx: &[usize]) -> TaskEnd {
 /// words; the others are accepted, or, when a count says they were not stored either (a
 /// service that stores all or nothing), posted again without the failed ones.
 async fn named(
-    shared: &Shared,
+    shared: &PublishState,
     batch: &Batch,
     idx: Vec<usize>,
     failed: Vec<super::answer::Named>,
@@ -300,7 +300,7 @@ async fn named(
 /// unconfirmed, since a service that stores the valid records of a refused body may have
 /// stored some of them, and nothing says which.
 async fn refused_whole(
-    shared: &Shared,
+    shared: &PublishState,
     batch: &Batch,
     idx: Vec<usize>,
     status: Option<u16>,
@@ -350,14 +350,19 @@ async fn refused_whole(
 }
 
 /// The records `idx` of `batch` were accepted.
-pub(super) fn accept(shared: &Shared, batch: &Batch, idx: &[usize]) {
+pub(super) fn accept(shared: &PublishState, batch: &Batch, idx: &[usize]) {
     batch.set(idx, &Outcome::Accepted);
     shared.judge().accepted();
 }
 
 /// Posts `idx` in two halves, one after the other, so that a batch never holds more than one
 /// request.
-async fn split(shared: &Shared, batch: &Batch, idx: Vec<usize>, parent: Option<String>) -> TaskEnd {
+async fn split(
+    shared: &PublishState,
+    batch: &Batch,
+    idx: Vec<usize>,
+    parent: Option<String>,
+) -> TaskEnd {
     if idx.len() == 1 {
         return post_range(shared, batch, idx, false, parent).await;
     }
@@ -372,7 +377,12 @@ async fn split(shared: &Shared, batch: &Batch, idx: Vec<usize>, parent: Option<S
 /// array of one, tell (once per client). Arrays refused: the batch's other records go again
 /// one per request, as every record of the client from now on; otherwise the refusal is
 /// handled as any other.
-async fn arrays_refused(shared: &Shared, batch: &Batch, idx: Vec<usize>, words: String) -> TaskEnd {
+async fn arrays_refused(
+    shared: &PublishState,
+    batch: &Batch,
+    idx: Vec<usize>,
+    words: String,
+) -> TaskEnd {
     let webhook = &shared.client.http().webhook;
     match webhook.arrays() {
         Arrays::Refused => {
