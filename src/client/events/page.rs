@@ -176,7 +176,7 @@ pub(super) fn hides_first(order: Order, len: usize) -> bool {
 
 /// Whether a page read is kept for a later fetch (see [`Held`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Hold {
+pub(super) enum Reuse {
     /// A fetch's page: a held body of the same query is used instead of a request.
     No,
     /// A plan's probe: held for the fetch that follows when its range has settled.
@@ -193,18 +193,18 @@ pub(super) async fn fetch_page(
     report: Option<&str>,
     offset: usize,
     keep: EventForm,
-    hold: Hold,
+    hold: Reuse,
 ) -> Result<Page> {
     let url = page_url(client, qs, qe, report, offset);
     let settled = settled(qs, qe, settled_before(client));
     let ttl = match hold {
-        Hold::Settled if settled => Some(HELD_FOR),
-        Hold::Next => Some(CHECKED_FOR),
+        Reuse::Settled if settled => Some(HELD_FOR),
+        Reuse::Next => Some(CHECKED_FOR),
         _ => None,
     };
     let taken = client.held().take(url.as_str());
     if let Some((body, carried)) = taken {
-        if hold != Hold::No {
+        if hold != Reuse::No {
             // A count before its fetch: the page stays for the fetch.
             let ttl = ttl.unwrap_or(CHECKED_FOR);
             client

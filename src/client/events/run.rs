@@ -4,10 +4,10 @@
 
 use tokio::sync::mpsc;
 
-use super::page::{fetch_page, hides_first, in_order, projected, Hold, Page};
+use super::cached::pieces;
+use super::page::{fetch_page, hides_first, in_order, projected, Page, Reuse};
 use super::{
-    check, order_of, pieces, Completed, Event, EventForm, Fetch, Order, ProgressSink, Query,
-    CEILING_PAGE,
+    check, order_of, Completed, Event, EventForm, Fetch, Order, ProgressSink, Query, CEILING_PAGE,
 };
 use crate::client::cache::Piece;
 use crate::client::error::{Error, Result};
@@ -210,13 +210,13 @@ async fn quota_check(client: &Client, query: &Query, budget: u64) -> Result<u64>
             report,
             last as usize,
             EventForm::Text,
-            Hold::Next,
+            Reuse::Next,
         )
     };
     if budget == 1 && last <= CEILING_PAGE as u64 {
         return decides(&at_last().await?);
     }
-    let page = fetch_page(client, ws, we, report, 0, EventForm::Text, Hold::Next).await?;
+    let page = fetch_page(client, ws, we, report, 0, EventForm::Text, Reuse::Next).await?;
     let times: Vec<i64> = page.events.iter().map(|e| e.start_ms).collect();
     if times.len() < PAGE {
         return Ok(sent(client, before));
@@ -459,7 +459,7 @@ pub async fn peek(
         _ => return Ok((none, None)),
     };
     let report = query.report_id.as_deref();
-    let page = fetch_page(client, lo, hi, report, 0, keep, Hold::Next).await?;
+    let page = fetch_page(client, lo, hi, report, 0, keep, Reuse::Next).await?;
     let order = order_of(page.events.iter().map(|e| e.start_ms));
     let until = if page.events.len() < PAGE {
         hi

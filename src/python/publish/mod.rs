@@ -64,7 +64,7 @@ impl Publishing {
 pub(super) struct Started {
     pub task: JoinHandle<crate::client::Result<Report>>,
     pub stop: watch::Sender<bool>,
-    pub cell: Cell,
+    pub cell: PublishCell,
     pub progress: Option<Py<PyAny>>,
     pub cancelled: Option<Py<PyAny>>,
 }
@@ -73,7 +73,7 @@ impl Publishing {
     /// Starts the core's publish, on `rt`, of the chunks `rx` brings.
     pub(super) fn start(self, rt: &Runtime, rx: mpsc::Receiver<Vec<Input>>) -> Started {
         let (stop, cancel) = watch::channel(false);
-        let cell = Cell::of(&self.core);
+        let cell = PublishCell::of(&self.core);
         let sink = self.progress.as_ref().map(|_| cell.sink());
         let Publishing {
             core,
@@ -117,7 +117,7 @@ fn batch_size_arg(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<i64>> {
 }
 
 /// Publishing's progress cell.
-pub(super) type Cell = progress::Cell<Progress>;
+pub(super) type PublishCell = progress::Cell<Progress>;
 
 impl Update for Progress {
     fn fill(&self, d: &Bound<'_, PyDict>) -> PyResult<()> {

@@ -16,7 +16,7 @@ use pyo3::types::{PyDict, PyIterator, PyString};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::{finished, report, Cell, Publishing, Started};
+use super::{finished, report, PublishCell, Publishing, Started};
 use crate::client;
 use crate::client::publish::{self as core, FailureKind, Input};
 use crate::python::client::PyClient;
@@ -37,7 +37,7 @@ fn lossy_json(py: Python<'_>, obj: &Bound<'_, PyAny>) -> Option<String> {
 /// Hands the latest progress to `callback`, with `read` (the records taken from a Python
 /// iterator, which this thread counts) in place of the core's count when given.
 fn report_read(
-    cell: &Cell,
+    cell: &PublishCell,
     py: Python<'_>,
     callback: Option<&Py<PyAny>>,
     read: Option<u64>,
@@ -58,6 +58,16 @@ enum ChunkRecord {
     Refused(Input),
 }
 
+/// What one [`pull`] took from the iterator.
+struct Pulled {
+    /// The records of the chunk, in the iterator's order.
+    inputs: Vec<Input>,
+    /// The iterator is exhausted (or raised): nothing more to pull.
+    done: bool,
+    /// The exception the iterator raised, which ended the chunk early.
+    raised: Option<PyErr>,
+}
+
 /// Pulls up to `n` records and writes them into one buffer, shared by the chunk's texts; with
 /// `check`, each one checked in the same walk. A record the walk could not judge, or found
 /// wrong, is checked by the core's careful path here, so that the core never scans a text again
@@ -71,7 +81,7 @@ fn pull<'py>(
     n: usize,
     check: bool,
     capacity: &mut usize,
-) -> (Vec<Input>, bool, Option<PyErr>) {
+) -> Pulled {
     let mut buf = Vec::with_capacity(*capacity);
     let mut pulled = Vec::with_capacity(n);
     let mut done = false;
@@ -143,7 +153,11 @@ fn pull<'py>(
             ChunkRecord::Refused(input) => input,
         })
         .collect();
-    (chunk, done, raised)
+    Pulled {
+        inputs: chunk,
+        done,
+        raised,
+    }
 }
 
 /// The Python side of a publish from an iterator: pulls chunks of records from it, writes and
@@ -178,7 +192,11 @@ impl<'py> Feed<'py> {
         if self.pending.is_some() || self.exhausted {
             return;
         }
-        let (chunk, done, err) = pull(
+        let Pulled {
+            inputs: chunk,
+            done,
+            raised: err,
+        } = pull(
             py,
             it,
             &mut self.writer,

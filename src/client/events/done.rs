@@ -1,0 +1,378 @@
+//! The bookkeeping of a window's end: a window checked complete (or restarted), the pages held
+//! for it released, completed windows drained in time order, and what a stopped sync carries.
+
+use std::collections::HashSet;
+
+use bytes::Bytes;
+
+use super::page::{hides_first, in_order, order_of, widened, Completed, Event, Order, Page};
+use super::window::{fetch_requests, holds_together};
+use super::{dense, Ask, Fetch, Mode, CEILING_PAGE};
+use crate::client::error::Result;
+use crate::client::lists::PAGE;
+use crate::time::format_ms;
+
+impl Fetch {
+    pub(super) fn check_done(&mut self, id: u64) -> Result<()> {
+        let frugal = self.frugal;
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
+        if w.done {
+            return Ok(());
+        }
+        let complete = |end: usize| (0..end).step_by(PAGE).all(|o| w.has(o));
+        let ready = match w.mode {
+            Mode::Opening | Mode::Probing | Mode::Walking | Mode::Deferred => false,
+            Mode::Known { end } => complete(end),
+            Mode::Paging { end: Some(end) } => complete(end),
+            Mode::Paging { end: None } => false,
+            Mode::Full { .. } => complete(CEILING_PAGE + PAGE),
+        };
+        if !ready {
+            return Ok(());
+        }
+        if w.pages.values().any(|p| p.carried) && !holds_together(w) {
+            self.restart(id);
+            return Ok(());
+        }
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
+        if let Mode::Full { order } = w.mode {
+            let times = w.times();
+            let seen = order_of(times.iter().copied());
+            match (order, seen) {
+                (Order::Asc, Order::Asc) | (Order::Desc, Order::Desc) => {}
+                (Order::Constant, Order::Asc) | (Order::Constant, Order::Desc) => {
+                    // The last in the service's order: the largest ascending, the smallest descending.
+                    let cut = times.last().copied().unwrap_or(w.ws);
+                    if let Some(w) = self.window_mut(id) {
+                        w.mode = Mode::Full { order: seen };
+                    }
+                    self.chain(id, seen, cut)?;
+                }
+                (_, Order::Constant) => return Err(dense(times.first().copied().unwrap_or(0))),
+                _ => {
+                    // The order the ceiling page suggested does not hold: fetch this range again
+                    // in halves (what the chained window already covers stays covered).
+                    return self.split(id, times);
+                }
+            }
+        }
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
+        w.done = true;
+        let (ws, we, kept) = (w.ws, w.we, w.kept());
+        // A full first page in another order than ascending is what a peek would see: later
+        // peeks of this client would tell nothing, so they ask nothing.
+        let unpeekable = w.pages.get(&0).is_some_and(|p| {
+            hides_first(
+                order_of(p.events.iter().map(|e| e.start_ms)),
+                p.events.len(),
+            )
+        });
+        let sizing = std::mem::take(&mut w.sizing);
+        let asked = fetch_requests(w, frugal);
+        if unpeekable && !self.counting {
+            self.client.shape().unpeekable = true;
+        }
+        if self.counting {
+            self.predicted += asked;
+        } else if self.frugal {
+            let mut shape = self.client.shape();
+            shape.unsorted |= self.unsorted;
+            let d = shape
+                .density
+                .entry(self.query.report_id.clone())
+                .or_default();
+            *d = d.max(kept as f64 / (we - ws).max(1) as f64);
+        }
+        if !self.counting {
+            self.client.keep_shape();
+        }
+        for s in sizing {
+            let sampled = s.samples.iter().filter(|t| (ws..we).contains(*t)).count();
+            self.size_rest(s.rest, kept, sampled);
+        }
+        Ok(())
+    }
+
+    /// Fetches window `id` again from its first page, asking every page: some of its pages
+    /// were carried from an earlier run and do not hold together with this run's.
+    pub(super) fn restart(&mut self, id: u64) {
+        let Some(ws) = self
+            .windows
+            .iter()
+            .find(|(_, w)| w.id == id)
+            .map(|(k, _)| *k)
+        else {
+            return;
+        };
+        let Some(old) = self.windows.remove(&ws) else {
+            return;
+        };
+        self.client.http().warn(format!(
+            "the pages an earlier run read of the events from {} to {} do not hold together \
+             with this run's (the service's order changed): the window is read again",
+            format_ms(old.qs),
+            format_ms(old.qe),
+        ));
+        self.client.held().drop_carried();
+        self.progress.windows -= 1;
+        let id = self.add_opening(old.ws, old.we, false);
+        if let Some(w) = self.window_mut(id) {
+            (w.qs, w.qe, w.spent) = (old.qs, old.qe, old.spent);
+        }
+    }
+
+    /// Makes a deferred window an ordinary one.
+    pub(super) fn release(&mut self, id: u64) {
+        let Some(w) = self.window_mut(id) else {
+            return;
+        };
+        if !matches!(w.mode, Mode::Deferred) {
+            return;
+        }
+        w.samples = None;
+        w.mode = Mode::Opening;
+        w.launched.insert(0);
+        self.progress.windows += 1;
+        self.queue.push_back((id, Ask::Page(0)));
+    }
+
+    /// Releases every deferred window (none can be sized any more).
+    pub(super) fn release_all(&mut self) -> bool {
+        let deferred: Vec<u64> = self
+            .windows
+            .values()
+            .filter(|w| matches!(w.mode, Mode::Deferred))
+            .map(|w| w.id)
+            .collect();
+        for id in &deferred {
+            self.release(*id);
+        }
+        !deferred.is_empty()
+    }
+
+    /// Emits the completed windows at the frontier, in time order (a count counts them).
+    pub(super) fn drain_ready(&mut self) -> Vec<Completed> {
+        let mut out = Vec::new();
+        if self.counting {
+            while self.windows.get(&self.frontier).is_some_and(|w| w.done) {
+                let Some(w) = self.windows.remove(&self.frontier) else {
+                    break;
+                };
+                let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
+                if let Some(segment) = &w.cached {
+                    // Held by the cache: its events count, its requests are none.
+                    let held = if (lo, hi) == (segment.lo, segment.hi) {
+                        Some(segment.events)
+                    } else {
+                        self.load(segment).map(|page| {
+                            page.events
+                                .iter()
+                                .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+                                .count() as u64
+                        })
+                    };
+                    let Some(held) = held else {
+                        self.add_opening(w.ws, w.we, false);
+                        break;
+                    };
+                    self.counted += held as f64;
+                    self.frontier = w.we;
+                    self.progress.done_ms = self.frontier - self.query.start_ms;
+                    continue;
+                }
+                let seen: HashSet<&str> = w
+                    .pages
+                    .values()
+                    .flat_map(|p| p.events.iter())
+                    .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+                    .map(|e| e.id.as_str())
+                    .collect();
+                self.counted += (seen.len() + PAGE * w.assumed.len()) as f64;
+                self.frontier = w.we;
+                self.progress.done_ms = self.frontier - self.query.start_ms;
+            }
+            return out;
+        }
+        while let Some(w) = self.windows.get(&self.frontier) {
+            if !w.done {
+                break;
+            }
+            let Some(w) = self.windows.remove(&self.frontier) else {
+                break;
+            };
+            let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
+            if let Some(segment) = &w.cached {
+                let Some(page) = self.load(segment) else {
+                    // Gone or damaged: fetched again, as any window.
+                    self.add_opening(w.ws, w.we, false);
+                    break;
+                };
+                let events: Vec<Event> = page
+                    .events
+                    .into_iter()
+                    .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+                    .collect();
+                // Served whole, the requests its fetch spent; a part, the pages its events
+                // fill (the least a read of that part asks), at most the file's.
+                let saved = if (lo, hi) == (segment.lo, segment.hi) {
+                    segment.requests
+                } else {
+                    (events.len() as u64)
+                        .div_ceil(PAGE as u64)
+                        .max(1)
+                        .min(segment.requests)
+                };
+                self.progress.saved += saved;
+                self.client.http().stats.saved(saved);
+                self.frontier = w.we;
+                self.progress.events += events.len() as u64;
+                self.progress.done_ms = self.frontier - self.query.start_ms;
+                out.push(Completed {
+                    events,
+                    batches: page.batch.into_iter().collect(),
+                    until_ms: hi,
+                });
+                // One file at a time: a range the cache holds whole still streams with
+                // bounded memory.
+                break;
+            }
+            let mut events: Vec<Event> = Vec::new();
+            let mut batches = Vec::new();
+            let mut bodies = Vec::new();
+            for page in w.pages.into_values() {
+                let at = u32::try_from(batches.len()).unwrap_or(u32::MAX);
+                batches.extend(page.batch);
+                bodies.extend(page.body);
+                events.extend(
+                    page.events
+                        .into_iter()
+                        .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+                        .map(|e| Event { page: at, ..e }),
+                );
+            }
+            in_order(&mut events);
+            if self.caching && lo < self.cutoff {
+                let (ws, we) = (w.ws, w.we);
+                let mut spent = w.spent;
+                self.replaced.retain(|(at, sent)| {
+                    let mine = (ws..we).contains(at);
+                    spent += if mine { *sent } else { 0 };
+                    !mine
+                });
+                let cut = hi.min(self.cutoff);
+                if cut < hi {
+                    let settled = events.iter().filter(|e| e.start_ms < cut).count() as u64;
+                    spent = spent.min(settled.div_ceil(PAGE as u64).max(1));
+                }
+                self.keep_settled(lo, cut, spent, &events, &bodies);
+            }
+            self.frontier = w.we;
+            self.progress.events += events.len() as u64;
+            self.progress.done_ms = self.frontier - self.query.start_ms;
+            out.push(Completed {
+                events,
+                batches,
+                until_ms: hi,
+            });
+        }
+        out
+    }
+
+    /// For a sync that the daily quota (or an interruption) stops: the pages read of the
+    /// frontier window, whose query starts at the frontier, are kept in the cache when that
+    /// query has settled; false when they are not (then [`Fetch::sorted_prefix`] keeps what it
+    /// can). The next run starts at the frontier and takes that window first, so it asks none
+    /// of those pages again; when the window completes, [`holds_together`] checks that the two runs' pages make one answer.
+    pub(super) fn carry_stopped(&self) -> bool {
+        let Some(cache) = self.client.cache() else {
+            return false;
+        };
+        let Some(w) = self.windows.get(&self.frontier) else {
+            return false;
+        };
+        if !self.carry || w.done || w.cached.is_some() || w.qs != self.frontier {
+            return false;
+        }
+        if widened(w.qs, w.qe).1 >= self.cutoff {
+            return false;
+        }
+        let pages: Vec<(usize, &Bytes)> = w
+            .pages
+            .iter()
+            .filter_map(|(o, p)| Some((*o, p.body.as_ref()?)))
+            .collect();
+        if pages.is_empty() {
+            return false;
+        }
+        let report = self.query.report_id.as_deref();
+        match cache.carry(report, w.qs, w.qe, &pages) {
+            Ok(()) => true,
+            Err(e) => {
+                self.client.http().warn(format!(
+                    "cannot keep the pages read so far in the cache ({e}): the next run asks \
+                     them again"
+                ));
+                false
+            }
+        }
+    }
+
+    /// What the incomplete frontier window's pages show to be complete, for a fetch that
+    /// stops there (the daily quota ran out): on a service that sorts events ascending, its
+    /// pages asked from offset 0 on, all full, hold every event of the window before the
+    /// last one's startTime. So a sync keeps them, and its next run starts there rather than
+    /// at the window's start. None when the pages do not show it (another order, no full page).
+    pub(super) fn sorted_prefix(&mut self) -> Option<Completed> {
+        let (start, end) = (self.query.start_ms, self.query.end_ms);
+        let w = self.windows.get(&self.frontier)?;
+        if w.done || w.cached.is_some() {
+            return None;
+        }
+        let pages: Vec<&Page> = (0..=CEILING_PAGE)
+            .step_by(PAGE)
+            .map_while(|o| w.pages.get(&o).filter(|p| p.events.len() == PAGE))
+            .collect();
+        let times = pages
+            .iter()
+            .flat_map(|p| p.events.iter().map(|e| e.start_ms));
+        if order_of(times) != Order::Asc {
+            return None;
+        }
+        let last = pages.last()?.events.last()?.start_ms;
+        let (lo, until) = (w.ws.max(start), last.min(w.we).min(end));
+        if until <= lo {
+            return None;
+        }
+        let mut events = Vec::new();
+        let mut batches = Vec::new();
+        for page in pages {
+            let at = u32::try_from(batches.len()).unwrap_or(u32::MAX);
+            batches.extend(page.batch.clone());
+            for e in &page.events {
+                if e.start_ms >= lo && e.start_ms < until {
+                    events.push(Event {
+                        start_ms: e.start_ms,
+                        id: e.id.clone(),
+                        raw: e.raw.clone(),
+                        page: at,
+                        row: e.row,
+                    });
+                }
+            }
+        }
+        in_order(&mut events);
+        self.progress.events += events.len() as u64;
+        self.progress.done_ms = until - start;
+        Some(Completed {
+            events,
+            batches,
+            until_ms: until,
+        })
+    }
+}

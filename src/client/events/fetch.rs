@@ -1,0 +1,595 @@
+//! The fetch loop: windows added and opened, their pages asked (at most the configured number in
+//! flight) and each answer taken, with what the fetch expects and reports on the way.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use tokio::task::JoinSet;
+
+use super::held::HELD_FOR;
+use super::page::{
+    fetch_page, order_of, page_url, projected, settled_before, Completed, EventForm, Order, Page,
+    Reuse,
+};
+use super::window::paged_reach;
+use super::{
+    Ask, Burst, Fetch, Mode, Progress, ProgressSink, Query, Window, CEILING_PAGE,
+    DEFAULT_IN_FLIGHT, EXPECT_EVERY, SAFETY,
+};
+use crate::client::cache::{Damage, Piece};
+use crate::client::error::{Error, Result};
+use crate::client::lists::{OFFSET_CEILING, PAGE};
+use crate::client::Client;
+use crate::time::format_ms;
+
+impl Fetch {
+    /// A planner of `query`'s windows: the `pieces` the cache holds, complete, and the first
+    /// window of each gap queued. `counting`: a count (a plan).
+    pub(super) fn new(
+        client: Client,
+        query: &Query,
+        keep: EventForm,
+        sink: Option<ProgressSink>,
+        counting: bool,
+        pieces: Vec<Piece>,
+    ) -> Fetch {
+        let in_flight_max = client
+            .config()
+            .limits
+            .read_concurrency
+            .unwrap_or(DEFAULT_IN_FLIGHT)
+            .max(1);
+        // Under a daily quota requests are what a fetch costs: none is spent on speculation.
+        let frugal = client.config().limits.daily_requests.is_some();
+        let unsorted = client.shape().unsorted;
+        let caching = !counting && client.cache().is_some();
+        let carry = caching && query.partial;
+        let cutoff = settled_before(&client);
+        let mut p = Fetch {
+            progress: Progress {
+                total_ms: query.end_ms - query.start_ms,
+                ..Progress::default()
+            },
+            frontier: query.start_ms,
+            client,
+            query: query.clone(),
+            windows: BTreeMap::new(),
+            queue: VecDeque::new(),
+            tasks: JoinSet::new(),
+            in_flight_max,
+            next_id: 0,
+            keep,
+            sink,
+            density: None,
+            frugal,
+            unsorted,
+            counting,
+            counted: 0.0,
+            predicted: 0.0,
+            approximate: false,
+            sent: 0,
+            started: std::time::Instant::now(),
+            expected_at: None,
+            caching,
+            carry,
+            ended: false,
+            cutoff,
+            walk_pages: 0,
+            wrote: false,
+            replaced: Vec::new(),
+        };
+        for piece in pieces {
+            match piece {
+                Piece::Held(segment, lo, hi) => p.add_cached(segment, lo, hi),
+                Piece::Gap(lo, hi) => p.add_gap(lo, hi),
+            }
+        }
+        p
+    }
+
+    /// Sends what is queued and handles the next answer: the windows it completed (in time
+    /// order), or None when every window is done.
+    pub(super) async fn step(&mut self) -> Result<Option<Vec<Completed>>> {
+        loop {
+            // Windows complete without a request (from the cache) go first.
+            let ready = self.drain_ready();
+            if !ready.is_empty() {
+                return Ok(Some(ready));
+            }
+            if self.windows.is_empty() {
+                return Ok(None);
+            }
+            self.launch_pending();
+            let Some(joined) = self.tasks.join_next().await else {
+                if self.release_all() {
+                    continue;
+                }
+                // Nothing in flight and nothing queued, yet windows remain: never return a
+                // partial result as if it were whole.
+                return Err(self.stalled());
+            };
+            match joined {
+                Ok((id, kind, Ok(page))) => self.on_result(id, kind, page)?,
+                Ok((_, _, Err(e))) => return Err(e),
+                Err(e) => {
+                    return Err(Error::Transport(format!(
+                        "an events request task failed: {e}"
+                    )))
+                }
+            }
+            return Ok(Some(self.drain_ready()));
+        }
+    }
+
+    pub(super) fn window_mut(&mut self, id: u64) -> Option<&mut Window> {
+        self.windows.values_mut().find(|w| w.id == id)
+    }
+
+    /// A window of `[ws, we)` with a fresh id, not yet planned.
+    pub(super) fn new_window(&mut self, ws: i64, we: i64) -> Window {
+        self.next_id += 1;
+        let mut w = Window::new(self.next_id - 1, ws, we);
+        if !self.counting {
+            let report = self.query.report_id.as_deref();
+            let base = page_url(&self.client, ws, we, report, 0);
+            w.held_to = self.client.held().furthest(base.as_str(), CEILING_PAGE);
+        }
+        w
+    }
+
+    /// The first window of the query: page 0 alone first. Many queries (an hourly sync, a
+    /// day of one site) fit in one page, and a request is the scarcest thing there is; a
+    /// large range pays one round trip of latency for it, not a request.
+    pub(super) fn add_first_window(&mut self, ws: i64, we: i64) {
+        self.add_opening(ws, we, false);
+    }
+
+    /// The windows of a gap the cache does not hold: one, or, when an earlier run of a sync
+    /// the quota stopped carried the pages of a window that starts here, that window first
+    /// (its pages held for it, so its query asks none of them again) and the rest after it.
+    pub(super) fn add_gap(&mut self, lo: i64, hi: i64) {
+        let report = self.query.report_id.clone();
+        let carried = match self.client.cache() {
+            Some(cache) if self.carry => match cache.take_carried(report.as_deref(), lo, hi) {
+                Ok(carried) => carried,
+                Err(damage) => {
+                    if let Damage::Corrupt(why) = damage {
+                        self.client.http().warn(format!(
+                            "the pages of the window from {} that an earlier run carried in \
+                             the cache: {why}: the file is removed and its pages asked again",
+                            format_ms(lo)
+                        ));
+                    }
+                    None
+                }
+            },
+            _ => None,
+        };
+        let Some((qe, pages)) = carried else {
+            return self.add_first_window(lo, hi);
+        };
+        for (offset, body) in pages {
+            let url = page_url(&self.client, lo, qe, report.as_deref(), offset);
+            self.client
+                .held()
+                .put(url.to_string(), body, HELD_FOR, true);
+        }
+        self.add_first_window(lo, qe);
+        if qe < hi {
+            self.add_first_window(qe, hi);
+        }
+    }
+
+    /// A window that asks page 0 alone first. `safe`: sized from a sample well under the
+    /// ceiling, so walked without its ceiling page even when the service does not sort.
+    pub(super) fn add_opening(&mut self, ws: i64, we: i64, safe: bool) -> u64 {
+        self.progress.windows += 1;
+        let mut w = self.new_window(ws, we);
+        let id = w.id;
+        w.mode = Mode::Opening;
+        w.safe = safe || {
+            let shape = self.client.shape();
+            let densest = shape.density.get(&self.query.report_id).copied();
+            densest.is_some_and(|d| d * (we - ws + 2) as f64 * SAFETY < CEILING_PAGE as f64)
+        };
+        w.launched.insert(0);
+        self.windows.insert(ws, w);
+        self.queue.push_back((id, Ask::Page(0)));
+        id
+    }
+
+    pub(super) fn add_window(&mut self, ws: i64, we: i64) -> u64 {
+        if self.frugal {
+            return self.add_opening(ws, we, false);
+        }
+        self.progress.windows += 1;
+        let mut w = self.new_window(ws, we);
+        let id = w.id;
+        w.launched.extend([0, CEILING_PAGE]);
+        self.windows.insert(ws, w);
+        // The ceiling page decides everything; page 0 is needed whatever it says (unless empty).
+        self.queue.push_front((id, Ask::Page(0)));
+        self.queue.push_front((id, Ask::Probe));
+        id
+    }
+
+    /// The window a chained cut starts (the rest of a sorted range past a full window). A
+    /// count asks no first page of it: as dense as the window before, it is searched for from
+    /// the start, its ceiling page first when that density puts its end past it (full, every
+    /// page before it is full, and the fetch walks them all).
+    pub(super) fn add_chained(&mut self, ws: i64, we: i64) -> u64 {
+        if !self.counting {
+            return self.add_window(ws, we);
+        }
+        self.progress.windows += 1;
+        let mut w = self.new_window(ws, we);
+        let id = w.id;
+        w.mode = Mode::Walking;
+        self.windows.insert(ws, w);
+        self.search(id);
+        id
+    }
+
+    /// Asks the ceiling page of window `id`, whose size is unknown.
+    pub(super) fn probe(&mut self, id: u64) {
+        if let Some(w) = self.window_mut(id) {
+            w.mode = Mode::Probing;
+            if w.launched.insert(CEILING_PAGE) {
+                self.queue.push_front((id, Ask::Probe));
+            }
+        }
+    }
+
+    /// Under a quota, after a full page of window `id`. Sorted, the window is walked to its end
+    /// or its ceiling page, which gives the next window's start: no request is lost. Unsorted
+    /// (`unsorted`), a window over the ceiling cannot be kept, so its ceiling page is asked
+    /// next, unless a sample sized it or it was asked already.
+    pub(super) fn advance(&mut self, id: u64, unsorted: bool) {
+        let ask = self
+            .window_mut(id)
+            .is_some_and(|w| unsorted && !w.safe && !w.launched.contains(&CEILING_PAGE));
+        if ask {
+            self.probe(id);
+        } else {
+            self.walk(id);
+        }
+    }
+
+    /// Asks the first page of window `id` not yet in, one at a time (a walking window).
+    pub(super) fn walk(&mut self, id: u64) {
+        if self.counting {
+            return self.search(id);
+        }
+        let Some(w) = self.window_mut(id) else {
+            return;
+        };
+        w.mode = Mode::Walking;
+        let next = (0..CEILING_PAGE + PAGE)
+            .step_by(PAGE)
+            .find(|o| !w.pages.contains_key(o));
+        match next {
+            Some(o) if w.launched.insert(o) => self.queue.push_back((id, Ask::Page(o))),
+            Some(_) => {}
+            // Every page up to the ceiling is in, all full: over the ceiling.
+            None => {
+                w.mode = Mode::Full {
+                    order: Order::Constant,
+                }
+            }
+        }
+    }
+
+    /// Without a quota, after a full first page of window `id`. A sorted page whose density
+    /// puts the window well under the ceiling: paged ahead at once, no further than its
+    /// density puts the end, its ceiling page asked only if it turns out larger (a count
+    /// searches for its end). An unsorted page: its second page first (a window of a page or
+    /// two, the most common, then costs its pages), then the ceiling page. Otherwise the
+    /// ceiling page first, which decides how it is fetched. A count asks what the fetch asks.
+    pub(super) fn open_ahead(&mut self, id: u64) {
+        let counting = self.counting;
+        let Some(w) = self.window_mut(id) else {
+            return;
+        };
+        let times = w.times();
+        let order = order_of(times.iter().copied());
+        let small = times
+            .last()
+            .and_then(|&last| projected(order, PAGE as f64, last, w.qs, w.qe))
+            .is_some_and(|events| events * SAFETY < CEILING_PAGE as f64);
+        match (small, order) {
+            // A count's walk searches for the end, its second page first when unsorted.
+            (true, _) | (false, Order::Unsorted) if counting => self.walk(id),
+            (true, _) | (false, Order::Unsorted) => {
+                w.mode = Mode::Paging { end: None };
+                let reach = if small { paged_reach(w, order) } else { PAGE };
+                self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
+            }
+            _ => self.probe(id),
+        }
+    }
+
+    pub(super) fn launch_pending(&mut self) {
+        while self.tasks.len() < self.in_flight_max {
+            let Some((id, kind)) = self.next_request() else {
+                break;
+            };
+            let Some(w) = self.window_mut(id) else {
+                continue;
+            };
+            let (qs, qe) = (w.qs, w.qe);
+            w.in_flight += 1;
+            let offset = match kind {
+                Ask::Probe => CEILING_PAGE,
+                Ask::Page(o) => o,
+            };
+            let client = self.client.clone();
+            let report = self.query.report_id.clone();
+            let keep = self.keep;
+            let counting = self.counting;
+            self.sent += 1;
+            self.tasks.spawn(async move {
+                let hold = if counting { Reuse::Settled } else { Reuse::No };
+                let result =
+                    fetch_page(&client, qs, qe, report.as_deref(), offset, keep, hold).await;
+                (id, kind, result)
+            });
+        }
+    }
+
+    /// Probes first (they decide the plan), then pages of the earliest windows.
+    pub(super) fn next_request(&mut self) -> Option<(u64, Ask)> {
+        let pos = self
+            .queue
+            .iter()
+            .position(|(_, k)| *k == Ask::Probe)
+            .unwrap_or(0);
+        self.queue.remove(pos)
+    }
+
+    pub(super) fn enqueue_pages(&mut self, id: u64, offsets: impl IntoIterator<Item = usize>) {
+        let mut fresh = Vec::new();
+        let counting = self.counting;
+        if let Some(w) = self.window_mut(id) {
+            if counting {
+                // Pages known to be full: a count need not ask them.
+                for o in offsets {
+                    if o < CEILING_PAGE && !w.pages.contains_key(&o) {
+                        w.assumed.insert(o);
+                    }
+                }
+                return;
+            }
+            let limit = match w.mode {
+                Mode::Paging { end: Some(e) } => e.min(CEILING_PAGE),
+                _ => CEILING_PAGE,
+            };
+            for o in offsets {
+                if o < limit && w.launched.insert(o) && !w.pages.contains_key(&o) {
+                    fresh.push(o);
+                }
+            }
+        }
+        for o in fresh {
+            self.queue.push_back((id, Ask::Page(o)));
+        }
+    }
+
+    pub(super) fn on_result(&mut self, id: u64, kind: Ask, mut page: Page) -> Result<()> {
+        self.progress.requests += u64::from(!page.held);
+        if !self.caching {
+            page.body = None;
+        }
+        let frugal = self.frugal;
+        let counting = self.counting;
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
+        w.in_flight -= 1;
+        w.spent += 1;
+        let offset = match kind {
+            Ask::Probe => CEILING_PAGE,
+            Ask::Page(o) => o,
+        };
+        let len = page.events.len();
+        w.launched.insert(offset);
+        w.assumed.remove(&offset);
+        w.pages.insert(offset, page);
+        if counting && len == PAGE {
+            // Every page before a full one is full.
+            w.assumed.extend(
+                (0..offset)
+                    .step_by(PAGE)
+                    .filter(|o| !w.pages.contains_key(o)),
+            );
+        }
+        match (&w.mode, kind) {
+            (Mode::Opening, Ask::Page(0)) if len < PAGE => w.mode = Mode::Known { end: PAGE },
+            (Mode::Opening, Ask::Page(0)) if frugal => {
+                // What an earlier window found holds for this one's first page too.
+                let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
+                self.unsorted |= unsorted;
+                self.advance(id, self.unsorted);
+            }
+            (Mode::Opening, Ask::Page(0)) => self.open_ahead(id),
+            (Mode::Walking, Ask::Page(_)) if counting && len < PAGE => self.search(id),
+            (Mode::Walking, Ask::Page(o)) if len < PAGE => {
+                w.mode = Mode::Known { end: o + PAGE };
+            }
+            (Mode::Walking, Ask::Page(o)) => {
+                let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
+                self.unsorted |= unsorted;
+                let burst = if counting || unsorted {
+                    None
+                } else if self.meets_burst(id, o) {
+                    Some(Burst::Wait)
+                } else {
+                    self.burst_reached(id)
+                };
+                if let Some(Burst::Chain(order, end)) = burst {
+                    self.chain_before(id, order, end)?;
+                } else if burst.is_some() {
+                    self.probe(id);
+                } else {
+                    self.advance(id, unsorted);
+                }
+            }
+            (Mode::Probing, Ask::Page(0)) if !frugal && w.pages.contains_key(&CEILING_PAGE) => {
+                // The ceiling page came first, all of one millisecond: this page tells the
+                // order it ends (see `on_probe`).
+                self.on_probe(id, PAGE)?;
+            }
+            (Mode::Probing, Ask::Probe) if frugal && len == 0 => self.walk(id),
+            (Mode::Probing, Ask::Probe) => self.on_probe(id, len)?,
+            (Mode::Paging { end: None }, Ask::Page(0)) if len == PAGE => {
+                // The ceiling page came back empty before this one.
+                self.on_probe(id, 0)?;
+            }
+            (Mode::Paging { .. }, Ask::Page(o)) if len < PAGE => {
+                // The end is known: every page before it is needed, launched or not yet.
+                let mut end = o + PAGE;
+                if let Some(w) = self.window_mut(id) {
+                    if let Mode::Paging { end: Some(e) } = w.mode {
+                        end = end.min(e);
+                    }
+                    w.mode = Mode::Paging { end: Some(end) };
+                }
+                self.enqueue_pages(id, (0..end).step_by(PAGE));
+            }
+            (Mode::Paging { end: None }, Ask::Page(o)) if o + PAGE >= CEILING_PAGE => {
+                // The ceiling page was empty: nothing lies past it.
+                if let Some(w) = self.window_mut(id) {
+                    w.mode = Mode::Paging {
+                        end: Some(CEILING_PAGE),
+                    };
+                }
+                self.enqueue_pages(id, (0..CEILING_PAGE).step_by(PAGE));
+            }
+            (Mode::Paging { end: None }, Ask::Page(_)) => {
+                let order = order_of(w.times().into_iter());
+                let mut reach = paged_reach(w, order);
+                if !w.launched.contains(&CEILING_PAGE)
+                    && (order == Order::Unsorted || reach >= CEILING_PAGE / 2)
+                {
+                    // Paged without its ceiling page (see `open_ahead`), it turned out
+                    // unsorted or large: the ceiling page decides now.
+                    self.probe(id);
+                } else {
+                    // Every page below the furthest full one is needed, and a few past it are
+                    // asked ahead. A plan's pages held for it are answered at once, the
+                    // furthest perhaps short: none is asked past it before it is in, so that
+                    // they send the pages ahead no further past the end than pages asked in
+                    // turn do.
+                    if let Some(h) = w.held_to.filter(|h| !w.pages.contains_key(h)) {
+                        reach = reach.min(h.max(PAGE));
+                    }
+                    self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
+                }
+            }
+            _ => {}
+        }
+        self.check_done(id)
+    }
+
+    /// Updates what the progress expects: the events of the range (the windows emitted,
+    /// exactly; each open window as far as its pages tell (see [`Window::guess`]); the
+    /// windows that tell nothing yet at the density of the others, or of what earlier fetches
+    /// of this client saw), the requests those take, and the time they take at the read rate.
+    /// With nothing to go on yet (an unsorted first window still open) it expects nothing.
+    pub(super) fn expect(&mut self) {
+        let (mut known, mut span) = (self.progress.events as f64, self.progress.done_ms as f64);
+        let (mut kept, mut unknown_ms) = (self.progress.events, 0.0);
+        let done = (span > 0.0).then(|| known / span);
+        for w in self.windows.values() {
+            kept += w.kept_so_far() as u64;
+            match w.guess(done) {
+                Some(g) => {
+                    known += g;
+                    span += (w.we - w.ws).max(1) as f64;
+                }
+                None => unknown_ms += (w.we - w.ws).max(1) as f64,
+            }
+        }
+        // A window cut shorter drops events it had kept: the count shown never goes back, and
+        // is exact once every window is emitted.
+        self.progress.fetched = if self.windows.is_empty() {
+            self.progress.events
+        } else {
+            kept.max(self.progress.fetched)
+        };
+        let density = if span > 0.0 {
+            Some(known / span)
+        } else {
+            let shape = self.client.shape();
+            shape.density.get(&self.query.report_id).copied()
+        };
+        let Some(density) = density else {
+            return;
+        };
+        let fetched = self.progress.fetched as f64;
+        let expected = (known + density * unknown_ms).round().max(fetched);
+        let left = expected - fetched;
+        // The pages left, and a partial last page for each window left (10,000 events each).
+        let open = if self.windows.is_empty() { 0.0 } else { 1.0 };
+        let more = (left / PAGE as f64).ceil() + (left / OFFSET_CEILING as f64).floor() + open;
+        let requests = self.progress.requests + more as u64;
+        self.progress.expected_events = Some(expected as u64);
+        self.progress.expected_requests = Some(requests);
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let seen = (self.progress.requests >= 3 && elapsed >= 1.0)
+            .then(|| self.progress.requests as f64 / elapsed);
+        let rate = match (self.client.read_rate(), seen) {
+            (Some(limit), Some(seen)) => Some(limit.min(seen)),
+            (limit, seen) => limit.or(seen),
+        };
+        self.progress.eta_ms = if self.windows.is_empty() {
+            Some(0)
+        } else {
+            rate.filter(|r| *r > 0.0)
+                .map(|r| ((requests - self.progress.requests) as f64 / r * 1000.0) as u64)
+        };
+    }
+
+    /// Hands the progress, with what it expects, to the sink, if any. What it expects is
+    /// worked out again at most every [`EXPECT_EVERY`] (a bar is drawn no more often), and
+    /// at the end: it reads every open window's events, a few thousand each, and a fetch
+    /// reports after every page.
+    pub(super) fn report(&mut self) {
+        let due = self.windows.is_empty()
+            || self
+                .expected_at
+                .is_none_or(|at| at.elapsed() >= EXPECT_EVERY);
+        if self.sink.is_some() && due {
+            self.expect();
+            self.expected_at = Some(std::time::Instant::now());
+        }
+        if let Some(s) = &self.sink {
+            s(self.progress);
+        }
+    }
+
+    pub(super) fn stalled(&self) -> Error {
+        let stalled = self
+            .windows
+            .values()
+            .map(|w| {
+                let missing: Vec<usize> = (0..CEILING_PAGE)
+                    .step_by(PAGE)
+                    .filter(|o| !w.has(*o))
+                    .take(5)
+                    .collect();
+                let mut launched: Vec<&usize> = w.launched.iter().collect();
+                launched.sort();
+                format!(
+                    "{}..{} ({:?}, {} pages, missing {missing:?}, launched {launched:?})",
+                    format_ms(w.ws),
+                    format_ms(w.we),
+                    w.mode,
+                    w.pages.len()
+                )
+            })
+            .collect::<Vec<_>>();
+        Error::Transport(format!(
+            "internal error: event windows left incomplete: {}",
+            stalled.join(", ")
+        ))
+    }
+}
