@@ -32,7 +32,7 @@ CORE = ("client", "emulator", "webhook", "limits.rs", "time.rs", "rng.rs", "text
 MAX_LINES = 800
 # Files over MAX_LINES (tests aside) still to split by concern; none may grow past its size here.
 LONG_FOR_NOW = {
-    "src/client/http.rs": 1234,
+    "src/client/http.rs": 1091,
     "src/emulator/data.rs": 855,
     "src/emulator/routes.rs": 814,
     "src/emulator/state.rs": 821,

@@ -19,6 +19,7 @@ pub mod plan;
 pub mod publish;
 pub mod quota;
 pub mod redact;
+pub mod retry;
 pub mod stats;
 pub mod uses;
 pub mod words;

@@ -21,7 +21,7 @@ pub trait Update: Send + 'static {
 pub type Sink<P> = Arc<dyn Fn(P) + Send + Sync>;
 
 /// What the client waits for now, in words (None: nothing).
-type Waiting = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+type WaitWords = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 /// What the callback was handed last: its dict, and the waiting words in it.
 #[derive(Default)]
@@ -33,7 +33,7 @@ struct Shown {
 /// The latest update of a task, written by the task, read by the waiting Python thread.
 pub struct Cell<P> {
     latest: Arc<Mutex<Option<P>>>,
-    waiting: Option<Waiting>,
+    waiting: Option<WaitWords>,
     shown: Arc<Mutex<Shown>>,
 }
 
