@@ -30,6 +30,12 @@ PROFILE_VARIABLE = "SURVEILLANCE_PROFILE"
 FILE_VARIABLE = "SURVEILLANCE_CONFIG_FILE"
 
 
+def _short(value: Any) -> str:
+    """A value as an error message shows it: its repr, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _text(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError(f"must be text, got {type(value).__name__}")
@@ -42,9 +48,9 @@ def _number(value: Any) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"must be a number, got {value!r}") from None
+        raise ValueError(f"must be a number, got {_short(value)}") from None
     if number != number or number < 0:
-        raise ValueError(f"must be 0 or more, got {value!r}")
+        raise ValueError(f"must be 0 or more, got {_short(value)}")
     return number
 
 
@@ -54,16 +60,16 @@ def _count(value: Any) -> int:
     try:
         number = int(str(value).strip()) if isinstance(value, str) else int(value)
     except (TypeError, ValueError):
-        raise ValueError(f"must be a whole number, got {value!r}") from None
+        raise ValueError(f"must be a whole number, got {_short(value)}") from None
     if number != value and not isinstance(value, str) or number < 0:
-        raise ValueError(f"must be a whole number, 0 or more, got {value!r}")
+        raise ValueError(f"must be a whole number, 0 or more, got {_short(value)}")
     return number
 
 
 def _region(value: Any) -> str:
     region = _text(value).strip().lower()
     if region not in ("us", "eu"):
-        raise ValueError(f"must be us or eu, got {value!r}")
+        raise ValueError(f"must be us or eu, got {_short(value)}")
     return region
 
 
@@ -222,7 +228,8 @@ def resolve(
             continue
         raw = env.get(s.variable)
         if raw is not None and raw.strip() != "":
-            out[s.name] = Resolved(_checked(s, raw, f"`{s.variable}`"), "environment")
+            where = f"`{s.variable}` (the variable of `{s.name}`)"
+            out[s.name] = Resolved(_checked(s, raw, where), "environment")
             continue
         for origin, table in tables:
             if s.name in table:

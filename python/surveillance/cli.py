@@ -71,19 +71,6 @@ _EXIT_STATUSES = """exit status:
   130  interrupted (Ctrl-C)"""
 
 
-def _argument_type(setting: _config.Setting) -> Callable[[str], Any]:
-    """The setting's check as an argparse ``type``: a bad value is a usage error."""
-
-    def check(text: str) -> Any:
-        try:
-            return setting.check(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(f"{setting.flag} {e}") from None
-
-    check.__name__ = setting.name  # argparse names the type in its message
-    return check
-
-
 def _connection_arguments(p: argparse.ArgumentParser, *, shown: bool) -> None:
     """Adds ``--profile`` and the option of every setting. The top-level parser shows them
     (``surveillance --profile p sites``); a command accepts them after its name too, without
@@ -106,13 +93,16 @@ def _connection_arguments(p: argparse.ArgumentParser, *, shown: bool) -> None:
     )
     for setting in _config.SETTINGS:
         default = "" if setting.default is None else f" (default {setting.default})"
+        if isinstance(setting.default, (int, float)):
+            default = f" (default {setting.default:g})"
         help_text = f"{setting.help}{default} [{setting.variable}]"
+        # Checked with the other places' values (`_given`): a bad one is one line, exit 2.
+        choices = {"choices": _core.REGIONS, "type": str.lower} if setting.name == "region" else {}
         group.add_argument(
             setting.flag,
             dest=setting.name,
-            type=_argument_type(setting),
-            metavar="VALUE",
-            **{"help": help_text, **extra},
+            metavar=None if choices else "VALUE",
+            **{"help": help_text, **choices, **extra},
         )
 
 
@@ -120,11 +110,25 @@ def _client_arguments(p: argparse.ArgumentParser, *, publish: bool = False) -> N
     """Marks a command that talks to the service: it accepts the connection options (given
     before the command, or after it for compatibility)."""
     _connection_arguments(p, shown=False)
+    p.epilog = (
+        "the connection and configuration options (the profile, the service's address, the "
+        "rates) are given before the command: `surveillance --help`; `surveillance config` "
+        "shows the settings in effect"
+    )
 
 
 def _given(args: argparse.Namespace) -> dict[str, Any]:
-    """The settings given as options (None: not given)."""
-    return {s.name: getattr(args, s.name, None) for s in _config.SETTINGS}
+    """The settings given as options (None: not given), checked as the table says."""
+    given = {}
+    for setting in _config.SETTINGS:
+        value = getattr(args, setting.name, None)
+        if value is not None:
+            try:
+                value = setting.check(value)
+            except ValueError as e:
+                raise ConfigError(f"{setting.flag} {e}") from None
+        given[setting.name] = value
+    return given
 
 
 def _client(args: argparse.Namespace) -> Client:
