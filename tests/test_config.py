@@ -200,3 +200,41 @@ def test_connection_options_are_global_and_each_help_shows_only_its_own(config_e
     for command in ("sites", "events", "publish", "quota", "config"):
         text = _run([command, "--help"], env).stdout
         assert "--base-url" not in text and "--client-secret" not in text, command
+
+
+def test_dlt_source_takes_its_credentials_from_dlt_secrets(config_emu, clean_env):
+    """As dlt's verified sources do: `sources.surveillance.*` of dlt's config and secrets
+    (here their environment form) configure the source's client."""
+    from surveillance.dlt import surveillance_source
+
+    for name in ("base_url", "api_key", "client_id", "client_secret", "audience"):
+        clean_env.setenv(f"SOURCES__SURVEILLANCE__{name.upper()}", getattr(config_emu, _EMU[name]))
+    clean_env.setenv("SURVEILLANCE_READ_PER_SECOND", "0")
+    source = surveillance_source(start="2026-01-05")
+    rows = list(source.resources["sites"])
+    assert sum(getattr(r, "num_rows", 1) for r in rows) == 2
+
+
+_EMU = {
+    "base_url": "url",
+    "api_key": "api_key",
+    "client_id": "client_id",
+    "client_secret": "client_secret",
+    "audience": "audience",
+}
+
+
+def test_the_guide_lists_every_setting_of_the_table():
+    """docs/guide/configuration.md's table is the one table: every setting, its variable, its
+    option and its default."""
+    from pathlib import Path
+
+    guide = (Path(__file__).parent.parent / "docs" / "guide" / "configuration.md").read_text()
+    rows = {line.split("|")[1].strip(" `"): line for line in guide.splitlines() if "| `" in line}
+    for s in _config.SETTINGS:
+        row = rows[s.name]
+        assert f"`{s.variable}`" in row and f"`{s.flag}`" in row, s.name
+        default = "-" if s.default is None else s.default
+        if isinstance(default, (int, float)):
+            default = f"{default:g}"
+        assert row.split("|")[4].strip() == default, s.name

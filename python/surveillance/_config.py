@@ -184,6 +184,12 @@ def _table(data: Mapping[str, Any], path: str, where: str, table: Any) -> dict[s
     return out
 
 
+def check(setting: Setting, value: Any, where: str) -> Any:
+    """``value`` checked as ``setting`` says; a bad one is a :class:`ConfigError` that names
+    ``where`` it came from and the setting."""
+    return _checked(setting, value, f"`{setting.name}` of {where}")
+
+
 def _checked(setting: Setting, value: Any, where: str) -> Any:
     try:
         return setting.check(value)
