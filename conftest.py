@@ -9,6 +9,9 @@ def _quota_ledgers(tmp_path_factory, monkeypatch):
     `surveillance.Limits`), so that no count of another test (an emulator of the same seed on
     the same port) is seen, and nothing is written to the user's cache directory."""
     monkeypatch.setenv("SURVEILLANCE_QUOTA_DIR", str(tmp_path_factory.mktemp("quota")))
+    # No test reads the user's config file: a path of the test's own, absent unless written.
+    config = tmp_path_factory.mktemp("config") / "config.toml"
+    monkeypatch.setenv("SURVEILLANCE_CONFIG_FILE", str(config))
 
 
 @pytest.fixture(autouse=True)

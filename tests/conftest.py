@@ -78,7 +78,8 @@ def service_env(emu: Any = None, **extra: str) -> dict:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("SURVEILLANCE_") or k == "SURVEILLANCE_QUOTA_DIR"
+        if not k.startswith("SURVEILLANCE_")
+        or k in ("SURVEILLANCE_QUOTA_DIR", "SURVEILLANCE_CONFIG_FILE")
     }
     if emu is not None:
         env.update(
@@ -447,6 +448,9 @@ def interrupt_after(
 def clean_env(monkeypatch):
     """`monkeypatch` with every ``SURVEILLANCE_*`` variable removed from the environment."""
     for var in list(os.environ):
-        if var.startswith("SURVEILLANCE_") and var != "SURVEILLANCE_QUOTA_DIR":
+        if var.startswith("SURVEILLANCE_") and var not in (
+            "SURVEILLANCE_QUOTA_DIR",
+            "SURVEILLANCE_CONFIG_FILE",
+        ):
             monkeypatch.delenv(var)
     return monkeypatch

@@ -29,10 +29,10 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable, Optional
 
-from . import __version__, _core, _records, _store, analysis
+from . import __version__, _config, _core, _records, _store, analysis
 from ._output import write_parquet
 from ._progress import make as _progress_bar
 from ._time import RELATIVE, relative, to_ms
@@ -54,16 +54,9 @@ from .emulator import Emulator
 from .errors import ConfigError, QuotaExhaustedError, SurveillanceError
 
 # --- shared options -------------------------------------------------------------------
-#: Client settings a command line may give: (option, Client argument, variable, help).
-_SETTINGS = [
-    ("--base-url", "base_url", "SURVEILLANCE_BASE_URL", "the service's address, without /v2"),
-    ("--api-key", "api_key", "SURVEILLANCE_API_KEY", "the organization's API key"),
-    ("--client-id", "client_id", "SURVEILLANCE_CLIENT_ID", "OAuth client id"),
-    ("--client-secret", "client_secret", "SURVEILLANCE_CLIENT_SECRET", "OAuth client secret"),
-    ("--eu-base-url", "eu_base_url", "SURVEILLANCE_EU_BASE_URL", "the EU webhook's address"),
-    ("--region", "region", "SURVEILLANCE_REGION", "us or eu: where publish posts"),
-    ("--audience", "audience", "SURVEILLANCE_AUDIENCE", "the token audience"),
-]
+#: Client settings a command line may give: (option, Client argument, variable, help), from
+#: the one table of settings (:data:`surveillance._config.SETTINGS`).
+_SETTINGS = [(x.flag, x.name, x.variable, x.help) for x in _config.SETTINGS]
 #: Settings without which no request can be made (the others have defaults).
 _REQUIRED = ("base_url", "api_key", "client_id", "client_secret")
 #: Exit status of a command stopped by the day's request quota (``EX_TEMPFAIL`` of sysexits:
@@ -77,104 +70,140 @@ _EXIT_STATUSES = """exit status:
   75   stopped by the day's request quota: nothing more could be sent today (a sync resumes
        where it stopped on its next run; `surveillance quota` says when the quota comes back)
   130  interrupted (Ctrl-C)"""
-#: Rate options of the reads and of the webhook: (option, type, default, metavar, help), the
-#: defaults those of :class:`Limits`.
-_READ_RATES = [
-    ("--read-per-second", float, Limits.read_per_second, "RATE", "read requests a second"),
-    ("--read-concurrency", int, Limits.read_concurrency, "N", "read requests in flight"),
-]
-_PUBLISH_RATES = [
-    ("--publish-per-second", float, Limits.publish_per_second, "RATE", "webhook posts a second"),
-    ("--publish-concurrency", int, Limits.publish_concurrency, "N", "webhook posts in flight"),
-]
+
+
+def _connection_arguments(p: argparse.ArgumentParser, *, shown: bool) -> None:
+    """Adds ``--profile`` and the option of every setting. The top-level parser shows them
+    (``surveillance --profile p sites``); a command accepts them after its name too, without
+    showing them in its help and without overriding the ones given before it."""
+    if shown:
+        group = p.add_argument_group(
+            "connection and configuration (before the command)",
+            "each option overrides its environment variable, shown in brackets, which "
+            "overrides the profile of the config file, then its [default] table "
+            "(`surveillance config` shows where each setting comes from)",
+        )
+        extra: dict[str, Any] = {"default": None}
+    else:
+        group = p.add_argument_group("connection")
+        extra = {"default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+    group.add_argument(
+        "--profile",
+        metavar="NAME",
+        **{"help": f"the profile of the config file to use [{_config.PROFILE_VARIABLE}]", **extra},
+    )
+    for setting in _config.SETTINGS:
+        default = "" if setting.default is None else f" (default {setting.default})"
+        if isinstance(setting.default, (int, float)):
+            default = f" (default {setting.default:g})"
+        help_text = f"{setting.help}{default} [{setting.variable}]"
+        # Checked with the other places' values (`_given`): a bad one is one line, exit 2.
+        choices = {"choices": _core.REGIONS, "type": str.lower} if setting.name == "region" else {}
+        group.add_argument(
+            setting.flag,
+            dest=setting.name,
+            metavar=None if choices else "VALUE",
+            **{"help": help_text, **choices, **extra},
+        )
 
 
 def _client_arguments(p: argparse.ArgumentParser, *, publish: bool = False) -> None:
-    """Adds the connection options; each defaults to its SURVEILLANCE_* variable. The rate
-    options are those of the requests the command sends: the webhook's with ``publish``, the
-    reads' otherwise (see :class:`Limits`)."""
-    group = p.add_argument_group(
-        "connection", "each option defaults to its environment variable, shown in brackets"
+    """Marks a command that talks to the service: it accepts the connection options (given
+    before the command, or after it for compatibility)."""
+    _connection_arguments(p, shown=False)
+    p.epilog = (
+        "the connection and configuration options (the profile, the service's address, the "
+        "rates) are given before the command: `surveillance --help`; `surveillance config` "
+        "shows the settings in effect"
     )
-    for option, dest, variable, text in _SETTINGS:
-        if dest == "region":
-            group.add_argument(
-                option,
-                dest=dest,
-                type=str.lower,
-                choices=_core.REGIONS,
-                help=f"{text} (default us) [{variable}]",
-            )
-            continue
-        group.add_argument(option, dest=dest, metavar="VALUE", help=f"{text} [{variable}]")
-    group.add_argument("--ca-bundle", metavar="PEM", help="extra trusted certificates")
-    group.add_argument(
-        "--timeout",
-        type=float,
-        default=_core.DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help="seconds per request (default %(default)g)",
-    )
-    group.add_argument(
-        "--max-outage",
-        type=float,
-        metavar="SECONDS",
-        help="how long a call rides out the service being unreachable: refused, reset, timed "
-        "out, 502-504 (default 60; 0: fail at once) [SURVEILLANCE_MAX_OUTAGE]",
-    )
-    rates = _PUBLISH_RATES if publish else _READ_RATES
-    for option, kind, default, metavar, text in rates:
-        group.add_argument(
-            option,
-            type=kind,
-            default=default,
-            metavar=metavar,
-            help=f"{text} (default %(default)g, the published limit; 0: no limit)",
-        )
-    group.add_argument(
-        "--daily-requests",
-        type=int,
-        # A string default goes through `type`: a bad variable is a usage error.
-        default=os.environ.get("SURVEILLANCE_DAILY_REQUESTS") or 2400,
-        metavar="N",
-        help="requests a day with the API key, shared by every client of this machine "
-        "(default 2400, the published quota; 0: no limit) [SURVEILLANCE_DAILY_REQUESTS]",
-    )
+
+
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as options (None: not given), checked as the table says."""
+    given = {}
+    for setting in _config.SETTINGS:
+        value = getattr(args, setting.name, None)
+        if value is not None:
+            try:
+                value = setting.check(value)
+            except ValueError as e:
+                raise ConfigError(f"{setting.flag} {e}") from None
+        given[setting.name] = value
+    return given
 
 
 def _client(args: argparse.Namespace) -> Client:
-    """A :class:`Client` from the connection options and the environment; a missing
-    credential is a :class:`ConfigError` naming the option and the variable."""
+    """A :class:`Client` from the options, the environment and the config file, resolved as
+    the library resolves them; a missing credential is a :class:`ConfigError` naming the
+    option and the variable."""
+    profile = getattr(args, "profile", None)
+    resolved = _config.resolve(_given(args), profile=profile)
     for option, dest, variable, _ in _SETTINGS:
-        if dest in _REQUIRED and not getattr(args, dest) and not os.environ.get(variable):
+        if dest in _REQUIRED and resolved[dest].value is None:
             raise ConfigError(
                 f"{dest.replace('_', ' ')} is missing: set {variable} or pass {option}"
             )
-    settings = {dest: getattr(args, dest) for _, dest, _, _ in _SETTINGS}
-    rates = {
-        option: getattr(args, option[2:].replace("-", "_"))
-        for option, *_ in _READ_RATES + _PUBLISH_RATES
-        if hasattr(args, option[2:].replace("-", "_"))
-    }
-    rates["--daily-requests"] = args.daily_requests
-    negative = [option for option, value in rates.items() if value < 0]
-    if negative:
-        raise ValueError(f"{' and '.join(negative)} must be 0 (no limit) or more")
-    # A rate option the command does not show keeps the published limit.
-    limits = Limits(**{option[2:].replace("-", "_"): v or None for option, v in rates.items()})
-    return Client(
-        ca_bundle=args.ca_bundle,
-        timeout=args.timeout,
-        max_outage=args.max_outage,
-        limits=limits,
-        **settings,
-    )
+    # 0 is "no limit".
+    limits = Limits(**{f.name: resolved[f.name].value or None for f in fields(Limits)})
+    given = {k: v for k, v in _given(args).items() if k not in limits.__dict__}
+    return Client(limits=limits, profile=profile, **given)
 
 
 def _progress(args: argparse.Namespace) -> Any:
     """The ``progress`` argument of a long call: ``--no-progress`` turns the bar off; otherwise
     a bar on a terminal, none when stderr is redirected."""
     return False if getattr(args, "no_progress", False) else "auto"
+
+
+# --- config ---------------------------------------------------------------------------
+def _config_arguments(p: argparse.ArgumentParser) -> None:
+    _client_arguments(p)
+
+
+def _config_show(args: argparse.Namespace) -> int:
+    """Prints each effective setting, its value (secrets masked) and where it came from, as
+    ``aws configure list`` does; sends no request."""
+    profile = getattr(args, "profile", None)
+    resolved = _config.resolve(_given(args), profile=profile)
+    path = _config.config_file()
+    origins = {"argument": "option", "environment": "env"}
+    rows = []
+    for setting in _config.SETTINGS:
+        value, origin = resolved[setting.name]
+        where = origins.get(origin, origin)
+        if origin == "environment":
+            where = f"env {setting.variable}"
+        elif origin == "argument":
+            where = f"option {setting.flag}"
+        elif origin != "default":
+            where = f"{origin} ({path})"
+        shown = _config.shown(setting, value)
+        if setting.name == "cache":
+            shown = _cache_rule(value, resolved["base_url"].value)
+        rows.append((setting.name, shown, where))
+    chosen = profile or os.environ.get(_config.PROFILE_VARIABLE) or "-"
+    print(f"config file: {path}{'' if os.path.exists(path) else ' (none)'}")
+    print(f"profile: {chosen}")
+    width = max(len(r[0]) for r in rows)
+    value_width = min(40, max(len(r[1]) for r in rows))
+    for name, shown, where in rows:
+        print(f"  {name:<{width}}  {shown:<{value_width}}  {where}")
+    return 0
+
+
+def _cache_rule(value: Optional[str], base_url: Optional[str]) -> str:
+    """Whether the cache is on, in words: the rule of ``Client(cache=...)``."""
+    if value is None:
+        host = (base_url or "").split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
+        if host in ("localhost", "127.0.0.1", "[::1]") or host.startswith("127."):
+            return "off (loopback base URL; set cache = 1 to keep one)"
+        return "on (the user's cache directory)"
+    word = value.strip().lower()
+    if word in ("0", "false", "off", "no"):
+        return f"off ({value})"
+    if word in ("1", "true", "on", "yes"):
+        return f"on ({value}: the user's cache directory)"
+    return f"on, in {value}"
 
 
 # --- emulator -------------------------------------------------------------------------
@@ -207,6 +236,14 @@ def _emulator_arguments(p: argparse.ArgumentParser) -> None:
         "none); SURVEILLANCE_DAILY_REQUESTS, printed with the credentials, gives its clients "
         "the same",
     )
+    p.add_argument(
+        "--provider-limits",
+        action="store_true",
+        help="enforce the provider's published limits (1 read/s, 3 in flight, the webhook's "
+        "100/s and 200 in flight, 2,400 requests a day unless --daily-requests): the printed "
+        "variables then leave the clients at them too; without it they lift the clients' "
+        "limits, so that the CLI and Client() are as quick as emu.client()",
+    )
 
 
 def _emulator(args: argparse.Namespace) -> int:
@@ -220,7 +257,10 @@ def _emulator(args: argparse.Namespace) -> int:
     if args.daily_requests < 0:
         emu.stop()
         raise ValueError("--daily-requests must be 0 (no quota) or more")
-    if args.daily_requests:
+    if args.provider_limits:
+        published = Limits(daily_requests=args.daily_requests or Limits.daily_requests)
+        emu.set_limits(**asdict(published))
+    elif args.daily_requests:
         emu.set_limits(daily_requests=args.daily_requests)
     # Ctrl-C at any point from here on (even while the variables are printed) stops the
     # emulator cleanly: it is how this command is meant to end.
@@ -236,7 +276,17 @@ def _emulator(args: argparse.Namespace) -> int:
         # The clients' daily quota is the emulator's: none by default, so that commands run
         # against it never stop on the published 2,400 (its requests are counted apart from a
         # real service's, in a ledger removed when it stops).
-        print(f"export SURVEILLANCE_DAILY_REQUESTS={args.daily_requests}")
+        # The clients' rates are the emulator's too: none unless it enforces the provider's, as
+        # for `emu.client()`.
+        if args.provider_limits:
+            daily = args.daily_requests or Limits.daily_requests
+        else:
+            daily = args.daily_requests
+            for name in ("read_per_second", "read_concurrency"):
+                print(f"export SURVEILLANCE_{name.upper()}=0")
+            for name in ("publish_per_second", "publish_concurrency"):
+                print(f"export SURVEILLANCE_{name.upper()}=0")
+        print(f"export SURVEILLANCE_DAILY_REQUESTS={daily}")
         print(f"# events from {emu.start.isoformat()} to {emu.end.isoformat()}", flush=True)
         while True:
             time.sleep(3600)
@@ -1068,6 +1118,12 @@ COMMANDS = [
         "emulator", "run the emulator and print its credentials", _emulator_arguments, _emulator
     ),
     Command(
+        "config",
+        "show each effective setting and where it comes from (secrets masked)",
+        _config_arguments,
+        _config_show,
+    ),
+    Command(
         "demo",
         "start an emulator, export a week of events, summarise dwell time",
         _demo_arguments,
@@ -1089,6 +1145,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"surveillance {__version__}")
     parser.add_argument("-v", "--debug", action="store_true", help=_DEBUG_HELP)
+    _connection_arguments(parser, shown=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.help, description=command.help)
@@ -1117,8 +1174,6 @@ _FLAGS = {
     "timeout": "--timeout",
     "max_outage": "--max-outage",
     "ca_bundle": "--ca-bundle",
-    **{option[2:].replace("-", "_"): option for option, *_ in _READ_RATES + _PUBLISH_RATES},
-    "daily_requests": "--daily-requests",
 }
 _COMMAND_FLAGS = {"sync": {"path": "DIR"}, "events": {"path": "-o"}}
 

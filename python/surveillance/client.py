@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -16,7 +16,7 @@ from typing import (
     overload,
 )
 
-from . import _check, _core, _html, _output, _progress
+from . import _check, _config, _core, _html, _output, _progress
 from . import publish as _publish
 from . import sync as _sync
 from ._batches import EventBatches
@@ -204,7 +204,7 @@ class _BaseClient:
         base_url: Optional[str] = None,
         eu_base_url: Optional[str] = None,
         audience: Optional[str] = None,
-        timeout: float = _core.DEFAULT_TIMEOUT_S,
+        timeout: Optional[float] = None,
         max_retries: int = _core.DEFAULT_MAX_RETRIES,
         limits: Optional[Limits] = None,
         ca_bundle: Optional[Union[str, os.PathLike]] = None,
@@ -215,11 +215,27 @@ class _BaseClient:
         cache: Union[bool, str, os.PathLike, None] = None,
         settle: SettleLike = "1h",
         cache_max_bytes: Optional[int] = None,
+        profile: Optional[str] = None,
     ) -> None:
         # The arguments as given, before any other name is bound: the native client takes
         # them as keywords.
         settings = dict(locals())
-        del settings["self"]
+        del settings["self"], settings["profile"]
+        _check.text("profile", profile, optional=True, config=True)
+        # One resolution for every setting: argument, environment, profile, [default].
+        resolved = _config.resolve(settings, profile=profile)
+        for name in _CONNECTION:
+            settings[name] = resolved[name].value
+        api_key, client_secret = settings["api_key"], settings["client_secret"]
+        client_id, audience = settings["client_id"], settings["audience"]
+        base_url, eu_base_url = settings["base_url"], settings["eu_base_url"]
+        region, ca_bundle = settings["region"], settings["ca_bundle"]
+        timeout, max_outage = resolved["timeout"].value, resolved["max_outage"].value
+        if cache is None and resolved["cache"].origin != "default":
+            cache = resolved["cache"].value
+        if limits is None and any(resolved[n].origin != "default" for n in _LIMITS):
+            # 0 is "no limit", as on the command line.
+            limits = Limits(**{n: resolved[n].value or None for n in _LIMITS})
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"`limits` must be a surveillance.Limits, got {type(limits).__name__}")
         for name, value in (("api_key", api_key), ("client_secret", client_secret)):
@@ -346,11 +362,15 @@ class _BaseClient:
 class Client(Lists, _BaseClient):
     """A client of the service: thread-safe, picklable, a context manager.
 
-    Every argument left as ``None`` is read from the environment: ``SURVEILLANCE_API_KEY``,
-    ``SURVEILLANCE_CLIENT_ID``, ``SURVEILLANCE_CLIENT_SECRET``, ``SURVEILLANCE_BASE_URL``,
-    ``SURVEILLANCE_EU_BASE_URL``, ``SURVEILLANCE_REGION`` (default ``"us"``) and
-    ``SURVEILLANCE_AUDIENCE`` (default: the base URL). A missing one raises
-    :class:`~surveillance.ConfigError` naming the argument and the variable.
+    Every setting left as ``None`` is read, in this order, from its ``SURVEILLANCE_*``
+    variable, the selected profile of the config file, the file's ``[default]`` table, and
+    the built-in default (the table of settings is in the configuration guide):
+    ``SURVEILLANCE_API_KEY``, ``SURVEILLANCE_CLIENT_ID``, ``SURVEILLANCE_CLIENT_SECRET``,
+    ``SURVEILLANCE_BASE_URL``, ``SURVEILLANCE_EU_BASE_URL``, ``SURVEILLANCE_REGION`` (default
+    ``"us"``), ``SURVEILLANCE_AUDIENCE`` (default: the base URL), ``SURVEILLANCE_TIMEOUT``,
+    ``SURVEILLANCE_READ_PER_SECOND``, ``SURVEILLANCE_DAILY_REQUESTS`` ... (without
+    ``limits=``, the rate and quota settings make the :class:`Limits`; 0 lifts one). A missing
+    one raises :class:`~surveillance.ConfigError` naming the argument and the variable.
 
     Args:
         api_key: the organization's API key (header ``x-api-key``).
@@ -392,6 +412,8 @@ class Client(Lists, _BaseClient):
             settled, and kept by the cache; the last ``settle`` before now is always fetched.
         cache_max_bytes: the cap of the cache directory (default 2 GiB): past it, the least
             recently used windows are evicted.
+        profile: the profile of the config file to read (``[profiles.NAME]``); default:
+            ``SURVEILLANCE_PROFILE``, else only the file's ``[default]`` table.
 
     Example:
         >>> import surveillance as sv
@@ -939,11 +961,32 @@ def _quota(q: dict[str, Any]) -> Quota:
     return cast(Quota, _html.shown("Quota", {**q, "resets_at": resets}))
 
 
+#: Settings the native client takes as they are resolved.
+_CONNECTION = (
+    "api_key",
+    "client_id",
+    "client_secret",
+    "base_url",
+    "eu_base_url",
+    "region",
+    "audience",
+    "ca_bundle",
+)
+#: The words of ``cache`` that turn it on or off (the others name a directory).
+_ON_OFF = {w: True for w in ("1", "true", "on", "yes")} | {
+    w: False for w in ("0", "false", "off", "no")
+}
+#: Settings that make the :class:`Limits`.
+_LIMITS = tuple(f.name for f in fields(Limits))
+
+
 def _cache_setting(cache: Any) -> Optional[str]:
     """The native client's ``cache``: ``"1"`` (on), ``"0"`` (off), an absolute directory, or
     None (as the environment and the base URL say)."""
     if cache is None:
         return None
+    if isinstance(cache, str) and cache.strip().lower() in _ON_OFF:
+        cache = _ON_OFF[cache.strip().lower()]
     if isinstance(cache, bool):
         return "1" if cache else "0"
     if not isinstance(cache, (str, os.PathLike)):

@@ -60,6 +60,26 @@ logger = logging.getLogger("surveillance.dlt")
 _DETAILS_AS_JSON = {"details": {"data_type": "json"}}
 
 
+def _dlt_settings() -> dict[str, Any]:
+    """The settings dlt's config and secrets give under ``sources.surveillance``, as dlt's
+    verified sources read their credentials (the secrets from ``dlt.secrets``)."""
+    from . import _config
+    from .client import _LIMITS
+
+    settings: dict[str, Any] = {}
+    for setting in _config.SETTINGS:
+        if setting.name in _LIMITS:  # the rates and the quota: from the variables and file
+            continue
+        store = dlt.secrets if setting.secret else dlt.config
+        value = store.get(f"sources.surveillance.{setting.name}")
+        if value is not None:
+            settings[setting.name] = _config.check(setting, value, "dlt's sources.surveillance")
+    profile = dlt.config.get("sources.surveillance.profile")
+    if profile is not None:
+        settings["profile"] = str(profile)
+    return settings
+
+
 @dlt.source(name="surveillance")
 def surveillance_source(
     client: Any = None,
@@ -72,8 +92,12 @@ def surveillance_source(
     service (see the module's documentation).
 
     Args:
-        client: a :class:`~surveillance.Client`; None: ``surveillance.Client()``, configured
-            by the ``SURVEILLANCE_*`` variables.
+        client: a :class:`~surveillance.Client`; None: a client of the settings that dlt's
+            config and secrets give under ``sources.surveillance`` (``secrets.toml``'s
+            ``[sources.surveillance]``, or ``SOURCES__SURVEILLANCE__API_KEY`` ...; the keys are
+            the settings' names, ``profile`` too), then as ``surveillance.Client()`` reads
+            them: the ``SURVEILLANCE_*`` variables, the config file's profile, its
+            ``[default]``.
         start: where the first run's events begin (the incremental's initial value): a time
             as :meth:`Client.events <surveillance.Client.events>` takes.
         settle: how long after its start an event may still be created (see
@@ -89,7 +113,7 @@ def surveillance_source(
     from .client import Client
 
     if client is None:
-        client = Client()
+        client = Client(**_dlt_settings())
     if not isinstance(client, Client):
         raise TypeError(f"`client` must be a surveillance.Client, got {type(client).__name__}")
     if start is None:

@@ -1,0 +1,257 @@
+"""The one table of settings, the config file and its profiles, and how a value is chosen.
+
+Every setting has one name (the :class:`~surveillance.Client` argument and the config file's
+key), one ``SURVEILLANCE_*`` variable and one CLI flag. A value comes from the first of: the
+argument (or flag), the environment, the selected profile (``[profiles.NAME]``), the file's
+``[default]`` table, the built-in default. The library, the CLI, the dlt source and the Dask
+helpers all resolve through :func:`resolve`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, NamedTuple, Optional
+
+from .errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - 3.9 and 3.10
+    import tomli as tomllib
+
+__all__ = ["Setting", "SETTINGS", "Resolved", "config_file", "resolve", "PROFILE_VARIABLE"]
+
+#: The variable that selects a profile, as ``--profile`` and ``profile=`` do.
+PROFILE_VARIABLE = "SURVEILLANCE_PROFILE"
+#: The variable that names the config file, as ``AWS_CONFIG_FILE`` does for awscli.
+FILE_VARIABLE = "SURVEILLANCE_CONFIG_FILE"
+
+
+def _short(value: Any) -> str:
+    """A value as an error message shows it: its repr, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"must be text, got {type(value).__name__}")
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("must be a number, got a boolean")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be a number, got {_short(value)}") from None
+    if number != number or number < 0:
+        raise ValueError(f"must be 0 or more, got {_short(value)}")
+    return number
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number, got a boolean")
+    try:
+        number = int(str(value).strip()) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be a whole number, got {_short(value)}") from None
+    if number != value and not isinstance(value, str) or number < 0:
+        raise ValueError(f"must be a whole number, 0 or more, got {_short(value)}")
+    return number
+
+
+def _region(value: Any) -> str:
+    region = _text(value).strip().lower()
+    if region not in ("us", "eu"):
+        raise ValueError(f"must be us or eu, got {_short(value)}")
+    return region
+
+
+def _cache(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return _text(value)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its name (the :class:`~surveillance.Client` argument and the config
+    file's key), its environment variable, its CLI flag, its built-in default (None: none),
+    the check that turns a text or TOML value into the setting's value, whether it is a
+    secret (never printed; read from a config file only when the file is private to the
+    user), and a line of help."""
+
+    name: str
+    variable: str
+    flag: str
+    default: Any
+    check: Callable[[Any], Any]
+    secret: bool = False
+    help: str = ""
+
+
+#: Every setting, in the order ``surveillance config`` shows them. Rates and the daily quota
+#: take 0 for "no limit".
+SETTINGS: tuple[Setting, ...] = tuple(
+    Setting(name, f"SURVEILLANCE_{name.upper()}", "--" + name.replace("_", "-"), *rest)
+    for name, *rest in [
+        ("base_url", None, _text, False, "the service's address, without /v2"),
+        ("api_key", None, _text, True, "the organization's API key"),
+        ("client_id", None, _text, False, "OAuth client id"),
+        ("client_secret", None, _text, True, "OAuth client secret"),
+        ("eu_base_url", None, _text, False, "the EU webhook's address"),
+        ("region", "us", _region, False, "us or eu: where publish posts"),
+        ("audience", None, _text, False, "the token audience (default: the base URL)"),
+        ("ca_bundle", None, _text, False, "extra trusted certificates (a PEM file)"),
+        ("timeout", 30.0, _number, False, "seconds per request"),
+        ("max_outage", 60.0, _number, False, "seconds a call rides out an unreachable service"),
+        ("read_per_second", 1.0, _number, False, "read requests a second (0: no limit)"),
+        ("read_concurrency", 3, _count, False, "read requests in flight (0: no limit)"),
+        ("publish_per_second", 100.0, _number, False, "webhook posts a second (0: no limit)"),
+        ("publish_concurrency", 200, _count, False, "webhook posts in flight (0: no limit)"),
+        ("daily_requests", 2400, _count, False, "requests a day with the key (0: no limit)"),
+        (
+            "cache",
+            None,
+            _cache,
+            False,
+            "the cache of settled events: 1, 0 or a directory (default: on, but off for a "
+            "loopback base URL)",
+        ),
+    ]
+)
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+class Resolved(NamedTuple):
+    """A setting's effective value and where it came from: ``"argument"``, ``"environment"``,
+    ``"profile NAME"``, ``"[default]"`` or ``"default"`` (built in)."""
+
+    value: Any
+    origin: str
+
+
+def config_file(environ: Optional[Mapping[str, str]] = None) -> str:
+    """The config file's path: ``SURVEILLANCE_CONFIG_FILE``, else ``config.toml`` in the
+    user's config directory (platformdirs: ``~/.config/surveillance`` on Linux)."""
+    env = os.environ if environ is None else environ
+    named = env.get(FILE_VARIABLE)
+    if named:
+        return os.path.expanduser(named)
+    import platformdirs
+
+    return os.path.join(
+        platformdirs.user_config_dir("surveillance", appauthor=False), "config.toml"
+    )
+
+
+def _read_file(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+            mode = os.fstat(f.fileno()).st_mode
+    except FileNotFoundError:  # no file: no profile, as for awscli
+        return {}
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"the config file {path} is not valid TOML: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"the config file {path} cannot be read: {e.strerror}") from None
+    data["__private__"] = os.name != "posix" or not (mode & (stat.S_IRWXG | stat.S_IRWXO))
+    return data
+
+
+def _table(data: Mapping[str, Any], path: str, where: str, table: Any) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} in {path} must be a table")
+    out = {}
+    for key, value in table.items():
+        setting = _BY_NAME.get(key)
+        if setting is None:
+            known = ", ".join(_BY_NAME)
+            raise ConfigError(f"unknown key `{key}` in {where} of {path} (known: {known})")
+        if setting.secret and not data["__private__"]:
+            raise ConfigError(
+                f"{path} holds the secret `{key}` but other users can read it: "
+                f"run `chmod 600 {path}`"
+            )
+        out[key] = _checked(setting, value, f"`{key}` in {where} of {path}")
+    return out
+
+
+def check(setting: Setting, value: Any, where: str) -> Any:
+    """``value`` checked as ``setting`` says; a bad one is a :class:`ConfigError` that names
+    ``where`` it came from and the setting."""
+    return _checked(setting, value, f"`{setting.name}` of {where}")
+
+
+def _checked(setting: Setting, value: Any, where: str) -> Any:
+    try:
+        return setting.check(value)
+    except ValueError as e:
+        raise ConfigError(f"{where} {e}") from None
+
+
+def resolve(
+    given: Optional[Mapping[str, Any]] = None,
+    *,
+    profile: Optional[str] = None,
+    environ: Optional[Mapping[str, str]] = None,
+) -> dict[str, Resolved]:
+    """Every setting's effective value and origin: the argument in ``given`` (None: not
+    given), else its ``SURVEILLANCE_*`` variable, else the selected profile (``profile``,
+    else ``SURVEILLANCE_PROFILE``), else the file's ``[default]``, else the built-in default.
+
+    Raises:
+        ConfigError: the file is not valid TOML, has an unknown key or a bad value, holds a
+            secret while other users can read it, or the selected profile is not in it.
+    """
+    env = os.environ if environ is None else environ
+    given = given or {}
+    path = config_file(env)
+    data = _read_file(path)
+    tables: list[tuple[str, dict[str, Any]]] = []
+    name = profile if profile is not None else env.get(PROFILE_VARIABLE) or None
+    if name is not None:
+        profiles = data.get("profiles", {})
+        if not isinstance(profiles, dict) or name not in profiles:
+            raise ConfigError(
+                f"no profile `{name}` in {path}: add a [profiles.{name}] table, or choose "
+                f"another with --profile or {PROFILE_VARIABLE}"
+            )
+        tables.append((f"profile {name}", _table(data, path, f"[profiles.{name}]", profiles[name])))
+    if "default" in data:
+        tables.append(("[default]", _table(data, path, "[default]", data["default"])))
+    out = {}
+    for s in SETTINGS:
+        if given.get(s.name) is not None:
+            out[s.name] = Resolved(given[s.name], "argument")
+            continue
+        raw = env.get(s.variable)
+        if raw is not None and raw.strip() != "":
+            where = f"`{s.variable}` (the variable of `{s.name}`)"
+            out[s.name] = Resolved(_checked(s, raw, where), "environment")
+            continue
+        for origin, table in tables:
+            if s.name in table:
+                out[s.name] = Resolved(table[s.name], origin)
+                break
+        else:
+            out[s.name] = Resolved(s.default, "default")
+    return out
+
+
+def shown(setting: Setting, value: Any) -> str:
+    """The value as ``surveillance config`` prints it: a secret masked but for its last 4
+    characters when it is long enough (as ``aws configure list`` does), None as ``-``."""
+    if value is None:
+        return "-"
+    if setting.secret:
+        text = str(value)
+        return "****" + text[-4:] if len(text) >= 16 else "****"
+    return str(value)
