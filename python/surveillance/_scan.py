@@ -14,12 +14,17 @@ import signal
 import threading
 import time
 import warnings
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, cast
 
 from . import _core
 from ._time import TimeLike, to_ms
 
 __all__ = ["scan_events"]
+
+if TYPE_CHECKING:
+    import polars
+
+    from .client import Client
 
 _log = logging.getLogger("surveillance")
 
@@ -55,11 +60,11 @@ Bounds = Tuple[Optional[int], Optional[int]]
 
 
 def scan_events(
-    client: Any,
+    client: Client,
     start: Optional[TimeLike] = None,
     end: Optional[TimeLike] = None,
     report_id: Optional[str] = None,
-) -> Any:
+) -> polars.LazyFrame:
     """The events as a ``polars.LazyFrame`` that fetches only what the query needs.
 
     Nothing is requested until the frame is collected. Then:
@@ -168,9 +173,10 @@ def scan_events(
 
     schema = _schema(pl)
     try:
-        return register(source, schema=schema, explain_name="surveillance.events")
+        frame = register(source, schema=schema, explain_name="surveillance.events")
     except TypeError:  # a polars without `explain_name`
-        return register(source, schema=schema)
+        frame = register(source, schema=schema)
+    return cast("polars.LazyFrame", frame)
 
 
 def _require_polars() -> Tuple[Any, Any]:

@@ -14,6 +14,7 @@ from typing import (
     Callable,
     Literal,
     Optional,
+    Union,
     overload,
 )
 
@@ -139,6 +140,16 @@ class AsyncClient(AsyncLists, _BaseClient):
         progress: ProgressArg = ...,
         refresh: bool = ...,
     ) -> polars.DataFrame: ...
+    @overload
+    async def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        output: str = ...,
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> Union[list[Event], pyarrow.Table, pandas.DataFrame, polars.DataFrame]: ...
     @ametered
     async def events(
         self,

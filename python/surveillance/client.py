@@ -249,9 +249,9 @@ class _BaseClient:
         )
         self._inner = _core.Client(**settings)
 
-    #: What the last fetch, sync, list or publish of this client spent (:class:`Cost`); None
-    #: before the first.
-    last_cost: Optional[Cost] = None
+    #: What the last fetch, sync, list or publish of this client spent (:class:`Cost`); a
+    #: zero ``Cost(requests=0)`` before the first.
+    last_cost: Cost = Cost(requests=0)
 
     def _sent(self) -> int:
         """Requests this client has sent, every endpoint together."""
@@ -475,6 +475,16 @@ class Client(Lists, _BaseClient):
         progress: ProgressArg = ...,
         refresh: bool = ...,
     ) -> polars.DataFrame: ...
+    @overload
+    def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        output: str = ...,
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> Union[list[Event], pyarrow.Table, pandas.DataFrame, polars.DataFrame]: ...
     @metered
     def events(
         self,
@@ -668,7 +678,7 @@ class Client(Lists, _BaseClient):
         report_id: Optional[str] = None,
         progress: Optional[Callable[[dict], Any]] = None,
         refresh: bool = False,
-    ) -> Any:
+    ) -> EventBatches:
         """The events of :meth:`events` as a stream of Arrow record batches (one per window),
         produced as windows complete, with bounded memory: an object with
         ``__arrow_c_stream__``, e.g. for ``pyarrow.RecordBatchReader.from_stream`` and
