@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional, Union
 
-ProgressArg = Union[str, bool, Callable[[dict], Any]]
+ProgressArg = Union[str, bool, Callable[[dict[str, Any]], Any]]
 
 
 def _in_notebook() -> bool:
@@ -72,7 +72,7 @@ def _cost(requests: int, expected: Optional[int], limit: Optional[int]) -> str:
     return f"{words} ({100 * requests / limit:.1f}% of the day)"
 
 
-def _words(update: dict, limit: Optional[int], plan: bool) -> tuple[int, str]:
+def _words(update: dict[str, Any], limit: Optional[int], plan: bool) -> tuple[int, str]:
     """The share of an events fetch done (0-100) and the words after its bar (see
     :class:`_Bar`); ``limit``: the day's quota.
 
@@ -173,7 +173,7 @@ class _Bar:
             sys.stderr.write(f"\r{line}\x1b[K")
             sys.stderr.flush()
 
-    def __call__(self, update: dict) -> None:
+    def __call__(self, update: dict[str, Any]) -> None:
         pct, words = _words(update, self._limit, self._plan)
         self._show(pct, words, f"{self._desc}: {pct:3d}% ({words})")
 
@@ -190,7 +190,7 @@ class _Bar:
 
 def make(
     progress: ProgressArg, desc: str, limit: Optional[int] = None, plan: bool = False
-) -> tuple[Optional[Callable[[dict], Any]], Callable[[], None]]:
+) -> tuple[Optional[Callable[[dict[str, Any]], Any]], Callable[[], None]]:
     """Returns the callback to give the core (or None) and a function that closes the display;
     ``limit``: the day's request quota, which the display shows the requests a share of;
     ``plan``: the display of a plan's count (see :class:`_Bar`)."""

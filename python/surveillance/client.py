@@ -207,12 +207,12 @@ class _BaseClient:
         timeout: float = _core.DEFAULT_TIMEOUT_S,
         max_retries: int = _core.DEFAULT_MAX_RETRIES,
         limits: Optional[Limits] = None,
-        ca_bundle: Optional[Union[str, os.PathLike]] = None,
+        ca_bundle: Optional[Union[str, os.PathLike[str]]] = None,
         trust_env: bool = True,
         max_body_bytes: Optional[int] = None,
         max_wait: float = _core.DEFAULT_MAX_WAIT_S,
         max_outage: Optional[float] = None,
-        cache: Union[bool, str, os.PathLike, None] = None,
+        cache: Union[bool, str, os.PathLike[str], None] = None,
         settle: SettleLike = "1h",
         cache_max_bytes: Optional[int] = None,
     ) -> None:
@@ -551,7 +551,7 @@ class Client(Lists, _BaseClient):
         stream = self._inner.events_stream(
             lo, hi, report_id, callback, _EVENTS_BUFFER, refresh=refresh
         )
-        events: list = []
+        events: list[Any] = []
         try:
             with paused():
                 for window in stream:
@@ -676,7 +676,7 @@ class Client(Lists, _BaseClient):
         start: TimeLike,
         end: TimeLike,
         report_id: Optional[str] = None,
-        progress: Optional[Callable[[dict], Any]] = None,
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
         refresh: bool = False,
     ) -> EventBatches:
         """The events of :meth:`events` as a stream of Arrow record batches (one per window),
@@ -719,7 +719,7 @@ class Client(Lists, _BaseClient):
     @metered
     def sync_events(
         self,
-        path: Union[str, os.PathLike],
+        path: Union[str, os.PathLike[str]],
         start: TimeLike,
         *,
         report_id: Optional[str] = None,
@@ -958,6 +958,6 @@ def _cache_info(info: Optional[dict[str, Any]], saved: int) -> Optional[CacheInf
     return cast(CacheInfo, info)
 
 
-def _restore(cls: type, config: dict) -> Any:
+def _restore(cls: type, config: dict[str, Any]) -> Any:
     limits = Limits(**config.pop("limits"))
     return cls(limits=limits, **config)
