@@ -346,3 +346,28 @@ def test_results_cross_the_binding_as_python_objects():
         assert isinstance(client.quota()["used"], int)
         assert isinstance(client.stats()["requests"], dict)
         assert isinstance(emulator.stats()["requests"], dict)
+
+
+@pytest.mark.slow
+def test_the_package_passes_mypy_strict(tmp_path):
+    """The package itself (its modules, ``cli.py`` included, and the stub ``_core.pyi``)
+    passes ``mypy --strict`` without a configuration of the project's: 150 errors in 18 files
+    before its types were completed."""
+    pytest.importorskip("mypy", reason="mypy is not installed (the `test` extra has it)")
+    import pathlib
+
+    package = pathlib.Path(sv.__file__).parent
+    config = tmp_path / "mypy.ini"
+    config.write_text("[mypy]\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MYPY")}
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--config-file", str(config)]
+        + ["--cache-dir", str(tmp_path / "mypy-cache"), "--no-color-output"]
+        + ["-p", "surveillance"],
+        cwd=package.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]

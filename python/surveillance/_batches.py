@@ -37,7 +37,7 @@ class EventBatches:
         except ImportError:
             pass
         else:
-            return iter(self._reader)  # type: ignore[no-any-return]
+            return iter(self._reader)
         try:
             import pyarrow as pa
         except ImportError:

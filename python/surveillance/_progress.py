@@ -13,7 +13,7 @@ def _in_notebook() -> bool:
     if shell is None:
         return False
     try:
-        ip = shell.get_ipython()  # type: ignore[attr-defined]
+        ip = shell.get_ipython()
     except Exception:
         return False
     return ip is not None and "IPKernelApp" in getattr(ip, "config", {})
@@ -35,10 +35,10 @@ def _tqdm(notebook: bool) -> Any:
     its terminal bar otherwise; None without tqdm."""
     try:
         if notebook:
-            import ipywidgets  # noqa: F401  (tqdm's notebook bar is one)
-            from tqdm.notebook import tqdm
+            import ipywidgets  # type: ignore[import-untyped, unused-ignore]  # noqa: F401
+            from tqdm.notebook import tqdm  # type: ignore[import-untyped, unused-ignore]
         else:
-            from tqdm import tqdm
+            from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         return None
     return tqdm
@@ -48,7 +48,7 @@ def _display(obj: Any, **kwargs: Any) -> Any:
     """Shows ``obj`` in the running cell; the handle that replaces it later."""
     from IPython.display import display
 
-    return display(obj, display_id=True, **kwargs)
+    return display(obj, display_id=True, **kwargs)  # type: ignore[no-untyped-call, unused-ignore]
 
 
 def _duration(seconds: float) -> str:

@@ -37,7 +37,7 @@ def _format_of(args: argparse.Namespace) -> str:
             raise ValueError("--format table writes to the terminal: leave out -o")
         if args.format == "parquet" and not args.output:
             raise ValueError("--format parquet needs a file: pass -o FILE.parquet")
-        return args.format
+        return str(args.format)
     if args.output:
         suffix = _store.suffix(args.output).lower()
         if suffix not in _SUFFIXES:

@@ -381,7 +381,7 @@ class AsyncClient(AsyncLists, _BaseClient):
                 (429) or ``ServerError`` (5xx).
             TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
-        return await self._inner.access_token_async()
+        return str(await self._inner.access_token_async())
 
     async def diagnose(self) -> None:
         """Prints the effective settings and whether a token can be had, without secrets."""

@@ -910,7 +910,7 @@ class Client(Lists, _BaseClient):
                 (429) or ``ServerError`` (5xx).
             TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
-        return self._inner.access_token()
+        return str(self._inner.access_token())
 
     def diagnose(self) -> None:
         """Prints the effective base URLs, TLS, proxy, limits and whether a token can be

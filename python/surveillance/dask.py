@@ -148,8 +148,8 @@ class _Budget:
         from distributed import Lock, Variable
 
         name = f"surveillance-budget-{digest}"
-        self._lock = Lock(f"{name}-lock")
-        self._state = Variable(name, client=dask_client)
+        self._lock = Lock(f"{name}-lock")  # type: ignore[no-untyped-call, unused-ignore]
+        self._state = Variable(name, client=dask_client)  # type: ignore[no-untyped-call, unused-ignore]
 
     def update(self, change: Any) -> Any:
         """Applies ``change(state) -> result`` to the state, atomically; returns the result."""
@@ -157,12 +157,12 @@ class _Budget:
 
         with self._lock:
             try:
-                state = self._state.get(timeout=0)
+                state = self._state.get(timeout=0)  # type: ignore[no-untyped-call, unused-ignore]
             except (TimeoutError, asyncio.TimeoutError):
                 state = {}
             state = dict(state or {})
             result = change(state)
-            self._state.set(state)
+            self._state.set(state)  # type: ignore[no-untyped-call, unused-ignore]
         return result
 
 
@@ -184,7 +184,7 @@ class _Allowance:
     def _day(self) -> int:
         """The service's UTC day by this machine's ledger (days since the epoch)."""
         q = self._client._inner.quota()
-        return (q["resets_at_ms"] - 1) // _core.DAY_MS
+        return int((q["resets_at_ms"] - 1) // _core.DAY_MS)
 
     def _draw(self) -> int:
         """Requests drawn from the budget (at most a block; 0 when it has none left)."""
@@ -267,7 +267,7 @@ class _Allowance:
 
 
 _ALLOWANCES: dict[str, Any] = {}
-_COORDINATION: dict[str, Any] = {}
+_COORDINATION: dict[Any, Any] = {}
 
 
 def _coordination(dask_client: Any, digest: str) -> tuple[Any, ...]:
@@ -280,7 +280,7 @@ def _coordination(dask_client: Any, digest: str) -> tuple[Any, ...]:
         found = _COORDINATION.get((dask_client.id, digest))
         if found is None:
             turns = {
-                kind: Semaphore(max_leases=1, name=f"surveillance-{kind}-{digest}")
+                kind: Semaphore(max_leases=1, name=f"surveillance-{kind}-{digest}")  # type: ignore[no-untyped-call, unused-ignore]
                 for kind in ("read", "publish")
             }
             found = (_Budget(dask_client, digest), turns)
@@ -507,8 +507,8 @@ def events(
     meta = events_meta()
     unit = getattr(meta.index.dtype, "unit", "ns")  # "ms" (pandas 2+; 1.5 has only "ns")
     stamps = [pd.Timestamp(b, unit="ms", tz="UTC") for b in bounds]
-    divisions = tuple(t.as_unit(unit) if hasattr(t, "as_unit") else t for t in stamps)
-    return dd.from_map(
+    divisions = tuple(t.as_unit(unit) if hasattr(t, "as_unit") else t for t in stamps)  # type: ignore[arg-type, unused-ignore]
+    return dd.from_map(  # type: ignore[no-untyped-call, unused-ignore]
         _fetch_slice,
         pairs,
         args=(ref, report_id),
@@ -588,10 +588,10 @@ def publish(client: Any, data: Any, **publish_kwargs: Any) -> Any:
     ref = _ClientRef(client)
     kwargs = dict(publish_kwargs)
     kwargs.setdefault("progress", False)
-    task = dask.delayed(_publish_part, pure=False)
+    task = dask.delayed(_publish_part, pure=False)  # type: ignore[attr-defined, unused-ignore]
     parts = [task(part, ref, kwargs) for part in data.to_delayed()]
     t0 = time.perf_counter()
-    results = dask.compute(*parts)
+    results = dask.compute(*parts)  # type: ignore[attr-defined, no-untyped-call, unused-ignore]
     elapsed = time.perf_counter() - t0
     report = PublishReport.combine(
         [r for r, _, _ in results], sizes=[n for _, n, _ in results], elapsed=elapsed

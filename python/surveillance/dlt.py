@@ -50,6 +50,8 @@ from ._time import TimeLike, from_ms, to_ms
 from .errors import QuotaExhaustedError
 
 if TYPE_CHECKING:
+    from dlt.common.schema.typing import TTableSchemaColumns
+
     from .client import Client
 
 __all__ = ["surveillance_source"]
@@ -63,7 +65,7 @@ logger = logging.getLogger("surveillance.dlt")
 #: (an extension type it refuses, a nested one it loads as a struct): that one, declared,
 #: difference is not logged (see ``_DeclaredDetails``); every other hint matches the Arrow
 #: schema (``_microseconds``).
-_DETAILS_AS_JSON = {"details": {"data_type": "json"}}
+_DETAILS_AS_JSON: TTableSchemaColumns = {"details": {"data_type": "json"}}
 #: dlt's warning, logged once a run, that the events' Arrow schema and hints differ.
 _HINTS_DIFFER = "In resource: events, when merging arrow schema with dlt schema, several column"
 

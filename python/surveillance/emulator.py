@@ -77,7 +77,7 @@ class Emulator:
         settings["start"] = str(day)[:10]
         self._inner = _core.Emulator(**settings)
         self._limits: dict[str, Any] = {}
-        self._ca_dir: Optional[tempfile.TemporaryDirectory] = None
+        self._ca_dir: Optional[tempfile.TemporaryDirectory[str]] = None
 
     # --- connection details -------------------------------------------------------------
     @property
@@ -623,7 +623,7 @@ class Emulator:
         """
         from .aio import AsyncClient
 
-        return AsyncClient._of(self.client(**kwargs)._inner)
+        return AsyncClient._of(self.client(**kwargs)._inner)  # type: ignore[no-any-return]
 
     # --- inspection ---------------------------------------------------------------------
     def published(self, region: Optional[str] = None) -> list[Any]:

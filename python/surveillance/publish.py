@@ -180,7 +180,7 @@ class PublishReport:
 
     @classmethod
     def _empty(cls, **counts: Any) -> PublishReport:
-        data = {
+        data: dict[str, Any] = {
             "total": 0,
             "sent": 0,
             "accepted": 0,
@@ -668,7 +668,7 @@ class _Bar(_progress._Bar):
         )
 
 
-def _progress(progress: ProgressArg, total: Optional[int]) -> tuple[Any, ...]:
+def _progress_of(progress: ProgressArg, total: Optional[int]) -> tuple[Any, ...]:
     if callable(progress) and not isinstance(progress, bool):
         return progress, lambda: None
     if not _wanted(progress):
@@ -752,7 +752,7 @@ def publish(
         )
     else:
         source = iter(records)
-    callback, close = _progress(progress, size)
+    callback, close = _progress_of(progress, size)
     options: dict[str, Any] = dict(
         region=region,
         batch_size=None if batch_size == "auto" else batch_size,
@@ -789,7 +789,7 @@ def publish(
         taken = data["total"]
         if size is not None:
             unread = max(size - taken, 0)
-        rest_of = (lambda: rest(taken)) if unread != 0 else None  # type: ignore[misc]
+        rest_of = (lambda: rest(taken)) if unread != 0 else None
     report = PublishReport(data, region=region, batch_size=batch_size, unread=unread, rest=rest_of)
     if error is None:
         return report

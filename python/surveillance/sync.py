@@ -501,7 +501,7 @@ def _chunk_end(
     # Only where this range starts can the last run have stopped (its frontier).
     carried = client._inner.carried_until(t, report_id) if t == lo else None
     if carried is not None and carried <= hi:
-        return carried
+        return int(carried)
     budget = remaining - _QUOTA_MARGIN
     if budget <= 0:
         return hi  # the first request will say the quota is spent
@@ -882,7 +882,7 @@ class _ObjectStore:
     def _get(self, name: str) -> Optional[bytes]:
         try:
             with self.fs.open_input_stream(self._path(name)) as f:
-                return f.read()
+                return bytes(f.read())
         except FileNotFoundError:
             return None
 
@@ -1018,7 +1018,7 @@ class _ObjectLock:
 
 def _lease_lasts(holder: dict[str, Any]) -> bool:
     try:
-        return to_ms(holder.get("expires_at")) > _now_ms()
+        return to_ms(holder.get("expires_at")) > _now_ms()  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return False
 
