@@ -239,7 +239,7 @@ def dense_no_quota(n: int) -> float:
 
 def test_what_a_fetch_spent_is_told(day):
     client = day.client(limits=sv.Limits(read_per_second=None, daily_requests=2400))
-    assert client.last_cost is None
+    assert client.last_cost == sv.Cost(requests=0)
     start = day.start + 20 * HOUR
     day.reset_stats()
     events = client.events(start, start + HOUR, progress=False)

@@ -65,6 +65,67 @@ def test_a_filtered_collect_equals_events_and_costs_the_same_requests(emu, where
     assert client.last_cost is not None and client.last_cost.requests == scanned
 
 
+NAIVE_A, NAIVE_B = A.replace(tzinfo=None), B.replace(tzinfo=None)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        (START >= pl.datetime(2026, 1, 5, time_zone="UTC"))
+        & (START < pl.datetime(2026, 1, 7, time_zone="UTC")),
+        (START >= NAIVE_A) & (START < NAIVE_B),
+        START.is_between(NAIVE_A, NAIVE_B, closed="left"),
+        (START >= pl.lit(NAIVE_A)) & (START < pl.lit(NAIVE_B)),
+        (START >= A.date()) & (START < B.date()),
+        START.is_between(
+            pl.lit("2026-01-05").str.to_datetime(time_zone="UTC"),
+            pl.lit("2026-01-07 00:00:00").str.to_datetime("%Y-%m-%d %H:%M:%S", time_zone="UTC"),
+            closed="left",
+        ),
+        (START >= pl.datetime(2026, 1, 5)) & (START < pl.datetime(2026, 1, 7)),
+    ],
+    ids=[
+        "pl.datetime-utc",
+        "naive",
+        "is_between-naive",
+        "pl.lit",
+        "date",
+        "to_datetime",
+        "pl.datetime",
+    ],
+)
+def test_filters_as_polars_users_write_them_narrow_the_fetch(emu, where):
+    client = client_of(emu)
+    want, direct = spent(client, lambda: client.events(A, B, output="polars", progress=False))
+    client = client_of(emu)
+    site = want["siteId"][0]
+    got, scanned = spent(client, lambda: sv.scan_events(client).filter(where).collect())
+    assert got.equals(want) and scanned == direct
+    # With a filter the service cannot apply, the range is still the bound's, and the rows
+    # are those of the filter.
+    mine = where & (pl.col("siteId") == site)
+    got, scanned = spent(client, lambda: sv.scan_events(client).filter(mine).collect())
+    assert got.equals(want.filter(pl.col("siteId") == site)) and scanned == direct
+
+
+def test_a_filter_that_bounds_nothing_is_named_with_why(emu):
+    client = client_of(emu)
+    where = (pl.col("siteId") == "x") & (pl.col("deviceId") == "y") & (START.dt.hour() == 3)
+    with pytest.raises(ValueError, match=r"lower bound on `startTime`") as raised:
+        sv.scan_events(client).filter(where).collect()
+    told = str(raised.value)
+    assert 'col("siteId")' in told and "not by site" in told
+    assert 'col("deviceId")' in told and "not by device" in told
+    assert "dt.hour" in told and "not a comparison" in told
+    either = (START >= A) | (pl.col("siteId") == "x")
+    with pytest.raises(ValueError, match=r"an `\|` of filters"):
+        sv.scan_events(client).filter(either).collect()
+    not_a_time = START >= pl.col("endTime")
+    with pytest.raises(ValueError, match=r"not a constant time"):
+        sv.scan_events(client).filter(not_a_time).collect()
+    assert event_requests(client) == 0
+
+
 @pytest.mark.parametrize("bounds", ["[)", "[]", "()", "(]"])
 def test_a_range_off_the_day_costs_what_events_costs(emu, bounds):
     emu.set_semantics(bounds=bounds)

@@ -4,7 +4,10 @@ iteration builds."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    import pyarrow
 
 
 class EventBatches:
@@ -28,9 +31,9 @@ class EventBatches:
         """The batches' Arrow schema (a PyCapsule)."""
         return self._reader.__arrow_c_schema__()
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[pyarrow.RecordBatch]:
         try:
-            import arro3.core  # noqa: F401  (the native reader's own batches need it)
+            import arro3.core  # type: ignore[import-not-found]  # noqa: F401
         except ImportError:
             pass
         else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Literal, Optional, Sequence, Union, overload
 
 #: Characters of a value shown in a message, at most.
 SHOWN = 60
@@ -73,6 +73,20 @@ def text(
     return value
 
 
+@overload
+def integer(
+    name: str,
+    value: Any,
+    low: int,
+    high: int,
+    *,
+    optional: Literal[False] = ...,
+    config: bool = ...,
+) -> int: ...
+@overload
+def integer(
+    name: str, value: Any, low: int, high: int, *, optional: bool, config: bool = ...
+) -> Optional[int]: ...
 def integer(
     name: str,
     value: Any,
@@ -128,6 +142,28 @@ def limit_values(limits: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@overload
+def number(
+    name: str,
+    value: Any,
+    low: float,
+    high: float,
+    *,
+    optional: Literal[False] = ...,
+    above: bool = ...,
+    config: bool = ...,
+) -> float: ...
+@overload
+def number(
+    name: str,
+    value: Any,
+    low: float,
+    high: float,
+    *,
+    optional: bool,
+    above: bool = ...,
+    config: bool = ...,
+) -> Optional[float]: ...
 def number(
     name: str,
     value: Any,
@@ -178,6 +214,10 @@ def choice(
     return value
 
 
+@overload
+def path(name: str, value: Any, *, optional: Literal[False] = ...) -> str: ...
+@overload
+def path(name: str, value: Any, *, optional: bool) -> Optional[str]: ...
 def path(name: str, value: Any, *, optional: bool = False) -> Optional[str]:
     """A file or directory path: a non-empty string or ``os.PathLike``, without NUL."""
     if value is None and optional:

@@ -69,11 +69,11 @@ class Client:
         there, their values here, by the core."""
     def list_dicts(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         """Every record of a list (``sites``, ``devices``, ``cameras``, ``reports``), as dicts."""
     def list_dicts_async(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
-    ) -> Awaitable[list[dict]]:
+    ) -> Awaitable[list[dict[str, Any]]]:
         """As ``list_dicts``, as an awaitable."""
     def list_arrow(
         self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
@@ -88,7 +88,7 @@ class Client:
         start_ms: int,
         end_ms: int,
         report_id: Optional[str] = None,
-        progress: Optional[Callable[[dict], Any]] = None,
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
         refresh: bool = False,
     ) -> Any:
         """Every event of the range as an Arrow table (one batch per window)."""
@@ -105,7 +105,7 @@ class Client:
         start_ms: int,
         end_ms: int,
         report_id: Optional[str] = None,
-        progress: Optional[Callable[[dict], Any]] = None,
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
         refresh: bool = False,
     ) -> Any:
         """The events of the range as a stream of Arrow record batches, handing ``progress``
@@ -116,7 +116,7 @@ class Client:
         end_ms: int,
         report_id: Optional[str] = None,
         refresh: bool = False,
-        progress: Optional[Callable[[dict], Any]] = None,
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
     ) -> BatchStream:
         """The events of the range as record batches for ``async for`` (bounded memory); the
         stream's ``report`` hands ``progress`` the fetch's progress."""
@@ -125,7 +125,7 @@ class Client:
         start_ms: int,
         end_ms: int,
         report_id: Optional[str] = None,
-        progress: Optional[Callable[[dict], Any]] = None,
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
         buffer: int = 2,
         arrow: bool = False,
         partial: bool = False,
@@ -179,7 +179,7 @@ class Client:
         start_ms: int,
         end_ms: int,
         report_id: Optional[str] = None,
-        progress: Optional[Callable[[dict], Any]] = None,
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
     ) -> dict[str, Any]:
         """What fetching the events of a range costs, found with a few requests: a dict of the
         core's plan (``events``, ``requests``, ``seconds``, ``days``, ``probes``, ``exact``).
@@ -205,7 +205,7 @@ class Client:
         """Requests left of the allowance in force, or None when none is."""
     def close(self) -> None:
         """Stops requests in flight; the client refuses new ones."""
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         """The resolved configuration, secrets included (for pickling; never printed)."""
     @property
     def cache_dir(self) -> Optional[str]:
@@ -269,7 +269,7 @@ class Emulator:
     def set_faults(self, **faults: float) -> None:
         """Replaces the injected faults, given by the names of
         :meth:`surveillance.Emulator.set_faults`'s arguments (each one left out is none)."""
-    DIALECTS: ClassVar[dict[str, tuple]]
+    DIALECTS: ClassVar[dict[str, tuple[Any, ...]]]
     """Each dialect setting and its values, the default first: a tuple of names, or for
     ``token_requests`` ``(None, int)``."""
     def set_dialect(self, **dialect: Optional[Union[str, int]]) -> None:
@@ -338,7 +338,7 @@ class EventStream:
 
     def __iter__(self) -> EventStream: ...
     def __next__(self) -> Any: ...
-    def next_async(self, limit: int = 1000) -> Awaitable[Optional[list[dict]]]:
+    def next_async(self, limit: int = 1000) -> Awaitable[Optional[list[dict[str, Any]]]]:
         """The next events (at most ``limit``), or None at the end, as an awaitable."""
     def report(self) -> None:
         """Hands ``progress`` the fetch's latest progress, if it moved since the last call."""
@@ -364,7 +364,7 @@ def publish(
     source: Optional[Any] = None,
     path: Optional[str] = None,
     **options: Any,
-) -> tuple[dict, Optional[BaseException]]:
+) -> tuple[dict[str, Any], Optional[BaseException]]:
     """Publishes the records of ``source`` (an iterable) or of the JSON Lines file ``path``;
     returns the report as a dict and the exception to raise with it, or None. The options,
     as keywords: ``region``, ``batch_size`` (None: "auto"), ``validate``, ``progress`` (called
@@ -375,7 +375,7 @@ def publish_columns(
     data: Optional[Any] = None,
     path: Optional[str] = None,
     **options: Any,
-) -> tuple[dict, Optional[BaseException]]:
+) -> tuple[dict[str, Any], Optional[BaseException]]:
     """Publishes the rows of Arrow ``data`` (``__arrow_c_stream__``/``__arrow_c_array__``) or
     of the Parquet file ``path`` as records; returns the report as a dict (with ``rows``, the
     source's row count when known) and the exception to raise with it, or None; the options of
@@ -412,7 +412,7 @@ def jsonl_rest(path: str, *, skip: int = 0) -> JsonLines:
     """The records of the JSON Lines file ``path`` after the first ``skip``, numbered as
     ``publish`` numbers them (non-blank lines), as texts."""
 
-def validate(record: Any) -> list[dict]:
+def validate(record: Any) -> list[dict[str, Any]]:
     """The problems of a record under its standard model (``path``, ``message``, ``severity``)."""
 
 def check_limits(**limits: Optional[float]) -> None:
@@ -440,7 +440,7 @@ def clear_cache_at(path: str) -> int:
 def write_parquet(data: Any, path: str) -> int:
     """Writes Arrow data (``__arrow_c_stream__``/``__arrow_c_array__``) to a Parquet file."""
 
-def columns(table: Any, names: list[str]) -> dict[str, list]:
+def columns(table: Any, names: list[str]) -> dict[str, list[Any]]:
     """Columns of an Arrow table as Python lists (timestamps as epoch milliseconds)."""
 
 def events_schema() -> Any:
@@ -448,7 +448,7 @@ def events_schema() -> Any:
 
 def _check(
     record: Any,
-) -> tuple[Optional[str], Optional[bool], int, Optional[int], list[dict]]:
+) -> tuple[Optional[str], Optional[bool], int, Optional[int], list[dict[str, Any]]]:
     """A test build only (the ``test-seams`` feature): what ``publish`` makes of a record: its
     JSON text (None when it has no JSON form), the fused check's verdict (None: left to the
     careful path), the upsert key hashed in the walk, the key the core finds in the text (None:

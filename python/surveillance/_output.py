@@ -63,7 +63,7 @@ def convert(table: Any, output: str) -> Any:
     return polars.DataFrame(table)
 
 
-def write_parquet(data: Any, path: Union[str, os.PathLike]) -> int:
+def write_parquet(data: Any, path: Union[str, os.PathLike[str]]) -> int:
     """Writes Arrow data to the Parquet file ``path`` (snappy-compressed), in Rust: no pyarrow
     needed. Returns the rows written.
 

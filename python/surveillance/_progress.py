@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional, Union
 
-ProgressArg = Union[str, bool, Callable[[dict], Any]]
+ProgressArg = Union[str, bool, Callable[[dict[str, Any]], Any]]
 
 
 def _in_notebook() -> bool:
@@ -13,7 +13,7 @@ def _in_notebook() -> bool:
     if shell is None:
         return False
     try:
-        ip = shell.get_ipython()  # type: ignore[attr-defined]
+        ip = shell.get_ipython()
     except Exception:
         return False
     return ip is not None and "IPKernelApp" in getattr(ip, "config", {})
@@ -35,10 +35,10 @@ def _tqdm(notebook: bool) -> Any:
     its terminal bar otherwise; None without tqdm."""
     try:
         if notebook:
-            import ipywidgets  # noqa: F401  (tqdm's notebook bar is one)
-            from tqdm.notebook import tqdm
+            import ipywidgets  # type: ignore[import-untyped, unused-ignore]  # noqa: F401
+            from tqdm.notebook import tqdm  # type: ignore[import-untyped, unused-ignore]
         else:
-            from tqdm import tqdm
+            from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         return None
     return tqdm
@@ -48,7 +48,7 @@ def _display(obj: Any, **kwargs: Any) -> Any:
     """Shows ``obj`` in the running cell; the handle that replaces it later."""
     from IPython.display import display
 
-    return display(obj, display_id=True, **kwargs)
+    return display(obj, display_id=True, **kwargs)  # type: ignore[no-untyped-call, unused-ignore]
 
 
 def _duration(seconds: float) -> str:
@@ -72,7 +72,7 @@ def _cost(requests: int, expected: Optional[int], limit: Optional[int]) -> str:
     return f"{words} ({100 * requests / limit:.1f}% of the day)"
 
 
-def _words(update: dict, limit: Optional[int], plan: bool) -> tuple[int, str]:
+def _words(update: dict[str, Any], limit: Optional[int], plan: bool) -> tuple[int, str]:
     """The share of an events fetch done (0-100) and the words after its bar (see
     :class:`_Bar`); ``limit``: the day's quota.
 
@@ -173,7 +173,7 @@ class _Bar:
             sys.stderr.write(f"\r{line}\x1b[K")
             sys.stderr.flush()
 
-    def _waiting(self, update: dict, postfix: str, line: str) -> tuple[str, str]:
+    def _waiting(self, update: dict[str, Any], postfix: str, line: str) -> tuple[str, str]:
         """``postfix`` and ``line`` with what the client waits for, while it waits (the
         update's ``waiting``: the service unreachable, the next try, the ``max_outage`` left);
         as they are once requests go through again."""
@@ -182,7 +182,7 @@ class _Bar:
             return postfix, line
         return f"{postfix}; waiting: {waiting}", f"{line}; waiting: {waiting}"
 
-    def __call__(self, update: dict) -> None:
+    def __call__(self, update: dict[str, Any]) -> None:
         pct, words = _words(update, self._limit, self._plan)
         postfix, line = self._waiting(update, words, f"{self._desc}: {pct:3d}% ({words})")
         self._show(pct, postfix, line)
@@ -200,7 +200,7 @@ class _Bar:
 
 def make(
     progress: ProgressArg, desc: str, limit: Optional[int] = None, plan: bool = False
-) -> tuple[Optional[Callable[[dict], Any]], Callable[[], None]]:
+) -> tuple[Optional[Callable[[dict[str, Any]], Any]], Callable[[], None]]:
     """Returns the callback to give the core (or None) and a function that closes the display;
     ``limit``: the day's request quota, which the display shows the requests a share of;
     ``plan``: the display of a plan's count (see :class:`_Bar`)."""

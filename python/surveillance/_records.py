@@ -83,7 +83,7 @@ def read(path: str) -> Iterator[tuple[str, Any]]:
                 yield f"line {number}", record
 
 
-def csv_records(path: str) -> list:
+def csv_records(path: str) -> list[Any]:
     """Every record of the CSV file at ``path``, as dicts; a ValueError naming the line of the
     first row that cannot be read."""
     out = []

@@ -5,18 +5,28 @@ Needs ``pip install 'surveillance[polars]'`` (polars 2.0 or later, for ``polars.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import logging
 import math
+import re
 import signal
 import threading
 import time
 import warnings
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, cast
 
 from . import _core
 from ._time import TimeLike, to_ms
 
 __all__ = ["scan_events"]
+
+if TYPE_CHECKING:
+    import polars
+
+    from .client import Client
+
+_log = logging.getLogger("surveillance")
 
 #: Where the fetch's first page does not tell which events come first (a service that does
 #: not sort them ascending), a first part of a scanned range is fetched alone: a ``head(n)`` of
@@ -50,19 +60,23 @@ Bounds = Tuple[Optional[int], Optional[int]]
 
 
 def scan_events(
-    client: Any,
+    client: Client,
     start: Optional[TimeLike] = None,
     end: Optional[TimeLike] = None,
     report_id: Optional[str] = None,
-) -> Any:
+) -> polars.LazyFrame:
     """The events as a ``polars.LazyFrame`` that fetches only what the query needs.
 
     Nothing is requested until the frame is collected. Then:
 
     - filters on ``startTime`` (``>=``, ``>``, ``<``, ``<=``, ``==``, ``is_between``, joined
-      with ``&``) narrow the range fetched, with ``start`` and ``end``; other filters (``|``,
-      other columns, expressions of ``startTime``) are applied to the rows fetched, so the
-      result is exact whatever the filter;
+      with ``&``) with a time (a ``datetime``, aware or naive (UTC), a ``date``,
+      ``pl.datetime(...)``, ``pl.lit(...)``, a string literal's ``.str.to_datetime()``)
+      narrow the range fetched, with ``start`` and ``end``; other filters (``|``, other
+      columns, ``siteId`` and ``deviceId`` included, which the events endpoint does not
+      filter by, expressions of ``startTime``) are applied to the rows fetched, so the result
+      is exact whatever the filter; where no lower bound is found, the error names each
+      filter that bounds nothing, and why;
     - only the columns the query uses are built;
     - ``head(n)`` stops fetching once it has ``n`` rows. The fetch's first page is asked
       first: on a service that sorts events ascending (or a range of one page) it holds the
@@ -136,13 +150,22 @@ def scan_events(
         n_rows: Optional[int],
         batch_size: Optional[int],
     ) -> Iterator[Any]:
-        a, b = _intersect((lo, hi), _predicate_bounds(predicate))
+        pushed, skipped = _pushdown(predicate)
+        a, b = _intersect((lo, hi), pushed)
         if a is None:
+            told = "".join(f"\n- {term}: {why}" for term, why in skipped)
             raise ValueError(
                 "scan_events needs a lower bound on `startTime`, or it would fetch all of "
                 "time: pass `start=` to scan_events, or filter on it, e.g. "
-                '.filter(pl.col("startTime") >= datetime(2026, 1, 5, tzinfo=timezone.utc))'
+                '.filter(pl.col("startTime") >= pl.datetime(2026, 1, 5, time_zone="UTC"))'
+                + (
+                    f". These filters bound no range (they are applied to the rows fetched):{told}"
+                    if told
+                    else ""
+                )
             )
+        for term, why in skipped:
+            _log.debug("scan_events: filter %s applied to the rows fetched: %s", term, why)
         if b is None:
             b = time.time_ns() // 1_000_000
         watch = _interrupt_watch()
@@ -150,9 +173,10 @@ def scan_events(
 
     schema = _schema(pl)
     try:
-        return register(source, schema=schema, explain_name="surveillance.events")
+        frame = register(source, schema=schema, explain_name="surveillance.events")
     except TypeError:  # a polars without `explain_name`
-        return register(source, schema=schema)
+        frame = register(source, schema=schema)
+    return cast("polars.LazyFrame", frame)
 
 
 def _require_polars() -> Tuple[Any, Any]:
@@ -226,6 +250,7 @@ def _frames(
     if predicate is not None:
         needed |= set(predicate.meta.root_names())
     read = [n for n in names if n in needed]
+    naive = _naive_times(predicate)
     left = n_rows
 
     def frames(batch: Any, after: int, count: int) -> Iterator[Any]:
@@ -233,7 +258,12 @@ def _frames(
         frame = _frame(pl, batch, read)
         if after > lo:  # what an earlier part gave
             frame = frame.filter(pl.col("startTime").dt.epoch("ms") >= after)
-        if predicate is not None:
+        if predicate is not None and naive:
+            # Naive times are UTC: the predicate is read of the frame with a naive `startTime`
+            # (polars does not compare an aware column with a naive time).
+            utc = frame.with_columns(pl.col("startTime").dt.replace_time_zone(None))
+            frame = frame.filter(utc.select(predicate.alias("__keep")).to_series())
+        elif predicate is not None:
             frame = frame.filter(predicate)
         frame = frame.select(columns)
         if left is not None:
@@ -331,67 +361,259 @@ def _pieces(frame: Any, count: int) -> Iterator[Any]:
 
 
 # --- predicate pushdown ----------------------------------------------------------------------
+#: What the events endpoint cannot filter by, by column: a filter on it is applied to the rows
+#: fetched.
+_NOT_PUSHED = {
+    "siteId": "the events endpoint filters by time and report only, not by site",
+    "deviceId": "the events endpoint filters by time and report only, not by device",
+}
+
+
 def _predicate_bounds(predicate: Any) -> Bounds:
     """``[lo, hi)`` (epoch ms, None: open) on ``startTime`` that every row the predicate keeps
-    lies in, from what this reads of it (comparisons of ``startTime`` with datetime literals,
-    ``is_between``, joined by ``&``); what it does not understand bounds nothing."""
+    lies in, from what this reads of it (see :func:`_pushdown`)."""
+    return _pushdown(predicate)[0]
+
+
+def _pushdown(predicate: Any) -> Tuple[Bounds, List[Tuple[str, str]]]:
+    """The bounds of :func:`_predicate_bounds`, and each part of the predicate (a term of its
+    ``&``) that bounds nothing, with why: all of the predicate is applied to the rows fetched.
+
+    Read: comparisons (``>=``, ``>``, ``<``, ``<=``, ``==``, either side) and ``is_between`` of
+    ``startTime`` with a time: a datetime literal (with a time zone or naive, which is UTC), a
+    date (its midnight, UTC), ``pl.datetime(...)``, ``pl.lit(...)``, a string literal parsed by
+    ``.str.to_datetime()`` / ``.str.strptime()``, or a cast of one; and ``&`` of those."""
     if predicate is None:
-        return None, None
+        return (None, None), []
+    bounds: Bounds = (None, None)
+    skipped: List[Tuple[str, str]] = []
+    for term in _terms(predicate):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = json.loads(term.meta.serialize(format="json"))
+        except Exception:  # a polars whose plan does not serialize so: no pushdown
+            skipped.append((str(term), "this polars does not show the filter's form"))
+            continue
+        got, why = _bounds(tree)
+        if why is not None:
+            skipped.append((str(term), why))
+        bounds = _intersect(bounds, got)
+    return bounds, skipped
+
+
+def _terms(expr: Any) -> List[Any]:
+    """The terms of an ``&`` of ``expr`` (itself where it is no ``&``), left to right."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = json.loads(predicate.meta.serialize(format="json"))
-    except Exception:  # a polars whose plan does not serialize so: no pushdown
-        return None, None
-    return _bounds(tree)
+            tree = json.loads(expr.meta.serialize(format="json"))
+        if tree.get("BinaryExpr", {}).get("op") == "And":
+            right, left = expr.meta.pop()
+            return _terms(left) + _terms(right)
+    except Exception:
+        pass
+    return [expr]
 
 
-def _bounds(node: Any) -> Bounds:
-    if not isinstance(node, dict) or len(node) != 1:
-        return None, None
-    ((kind, body),) = node.items()
+def _bounds(node: Any) -> Tuple[Bounds, Optional[str]]:
+    """The bounds of one filter, and why it bounds nothing where it does not (else None)."""
+    kind, body = _only(node)
     if kind == "BinaryExpr" and isinstance(body, dict):
         op, left, right = body.get("op"), body.get("left"), body.get("right")
         if op == "And":
-            return _intersect(_bounds(left), _bounds(right))
+            (a, why_a), (b, why_b) = _bounds(left), _bounds(right)
+            return _intersect(a, b), why_a if why_a and why_b else None
+        if op in ("Or", "Xor", "LogicalOr"):
+            return (None, None), "an `|` of filters bounds no single range"
         if op in _FLIPPED:
-            if _is_start_time(left):
-                return _compare(op, _datetime_ms(right))
-            if _is_start_time(right):
-                return _compare(_FLIPPED[op], _datetime_ms(left))
-        return None, None
+            for column, literal, how in ((left, right, op), (right, left, _FLIPPED[str(op)])):
+                name = _column(column)
+                if name == "startTime":
+                    value = _instant(literal)
+                    if value is None:
+                        return (None, None), _NOT_A_TIME
+                    return _compare(how, value), None
+                if name in _NOT_PUSHED:
+                    return (None, None), _NOT_PUSHED[name]
+        return (None, None), _NOT_START_TIME
     if kind == "Function" and isinstance(body, dict):
         function, inputs = body.get("function"), body.get("input")
         between = function.get("Boolean", {}) if isinstance(function, dict) else None
         between = between.get("IsBetween") if isinstance(between, dict) else None
         if isinstance(between, dict) and isinstance(inputs, list) and len(inputs) == 3:
-            if not _is_start_time(inputs[0]):
-                return None, None
-            low, high = _datetime_ms(inputs[1]), _datetime_ms(inputs[2])
+            if _column(inputs[0]) != "startTime":
+                return (None, None), _NOT_START_TIME
+            low, high = _instant(inputs[1]), _instant(inputs[2])
             closed = between.get("closed")
-            if closed not in ("Both", "Left", "Right", "None"):
-                return None, None
+            if low is None or high is None or closed not in ("Both", "Left", "Right", "None"):
+                return (None, None), _NOT_A_TIME
             return _intersect(
                 _compare("GtEq" if closed in ("Both", "Left") else "Gt", low),
                 _compare("LtEq" if closed in ("Both", "Right") else "Lt", high),
-            )
+            ), None
+    return (None, None), _NOT_START_TIME
+
+
+_NOT_A_TIME = (
+    "`startTime` is compared with what is not a constant time (a datetime or date literal, "
+    "pl.datetime(...), or a string literal's .str.to_datetime())"
+)
+_NOT_START_TIME = "not a comparison or is_between of `startTime` with a time"
+
+
+def _only(node: Any) -> Tuple[Optional[str], Any]:
+    """The kind and body of a node of the serialized expression: ``{kind: body}``."""
+    if isinstance(node, dict) and len(node) == 1:
+        ((kind, body),) = node.items()
+        return str(kind), body
     return None, None
 
 
-def _is_start_time(node: Any) -> bool:
-    return node == {"Column": "startTime"}
+def _column(node: Any) -> Optional[str]:
+    """The column's name where ``node`` is a column (or an alias of one), else None."""
+    kind, body = _only(node)
+    if kind == "Column" and isinstance(body, str):
+        return body
+    if kind == "Alias" and isinstance(body, list) and body:
+        return _column(body[0])
+    return None
 
 
-def _datetime_ms(node: Any) -> Optional[Tuple[int, int]]:
-    """``(value, units per ms)`` of a datetime literal with a time zone (an instant), else
-    None (a naive one does not compare with ``startTime`` in polars)."""
+def _instant(node: Any) -> Optional[Tuple[int, int]]:
+    """``(value, units per ms)`` of a constant time: a datetime literal (naive: UTC), a date
+    (midnight UTC), ``pl.datetime(...)``, a parsed string literal, an alias or a cast to a
+    datetime of one; else None."""
+    kind, body = _only(node)
+    if kind == "Alias" and isinstance(body, list) and body:
+        return _instant(body[0])
+    if kind == "Cast" and isinstance(body, dict):
+        inner = _instant(body.get("expr"))
+        target, unit = _only(_only(body.get("dtype"))[1])
+        if inner is None or target != "Datetime" or not isinstance(unit, list) or not unit:
+            return None
+        if unit[0] not in _PER_MS:
+            return None
+        value, per = inner
+        to = _PER_MS[unit[0]]
+        return value * to // per, to  # a cast to a coarser unit floors
+    if kind == "Literal":
+        scalar = body.get("Scalar") if isinstance(body, dict) else None
+        k, v = _only(scalar)
+        if k == "Datetime" and isinstance(v, list) and len(v) == 3:
+            value, unit = v[0], v[1]
+            if isinstance(value, int) and not isinstance(value, bool) and unit in _PER_MS:
+                return value, _PER_MS[unit]
+        if k == "Date" and isinstance(v, int) and not isinstance(v, bool):
+            return v * 86_400_000, 1
+        return None
+    if kind == "Function" and isinstance(body, dict):
+        return _called_instant(body.get("function"), body.get("input"))
+    return None
+
+
+def _called_instant(function: Any, inputs: Any) -> Optional[Tuple[int, int]]:
+    """The time of ``pl.datetime(...)`` of literals, or of a string literal's
+    ``.str.to_datetime()`` / ``.str.strptime(pl.Datetime)``."""
+    if not isinstance(inputs, list):
+        return None
+    kind, body = _only(function)
+    if kind == "TemporalExpr":
+        k, made = _only(body)
+        if k != "DatetimeFunction" or not isinstance(made, dict) or len(inputs) < 3:
+            return None
+        parts = [_int_literal(x) for x in inputs[:7]]
+        if any(p is None for p in parts):
+            return None
+        zone = made.get("time_zone")
+        zone = zone.get("inner") if isinstance(zone, dict) else zone
+        try:
+            at = _dt.datetime(*parts[:6], microsecond=parts[6] if len(parts) > 6 else 0)  # type: ignore[arg-type, misc]
+            at = _localized(at, zone)
+        except (ValueError, TypeError, OverflowError, KeyError):
+            return None
+        return _micros(at), 1_000
+    if kind == "StringExpr":
+        k, made = _only(body)
+        if k != "Strptime" or not isinstance(made, list) or len(made) != 2 or not inputs:
+            return None
+        literal = _only(inputs[0])[1] if _only(inputs[0])[0] == "Literal" else None
+        string_kind, text = (
+            _only(_only(literal)[1]) if _only(literal)[0] == "Scalar" else (None, None)
+        )
+        target = _only(made[0])[1] if _only(made[0])[0] == "Literal" else None
+        target_kind, target_body = _only(target)
+        options = made[1] if isinstance(made[1], dict) else {}
+        if string_kind != "String" or not isinstance(text, str):
+            return None
+        if target_kind not in ("Datetime", "Date"):
+            return None
+        try:
+            fmt = options.get("format")
+            if fmt:
+                at = _dt.datetime.strptime(text, fmt)
+            else:
+                at = _dt.datetime.fromisoformat(text)
+        except (ValueError, TypeError):
+            return None
+        if target_kind == "Date":
+            return _micros(_dt.datetime(at.year, at.month, at.day)), 1_000
+        zone = target_body[1] if isinstance(target_body, list) and len(target_body) == 2 else None
+        zone = zone.get("inner") if isinstance(zone, dict) else zone
+        try:
+            if at.tzinfo is None:
+                at = _localized(at, zone)
+        except (ValueError, KeyError):
+            return None
+        return _micros(at), 1_000
+    return None
+
+
+def _int_literal(node: Any) -> Optional[int]:
+    """The value of an integer literal (``dyn int`` or a typed one), else None."""
+    kind, body = _only(node)
+    if kind != "Literal":
+        return None
+    for key in ("Dyn", "Scalar"):
+        inner = body.get(key) if isinstance(body, dict) else None
+        if isinstance(inner, dict) and len(inner) == 1:
+            (value,) = inner.values()
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def _localized(at: _dt.datetime, zone: Any) -> _dt.datetime:
+    """``at``, naive, as a time of ``zone`` (None: UTC)."""
+    if not zone or zone == "UTC":
+        return at.replace(tzinfo=_dt.timezone.utc)
+    from zoneinfo import ZoneInfo
+
+    return at.replace(tzinfo=ZoneInfo(str(zone)))
+
+
+def _micros(at: _dt.datetime) -> int:
+    """Microseconds since the epoch of ``at`` (naive: UTC)."""
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=_dt.timezone.utc)
+    delta = at - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _naive_times(predicate: Any) -> bool:
+    """Whether the predicate compares times without a time zone (and none with one)."""
+    if predicate is None:
+        return False
     try:
-        value, unit, zone = node["Literal"]["Scalar"]["Datetime"]
-    except (KeyError, TypeError, ValueError):
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or unit not in _PER_MS or not zone:
-        return None
-    return value, _PER_MS[unit]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            text = predicate.meta.serialize(format="json")
+    except Exception:
+        return False
+    text = re.sub(r"\s", "", text)
+    naive = re.search(r'"Datetime":\[(-?\d+,)?"\w+",null\]|"time_zone":null', text)
+    aware = re.search(r'"Datetime":\[(-?\d+,)?"\w+",\{|"time_zone":\{', text)
+    return naive is not None and aware is None
 
 
 def _compare(op: str, literal: Optional[Tuple[int, int]]) -> Bounds:

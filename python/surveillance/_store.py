@@ -154,7 +154,7 @@ def uploaded(local: str, location: Location) -> bool:
     """Whether the object at ``location`` has the size of ``local`` (an upload interrupted by
     Ctrl-C has completed); False when that cannot be told."""
     try:
-        return location.filesystem.get_file_info(location.path).size == os.path.getsize(local)
+        return bool(location.filesystem.get_file_info(location.path).size == os.path.getsize(local))
     except OSError:
         return False
 

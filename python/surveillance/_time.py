@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 TimeLike = Union[_dt.datetime, _dt.date, str]
 
@@ -57,7 +57,7 @@ def _missing(value: object) -> bool:
     return type(value).__name__ in ("NaTType", "NAType")
 
 
-def time_range(start: TimeLike, end: TimeLike, report_id: object) -> tuple:
+def time_range(start: TimeLike, end: TimeLike, report_id: object) -> tuple[Any, ...]:
     """``(start_ms, end_ms, report_id)`` of the arguments of an events call, checked."""
     from ._check import text
 

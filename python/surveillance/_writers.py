@@ -37,7 +37,7 @@ def _format_of(args: argparse.Namespace) -> str:
             raise ValueError("--format table writes to the terminal: leave out -o")
         if args.format == "parquet" and not args.output:
             raise ValueError("--format parquet needs a file: pass -o FILE.parquet")
-        return args.format
+        return str(args.format)
     if args.output:
         suffix = _store.suffix(args.output).lower()
         if suffix not in _SUFFIXES:
@@ -164,7 +164,7 @@ class _Target:
             os.remove(self._partial)
 
 
-def _pyarrow() -> tuple:
+def _pyarrow() -> tuple[Any, ...]:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -210,7 +210,7 @@ def _utc(value: Any) -> Any:
     return from_ms(ms).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
-def _event_row(event: dict, columns: list = _EVENT_COLUMNS) -> list:
+def _event_row(event: dict[str, Any], columns: list[Any] = _EVENT_COLUMNS) -> list[Any]:
     details = event.get("details") or {}
     row = []
     for column in columns:
@@ -231,8 +231,8 @@ def _write_rows(
     target: _Target,
     fmt: str,
     records: Any,
-    header: Optional[list] = None,
-    order: Optional[list] = None,
+    header: Optional[list[Any]] = None,
+    order: Optional[list[Any]] = None,
 ) -> int:
     """Writes dicts as JSON Lines or CSV (``header``: the columns of events); returns the
     count. A list of records without ``header`` gets the union of their keys as columns:
@@ -253,7 +253,7 @@ def _write_rows(
                 count += 1
         else:
             records = list(records)
-            columns: dict = dict.fromkeys(order or [])
+            columns: dict[str, Any] = dict.fromkeys(order or [])
             for record in records:
                 columns.update(dict.fromkeys(record))
             writer = csv.writer(f)
@@ -282,7 +282,7 @@ def _text(value: Any, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _print_table(rows: list, columns: list) -> None:
+def _print_table(rows: list[Any], columns: list[Any]) -> None:
     """Prints ``rows`` (lists of values) under ``columns``, numbers aligned right."""
     cells = [[_text(v) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
@@ -291,7 +291,7 @@ def _print_table(rows: list, columns: list) -> None:
         for i in range(len(columns))
     ]
 
-    def line(values: list) -> str:
+    def line(values: list[Any]) -> str:
         parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)]
         return "  ".join(parts).rstrip()
 

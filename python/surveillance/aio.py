@@ -14,6 +14,7 @@ from typing import (
     Callable,
     Literal,
     Optional,
+    Union,
     overload,
 )
 
@@ -139,6 +140,16 @@ class AsyncClient(AsyncLists, _BaseClient):
         progress: ProgressArg = ...,
         refresh: bool = ...,
     ) -> polars.DataFrame: ...
+    @overload
+    async def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        output: str = ...,
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> Union[list[Event], pyarrow.Table, pandas.DataFrame, polars.DataFrame]: ...
     @ametered
     async def events(
         self,
@@ -178,7 +189,7 @@ class AsyncClient(AsyncLists, _BaseClient):
             table = await self._inner.events_arrow_async(lo, hi, report_id, refresh)
             return _output.convert(table, output)
         callback, close = _progress.make(progress, "events", self.quota()["limit"])
-        events: list = []
+        events: list[Any] = []
         try:
             # The collector is paused while the list grows (see _gcpause): its full passes over
             # the events already held would stall the event loop.
@@ -195,8 +206,8 @@ class AsyncClient(AsyncLists, _BaseClient):
         hi: int,
         report_id: Optional[str],
         refresh: bool = False,
-        progress: Optional[Callable[[dict], Any]] = None,
-    ) -> AsyncIterator[list]:
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
+    ) -> AsyncIterator[list[Any]]:
         stream = self._inner.events_stream(lo, hi, report_id, progress, 2, refresh=refresh)
         async for chunk in _pulled(stream, progress, lambda: stream.next_async(_CHUNK)):
             yield chunk
@@ -265,7 +276,7 @@ class AsyncClient(AsyncLists, _BaseClient):
         start: TimeLike,
         end: TimeLike,
         report_id: Optional[str] = None,
-        progress: Optional[Callable[[dict], Any]] = None,
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
         refresh: bool = False,
     ) -> AsyncIterator[Any]:
         """The events of :meth:`events` as Arrow record batches (one per window, each an
@@ -370,7 +381,7 @@ class AsyncClient(AsyncLists, _BaseClient):
                 (429) or ``ServerError`` (5xx).
             TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
-        return await self._inner.access_token_async()
+        return str(await self._inner.access_token_async())
 
     async def diagnose(self) -> None:
         """Prints the effective settings and whether a token can be had, without secrets."""
@@ -388,7 +399,7 @@ class AsyncClient(AsyncLists, _BaseClient):
 
 
 async def _pulled(
-    stream: Any, progress: Optional[Callable[[dict], Any]], pull: Callable[[], Any]
+    stream: Any, progress: Optional[Callable[[dict[str, Any]], Any]], pull: Callable[[], Any]
 ) -> AsyncIterator[Any]:
     """What ``await pull()`` gives until it gives None, handing the fetch's progress to
     ``progress`` meanwhile (see :class:`_Reporter`); the stream is closed on the way out."""
@@ -411,7 +422,7 @@ class _Reporter:
     for`` over the fetch runs (the awaiting thread cannot call it), and once at the end. The
     callback's exception stops the fetch and is raised by :meth:`check`."""
 
-    def __init__(self, stream: Any, callback: Optional[Callable[[dict], Any]]) -> None:
+    def __init__(self, stream: Any, callback: Optional[Callable[[dict[str, Any]], Any]]) -> None:
         self._stream = stream
         self._error: Optional[BaseException] = None
         self._task = None if callback is None else asyncio.ensure_future(self._tick())

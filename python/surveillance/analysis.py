@@ -78,9 +78,9 @@ def _column(arg: str, column: Any, frame: str, df: Any) -> None:
         )
 
 
-def _tags(value: Any) -> dict:
+def _tags(value: Any) -> dict[str, Any]:
     """``["Brand:Acme", "City:Lyon"]`` as ``{"brand": "Acme", "city": "Lyon"}`` (first wins)."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     if value is None or isinstance(value, (str, bytes, float)):  # missing (NaN) or not a list
         return out
     for tag in value:
@@ -139,7 +139,7 @@ def location_tags(df: pd.DataFrame, column: str = "locationTags") -> pd.DataFram
     _frame("df", df)
     _column("column", column, "df", df)
     parsed = [_tags(v) for v in df[column]]
-    keys: list = []
+    keys: list[Any] = []
     for row in parsed:
         keys.extend(k for k in row if k not in keys)
     out = df.copy()
@@ -311,7 +311,7 @@ def quantile(values: Sequence[float], q: float) -> float:
 
 
 def local_hours(
-    start_ms: Sequence[int], site_ids: Sequence[str], zones: dict
+    start_ms: Sequence[int], site_ids: Sequence[str], zones: dict[str, Any]
 ) -> tuple[list[int], bool]:
     """The local hour of day of each event, from its site's IANA time zone (``zones``: site id
     to zone), as :func:`with_local_time` gives it; and whether the hours are local: UTC is
@@ -343,7 +343,7 @@ def local_hours(
 BURST = 10
 
 
-def bursts(site_ids: Sequence[str], starts: Sequence[int]) -> set:
+def bursts(site_ids: Sequence[str], starts: Sequence[int]) -> set[Any]:
     """The ``(site, millisecond)`` of each burst: more than :data:`BURST` events of one site
     stamped with one millisecond, as a camera that uploads its backlog stamps them. Their time
     says nothing of when they happened, so statistics of the hour leave them out.
@@ -374,8 +374,8 @@ def site_rows(
     import statistics
     from collections import defaultdict
 
-    per_site: dict = defaultdict(list)
-    per_hour: dict = defaultdict(lambda: [0] * 24)
+    per_site: dict[str, Any] = defaultdict(list)
+    per_hour: dict[str, Any] = defaultdict(lambda: [0] * 24)
     for site, seconds, hour in zip(site_ids, durations, hours):
         if seconds is not None:
             per_site[site].append(seconds)

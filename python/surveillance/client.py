@@ -207,12 +207,12 @@ class _BaseClient:
         timeout: Optional[float] = None,
         max_retries: int = _core.DEFAULT_MAX_RETRIES,
         limits: Optional[Limits] = None,
-        ca_bundle: Optional[Union[str, os.PathLike]] = None,
+        ca_bundle: Optional[Union[str, os.PathLike[str]]] = None,
         trust_env: bool = True,
         max_body_bytes: Optional[int] = None,
         max_wait: float = _core.DEFAULT_MAX_WAIT_S,
         max_outage: Optional[float] = None,
-        cache: Union[bool, str, os.PathLike, None] = None,
+        cache: Union[bool, str, os.PathLike[str], None] = None,
         settle: SettleLike = "1h",
         cache_max_bytes: Optional[int] = None,
         profile: Optional[str] = None,
@@ -265,9 +265,9 @@ class _BaseClient:
         )
         self._inner = _core.Client(**settings)
 
-    #: What the last fetch, sync, list or publish of this client spent (:class:`Cost`); None
-    #: before the first.
-    last_cost: Optional[Cost] = None
+    #: What the last fetch, sync, list or publish of this client spent (:class:`Cost`); a
+    #: zero ``Cost(requests=0)`` before the first.
+    last_cost: Cost = Cost(requests=0)
 
     def _sent(self) -> int:
         """Requests this client has sent, every endpoint together."""
@@ -497,6 +497,16 @@ class Client(Lists, _BaseClient):
         progress: ProgressArg = ...,
         refresh: bool = ...,
     ) -> polars.DataFrame: ...
+    @overload
+    def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        output: str = ...,
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> Union[list[Event], pyarrow.Table, pandas.DataFrame, polars.DataFrame]: ...
     @metered
     def events(
         self,
@@ -565,7 +575,7 @@ class Client(Lists, _BaseClient):
         stream = self._inner.events_stream(
             lo, hi, report_id, callback, _EVENTS_BUFFER, refresh=refresh
         )
-        events: list = []
+        events: list[Any] = []
         try:
             with paused():
                 for window in stream:
@@ -690,9 +700,9 @@ class Client(Lists, _BaseClient):
         start: TimeLike,
         end: TimeLike,
         report_id: Optional[str] = None,
-        progress: Optional[Callable[[dict], Any]] = None,
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
         refresh: bool = False,
-    ) -> Any:
+    ) -> EventBatches:
         """The events of :meth:`events` as a stream of Arrow record batches (one per window),
         produced as windows complete, with bounded memory: an object with
         ``__arrow_c_stream__``, e.g. for ``pyarrow.RecordBatchReader.from_stream`` and
@@ -733,7 +743,7 @@ class Client(Lists, _BaseClient):
     @metered
     def sync_events(
         self,
-        path: Union[str, os.PathLike],
+        path: Union[str, os.PathLike[str]],
         start: TimeLike,
         *,
         report_id: Optional[str] = None,
@@ -940,7 +950,7 @@ class Client(Lists, _BaseClient):
                 (429) or ``ServerError`` (5xx).
             TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
-        return self._inner.access_token()
+        return str(self._inner.access_token())
 
     def diagnose(self) -> None:
         """Prints the effective base URLs, TLS, proxy, limits and whether a token can be
@@ -1009,6 +1019,6 @@ def _cache_info(info: Optional[dict[str, Any]], saved: int) -> Optional[CacheInf
     return cast(CacheInfo, _html.shown("CacheInfo", info))
 
 
-def _restore(cls: type, config: dict) -> Any:
+def _restore(cls: type, config: dict[str, Any]) -> Any:
     limits = Limits(**config.pop("limits"))
     return cls(limits=limits, **config)

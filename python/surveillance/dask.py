@@ -58,7 +58,7 @@ MAX_PARTITIONS = 100_000
 
 
 # --- the client on the workers -------------------------------------------------------------------
-_CLIENTS: dict = {}
+_CLIENTS: dict[str, Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 _CLIENTS_PID = os.getpid()
 
@@ -97,10 +97,10 @@ class _ClientRef:
             return self._local
         return _cached_client(self.key, self.payload)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {"payload": self.payload, "key": self.key}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.payload, self.key, self._local = state["payload"], state["key"], None
 
     def __dask_tokenize__(self) -> Any:
@@ -132,7 +132,7 @@ def _cluster() -> Any:
     return get_client()
 
 
-def _key_digest(config: dict) -> str:
+def _key_digest(config: dict[str, Any]) -> str:
     """A name for the service and key of a configuration that does not reveal the key."""
     data = f"{config['base_url']}\0{config['api_key']}".encode()
     return hashlib.sha256(data).hexdigest()[:24]
@@ -148,8 +148,8 @@ class _Budget:
         from distributed import Lock, Variable
 
         name = f"surveillance-budget-{digest}"
-        self._lock = Lock(f"{name}-lock")
-        self._state = Variable(name, client=dask_client)
+        self._lock = Lock(f"{name}-lock")  # type: ignore[no-untyped-call, unused-ignore]
+        self._state = Variable(name, client=dask_client)  # type: ignore[no-untyped-call, unused-ignore]
 
     def update(self, change: Any) -> Any:
         """Applies ``change(state) -> result`` to the state, atomically; returns the result."""
@@ -157,12 +157,12 @@ class _Budget:
 
         with self._lock:
             try:
-                state = self._state.get(timeout=0)
+                state = self._state.get(timeout=0)  # type: ignore[no-untyped-call, unused-ignore]
             except (TimeoutError, asyncio.TimeoutError):
                 state = {}
             state = dict(state or {})
             result = change(state)
-            self._state.set(state)
+            self._state.set(state)  # type: ignore[no-untyped-call, unused-ignore]
         return result
 
 
@@ -184,14 +184,14 @@ class _Allowance:
     def _day(self) -> int:
         """The service's UTC day by this machine's ledger (days since the epoch)."""
         q = self._client._inner.quota()
-        return (q["resets_at_ms"] - 1) // _core.DAY_MS
+        return int((q["resets_at_ms"] - 1) // _core.DAY_MS)
 
     def _draw(self) -> int:
         """Requests drawn from the budget (at most a block; 0 when it has none left)."""
         day, local = self._day(), self._client.quota()["used"]
         limit, block = self._limit, self._block
 
-        def change(state: dict) -> int:
+        def change(state: dict[str, Any]) -> int:
             if state.get("day") != day:
                 state.update(day=day, used=0)
             state["limit"] = limit
@@ -208,7 +208,7 @@ class _Allowance:
             return
         day = self._day()
 
-        def change(state: dict) -> None:
+        def change(state: dict[str, Any]) -> None:
             if state.get("day") == day:
                 state["used"] = max(0, int(state["used"]) - n)
 
@@ -266,11 +266,11 @@ class _Allowance:
             self._give_back(self._client._inner.end_allowance())
 
 
-_ALLOWANCES: dict = {}
-_COORDINATION: dict = {}
+_ALLOWANCES: dict[str, Any] = {}
+_COORDINATION: dict[Any, Any] = {}
 
 
-def _coordination(dask_client: Any, digest: str) -> tuple:
+def _coordination(dask_client: Any, digest: str) -> tuple[Any, ...]:
     """This process's handles on the scheduler's state of a service and key: the
     :class:`_Budget` and a ``distributed.Semaphore`` of one lease per kind of request (made
     once: each keeps its leases alive from this process)."""
@@ -280,7 +280,7 @@ def _coordination(dask_client: Any, digest: str) -> tuple:
         found = _COORDINATION.get((dask_client.id, digest))
         if found is None:
             turns = {
-                kind: Semaphore(max_leases=1, name=f"surveillance-{kind}-{digest}")
+                kind: Semaphore(max_leases=1, name=f"surveillance-{kind}-{digest}")  # type: ignore[no-untyped-call, unused-ignore]
                 for kind in ("read", "publish")
             }
             found = (_Budget(dask_client, digest), turns)
@@ -288,7 +288,7 @@ def _coordination(dask_client: Any, digest: str) -> tuple:
         return found
 
 
-def _allowance(ref: _ClientRef, client: Any, budget: _Budget, limits: dict) -> _Allowance:
+def _allowance(ref: _ClientRef, client: Any, budget: _Budget, limits: dict[str, Any]) -> _Allowance:
     """This process's allowance of ``client`` (one per configuration)."""
     rates = [r for r in (limits["read_per_second"], limits["publish_per_second"]) if r]
     block = max(2, min(50, math.ceil(max(rates, default=100.0) * _BLOCK_S)))
@@ -336,7 +336,7 @@ def _limited(ref: _ClientRef, kind: str) -> Any:
                 if turn is not None and rate is not None:
                     ended = time.time() + 1.0 / rate
 
-                    def change(state: dict) -> None:
+                    def change(state: dict[str, Any]) -> None:
                         state[f"{kind}_free_at"] = ended
 
                     budget.update(change)
@@ -346,7 +346,7 @@ def _limited(ref: _ClientRef, kind: str) -> Any:
 
 
 # --- time slices -------------------------------------------------------------------------------
-def _slices(lo: int, hi: int, partition: PartitionLike) -> list:
+def _slices(lo: int, hi: int, partition: PartitionLike) -> list[Any]:
     """Boundaries ``[lo, b1, ..., hi]`` (epoch ms) of the slices of ``[lo, hi)``: fixed
     lengths (``"1D"``, ``"6h"``, a ``timedelta``) are aligned on multiples of the length since
     the epoch (``"1D"``: UTC midnights), calendar offsets (``"MS"``, ``"W"``) on their anchors
@@ -427,7 +427,7 @@ def events_meta() -> Any:
     return _indexed(_output.to_pandas(_events_schema().empty_table()))
 
 
-def _fetch_slice(bounds: tuple, ref: _ClientRef, report_id: Optional[str]) -> Any:
+def _fetch_slice(bounds: tuple[Any, ...], ref: _ClientRef, report_id: Optional[str]) -> Any:
     """One partition: the events of ``[lo, hi)`` by the client's windowed algorithm, within
     the key's limits for the whole cluster (the table becomes pandas after the turn)."""
     from . import _output
@@ -507,8 +507,8 @@ def events(
     meta = events_meta()
     unit = getattr(meta.index.dtype, "unit", "ns")  # "ms" (pandas 2+; 1.5 has only "ns")
     stamps = [pd.Timestamp(b, unit="ms", tz="UTC") for b in bounds]
-    divisions = tuple(t.as_unit(unit) if hasattr(t, "as_unit") else t for t in stamps)
-    return dd.from_map(
+    divisions = tuple(t.as_unit(unit) if hasattr(t, "as_unit") else t for t in stamps)  # type: ignore[arg-type, unused-ignore]
+    return dd.from_map(  # type: ignore[no-untyped-call, unused-ignore]
         _fetch_slice,
         pairs,
         args=(ref, report_id),
@@ -520,7 +520,7 @@ def events(
 
 
 # --- publishing ------------------------------------------------------------------------------
-def _publish_part(part: Any, ref: _ClientRef, kwargs: dict) -> tuple:
+def _publish_part(part: Any, ref: _ClientRef, kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """Publishes one partition; returns ``(report, size, error)``: an error that stopped the
     publish (e.g. refused credentials) comes back with its report rather than losing the
     other partitions' reports."""
@@ -588,10 +588,10 @@ def publish(client: Any, data: Any, **publish_kwargs: Any) -> Any:
     ref = _ClientRef(client)
     kwargs = dict(publish_kwargs)
     kwargs.setdefault("progress", False)
-    task = dask.delayed(_publish_part, pure=False)
+    task = dask.delayed(_publish_part, pure=False)  # type: ignore[attr-defined, unused-ignore]
     parts = [task(part, ref, kwargs) for part in data.to_delayed()]
     t0 = time.perf_counter()
-    results = dask.compute(*parts)
+    results = dask.compute(*parts)  # type: ignore[attr-defined, no-untyped-call, unused-ignore]
     elapsed = time.perf_counter() - t0
     report = PublishReport.combine(
         [r for r, _, _ in results], sizes=[n for _, n, _ in results], elapsed=elapsed

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import dlt
 
@@ -49,6 +49,11 @@ from . import sync as _sync
 from ._time import TimeLike, from_ms, to_ms
 from .errors import QuotaExhaustedError
 
+if TYPE_CHECKING:
+    from dlt.common.schema.typing import TTableSchemaColumns
+
+    from .client import Client
+
 __all__ = ["surveillance_source"]
 
 logger = logging.getLogger("surveillance.dlt")
@@ -56,8 +61,28 @@ logger = logging.getLogger("surveillance.dlt")
 
 #: ``details``, the service's object as JSON text in Arrow, is a JSON column of the destination
 #: (DuckDB's ``JSON``, BigQuery's ``JSON``, Postgres' ``jsonb``), not text. dlt logs once a run
-#: that this hint differs from the Arrow type (text), which Arrow has no JSON type to match.
-_DETAILS_AS_JSON = {"details": {"data_type": "json"}}
+#: that this hint differs from the Arrow type (text), which Arrow has no JSON type to match
+#: (an extension type it refuses, a nested one it loads as a struct): that one, declared,
+#: difference is not logged (see ``_DeclaredDetails``); every other hint matches the Arrow
+#: schema (``_microseconds``).
+_DETAILS_AS_JSON: TTableSchemaColumns = {"details": {"data_type": "json"}}
+#: dlt's warning, logged once a run, that the events' Arrow schema and hints differ.
+_HINTS_DIFFER = "In resource: events, when merging arrow schema with dlt schema, several column"
+
+
+class _DeclaredDetails(logging.Filter):
+    """Drops dlt's warning that the events' hints differ from their Arrow schema, which is
+    about ``details``' JSON hint alone: the events' Arrow tables match every other hint."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(_HINTS_DIFFER)
+
+
+def _declare_details() -> None:
+    """Installs ``_DeclaredDetails`` on dlt's logger, once."""
+    dlt_logger = logging.getLogger("dlt")
+    if not any(isinstance(f, _DeclaredDetails) for f in dlt_logger.filters):
+        dlt_logger.addFilter(_DeclaredDetails())
 
 
 def _dlt_settings() -> dict[str, Any]:
@@ -82,7 +107,7 @@ def _dlt_settings() -> dict[str, Any]:
 
 @dlt.source(name="surveillance")
 def surveillance_source(
-    client: Any = None,
+    client: Optional[Client] = None,
     start: Optional[TimeLike] = None,
     settle: _sync.SettleLike = "1h",
     report_id: Optional[str] = None,
@@ -131,6 +156,7 @@ def surveillance_source(
         )
     lag = _sync.parse_settle(settle).total_seconds()
     report_id = _check.text("report_id", report_id, optional=True, longest=100)
+    _declare_details()
     return (
         _events(client, start_ms, until_ms, lag, report_id),
         *(_listing(client, spec["name"]) for spec in _core.LISTS),

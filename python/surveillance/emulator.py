@@ -43,7 +43,7 @@ class Emulator:
 
     #: Each setting of :meth:`set_dialect` and its values, the default first (``token_requests``:
     #: ``(None, int)``, None or a number of requests).
-    DIALECTS: dict[str, tuple] = dict(_core.Emulator.DIALECTS)
+    DIALECTS: dict[str, tuple[Any, ...]] = dict(_core.Emulator.DIALECTS)
 
     def __init__(
         self,
@@ -76,8 +76,8 @@ class Emulator:
         day = _as_date(start)
         settings["start"] = str(day)[:10]
         self._inner = _core.Emulator(**settings)
-        self._limits: dict = {}
-        self._ca_dir: Optional[tempfile.TemporaryDirectory] = None
+        self._limits: dict[str, Any] = {}
+        self._ca_dir: Optional[tempfile.TemporaryDirectory[str]] = None
 
     # --- connection details -------------------------------------------------------------
     @property
@@ -499,7 +499,7 @@ class Emulator:
         *,
         site_id: Optional[str] = None,
         created_at: Optional[TimeLike] = None,
-    ) -> list:
+    ) -> list[Any]:
         """Inserts ``count`` events whose startTime is exactly ``at``; returns their ids.
 
         Use it for dense bursts (many events in one millisecond) and for events created late:
@@ -537,7 +537,7 @@ class Emulator:
         end_time: Optional[TimeLike] = None,
         confirmed: Optional[bool] = None,
         site_id: Optional[str] = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Changes an existing event as the service revises one, and returns it as now served.
 
         Its id, ``startTime`` and ``createTime`` stay; what follows from the change moves with
@@ -595,7 +595,7 @@ class Emulator:
             lim = self._limits
             enforced = any(v is not None for v in lim.values())
             kwargs["limits"] = Limits(**lim) if enforced else Limits.unlimited()
-        settings: dict = {
+        settings: dict[str, Any] = {
             "api_key": self.api_key,
             "client_id": self.client_id,
             "client_secret": self.client_secret,
@@ -623,10 +623,10 @@ class Emulator:
         """
         from .aio import AsyncClient
 
-        return AsyncClient._of(self.client(**kwargs)._inner)
+        return AsyncClient._of(self.client(**kwargs)._inner)  # type: ignore[no-any-return]
 
     # --- inspection ---------------------------------------------------------------------
-    def published(self, region: Optional[str] = None) -> list:
+    def published(self, region: Optional[str] = None) -> list[Any]:
         """Webhook records stored (upserted by key), in order of first arrival.
 
         Args:
@@ -642,7 +642,7 @@ class Emulator:
         """Forgets the stored webhook records."""
         self._inner.clear_published()
 
-    def resources(self, kind: str) -> list:
+    def resources(self, kind: str) -> list[Any]:
         """Every record of a list (``"sites"``, ``"devices"``, ``"cameras"``, ``"reports"``),
         exactly as its endpoint serves them (all pages together); an unknown ``kind`` is a
         ``ValueError`` that names the lists.
@@ -653,7 +653,7 @@ class Emulator:
         _check.text("kind", kind, longest=100)  # the emulator says which lists it has
         return self._inner.resources(kind)
 
-    def truth(self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None) -> list:
+    def truth(self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None) -> list[Any]:
         """Ids of the events a perfect client returns for ``[start, end)``, sorted by
         ``(startTime, id)``, whatever the semantics set.
 
@@ -663,7 +663,7 @@ class Emulator:
         lo, hi, report_id = time_range(start, end, report_id)
         return self._inner.truth(lo, hi, report_id)
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """Requests by ``"METHOD /path"`` and status, tokens issued, webhook records stored and
         upserted, 429s from limits, connections open and accepted, and the daily quota's counts.
 

@@ -137,7 +137,7 @@ class ValidationError(SurveillanceError, ValueError):
             ``message`` and ``severity``).
     """
 
-    def __init__(self, message: str, problems: Optional[list] = None) -> None:
+    def __init__(self, message: str, problems: Optional[list[Any]] = None) -> None:
         super().__init__(message)
         # Dicts from the native module; Problems again when unpickled.
         self.problems = [

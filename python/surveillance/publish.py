@@ -25,7 +25,7 @@ __all__ = ["Problem", "Failure", "PublishReport", "PublishError", "PublishInterr
 #: DataFrame rows converted to dicts at a time.
 _FRAME_CHUNK = 1000
 
-PathLike = Union[str, os.PathLike]
+PathLike = Union[str, "os.PathLike[str]"]
 #: ``"auto"`` (arrays of 100, one record per request if the service refuses arrays) or 1..100.
 BatchSize = Union[str, int]
 
@@ -142,7 +142,7 @@ class PublishReport:
 
     def __init__(
         self,
-        data: dict,
+        data: dict[str, Any],
         *,
         region: Optional[str] = None,
         batch_size: BatchSize = "auto",
@@ -180,7 +180,7 @@ class PublishReport:
 
     @classmethod
     def _empty(cls, **counts: Any) -> PublishReport:
-        data = {
+        data: dict[str, Any] = {
             "total": 0,
             "sent": 0,
             "accepted": 0,
@@ -195,13 +195,13 @@ class PublishReport:
         data.update(counts)
         return cls(data)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         # The unread rest of a source stays with the process that read it.
         state = dict(self.__dict__)
         state["_rest"] = None
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("unconfirmed", [])  # reports pickled before the list existed
         self.__dict__.update(state)
 
@@ -542,7 +542,7 @@ def _missing(value: Any) -> bool:
     return kind in ("NaTType", "NAType")
 
 
-def _frame_rows(frame: Any) -> Iterator[dict]:
+def _frame_rows(frame: Any) -> Iterator[dict[str, Any]]:
     """The rows of a DataFrame as records: missing values left out (a column that does not
     apply to a row), numpy scalars as Python ones, Timestamps kept (sent as epoch ms)."""
     columns = list(frame.columns)
@@ -642,7 +642,7 @@ def _is_parquet(path: PathLike) -> bool:
     return isinstance(name, str) and name.lower().endswith(".parquet")
 
 
-def _json_lines(records: Iterable) -> Iterator[str]:
+def _json_lines(records: Iterable[Any]) -> Iterator[str]:
     for r in records:
         try:
             yield _core.to_json(r)
@@ -657,7 +657,7 @@ class _Bar(_progress._Bar):
     def __init__(self, total: Optional[int]) -> None:
         self._open("publish", total, " records")
 
-    def __call__(self, update: dict) -> None:
+    def __call__(self, update: dict[str, Any]) -> None:
         done = int(update.get("accepted", 0)) + int(update.get("rejected", 0))
         rejected, requests = update.get("rejected", 0), update.get("requests", 0)
         total = f"/{self._total:,}" if self._total else ""
@@ -669,7 +669,7 @@ class _Bar(_progress._Bar):
         self._show(done, postfix, line)
 
 
-def _progress(progress: ProgressArg, total: Optional[int]) -> tuple:
+def _progress_of(progress: ProgressArg, total: Optional[int]) -> tuple[Any, ...]:
     if callable(progress) and not isinstance(progress, bool):
         return progress, lambda: None
     if not _wanted(progress):
@@ -753,8 +753,8 @@ def publish(
         )
     else:
         source = iter(records)
-    callback, close = _progress(progress, size)
-    options: dict = dict(
+    callback, close = _progress_of(progress, size)
+    options: dict[str, Any] = dict(
         region=region,
         batch_size=None if batch_size == "auto" else batch_size,
         validate=validate,
@@ -790,7 +790,7 @@ def publish(
         taken = data["total"]
         if size is not None:
             unread = max(size - taken, 0)
-        rest_of = (lambda: rest(taken)) if unread != 0 else None  # type: ignore[misc]
+        rest_of = (lambda: rest(taken)) if unread != 0 else None
     report = PublishReport(data, region=region, batch_size=batch_size, unread=unread, rest=rest_of)
     if error is None:
         return report

@@ -302,7 +302,7 @@ def parse_settle(value: SettleLike) -> _dt.timedelta:
 
 def sync_events(
     client: Client,
-    path: Union[str, os.PathLike],
+    path: Union[str, os.PathLike[str]],
     start: TimeLike,
     *,
     report_id: Optional[str] = None,
@@ -427,7 +427,7 @@ def sync_events(
         return result
 
 
-def read_state(path: Union[str, os.PathLike]) -> Optional[dict]:
+def read_state(path: Union[str, os.PathLike[str]]) -> Optional[dict[str, Any]]:
     """The state of the dataset at ``path`` (``start``, ``report_id``, ``synced_until``,
     ``settle_seconds`` and the last run's figures; on an object store, ``files``: the live
     file of each date), or None before its first run. ``path`` is a directory or a URI, as
@@ -445,7 +445,7 @@ def read_state(path: Union[str, os.PathLike]) -> Optional[dict]:
     return _open(_check.path("path", path)).read_state()
 
 
-def sync_files(path: Union[str, os.PathLike]) -> List[str]:
+def sync_files(path: Union[str, os.PathLike[str]]) -> List[str]:
     """The data files of the dataset at ``path`` that its state names, in date order: the
     files to read, on an object store, while another run may be writing (see "On an object
     store" in this module's documentation). Local paths for a directory; for a URI, paths
@@ -480,7 +480,7 @@ def sync_files(path: Union[str, os.PathLike]) -> List[str]:
 
 # --- planning --------------------------------------------------------------------------------
 def _plan(
-    state: Optional[dict], start_ms: int, until_ms: int, settle_ms: int
+    state: Optional[dict[str, Any]], start_ms: int, until_ms: int, settle_ms: int
 ) -> Tuple[List[Tuple[int, int]], int]:
     """The ranges to fetch, and the dataset's start to record."""
     if state is None:
@@ -631,7 +631,7 @@ def _chunk_end(
     # Only where this range starts can the last run have stopped (its frontier).
     carried = client._inner.carried_until(t, report_id) if t == lo else None
     if carried is not None and carried <= hi:
-        return carried
+        return int(carried)
     budget = remaining - _QUOTA_MARGIN
     if budget <= 0:
         return hi  # the first request will say the quota is spent
@@ -654,10 +654,10 @@ class _PartitionWriter:
 
     def __init__(self, store: Any, pa: Any, pq: Any) -> None:
         self.store, self.pa, self.pq = store, pa, pq
-        self.pending: Dict[int, list] = {}
+        self.pending: Dict[int, list[Any]] = {}
         self.added = 0
         self.replaced = 0
-        self.written: set = set()
+        self.written: set[Any] = set()
 
     def consume(self, table: Any) -> None:
         """Takes the events of ``table`` (the client's events schema)."""
@@ -780,7 +780,7 @@ def _remove_temporaries(root: str) -> None:
 
 
 # --- state -----------------------------------------------------------------------------------
-def _read_state(root: str) -> Optional[dict]:
+def _read_state(root: str) -> Optional[dict[str, Any]]:
     file = os.path.join(root, STATE_FILE)
     try:
         with open(file, "rb") as f:
@@ -790,7 +790,7 @@ def _read_state(root: str) -> Optional[dict]:
     return _parse_state(data, file)
 
 
-def _parse_state(data: bytes, file: str) -> dict:
+def _parse_state(data: bytes, file: str) -> dict[str, Any]:
     """The state read from ``file`` (the bytes ``data``), checked."""
     try:
         state = json.loads(data.decode("utf-8"))
@@ -808,7 +808,7 @@ def _parse_state(data: bytes, file: str) -> dict:
     return state
 
 
-def _write_state(root: str, state: dict) -> None:
+def _write_state(root: str, state: dict[str, Any]) -> None:
     text = json.dumps(state, indent=2) + "\n"
     _atomic_write(root, STATE_FILE, lambda f: f.write(text.encode("utf-8")))
 
@@ -859,12 +859,12 @@ class _LocalStore:
     def heartbeat(self) -> None:
         """Nothing to renew: the kernel holds the lock as long as the process lives."""
 
-    def begin(self) -> Optional[dict]:
+    def begin(self) -> Optional[dict[str, Any]]:
         """The state, once the temporary files of a killed run are removed (under the lock)."""
         _remove_temporaries(self.root)
         return _read_state(self.root)
 
-    def read_state(self) -> Optional[dict]:
+    def read_state(self) -> Optional[dict[str, Any]]:
         return _read_state(self.root)
 
     def read_partition(self, name: str, pq: Any) -> Any:
@@ -876,7 +876,7 @@ class _LocalStore:
     def write_partition(self, name: str, write: Callable[[Any], None]) -> None:
         _atomic_write(os.path.join(self.root, f"date={name}"), PART_FILE, write)
 
-    def write_state(self, state: dict) -> None:
+    def write_state(self, state: dict[str, Any]) -> None:
         _write_state(self.root, state)
 
     def files(self) -> List[str]:
@@ -940,7 +940,7 @@ class _ObjectStore:
     def heartbeat(self) -> None:
         self._lock.renew()
 
-    def begin(self) -> Optional[dict]:
+    def begin(self) -> Optional[dict[str, Any]]:
         """The state, once the files that no state names (the leftovers of a run that stopped
         before writing its state) are deleted (under the lock)."""
         state = self.read_state()
@@ -951,7 +951,7 @@ class _ObjectStore:
                 self._delete(name)
         return state
 
-    def read_state(self) -> Optional[dict]:
+    def read_state(self) -> Optional[dict[str, Any]]:
         self.live = {}
         data = self._get(STATE_FILE)
         if data is None:
@@ -993,7 +993,7 @@ class _ObjectStore:
         self.live[name] = file
         self._lock.renew()
 
-    def write_state(self, state: dict) -> None:
+    def write_state(self, state: dict[str, Any]) -> None:
         self._lock.confirm()
         text = json.dumps(dict(state, files=dict(sorted(self.live.items()))), indent=2) + "\n"
         self._put(STATE_FILE, lambda f: f.write(text.encode("utf-8")))
@@ -1015,7 +1015,7 @@ class _ObjectStore:
     def _get(self, name: str) -> Optional[bytes]:
         try:
             with self.fs.open_input_stream(self._path(name)) as f:
-                return f.read()
+                return bytes(f.read())
         except FileNotFoundError:
             return None
 
@@ -1113,10 +1113,10 @@ class _ObjectLock:
                 path=shown,
             )
 
-    def _ours(self, holder: Optional[dict]) -> bool:
+    def _ours(self, holder: Optional[dict[str, Any]]) -> bool:
         return holder is not None and holder.get("run") == self.store.run
 
-    def _read(self) -> Optional[dict]:
+    def _read(self) -> Optional[dict[str, Any]]:
         data = self.store._get(LOCK_FILE)
         if data is None:
             return None
@@ -1138,7 +1138,7 @@ class _ObjectLock:
         self.store._put(LOCK_FILE, lambda f: f.write(text.encode("utf-8")))
         self.renewed = time.monotonic()
 
-    def _refusal(self, holder: Optional[dict]) -> SyncLockedError:
+    def _refusal(self, holder: Optional[dict[str, Any]]) -> SyncLockedError:
         shown = self.store.shown
         until = f" until {holder['expires_at']}" if holder and holder.get("expires_at") else ""
         return SyncLockedError(
@@ -1149,14 +1149,14 @@ class _ObjectLock:
         )
 
 
-def _lease_lasts(holder: dict) -> bool:
+def _lease_lasts(holder: dict[str, Any]) -> bool:
     try:
-        return to_ms(holder.get("expires_at")) > _now_ms()
+        return to_ms(holder.get("expires_at")) > _now_ms()  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return False
 
 
-def _holder(holder: Optional[dict]) -> str:
+def _holder(holder: Optional[dict[str, Any]]) -> str:
     """Who holds a lock object, in words."""
     if not holder:
         return "its lock changed hands"
