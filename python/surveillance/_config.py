@@ -96,11 +96,19 @@ class Setting:
     help: str = ""
 
 
+def _setting(
+    name: str, default: Any, check: Callable[[Any], Any], secret: bool, help: str
+) -> Setting:
+    """The setting ``name``, its variable and flag named after it."""
+    variable, flag = f"SURVEILLANCE_{name.upper()}", "--" + name.replace("_", "-")
+    return Setting(name, variable, flag, default, check, secret, help)
+
+
 #: Every setting, in the order ``surveillance config`` shows them. Rates and the daily quota
 #: take 0 for "no limit".
 SETTINGS: tuple[Setting, ...] = tuple(
-    Setting(name, f"SURVEILLANCE_{name.upper()}", "--" + name.replace("_", "-"), *rest)
-    for name, *rest in [
+    _setting(*row)
+    for row in [
         ("base_url", None, _text, False, "the service's address, without /v2"),
         ("api_key", None, _text, True, "the organization's API key"),
         ("client_id", None, _text, False, "OAuth client id"),

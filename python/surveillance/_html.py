@@ -30,7 +30,7 @@ def text(value: Any, sep: bool = True) -> str:
     if isinstance(value, _dt.datetime):
         value = value.astimezone(_dt.timezone.utc)
         frac = f".{value.microsecond // 1000:03d}" if value.microsecond else ""
-        return value.strftime("%Y-%m-%dT%H:%M:%S") + frac + "Z"
+        return str(value.strftime("%Y-%m-%dT%H:%M:%S")) + frac + "Z"
     if isinstance(value, tuple) and len(value) == 2:
         return f"{text(value[0], sep)} .. {text(value[1], sep)}"
     if isinstance(value, Shown):
@@ -91,7 +91,7 @@ class Shown(dict):  # type: ignore[type-arg]
         return (dict, (dict(self),))
 
 
-def shown(name: str, data: dict) -> dict:
+def shown(name: str, data: dict[str, Any]) -> dict[str, Any]:
     """``data`` as a :class:`Shown` dict named ``name`` (its nested dicts stay as they are,
     each shown in its place)."""
     out = Shown(data)

@@ -194,6 +194,8 @@ class _BaseClient:
     its checks, the native client (``self._inner``, which owns the connections, the token and
     the limits), :meth:`quota`, :meth:`stats`, :meth:`close`, pickling and ``repr``."""
 
+    _inner: _core.Client
+
     def __init__(
         self,
         api_key: Optional[str] = None,

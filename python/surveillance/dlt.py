@@ -96,10 +96,10 @@ def _dlt_settings() -> dict[str, Any]:
         if setting.name in _LIMITS:  # the rates and the quota: from the variables and file
             continue
         store = dlt.secrets if setting.secret else dlt.config
-        value = store.get(f"sources.surveillance.{setting.name}")
+        value: Any = store.get(f"sources.surveillance.{setting.name}")
         if value is not None:
             settings[setting.name] = _config.check(setting, value, "dlt's sources.surveillance")
-    profile = dlt.config.get("sources.surveillance.profile")
+    profile: Any = dlt.config.get("sources.surveillance.profile")
     if profile is not None:
         settings["profile"] = str(profile)
     return settings

@@ -347,19 +347,19 @@ def sync_events(
         ranges, first_ms = _plan(state, start_ms, until_ms, settle_ms)
         writer = _PartitionWriter(store, pa, pq)
         bar, close_bar = _progress.make(progress, "sync", client.quota()["limit"])
-        progress = _Progress(bar=_Whole(bar, ranges) if bar is not None else None)
+        tracker = _Progress(bar=_Whole(bar, ranges) if bar is not None else None)
         stopped: Optional[QuotaExhaustedError] = None
         interrupted = False
         left: Optional[Tuple[int, int]] = None
         try:
             for i, (lo, hi) in enumerate(ranges):
                 try:
-                    for table in _fetch(client, pa, lo, hi, report_id, progress):
+                    for table in _fetch(client, pa, lo, hi, report_id, tracker):
                         store.heartbeat()
                         writer.consume(table)
                 except QuotaExhaustedError as e:
                     stopped = e
-                    left = (progress.frontier, hi)
+                    left = (tracker.frontier, hi)
                     ranges = ranges[: i + 1]
                     break
                 except KeyboardInterrupt:
@@ -367,7 +367,7 @@ def sync_events(
                     # run goes on from the last one's end (and the pages read of the window
                     # in progress wait in the client's cache).
                     interrupted = True
-                    left = (progress.frontier, hi)
+                    left = (tracker.frontier, hi)
                     ranges = ranges[: i + 1]
                     break
         finally:
@@ -382,14 +382,14 @@ def sync_events(
             # Every window before the frontier is stored; the rest waits for the next run. A
             # frontier before the old data's start (an earlier `start` being filled in) leaves
             # a gap before it: the next run fetches from the frontier again, over the old data.
-            synced = progress.frontier
+            synced = tracker.frontier
             if state is not None and synced >= _parse_iso_ms(state["start"]):
                 synced = max(synced, old or synced)
         elapsed = time.perf_counter() - started
         result = SyncResult(
             path=store.shown,
             ranges=[(from_ms(a), from_ms(b)) for a, b in ranges],
-            windows=progress.windows,
+            windows=tracker.windows,
             requests=requests,
             added=writer.added,
             replaced=writer.replaced,
@@ -413,7 +413,7 @@ def sync_events(
                 "last_run": {
                     "finished_at": _iso_ms(_now_ms()),
                     "ranges": [[_iso_ms(a), _iso_ms(b)] for a, b in ranges],
-                    "windows": progress.windows,
+                    "windows": tracker.windows,
                     "requests": requests,
                     "added": writer.added,
                     "replaced": writer.replaced,
@@ -422,7 +422,7 @@ def sync_events(
             },
         )
         if interrupted:
-            carried = client._inner.carried_until(progress.frontier, report_id)
+            carried = client._inner.carried_until(tracker.frontier, report_id)
             raise SyncInterrupted(result, None if carried is None else from_ms(carried))
         return result
 
@@ -527,7 +527,7 @@ class _Whole:
     those of the fetch in progress, and what it expects is extended to the ranges after it
     at the density (events, and requests, a millisecond) it expects."""
 
-    def __init__(self, bar: Callable[[dict], Any], ranges: List[Tuple[int, int]]) -> None:
+    def __init__(self, bar: Callable[[dict[str, Any]], Any], ranges: List[Tuple[int, int]]) -> None:
         self.bar = bar
         self.ranges = ranges
         self.total = sum(b - a for a, b in ranges)
@@ -536,9 +536,9 @@ class _Whole:
         self.requests = 0
         self.saved = 0
         self.span = (0, 0)
-        self.last: dict = {}
+        self.last: dict[str, Any] = {}
 
-    def fetch(self, lo: int, hi: int) -> Callable[[dict], Any]:
+    def fetch(self, lo: int, hi: int) -> Callable[[dict[str, Any]], Any]:
         """The callback of the fetch of ``[lo, hi)``, which follows the previous one's."""
         self._close()
         self.span = (lo, hi)
@@ -554,7 +554,7 @@ class _Whole:
         self.last = {}
         self.span = (0, 0)
 
-    def __call__(self, update: dict) -> None:
+    def __call__(self, update: dict[str, Any]) -> None:
         self.last = update
         lo, hi = self.span
         span = max(hi - lo, 1)
