@@ -149,9 +149,11 @@ def test_an_unknown_limit_is_found_and_held_with_few_429s(limits):
         # The whole run, finding the limit included (about ten 429s of some 300 requests),
         # and once settled. The bound is for a client configured for twice the limit
         # (12 429s of some 315, 3.8%, measured; 15 when a probe past the limit took four 429s
-        # to cut); an unlimited one sends its first second at full speed (4-5%).
+        # to cut); an unlimited one sends its first second at full speed, whose 429s depend on
+        # how fast the machine answers them (4-5% idle, 8.5% under the whole suite's load on 2
+        # cores, 1.0% once settled).
         assert ok / took >= 0.8 * RATE
-        assert refused <= (0.08 if limits.read_per_second is None else 0.05) * (ok + refused)
+        assert refused <= (0.12 if limits.read_per_second is None else 0.05) * (ok + refused)
         assert rate >= 0.9 * RATE
         assert share < 0.05
 

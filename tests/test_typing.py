@@ -357,6 +357,10 @@ def test_the_package_passes_mypy_strict(tmp_path):
     import pathlib
 
     package = pathlib.Path(sv.__file__).parent
+    # Installed, the package is found as a typed one (py.typed), from a folder of its own: in
+    # site-packages, mypy would read the modules beside it (mypy_extensions.py) as the
+    # project's. From the source tree, it is read where it is.
+    installed = package.parent.name in ("site-packages", "dist-packages")
     config = tmp_path / "mypy.ini"
     config.write_text("[mypy]\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MYPY")}
@@ -364,7 +368,7 @@ def test_the_package_passes_mypy_strict(tmp_path):
         [sys.executable, "-m", "mypy", "--strict", "--config-file", str(config)]
         + ["--cache-dir", str(tmp_path / "mypy-cache"), "--no-color-output"]
         + ["-p", "surveillance"],
-        cwd=package.parent,
+        cwd=tmp_path if installed else package.parent,
         env=env,
         capture_output=True,
         text=True,
