@@ -25,6 +25,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 import pytest
@@ -131,6 +132,12 @@ class EmulatorCommand(NamedTuple):
     lines: list
     #: The variables of its ``export NAME=VALUE`` lines, unquoted as a shell would.
     exports: dict
+
+
+def console_script() -> list:
+    """The installed ``surveillance`` console script, else ``python -m surveillance.cli``."""
+    script = Path(sys.executable).parent / "surveillance"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "surveillance.cli"]
 
 
 def sigint_default() -> None:

@@ -10,23 +10,14 @@ import io
 import json
 import re
 import subprocess
-import sys
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from surveillance import _core
 
-from conftest import emulator_command, service_env
+from conftest import console_script, emulator_command, service_env
 
-CLI = [sys.executable, "-m", "surveillance.cli"]
 FAST = ["--read-per-second", "0", "--read-concurrency", "0"]
-
-
-def _script() -> list:
-    """The installed ``surveillance`` console script, else ``python -m surveillance.cli``."""
-    script = Path(sys.executable).parent / "surveillance"
-    return [str(script)] if script.exists() else CLI
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +37,7 @@ def run(service, tmp_path):
     env = service_env(**service.exports, SURVEILLANCE_QUOTA_DIR=str(quota))
 
     def run(*args: str, fast: bool = True) -> subprocess.CompletedProcess:
-        argv = [*_script(), *args, *(FAST if fast else [])]
+        argv = [*console_script(), *args, *(FAST if fast else [])]
         return subprocess.run(
             argv, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path
         )

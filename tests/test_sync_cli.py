@@ -6,24 +6,16 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
 
-from conftest import emulator_command, run_in_pty, service_env, sigint_default
+from conftest import console_script, emulator_command, run_in_pty, service_env, sigint_default
 
-CLI = [sys.executable, "-m", "surveillance.cli"]
 #: The emulator's days: 2026-01-05 to 2026-01-08.
 RANGE = ["--start", "2026-01-05", "--until", "2026-01-08"]
-
-
-def _script() -> list:
-    """The installed ``surveillance`` console script, else ``python -m surveillance.cli``."""
-    script = Path(sys.executable).parent / "surveillance"
-    return [str(script)] if script.exists() else CLI
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +43,7 @@ def _env(service, tmp_path, name: str, **extra: str) -> dict:
 def _used(env: dict) -> int:
     """Requests counted in the ledger of the environment's key and service."""
     out = subprocess.run(
-        [*_script(), "quota", "--json"], capture_output=True, text=True, timeout=60, env=env
+        [*console_script(), "quota", "--json"], capture_output=True, text=True, timeout=60, env=env
     )
     assert out.returncode == 0, out.stderr
     return int(json.loads(out.stdout)["used"])
@@ -73,7 +65,7 @@ def test_ctrl_c_keeps_what_the_sync_fetched_and_the_next_run_asks_none_of_it_aga
     whole_env = _env(service, tmp_path, "whole")
     whole = tmp_path / "whole" / "data"
     out = subprocess.run(
-        [*_script(), "sync", str(whole), *RANGE, *rate],
+        [*console_script(), "sync", str(whole), *RANGE, *rate],
         capture_output=True,
         text=True,
         timeout=120,
@@ -88,7 +80,7 @@ def test_ctrl_c_keeps_what_the_sync_fetched_and_the_next_run_asks_none_of_it_aga
     env = _env(service, tmp_path, "parts")
     data = tmp_path / "parts" / "data"
     proc = subprocess.Popen(
-        [*_script(), "sync", str(data), *RANGE, *rate],
+        [*console_script(), "sync", str(data), *RANGE, *rate],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -116,7 +108,7 @@ def test_ctrl_c_keeps_what_the_sync_fetched_and_the_next_run_asks_none_of_it_aga
         assert "events added" in said, said
         assert list(data.glob("date=*/part-0.parquet")), "the windows received are stored"
     out = subprocess.run(
-        [*_script(), "sync", str(data), *RANGE, *rate],
+        [*console_script(), "sync", str(data), *RANGE, *rate],
         capture_output=True,
         text=True,
         timeout=120,
@@ -131,7 +123,7 @@ def test_ctrl_c_keeps_what_the_sync_fetched_and_the_next_run_asks_none_of_it_aga
 
 def test_the_sync_draws_the_events_bar(service, tmp_path):
     env = _env(service, tmp_path, "bar", COLUMNS="160")
-    argv = [*_script(), "sync", str(tmp_path / "data"), *RANGE, "--read-per-second", "50"]
+    argv = [*console_script(), "sync", str(tmp_path / "data"), *RANGE, "--read-per-second", "50"]
     status, out = run_in_pty(argv, env, tmp_path)
     assert status == 0, out
     # The bar of `events`: events, requests beside those expected, time left.
