@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import statistics
+import subprocess
+import sys
 import time
 
 import pytest
@@ -362,3 +364,45 @@ def test_publish_keeps_the_loop_free_and_stops_when_cancelled(emu):
         time.sleep(0.02)
     assert emu.stats()["connections_open"] < during  # the requests in flight were aborted
     assert emu.published() == []
+
+
+# A worker thread of the runtime hands an awaitable's result to asyncio with
+# `loop.call_soon_threadsafe`, which lets go of the GIL while it wakes the loop. Here that call
+# is held for 0.3 s after the loop has its result, so the main thread returns and the
+# interpreter exits while the worker is still in Python. Before the runtime stopped at exit, the
+# worker never came back (the process ended under it; in CI it aborted, status -6).
+EXIT_DURING_A_WAKE_CHILD = """
+import asyncio, os, threading, time
+import surveillance as sv
+
+class Loop(asyncio.SelectorEventLoop):
+    def call_soon_threadsafe(self, *args, **kwargs):
+        handle = super().call_soon_threadsafe(*args, **kwargs)
+        if threading.current_thread() is not threading.main_thread():
+            time.sleep(0.3)
+            os.write(2, b"the worker's call ended\\n")
+        return handle
+
+emu = sv.Emulator(seed=5, sites=3, days=1, events_per_day=10)
+
+async def main():
+    async with emu.async_client() as client:
+        return await client.sites()
+
+loop = Loop()
+print(loop.run_until_complete(main()) == emu.resources("sites"))
+loop.close()
+emu.stop()
+"""
+
+
+def test_the_interpreter_exits_cleanly_while_a_worker_hands_asyncio_a_result():
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_DURING_A_WAKE_CHILD],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "True"
+    assert "the worker's call ended" in done.stderr

@@ -54,6 +54,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<events::stream::EventStream>()?;
     m.add_class::<events::batches::BatchStream>()?;
     m.add_class::<runtime::sigint::InterruptWatch>()?;
+    // The runtime stops before the interpreter finalizes (see `runtime::stop_at_exit`).
+    let stop = wrap_pyfunction!(runtime::stop_at_exit, m)?;
+    m.py().import("atexit")?.call_method1("register", (stop,))?;
     m.add_function(wrap_pyfunction!(client::cache_location, m)?)?;
     m.add_function(wrap_pyfunction!(client::cache_info_at, m)?)?;
     m.add_function(wrap_pyfunction!(client::clear_cache_at, m)?)?;

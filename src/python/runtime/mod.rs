@@ -11,7 +11,11 @@ pub(super) mod sigint;
 pub(super) mod wait;
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pyo3::prelude::*;
 
 use tokio::runtime::Runtime;
 
@@ -26,6 +30,13 @@ impl<T, F: Future<Output = Result<T>> + Send + 'static> Work<T> for F {}
 
 static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
 
+/// Set when the interpreter begins to exit ([`stop_at_exit`] ran): the runtime is stopped and
+/// is not built again.
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// How long the interpreter's exit waits for the runtime's threads to leave a Python call.
+const EXIT_GRACE: Duration = Duration::from_secs(1);
+
 /// The runtime's worker threads: one per CPU this process may run on (its CPU affinity and its
 /// cgroup's CPU quota, as `available_parallelism` reads them), as tokio's own default. More
 /// workers than CPUs only add thread switches: publishing a DataFrame from a process held to
@@ -36,6 +47,11 @@ fn workers() -> usize {
 
 /// The runtime of this process, built on first use.
 pub fn get() -> std::io::Result<Arc<Runtime>> {
+    if EXITING.load(Ordering::Acquire) {
+        return Err(std::io::Error::other(
+            "the Python interpreter is exiting: the client's runtime has stopped",
+        ));
+    }
     let pid = std::process::id();
     let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((owner, rt)) = slot.as_ref() {
@@ -56,4 +72,29 @@ pub fn get() -> std::io::Result<Arc<Runtime>> {
     );
     *slot = Some((pid, rt.clone()));
     Ok(rt)
+}
+
+/// Stops the runtime while the interpreter exits; `_core` registers it with `atexit`.
+///
+/// A worker thread can be inside a Python call when the main thread returns: an awaitable's
+/// result is handed to asyncio by `loop.call_soon_threadsafe`, which lets go of the GIL while
+/// it wakes the loop. Had the interpreter begun to finalize by the time that thread takes the
+/// GIL back, CPython would end the thread with `pthread_exit`, whose unwinding through Rust
+/// frames aborts the process (exit status -6 after all the work was done). Here, with the GIL
+/// released, the runtime is shut down: such a call finishes, the workers stop, and whatever
+/// tasks are left are dropped (up to [`EXIT_GRACE`]). A runtime still held by a call in flight
+/// on another thread is left to it.
+#[pyfunction]
+pub fn stop_at_exit(py: Python<'_>) {
+    EXITING.store(true, Ordering::Release);
+    let taken = RUNTIME.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let Some((owner, rt)) = taken else { return };
+    if owner != std::process::id() {
+        // A parent's runtime, whose threads do not exist here.
+        std::mem::forget(rt);
+        return;
+    }
+    if let Ok(rt) = Arc::try_unwrap(rt) {
+        py.detach(move || rt.shutdown_timeout(EXIT_GRACE));
+    }
 }
