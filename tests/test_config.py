@@ -238,3 +238,42 @@ def test_the_guide_lists_every_setting_of_the_table():
         if isinstance(default, (int, float)):
             default = f"{default:g}"
         assert row.split("|")[4].strip() == default, s.name
+
+
+def test_the_limits_defaults_are_read_from_the_core_and_never_restated():
+    """The published limits are stated once, in the core (`Limits::PUBLISHED`), and so are the
+    timeout and the outage: `sv.Limits()` and the settings table read them from `_core`, and
+    neither writes a figure of its own for them."""
+    import ast
+    import dataclasses
+    from pathlib import Path
+
+    from surveillance import _core
+
+    published = _core.PUBLISHED_LIMITS
+    assert published["daily_requests"] == 2400 and published["read_per_second"] == 1.0
+    assert dataclasses.asdict(sv.Limits()) == published
+    defaults = {s.name: s.default for s in _config.SETTINGS}
+    assert {n: defaults[n] for n in published} == published
+    assert (defaults["timeout"], defaults["max_outage"]) == (
+        _core.DEFAULT_TIMEOUT_S,
+        _core.DEFAULT_MAX_OUTAGE_S,
+    )
+    package = Path(sv.__file__).parent
+    client = ast.parse((package / "client.py").read_text())
+    limits = next(n for n in client.body if isinstance(n, ast.ClassDef) and n.name == "Limits")
+    fields = [f for f in limits.body if isinstance(f, ast.AnnAssign)]
+    assert len(fields) == len(published)
+    literal = [ast.unparse(f) for f in fields if isinstance(f.value, ast.Constant)]
+    assert literal == [], "sv.Limits restates a published limit"
+    named = set(published) | {"timeout", "max_outage"}
+    rows = [
+        ast.unparse(t)
+        for t in ast.walk(ast.parse((package / "_config.py").read_text()))
+        if isinstance(t, ast.Tuple)
+        and len(t.elts) > 1
+        and isinstance(t.elts[0], ast.Constant)
+        and t.elts[0].value in named
+        and isinstance(t.elts[1], ast.Constant)
+    ]
+    assert rows == [], "the settings table restates a default of the core"

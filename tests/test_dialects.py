@@ -12,7 +12,7 @@ import uuid
 import pytest
 import surveillance as sv
 
-from conftest import emulator_fixture, retail
+from conftest import emulator_fixture, other, retail
 
 emu = emulator_fixture(seed=23, sites=4, days=1, events_per_day=3000)
 DIALECTS = sv.Emulator.DIALECTS
@@ -87,6 +87,25 @@ def test_a_tenth_of_bad_records_costs_at_most_twice_the_requests(emu, errors, ba
     else:
         # Named by nobody: found by halves. Bounded, not one request per record.
         assert report.requests < 200 if batch_size == 100 else report.requests == 200
+
+
+def test_other_records_at_two_locations_are_two_records_and_named_apart(emu):
+    """An ``other`` record's upsert key is its location and event id (``Model::key``): one event
+    id at two locations is two records, and a refusal naming one of them by its key names it,
+    not its namesake at the other location."""
+    emu.set_dialect(webhook_errors="by_transaction_id")
+    good = [other(i, locationId="north") for i in range(50)]
+    wrong = [other(i, locationId="south", eventType=7) for i in range(50)]
+    records = [r for pair in zip(good, wrong) for r in pair]
+    report = emu.client(max_retries=1).publish(
+        records, batch_size=100, validate=False, progress=False
+    )
+    assert {f.index for f in report.rejected} == set(range(1, 100, 2)), report
+    assert all("eventType" in f.message for f in report.rejected)
+    assert report.requests == 1 and report.accepted == 50, report
+    report = emu.client().publish([other(i, locationId="south") for i in range(50)])
+    keys = {(r["locationId"], r["eventUniqueId"]) for r in emu.published()}
+    assert len(emu.published()) == len(keys) == 100
 
 
 def received(e: sv.Emulator) -> int:

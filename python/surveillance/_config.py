@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NamedTuple, Optional
 
+from . import _core
 from .errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -104,8 +105,16 @@ def _setting(
     return Setting(name, variable, flag, default, check, secret, help)
 
 
-#: Every setting, in the order ``surveillance config`` shows them. Rates and the daily quota
-#: take 0 for "no limit".
+def _limit(
+    name: str, check: Callable[[Any], Any], help: str
+) -> tuple[str, Any, Callable[[Any], Any], bool, str]:
+    """The row of the limit ``name``, its default the provider's published limit as the core
+    states it (``_core.PUBLISHED_LIMITS``), never restated here."""
+    return (name, _core.PUBLISHED_LIMITS[name], check, False, help)
+
+
+#: Every setting, in the order ``surveillance config`` shows them; the defaults of the timeout,
+#: the outage and the limits are the core's. Rates and the daily quota take 0 for "no limit".
 SETTINGS: tuple[Setting, ...] = tuple(
     _setting(*row)
     for row in [
@@ -117,13 +126,19 @@ SETTINGS: tuple[Setting, ...] = tuple(
         ("region", "us", _region, False, "us or eu: where publish posts"),
         ("audience", None, _text, False, "the token audience (default: the base URL)"),
         ("ca_bundle", None, _text, False, "extra trusted certificates (a PEM file)"),
-        ("timeout", 30.0, _number, False, "seconds per request"),
-        ("max_outage", 60.0, _number, False, "seconds a call rides out an unreachable service"),
-        ("read_per_second", 1.0, _number, False, "read requests a second (0: no limit)"),
-        ("read_concurrency", 3, _count, False, "read requests in flight (0: no limit)"),
-        ("publish_per_second", 100.0, _number, False, "webhook posts a second (0: no limit)"),
-        ("publish_concurrency", 200, _count, False, "webhook posts in flight (0: no limit)"),
-        ("daily_requests", 2400, _count, False, "requests a day with the key (0: no limit)"),
+        ("timeout", _core.DEFAULT_TIMEOUT_S, _number, False, "seconds per request"),
+        (
+            "max_outage",
+            _core.DEFAULT_MAX_OUTAGE_S,
+            _number,
+            False,
+            "seconds a call rides out an unreachable service",
+        ),
+        _limit("read_per_second", _number, "read requests a second (0: no limit)"),
+        _limit("read_concurrency", _count, "read requests in flight (0: no limit)"),
+        _limit("publish_per_second", _number, "webhook posts a second (0: no limit)"),
+        _limit("publish_concurrency", _count, "webhook posts in flight (0: no limit)"),
+        _limit("daily_requests", _count, "requests a day with the key (0: no limit)"),
         (
             "cache",
             None,

@@ -15,6 +15,7 @@ __all__ = [
     "MAX_SETTLE_S",
     "LISTS",
     "REGIONS",
+    "PUBLISHED_LIMITS",
     "BatchStream",
     "cache_info_at",
     "check_limits",
@@ -59,6 +60,9 @@ MAX_SETTLE_S: float
 LISTS: list[dict[str, Any]]
 #: The regions a client publishes to (``region=``).
 REGIONS: list[str]
+#: The provider's published limits, by the field names of :class:`surveillance.Limits`: the
+#: one place the Python layer reads them from.
+PUBLISHED_LIMITS: dict[str, Any]
 
 @final
 class Client:

@@ -63,11 +63,12 @@ class Limits:
     True
     """
 
-    read_per_second: Optional[float] = 1.0
-    read_concurrency: Optional[int] = 3
-    publish_per_second: Optional[float] = 100.0
-    publish_concurrency: Optional[int] = 200
-    daily_requests: Optional[int] = 2400
+    # The defaults are read from the core's one statement of them (`Limits::PUBLISHED`).
+    read_per_second: Optional[float] = _core.PUBLISHED_LIMITS["read_per_second"]
+    read_concurrency: Optional[int] = _core.PUBLISHED_LIMITS["read_concurrency"]
+    publish_per_second: Optional[float] = _core.PUBLISHED_LIMITS["publish_per_second"]
+    publish_concurrency: Optional[int] = _core.PUBLISHED_LIMITS["publish_concurrency"]
+    daily_requests: Optional[int] = _core.PUBLISHED_LIMITS["daily_requests"]
 
     def __post_init__(self) -> None:
         # The types here; the bounds are the core's, the same for a client and the emulator.

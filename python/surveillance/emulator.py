@@ -315,8 +315,8 @@ class Emulator:
                 are stored, but under ``"proxy_html"``):
                 ``"accepted_count"`` 200 ``{"accepted": n}``;
                 ``"status_object"`` 200 ``{"status": "accepted", "transactionId": KEY,
-                "upserted": false}``, KEY the first record's ``transactionId`` (its
-                ``eventUniqueId`` for an ``other`` record);
+                "upserted": false}``, KEY the first record's ``transactionId`` (for an
+                ``other`` record its upsert key, ``"locationId"`` and ``"eventUniqueId"``);
                 ``"empty_object"`` 200 ``{}``;
                 ``"status_ok"`` 200 ``{"status": "ok"}``;
                 ``"success_flag"`` 200 ``{"success": true}``;
@@ -334,9 +334,9 @@ class Emulator:
                 ``"indexed"`` ``{"error": "validation_failed", "message": ..., "errors":
                 [{"index", "path", "message"}], "accepted": n}``;
                 ``"by_transaction_id"`` ``{"error": "validation_failed", "failed":
-                [{"transactionId": KEY, "reason": "PATH: MESSAGE"}]}`` (the key named
-                ``eventUniqueId`` for an ``other`` record; ``"index": i`` instead for a record
-                without a key);
+                [{"transactionId": KEY, "reason": "PATH: MESSAGE"}]}`` (for an ``other``
+                record its upsert key, ``"locationId"`` and ``"eventUniqueId"``; ``"index": i``
+                instead for a record without a key);
                 ``"failures_list"`` ``{"error": "validation_error", "failures": [{"record":
                 i, "field": PATH, "reason": MESSAGE}]}``;
                 ``"message_only"`` ``{"message": "one or more records failed validation"}``,

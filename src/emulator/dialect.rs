@@ -50,7 +50,8 @@ setting! {
     WebhookAnswer {
         /// 200 `{"accepted": n}`.
         AcceptedCount = "accepted_count",
-        /// 200 `{"status": "accepted", "transactionId": <first record's key>, "upserted": false}`.
+        /// 200 `{"status": "accepted", <the first record's key fields>, "upserted": false}`
+        /// (`"transactionId"` of a retail record).
         StatusObject = "status_object",
         /// 200 `{}`.
         EmptyObject = "empty_object",
@@ -80,8 +81,9 @@ setting! {
         /// `{"error", "message", "errors": [{"index", "path", "message"}], "accepted"}`; the
         /// valid records are stored.
         Indexed = "indexed",
-        /// `{"error": "validation_failed", "failed": [{"<key field>": key, "reason"}]}` (a
-        /// record without a key: `{"index", "reason"}`); the valid records are stored.
+        /// `{"error": "validation_failed", "failed": [{<key fields>, "reason"}]}`, the record's
+        /// upsert key (a record without one: `{"index", "reason"}`); the valid records are
+        /// stored.
         ByTransactionId = "by_transaction_id",
         /// `{"error": "validation_error", "failures": [{"record", "field", "reason"}]}`; the
         /// valid records are stored.
@@ -201,15 +203,21 @@ pub const LOGIN_PAGE: &str = "<!DOCTYPE html>\n<html><head><title>Sign in</title
 </body></html>\n";
 
 impl WebhookAnswer {
-    /// Status and body of the answer to `accepted` valid records, the first keyed `first_key`.
-    pub fn render(self, accepted: usize, first_key: &str) -> (u16, Rendered) {
+    /// Status and body of the answer to `accepted` valid records, the first one's upsert key
+    /// `first` (its fields and values).
+    pub fn render(self, accepted: usize, first: &[(&str, String)]) -> (u16, Rendered) {
         let json = |status, v: Value| (status, (JSON, v.to_string()));
         match self {
             WebhookAnswer::AcceptedCount => json(200, json!({"accepted": accepted})),
-            WebhookAnswer::StatusObject => json(
-                200,
-                json!({"status": "accepted", "transactionId": first_key, "upserted": false}),
-            ),
+            WebhookAnswer::StatusObject => {
+                let mut answer = Map::new();
+                answer.insert("status".into(), json!("accepted"));
+                for (field, value) in first {
+                    answer.insert((*field).into(), json!(value));
+                }
+                answer.insert("upserted".into(), json!(false));
+                json(200, Value::Object(answer))
+            }
             WebhookAnswer::EmptyObject => json(200, json!({})),
             WebhookAnswer::StatusOk => json(200, json!({"status": "ok"})),
             WebhookAnswer::SuccessFlag => json(200, json!({"success": true})),
@@ -231,9 +239,8 @@ impl WebhookAnswer {
 pub struct Failure {
     /// The record's place in the body (0 for a single object).
     pub index: usize,
-    /// The record's key field and its value (`transactionId` or `eventUniqueId`), when it has
-    /// one.
-    pub key: Option<(&'static str, String)>,
+    /// The record's upsert key, its fields and their values, when it has one.
+    pub key: Option<Vec<(&'static str, String)>>,
     /// The field at fault (empty for the record as a whole).
     pub path: String,
     /// What is wrong.
@@ -272,9 +279,15 @@ impl WebhookErrors {
                     .map(|f| {
                         let mut entry = Map::new();
                         match &f.key {
-                            Some((field, key)) => entry.insert((*field).into(), json!(key)),
-                            None => entry.insert("index".into(), json!(f.index)),
-                        };
+                            Some(key) => {
+                                for (field, value) in key {
+                                    entry.insert((*field).into(), json!(value));
+                                }
+                            }
+                            None => {
+                                entry.insert("index".into(), json!(f.index));
+                            }
+                        }
                         let reason = match f.path.as_str() {
                             "" => f.message.clone(),
                             path => format!("{path}: {}", f.message),

@@ -669,18 +669,6 @@ async fn webhook_eu(AxState(state): AxState<Shared>, headers: HeaderMap, body: B
     webhook(state, "eu", headers, body).await
 }
 
-/// The key field of a webhook record and its value (`transactionId` of retail and restaurant
-/// records, `eventUniqueId` of others), when it has one.
-fn key_field(record: &Value) -> Option<(&'static str, String)> {
-    let field = match record.get("dataType")?.as_str()? {
-        "retail" | "restaurant" => "transactionId",
-        "other" => "eventUniqueId",
-        _ => return None,
-    };
-    let key = record.get(field)?.as_str().filter(|k| !k.is_empty())?;
-    Some((field, key.to_string()))
-}
-
 /// A webhook body: one record, or an array of them, each as the text it was sent as.
 enum Records<'a> {
     One(&'a RawValue),
@@ -710,7 +698,7 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
     let dialect = state.dialect();
     if dialect.webhook_answer == WebhookAnswer::ProxyHtml {
         // A login page in front of the service answers whatever is sent, and passes nothing on.
-        return rendered(StatusCode::OK, dialect.webhook_answer.render(0, "").1);
+        return rendered(StatusCode::OK, dialect.webhook_answer.render(0, &[]).1);
     }
     let json_type = headers
         .get(header::CONTENT_TYPE)
@@ -778,7 +766,7 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
             .collect();
         let failure = |path: &str, message: &str| Failure {
             index,
-            key: key_field(record),
+            key: validate::upsert_fields(record),
             path: path.to_string(),
             message: message.to_string(),
         };
@@ -798,11 +786,9 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
             .first()
             .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
             .as_ref()
-            .and_then(key_field)
-            .map(|(_, key)| key);
-        let (status, body) = dialect
-            .webhook_answer
-            .render(accepted, first.as_deref().unwrap_or(""));
+            .and_then(validate::upsert_fields)
+            .unwrap_or_default();
+        let (status, body) = dialect.webhook_answer.render(accepted, &first);
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
         return rendered(status, body);
     }

@@ -1479,10 +1479,13 @@ async fn webhook_answers_of_every_dialect_store_as_today_but_the_proxy() {
         };
         assert_eq!(e.s.published_len(), before + stored, "{name}");
     }
-    // The key of an "other" record is its eventUniqueId; a single object is a body too.
+    // The key of an "other" record is its locationId and eventUniqueId; a single object is a
+    // body too.
     speak(&e.s, |d| d.webhook_answer = WebhookAnswer::StatusObject);
     let r = e.post("/v2/webhook", other("loc-1", "ev-9")).await;
-    assert_eq!(r.json()["transactionId"], "ev-9");
+    let want = json!({"status": "accepted", "locationId": "loc-1", "eventUniqueId": "ev-9",
+        "upserted": false});
+    assert_eq!(r.json(), want);
     // The proxy answers whatever is sent, and stores nothing.
     speak(&e.s, |d| d.webhook_answer = WebhookAnswer::ProxyHtml);
     let before = e.s.published_len();
@@ -1493,6 +1496,39 @@ async fn webhook_answers_of_every_dialect_store_as_today_but_the_proxy() {
     assert_eq!(e.s.published_len(), before);
     let counted = &e.s.stats_json()["requests"]["POST /v2/webhook"];
     assert_eq!(counted["204"], 1, "{counted}");
+}
+
+#[tokio::test]
+async fn other_records_are_keyed_on_their_location_and_event_id() {
+    // The upsert key is the one `Model::key` declares: an event id is unique per location only.
+    let e = emu().await;
+    let r = e
+        .post(
+            "/v2/webhook",
+            json!([other("loc-1", "ev-1"), other("loc-2", "ev-1")]),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let r = e.post("/v2/webhook", other("loc-2", "ev-1")).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        e.stored(),
+        vec![other("loc-1", "ev-1"), other("loc-2", "ev-1")]
+    );
+    // A refusal names such a record by both.
+    speak(&e.s, |d| d.webhook_errors = WebhookErrors::ByTransactionId);
+    let mut bad = other("loc-2", "ev-1");
+    bad["eventType"] = json!(7);
+    let v = e
+        .post("/v2/webhook", json!([other("loc-1", "ev-1"), bad]))
+        .await
+        .json();
+    let failed = &v["failed"][0];
+    assert_eq!(
+        (&failed["locationId"], &failed["eventUniqueId"]),
+        (&json!("loc-2"), &json!("ev-1")),
+        "{v}"
+    );
 }
 
 #[tokio::test]

@@ -49,6 +49,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_SETTLE_S", config::MAX_SETTLE_SECS)?;
     m.add("LISTS", client::lists(m.py())?)?;
     m.add("REGIONS", config::Region::NAMES.to_vec())?;
+    m.add(
+        "PUBLISHED_LIMITS",
+        conversions::keywords::limits_dict(m.py(), &crate::limits::Limits::PUBLISHED)?,
+    )?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<emulator::PyEmulator>()?;
     m.add_class::<events::stream::EventStream>()?;

@@ -15,4 +15,4 @@ mod suggest;
 #[cfg(test)]
 mod tests;
 
-pub use problems::{has_errors, key_hash, upsert_key, validate, Problem, Severity};
+pub use problems::{has_errors, key_hash, upsert_fields, upsert_key, validate, Problem, Severity};

@@ -80,6 +80,16 @@ impl Model {
         Some(parts.join("\u{1f}"))
     }
 
+    /// The upsert key of a record as its fields and their values, in the order of
+    /// [`Model::key`]; None as for [`Model::key_text`].
+    pub fn key_fields<S: AsRef<str>>(
+        &self,
+        value: impl FnMut(&str) -> Option<S>,
+    ) -> Option<Vec<(&'static str, S)>> {
+        let parts = self.key_parts(value)?;
+        Some(self.key.iter().copied().zip(parts).collect())
+    }
+
     /// [`Model::key_text`], hashed (FNV-1a, mixed: keys are short ids, and a collision only
     /// makes two records wait for each other, which is how publishing uses it: records with
     /// one key are never in flight together); never 0, which stands for no key.

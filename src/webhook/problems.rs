@@ -112,6 +112,16 @@ pub fn upsert_key(record: &Value) -> Option<String> {
     model.key_text(|name| obj.get(name)?.as_str())
 }
 
+/// The upsert key of a record as its fields and their values, as its model declares them (see
+/// [`Model::key_fields`]); None when absent.
+#[must_use]
+pub fn upsert_fields(record: &Value) -> Option<Vec<(&'static str, String)>> {
+    let obj = record.as_object()?;
+    let model = model_named(obj.get("dataType")?.as_str()?)?;
+    let fields = model.key_fields(|name| obj.get(name)?.as_str())?;
+    Some(fields.into_iter().map(|(f, v)| (f, v.to_owned())).collect())
+}
+
 /// The upsert key of a record, hashed (see [`Model::key_hash`]); 0 when absent.
 #[must_use]
 pub fn key_hash(record: &Value) -> u64 {

@@ -940,3 +940,47 @@ fn distance_is_case_insensitive_and_bounded() {
     assert_eq!(distance_within(b"a", b"abcd", 2), None);
     assert_eq!(distance_within(b"", b"ab", 2), Some(2));
 }
+
+#[test]
+fn the_upsert_key_is_declared_once_and_read_everywhere_else() {
+    // `Model::key` is the one statement of the upsert key: the emulator and publishing read it
+    // (`upsert_fields`, `upsert_key`, `key_hash`), and none of them restates which field keys
+    // which dataType.
+    let readers = [
+        ("emulator/routes.rs", include_str!("../emulator/routes.rs")),
+        (
+            "emulator/dialect.rs",
+            include_str!("../emulator/dialect.rs"),
+        ),
+        (
+            "client/publish/prepare.rs",
+            include_str!("../client/publish/prepare.rs"),
+        ),
+        (
+            "client/publish/answer.rs",
+            include_str!("../client/publish/answer.rs"),
+        ),
+    ];
+    for (file, text) in readers {
+        for restated in [
+            r#""retail" | "restaurant""#,
+            r#"=> "transactionId""#,
+            r#"=> "eventUniqueId""#,
+            r#"["transactionId", "eventUniqueId"]"#,
+        ] {
+            assert!(
+                !text.contains(restated),
+                "{file} restates the upsert key: {restated}"
+            );
+        }
+    }
+    let other = json!({"dataType": "other", "locationId": "l", "eventUniqueId": "e"});
+    let fields = super::problems::upsert_fields(&other);
+    assert_eq!(
+        fields,
+        Some(vec![
+            ("locationId", "l".into()),
+            ("eventUniqueId", "e".into())
+        ])
+    );
+}

@@ -216,6 +216,9 @@ fn says_failed(map: &Map<String, Value>) -> bool {
 struct Entry {
     pos: Option<usize>,
     id: Option<String>,
+    /// The fields the entry gives (of the echoed record, when it echoes one): those of a
+    /// record's upsert key name it when they are all there.
+    named: Map<String, Value>,
     failed: bool,
     words: String,
     path: Option<String>,
@@ -251,6 +254,7 @@ fn named(map: &Map<String, Value>, recs: &[&Prepared]) -> Option<Stored> {
                             _ => Entry {
                                 pos,
                                 id,
+                                named: Map::new(),
                                 failed: true,
                                 words: words::of_json(item, 0).unwrap_or_else(|| "refused".into()),
                                 path: None,
@@ -271,8 +275,8 @@ fn named(map: &Map<String, Value>, recs: &[&Prepared]) -> Option<Stored> {
     // Positions from 0, or from 1 when one of them is `n` and none is 0.
     let positions: Vec<usize> = failures.iter().filter_map(|e| e.pos).collect();
     let from_one = positions.contains(&n) && !positions.contains(&0);
-    let ids: Vec<Vec<String>> = if failures.iter().any(|e| e.pos.is_none()) {
-        recs.iter().map(|r| ids_of(&r.text)).collect()
+    let keys: Vec<Vec<(&str, String)>> = if failures.iter().any(|e| e.pos.is_none()) {
+        recs.iter().map(|r| key_of(&r.text)).collect()
     } else {
         Vec::new()
     };
@@ -280,8 +284,8 @@ fn named(map: &Map<String, Value>, recs: &[&Prepared]) -> Option<Stored> {
     for e in failures {
         let pos = match (e.pos, &e.id) {
             (Some(p), _) => p.checked_sub(usize::from(from_one)).filter(|p| *p < n)?,
-            (None, Some(id)) => {
-                let mut matches = ids.iter().enumerate().filter(|(_, r)| r.contains(id));
+            (None, _) => {
+                let mut matches = keys.iter().enumerate().filter(|(_, k)| names(&e, k));
                 let (p, _) = matches.next()?;
                 if matches.next().is_some() {
                     // Two records posted with one id: which of them failed is unknown.
@@ -289,7 +293,6 @@ fn named(map: &Map<String, Value>, recs: &[&Prepared]) -> Option<Stored> {
                 }
                 p
             }
-            (None, None) => return None,
         };
         let problem = Problem {
             path: e.path.clone().unwrap_or_default(),
@@ -327,6 +330,7 @@ fn entry(item: &Value, pos: Option<usize>, failing: bool) -> Option<Entry> {
         Value::Number(_) => Some(Entry {
             pos: as_pos(item),
             id: None,
+            named: Map::new(),
             failed: failing,
             words: "refused".into(),
             path: None,
@@ -335,6 +339,7 @@ fn entry(item: &Value, pos: Option<usize>, failing: bool) -> Option<Entry> {
             // A list of ids, or of messages that name no record (then unmatched).
             pos,
             id: Some(s.clone()),
+            named: Map::new(),
             failed: failing,
             words: "refused".into(),
             path: None,
@@ -345,13 +350,11 @@ fn entry(item: &Value, pos: Option<usize>, failing: bool) -> Option<Entry> {
                 Value::String(s) if !s.is_empty() => Some(s.clone()),
                 _ => None,
             });
-            // An echoed record: its id.
-            let id = id.or_else(|| {
-                let rec = o.get("record").and_then(Value::as_object)?;
-                ["transactionId", "eventUniqueId"]
-                    .iter()
-                    .find_map(|k| rec.get(*k)?.as_str().map(str::to_owned))
-            });
+            // An echoed record names a record by its fields.
+            let named = match o.get("record") {
+                Some(Value::Object(rec)) => rec.clone(),
+                _ => o.clone(),
+            };
             let status = o
                 .get("status")
                 .and_then(Value::as_str)
@@ -395,6 +398,7 @@ fn entry(item: &Value, pos: Option<usize>, failing: bool) -> Option<Entry> {
             Some(Entry {
                 pos,
                 id,
+                named,
                 failed,
                 words,
                 path,
@@ -404,15 +408,27 @@ fn entry(item: &Value, pos: Option<usize>, failing: bool) -> Option<Entry> {
     }
 }
 
-/// The ids a record may be named by: its `transactionId` and `eventUniqueId`.
-fn ids_of(text: &[u8]) -> Vec<String> {
-    let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(text) else {
-        return Vec::new();
-    };
-    ["transactionId", "eventUniqueId"]
-        .iter()
-        .filter_map(|k| o.get(*k)?.as_str().map(str::to_owned))
-        .collect()
+/// The upsert key of a record given as JSON text, as its model declares it
+/// ([`crate::webhook::upsert_fields`]); empty when it has none.
+fn key_of(text: &[u8]) -> Vec<(&'static str, String)> {
+    serde_json::from_slice::<Value>(text)
+        .ok()
+        .as_ref()
+        .and_then(crate::webhook::upsert_fields)
+        .unwrap_or_default()
+}
+
+/// Whether an entry names the record whose upsert key is `key`: it gives every field of the key
+/// with the record's values, or an id equal to one of them and no key field with another value.
+fn names(e: &Entry, key: &[(&str, String)]) -> bool {
+    let given = |field: &str| e.named.get(field).and_then(Value::as_str);
+    if key.is_empty() || key.iter().any(|(f, v)| given(f).is_some_and(|g| g != v)) {
+        return false;
+    }
+    key.iter().all(|(f, _)| given(f).is_some())
+        || e.id
+            .as_ref()
+            .is_some_and(|id| key.iter().any(|(_, v)| v == id))
 }
 
 #[cfg(test)]
@@ -443,6 +459,31 @@ mod tests {
             Stored::Named { failed, .. } => failed.iter().map(|f| f.pos).collect(),
             other => panic!("not named: {other:?}"),
         }
+    }
+
+    #[test]
+    fn other_records_are_named_by_their_location_and_event_id() {
+        // One event id at two locations: two records, as the upsert key declares (`Model::key`).
+        let other = |i: u64, location: &str| Prepared {
+            index: i,
+            line: None,
+            key: i + 1,
+            text: Bytes::from(format!(
+                r#"{{"dataType":"other","locationId":"{location}","eventUniqueId":"E"}}"#
+            )),
+            posted: false,
+        };
+        let r = [other(0, "L1"), other(1, "L2")];
+        let refs: Vec<&Prepared> = r.iter().collect();
+        let body = r#"{"failed":[{"locationId":"L2","eventUniqueId":"E","reason":"bad"}]}"#;
+        let s = refusal(body.as_bytes(), &refs).expect("named");
+        assert_eq!(failed_positions(&s), vec![1]);
+        let echoed = r#"{"failed":[{"record":{"locationId":"L1","eventUniqueId":"E"}}]}"#;
+        let s = refusal(echoed.as_bytes(), &refs).expect("named");
+        assert_eq!(failed_positions(&s), vec![0]);
+        // The event id alone names neither.
+        let body = r#"{"failed":[{"eventUniqueId":"E","reason":"bad"}]}"#;
+        assert!(refusal(body.as_bytes(), &refs).is_none());
     }
 
     #[test]

@@ -3,8 +3,6 @@
 //! the detailed validator) for what the fast check refuses or cannot judge, and the size limit.
 
 use bytes::Bytes;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{Failure, FailureKind, Input, MAX_BODY};
@@ -25,7 +23,7 @@ pub(super) struct Prepared {
 }
 
 impl Prepared {
-    /// The record's `transactionId` (retail and restaurant records), for a failure.
+    /// The record's `transactionId` (see [`transaction_id_of`]), for a failure.
     pub fn transaction_id(&self) -> Option<String> {
         transaction_id_of(&self.text)
     }
@@ -45,20 +43,12 @@ impl Prepared {
     }
 }
 
-#[derive(Deserialize)]
-struct TxFields<'a> {
-    #[serde(rename = "dataType", borrow, default)]
-    data_type: Option<&'a RawValue>,
-    #[serde(rename = "transactionId", borrow, default)]
-    transaction_id: Option<&'a RawValue>,
-}
-
-/// The `transactionId` of a retail or restaurant record given as JSON text.
+/// The `transactionId` of a record given as JSON text, when its model's upsert key is that
+/// field alone ([`webhook::Model::key`]: retail and restaurant records).
 pub(super) fn transaction_id_of(text: &[u8]) -> Option<String> {
-    let f: TxFields = serde_json::from_slice(text).ok()?;
-    let str_of = |raw: Option<&RawValue>| serde_json::from_str::<String>(raw?.get()).ok();
-    match str_of(f.data_type).as_deref() {
-        Some("retail" | "restaurant") => str_of(f.transaction_id).filter(|t| !t.is_empty()),
+    let record: Value = serde_json::from_slice(text).ok()?;
+    match webhook::upsert_fields(&record)?.as_slice() {
+        [("transactionId", id)] => Some(id.clone()),
         _ => None,
     }
 }
