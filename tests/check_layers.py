@@ -11,10 +11,16 @@
    ``if TYPE_CHECKING:`` aside).
 
 4. A file holds one concern: no Rust file under ``src/`` is over 800 lines, not counting its
-   ``#[cfg(test)] mod tests`` and the test files (``tests.rs``, ``tests/``). No generated data
-   table is allowed more today; the files not yet split are named in ``LONG_FOR_NOW``.
+   ``#[cfg(test)] mod tests`` and the test files (``tests.rs``, ``tests/``), and no file of the
+   Python package either. No generated data table is allowed more today; the files not yet
+   split are named in ``LONG_FOR_NOW`` and ``PY_LONG_FOR_NOW``.
 5. Names explain themselves: no two Rust types (struct, enum, trait, type alias) outside tests
    share a name; the pairs not yet renamed are named in ``SHARED_NAMES_FOR_NOW``.
+6. Imports at the top: an import inside a function of the Python package says why on its line
+   or the comment line above it: ``# cycle: ...`` for one of the package's modules, which must
+   then import this one when it is imported (else the import belongs at the top), ``# optional:
+   NAME`` for an optional heavy dependency (``OPTIONAL``), ``# platform: NAME`` for a module of
+   one platform (``PLATFORM``). Anything else goes to the top of the module.
 
 Run as ``python3 tests/check_layers.py`` from the project's root; exits 1 naming each breach.
 """
@@ -195,38 +201,187 @@ def shared_type_names(code: dict[pathlib.Path, str]) -> list[str]:
 
 
 # --- Python -------------------------------------------------------------------------------------
+# Python files over MAX_LINES still to split by concern; none may grow past its size here.
+PY_LONG_FOR_NOW = {
+    "python/surveillance/client.py": 1027,
+    "python/surveillance/publish.py": 804,
+    "python/surveillance/sync.py": 1271,
+}
+# Files whose imports inside functions are still to sort out.
+LATE_IMPORTS_FOR_NOW = {
+    "python/surveillance/_check.py",
+    "python/surveillance/client.py",
+    "python/surveillance/publish.py",
+    "python/surveillance/sync.py",
+}
+# What may be imported inside a function, with its reason in a comment on the line or the
+# comment line just above it: `# optional: pandas`, `# platform: fcntl`, `# cycle: a <-> b`.
+OPTIONAL = {
+    "pandas", "polars", "pyarrow", "dask", "distributed", "dlt", "matplotlib", "tqdm",
+    "ipywidgets", "IPython", "arro3",
+}  # fmt: skip
+PLATFORM = {"fcntl", "msvcrt", "winreg"}
+REASON = re.compile(r"#\s*(cycle|optional|platform):")
+
+
+def _module_name(f: pathlib.Path) -> list[str]:
+    """`python/surveillance/cli/sync.py` -> ["surveillance", "cli", "sync"]."""
+    parts = list(f.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _file_of_module(parts: list[str]) -> pathlib.Path | None:
+    """The package's Python file of a dotted module name, if it is one."""
+    here = PACKAGE.parent.joinpath(*parts)
+    for f in (here.with_suffix(".py"), here / "__init__.py"):
+        if f.is_file():
+            return f
+    return None
+
+
+def _is_extension(parts: list[str]) -> bool:
+    """A compiled module (`_core`), known by its stubs: not a file of the import graph."""
+    return PACKAGE.parent.joinpath(*parts).with_suffix(".pyi").is_file()
+
+
+def _imported(
+    f: pathlib.Path, node: ast.Import | ast.ImportFrom
+) -> list[tuple[str, pathlib.Path | None]]:
+    """(the name as written, the package's file it loads or None) of each name of an import."""
+    if isinstance(node, ast.Import):
+        return [
+            (
+                a.name,
+                _file_of_module(a.name.split(".")) if a.name.startswith("surveillance") else None,
+            )
+            for a in node.names
+        ]
+    if node.level:
+        base = _module_name(f)
+        if f.name != "__init__.py":
+            base = base[:-1]
+        base = base[: len(base) - (node.level - 1)]
+    else:
+        base = []
+    mod = base + (node.module.split(".") if node.module else [])
+    if not mod or mod[0] != "surveillance":
+        return [(node.module or "", None)]
+    out = []
+    for a in node.names:
+        if _is_extension(mod + [a.name]):
+            continue
+        sub = _file_of_module(mod + [a.name])  # `from . import x`: the module x
+        out.append(
+            ("." * node.level + ".".join(mod[len(base) :] + [a.name]), sub or _file_of_module(mod))
+        )
+    return out
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    return {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
+
+
+def _local_imports(tree: ast.AST) -> set[int]:
+    """The imports inside a function (run at call time, not at import time)."""
+    return {
+        id(n)
+        for fn in ast.walk(tree)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for n in ast.walk(fn)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+    }
+
+
+def python_files() -> list[pathlib.Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
 def python_imports() -> dict[pathlib.Path, set[pathlib.Path]]:
-    """Module -> the package's modules it imports (at any depth, TYPE_CHECKING aside)."""
+    """Module -> the package's modules it imports when it is imported (imports inside functions
+    and under `if TYPE_CHECKING:` aside)."""
     graph: dict[pathlib.Path, set[pathlib.Path]] = {}
-    for f in PACKAGE.glob("*.py"):
+    for f in python_files():
         tree = ast.parse(f.read_text(), str(f))
-        skip = {
-            id(n)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-            for n in ast.walk(node)
-        }
+        skip = _type_checking_nodes(tree) | _local_imports(tree)
         out = set()
         for node in ast.walk(tree):
-            if id(node) in skip:
-                continue
-            names: list[str] = []
-            if isinstance(node, ast.ImportFrom):
-                if node.level == 1 or (node.module or "").startswith("surveillance"):
-                    mod = (node.module or "").removeprefix("surveillance").strip(".")
-                    names = [mod] if mod else [a.name for a in node.names]
-            elif isinstance(node, ast.Import):
-                names = [
-                    a.name.removeprefix("surveillance.")
-                    for a in node.names
-                    if a.name.startswith("surveillance.")
-                ]
-            for name in names:
-                target = PACKAGE / f"{name.split('.')[0]}.py"
-                if target.is_file() and target != f:
-                    out.add(target)
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skip:
+                out |= {t for _, t in _imported(f, node) if t is not None and t != f}
         graph[f] = out
     return graph
+
+
+def _reaches(
+    graph: dict[pathlib.Path, set[pathlib.Path]], start: pathlib.Path, goal: pathlib.Path
+) -> bool:
+    seen, todo = set(), [start]
+    while todo:
+        v = todo.pop()
+        if v == goal:
+            return True
+        if v not in seen:
+            seen.add(v)
+            todo.extend(graph.get(v, ()))
+    return False
+
+
+def local_import_breaches(graph: dict[pathlib.Path, set[pathlib.Path]]) -> list[str]:
+    """Imports inside functions without their reason: a package module imported late must close
+    a loop of import-time imports (`# cycle:`), anything else must be an optional heavy
+    dependency (`# optional:`) or a platform's own module (`# platform:`)."""
+    bad = []
+    for f in python_files():
+        if f.as_posix() in LATE_IMPORTS_FOR_NOW:
+            continue
+        text = f.read_text()
+        lines = text.split("\n")
+        tree = ast.parse(text, str(f))
+        local = _local_imports(tree)
+        for node in ast.walk(tree):
+            if id(node) not in local:
+                continue
+            assert isinstance(node, (ast.Import, ast.ImportFrom))
+            said = lines[node.lineno - 1]
+            above = node.lineno - 2
+            while above >= 0 and lines[above].strip().startswith("#"):
+                said += "\n" + lines[above]
+                above -= 1
+            reason = REASON.search(said)
+            why = reason.group(1) if reason else None
+            for name, target in _imported(f, node):
+                where = f"{f}:{node.lineno}: `{name}` imported inside a function"
+                top = name.lstrip(".").split(".")[0]
+                if target is not None:
+                    if why != "cycle":
+                        bad.append(f"{where}: move it to the top, or say `# cycle: ...`")
+                    elif not _reaches(graph, target, f):
+                        bad.append(
+                            f"{where}: no import-time loop back to this module: move it to the top"
+                        )
+                elif top in OPTIONAL:
+                    if why != "optional":
+                        bad.append(f"{where}: say `# optional: {top}`")
+                elif top in PLATFORM:
+                    if why != "platform":
+                        bad.append(f"{where}: say `# platform: {top}`")
+                else:
+                    bad.append(f"{where}: not an optional heavy dependency: move it to the top")
+    return bad
+
+
+def python_long_files() -> list[str]:
+    bad = []
+    for f in python_files() + sorted(PACKAGE.rglob("*.pyi")):
+        lines = len(f.read_text().rstrip("\n").split("\n"))
+        limit = max(MAX_LINES, PY_LONG_FOR_NOW.get(f.as_posix(), 0))
+        if lines > limit:
+            bad.append(f"{f}: {lines} lines over {limit}: split it by concern")
+    return bad
 
 
 def cycles(graph: dict[pathlib.Path, set[pathlib.Path]]) -> list[list[pathlib.Path]]:
@@ -277,7 +432,9 @@ def main() -> int:
                         bad.append(f"{f} imports {t}: the {part} and the {other} stay apart")
     code = product_code()
     bad += long_files(code) + shared_type_names(code)
-    for kind, graph in (("Rust", rust), ("Python", python_imports())):
+    python = python_imports()
+    bad += python_long_files() + local_import_breaches(python)
+    for kind, graph in (("Rust", rust), ("Python", python)):
         for group in cycles(graph):
             bad.append(f"{kind} import loop: " + " <-> ".join(map(str, group)))
     for line in bad:

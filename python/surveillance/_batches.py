@@ -33,13 +33,14 @@ class EventBatches:
 
     def __iter__(self) -> Iterator[pyarrow.RecordBatch]:
         try:
+            # optional: arro3
             import arro3.core  # type: ignore[import-not-found]  # noqa: F401
         except ImportError:
             pass
         else:
             return iter(self._reader)
         try:
-            import pyarrow as pa
+            import pyarrow as pa  # optional: pyarrow
         except ImportError:
             raise ImportError(
                 "iterating event_batches needs pyarrow or arro3-core: pip install "

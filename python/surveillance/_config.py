@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NamedTuple, Optional
 
+import platformdirs
+
 from . import _core
 from .errors import ConfigError
 
@@ -167,7 +169,6 @@ def config_file(environ: Optional[Mapping[str, str]] = None) -> str:
     named = env.get(FILE_VARIABLE)
     if named:
         return os.path.expanduser(named)
-    import platformdirs
 
     return os.path.join(
         platformdirs.user_config_dir("surveillance", appauthor=False), "config.toml"

@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 from typing import Any, Union
 
-from . import _core
+from . import _check, _core
 
 OUTPUTS = ("dicts", "arrow", "pandas", "polars")
 
 
 def check(output: str) -> None:
     """Raises TypeError or ValueError for an unknown ``output``."""
-    from . import _check
 
     _check.choice("output", output, OUTPUTS)
 
@@ -53,7 +52,7 @@ def convert(table: Any, output: str) -> Any:
     """
     if output == "arrow":
         try:
-            import pyarrow as pa
+            import pyarrow as pa  # optional: pyarrow
         except ImportError:
             return table
         return pa.table(table)
@@ -92,6 +91,5 @@ def write_parquet(data: Any, path: Union[str, os.PathLike[str]]) -> int:
             f"`client.events(..., output='arrow')` or `client.event_batches(...)`), got "
             f"{type(data).__name__}"
         )
-    from . import _check
 
     return _core.write_parquet(data, _check.path("path", path))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional, Union
 
+from ._check import shown
+
 ProgressArg = Union[str, bool, Callable[[dict[str, Any]], Any]]
 
 
@@ -25,7 +27,6 @@ def _wanted(progress: ProgressArg) -> bool:
         return _in_notebook() or bool(stream is not None and stream.isatty())
     if isinstance(progress, bool):
         return progress
-    from ._check import shown
 
     raise TypeError(f"`progress` must be 'auto', True, False or a callable, got {shown(progress)}")
 
@@ -35,9 +36,13 @@ def _tqdm(notebook: bool) -> Any:
     its terminal bar otherwise; None without tqdm."""
     try:
         if notebook:
+            # optional: ipywidgets
             import ipywidgets  # type: ignore[import-untyped, unused-ignore]  # noqa: F401
+
+            # optional: tqdm
             from tqdm.notebook import tqdm  # type: ignore[import-untyped, unused-ignore]
         else:
+            # optional: tqdm
             from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         return None
@@ -46,7 +51,7 @@ def _tqdm(notebook: bool) -> Any:
 
 def _display(obj: Any, **kwargs: Any) -> Any:
     """Shows ``obj`` in the running cell; the handle that replaces it later."""
-    from IPython.display import display
+    from IPython.display import display  # optional: IPython
 
     return display(obj, display_id=True, **kwargs)  # type: ignore[no-untyped-call, unused-ignore]
 

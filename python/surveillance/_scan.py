@@ -15,9 +15,11 @@ import threading
 import time
 import warnings
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, cast
+from zoneinfo import ZoneInfo
 
-from . import _core
+from . import _check, _core
 from ._time import TimeLike, to_ms
+from .client import Client
 
 __all__ = ["scan_events"]
 
@@ -132,8 +134,6 @@ def scan_events(
         >>> frame.shape, frame.columns, first.height, requests
         ((3000, 3), ['id', 'startTime', 'siteId'], 10, 1)
     """
-    from . import _check
-    from .client import Client
 
     pl, register = _require_polars()
     if not isinstance(client, Client):
@@ -181,14 +181,14 @@ def scan_events(
 
 def _require_polars() -> Tuple[Any, Any]:
     try:
-        import polars as pl
+        import polars as pl  # optional: polars
     except ImportError:
         raise ImportError("scan_events needs polars: pip install 'surveillance[polars]'") from None
     major = pl.__version__.split(".")[0]
     try:
         if not major.isdigit() or int(major) < 2:
             raise ImportError
-        from polars.io.plugins import register_io_source
+        from polars.io.plugins import register_io_source  # optional: polars
     except ImportError:
         # Before 2.0, polars passes its filters to IO plugins in another form, which this does
         # not read: no filter would narrow the fetch.
@@ -344,7 +344,7 @@ def _frame(pl: Any, batch: Any, columns: List[str]) -> Any:
     """A polars DataFrame of ``columns`` of an Arrow record batch: only those are converted
     (with pyarrow; without it, all are, then selected)."""
     try:
-        import pyarrow as pa
+        import pyarrow as pa  # optional: pyarrow
     except ImportError:
         return pl.DataFrame(batch).select(columns)
     return pl.from_arrow(pa.record_batch(batch).select(columns))
@@ -587,7 +587,6 @@ def _localized(at: _dt.datetime, zone: Any) -> _dt.datetime:
     """``at``, naive, as a time of ``zone`` (None: UTC)."""
     if not zone or zone == "UTC":
         return at.replace(tzinfo=_dt.timezone.utc)
-    from zoneinfo import ZoneInfo
 
     return at.replace(tzinfo=ZoneInfo(str(zone)))
 

@@ -88,7 +88,7 @@ def resolve(path: str, name: str) -> Location:
         return Location(None, local, shown(path))
     scheme = path.split(":", 1)[0].lower()
     try:
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # optional: pyarrow
     except ImportError:
         raise ImportError(
             f"`{name}` {shown(path)}: a {scheme}:// destination is opened with pyarrow: "
@@ -119,7 +119,7 @@ def unusable(location: Location, *, file: bool = False) -> Optional[str]:
     """Why nothing can be written at ``location`` (in an object store), as far as a request
     on its bucket tells (and, for a ``file``, one on the object: it must not be a directory),
     or None. Errors of the store (access denied, unreachable) raise OSError."""
-    import pyarrow.fs as pafs
+    import pyarrow.fs as pafs  # optional: pyarrow
 
     bucket = location.path.split("/", 1)[0]
     try:
@@ -140,7 +140,7 @@ def unusable(location: Location, *, file: bool = False) -> Optional[str]:
 def upload(local: str, location: Location) -> None:
     """Copies the local file ``local`` to ``location`` in one call: the object appears when the
     copy is complete (pyarrow finishes the call before Python sees Ctrl-C)."""
-    import pyarrow.fs as pafs
+    import pyarrow.fs as pafs  # optional: pyarrow
 
     pafs.copy_files(
         local,

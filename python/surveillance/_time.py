@@ -7,6 +7,8 @@ import datetime as _dt
 import re
 from typing import Any, Optional, Union
 
+from ._check import shown, text
+
 TimeLike = Union[_dt.datetime, _dt.date, str]
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
@@ -33,8 +35,6 @@ def to_datetime(value: TimeLike, name: str = "time") -> _dt.datetime:
         try:
             dt = _dt.datetime.fromisoformat(text)
         except ValueError:
-            from ._check import shown
-
             raise ValueError(
                 f"`{name}` must be an ISO-8601 timestamp such as `2026-01-05T09:00:00Z`, "
                 f"got {shown(value)}"
@@ -59,7 +59,6 @@ def _missing(value: object) -> bool:
 
 def time_range(start: TimeLike, end: TimeLike, report_id: object) -> tuple[Any, ...]:
     """``(start_ms, end_ms, report_id)`` of the arguments of an events call, checked."""
-    from ._check import text
 
     lo, hi = to_ms(start, "start"), to_ms(end, "end")
     return lo, hi, text("report_id", report_id, optional=True, longest=100)

@@ -166,8 +166,8 @@ class _Target:
 
 def _pyarrow() -> tuple[Any, ...]:
     try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow as pa  # optional: pyarrow
+        import pyarrow.parquet as pq  # optional: pyarrow
     except ImportError:
         raise ImportError(
             "writing Parquet needs pyarrow: pip install 'surveillance[pandas]'"

@@ -26,7 +26,13 @@ to need it.
 
 from __future__ import annotations
 
+import datetime as dt
+import statistics
+from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any, Sequence, Union
+from zoneinfo import ZoneInfo
+
+from ._check import shown, text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,7 +55,7 @@ DURATION = "details.duration_sec"
 
 def _pandas() -> Any:
     try:
-        import pandas
+        import pandas  # optional: pandas
     except ImportError:
         raise ImportError(
             "surveillance.analysis needs pandas: pip install 'surveillance[pandas]'"
@@ -66,7 +72,6 @@ def _frame(name: str, df: Any) -> None:
 
 def _column(arg: str, column: Any, frame: str, df: Any) -> None:
     """Refuses a column name that ``df`` (the argument ``frame``) does not have."""
-    from ._check import shown
 
     if not isinstance(column, str):
         raise TypeError(f"`{arg}` must be a column name (a string), got {type(column).__name__}")
@@ -192,7 +197,6 @@ def with_local_time(
             and ``timezone``).
     """
     pd = _pandas()
-    from ._check import text
 
     _frame("events_df", events_df)
     _frame("sites_df", sites_df)
@@ -322,11 +326,8 @@ def local_hours(
 
     Raises nothing: a time zone that Python does not know gives UTC hours.
     """
-    import datetime as dt
 
     try:
-        from zoneinfo import ZoneInfo
-
         tz = {site: ZoneInfo(zone) for site, zone in zones.items() if zone}
     except Exception:  # no zoneinfo module, or no time zone data (Windows without tzdata)
         tz = {}
@@ -353,7 +354,6 @@ def bursts(site_ids: Sequence[str], starts: Sequence[int]) -> set[Any]:
 
     Raises nothing of its own.
     """
-    from collections import Counter
 
     counts = Counter(zip(site_ids, starts))
     return {key for key, n in counts.items() if n > BURST}
@@ -371,8 +371,6 @@ def site_rows(
 
     Raises nothing of its own.
     """
-    import statistics
-    from collections import defaultdict
 
     per_site: dict[str, Any] = defaultdict(list)
     per_hour: dict[str, Any] = defaultdict(lambda: [0] * 24)

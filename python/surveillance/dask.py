@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as _dt
 import hashlib
@@ -46,8 +47,10 @@ import threading
 import time
 from typing import Any, Optional, Union
 
-from . import _core
+from . import _core, _output
 from ._time import TimeLike, from_ms, to_ms
+from .client import Client
+from .publish import PublishReport
 
 __all__ = ["events", "publish", "events_meta"]
 
@@ -84,8 +87,6 @@ class _ClientRef:
     so every task of a worker process shares one client, one connection pool and one token."""
 
     def __init__(self, client: Any) -> None:
-        from .client import Client
-
         if not isinstance(client, Client):
             raise TypeError(f"`client` must be a surveillance.Client, got {type(client).__name__}")
         self.payload = pickle.dumps(client)
@@ -122,7 +123,7 @@ _BLOCK_S = 0.5
 def _cluster() -> Any:
     """The ``distributed`` client of the worker this task runs on, or None off a cluster."""
     try:
-        from distributed import get_client, get_worker
+        from distributed import get_client, get_worker  # optional: distributed
     except ImportError:
         return None
     try:
@@ -145,7 +146,7 @@ class _Budget:
     made under one ``distributed.Lock``."""
 
     def __init__(self, dask_client: Any, digest: str) -> None:
-        from distributed import Lock, Variable
+        from distributed import Lock, Variable  # optional: distributed
 
         name = f"surveillance-budget-{digest}"
         self._lock = Lock(f"{name}-lock")  # type: ignore[no-untyped-call, unused-ignore]
@@ -153,7 +154,6 @@ class _Budget:
 
     def update(self, change: Any) -> Any:
         """Applies ``change(state) -> result`` to the state, atomically; returns the result."""
-        import asyncio
 
         with self._lock:
             try:
@@ -274,7 +274,7 @@ def _coordination(dask_client: Any, digest: str) -> tuple[Any, ...]:
     """This process's handles on the scheduler's state of a service and key: the
     :class:`_Budget` and a ``distributed.Semaphore`` of one lease per kind of request (made
     once: each keeps its leases alive from this process)."""
-    from distributed import Semaphore
+    from distributed import Semaphore  # optional: distributed
 
     with _CLIENTS_LOCK:
         found = _COORDINATION.get((dask_client.id, digest))
@@ -351,7 +351,7 @@ def _slices(lo: int, hi: int, partition: PartitionLike) -> list[Any]:
     lengths (``"1D"``, ``"6h"``, a ``timedelta``) are aligned on multiples of the length since
     the epoch (``"1D"``: UTC midnights), calendar offsets (``"MS"``, ``"W"``) on their anchors
     at UTC midnight."""
-    import pandas as pd
+    import pandas as pd  # optional: pandas
 
     offset: Any = None
     if isinstance(partition, (_dt.timedelta, pd.Timedelta)):
@@ -401,9 +401,7 @@ def _slices(lo: int, hi: int, partition: PartitionLike) -> list[Any]:
 def _events_schema() -> Any:
     """The Arrow schema of ``client.events(..., output="arrow")``, from the core's one
     definition."""
-    import pyarrow as pa
-
-    from . import _core
+    import pyarrow as pa  # optional: pyarrow
 
     return pa.schema(_core.events_schema())
 
@@ -422,7 +420,6 @@ def events_meta() -> Any:
     >>> str(meta.index.dtype), str(meta["details.duration_sec"].dtype)
     ('datetime64[ms, UTC]', 'int64')
     """
-    from . import _output
 
     return _indexed(_output.to_pandas(_events_schema().empty_table()))
 
@@ -430,7 +427,6 @@ def events_meta() -> Any:
 def _fetch_slice(bounds: tuple[Any, ...], ref: _ClientRef, report_id: Optional[str]) -> Any:
     """One partition: the events of ``[lo, hi)`` by the client's windowed algorithm, within
     the key's limits for the whole cluster (the table becomes pandas after the turn)."""
-    from . import _output
 
     lo, hi = bounds
     with _limited(ref, "read") as client:
@@ -495,8 +491,8 @@ def events(
         >>> frame["id"].tolist() == direct["id"].tolist()
         True
     """
-    import dask.dataframe as dd
-    import pandas as pd
+    import dask.dataframe as dd  # optional: dask
+    import pandas as pd  # optional: pandas
 
     lo, hi = to_ms(start, "start"), to_ms(end, "end")
     if hi <= lo:
@@ -576,9 +572,7 @@ def publish(client: Any, data: Any, **publish_kwargs: Any) -> Any:
         ...     print(report.accepted, len(report.rejected), len(emu.published()))
         20 0 20
     """
-    import dask
-
-    from .publish import PublishReport
+    import dask  # optional: dask
 
     if not (hasattr(data, "to_delayed") and hasattr(data, "npartitions")):
         raise TypeError(

@@ -44,9 +44,10 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import dlt
 
-from . import _core
+from . import _check, _config, _core
 from . import sync as _sync
 from ._time import TimeLike, from_ms, to_ms
+from .client import _LIMITS, Client
 from .errors import QuotaExhaustedError
 
 if TYPE_CHECKING:
@@ -88,8 +89,6 @@ def _declare_details() -> None:
 def _dlt_settings() -> dict[str, Any]:
     """The settings dlt's config and secrets give under ``sources.surveillance``, as dlt's
     verified sources read their credentials (the secrets from ``dlt.secrets``)."""
-    from . import _config
-    from .client import _LIMITS
 
     settings: dict[str, Any] = {}
     for setting in _config.SETTINGS:
@@ -134,8 +133,6 @@ def surveillance_source(
         ValueError: ``start`` missing, ``until`` not after it, or ``settle`` not a duration.
         TypeError: ``client`` not a :class:`~surveillance.Client`.
     """
-    from . import _check
-    from .client import Client
 
     if client is None:
         client = Client(**_dlt_settings())
@@ -175,7 +172,7 @@ def _events(
     )
     def events(cursor: Any = cursor) -> Iterator[Any]:
         """The events from where the last run got to (less ``settle``), a window at a time."""
-        import pyarrow as pa
+        import pyarrow as pa  # optional: pyarrow
 
         wall_ms = time.time_ns() // 1_000_000
         state = dlt.current.resource_state()
@@ -223,7 +220,7 @@ def _resume_from(cursor: Any, state: Any, lag: float) -> int:
 def _listing(client: Any, kind: str) -> Any:
     @dlt.resource(name=kind, primary_key="id", write_disposition="replace")
     def listing() -> Iterator[Any]:
-        import pyarrow as pa
+        import pyarrow as pa  # optional: pyarrow
 
         try:
             table = getattr(client, kind)(output="arrow")

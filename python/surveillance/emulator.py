@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from . import _check, _core
 from ._time import TimeLike, from_ms, time_range, to_ms
+from .aio import AsyncClient
+from .client import Client, Limits
 
 if TYPE_CHECKING:
     from .aio import AsyncClient
@@ -589,7 +591,6 @@ class Emulator:
             ValueError: a setting is out of range, as for :class:`Client` (``TypeError`` for the
                 wrong type).
         """
-        from .client import Client, Limits
 
         if "limits" not in kwargs:
             lim = self._limits
@@ -621,7 +622,6 @@ class Emulator:
             ValueError: a setting is out of range, as for :class:`AsyncClient` (``TypeError`` for
                 the wrong type).
         """
-        from .aio import AsyncClient
 
         return AsyncClient._of(self.client(**kwargs)._inner)  # type: ignore[no-any-return]
 

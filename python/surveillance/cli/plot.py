@@ -12,7 +12,7 @@ def _plot(path: str, brands: list[Any], hours: list[Any], durations: list[Any]) 
     """Draws the median dwell time by local hour, one line per brand, above the number of
     events each point rests on; returns the figure, or None without matplotlib."""
     try:
-        from matplotlib.figure import Figure
+        from matplotlib.figure import Figure  # optional: matplotlib
     except ImportError:
         return None
     by: dict[Any, Any] = defaultdict(lambda: defaultdict(list))
