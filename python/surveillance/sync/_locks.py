@@ -16,6 +16,7 @@ from ..errors import SyncLockedError
 from ._state import _iso_ms, _now_ms
 
 if TYPE_CHECKING:
+    # cycle: _locks and _object_store import each other (this one for an annotation only)
     from ._object_store import _ObjectStore
 
 #: Name of the lock file inside the dataset directory (an object, on an object store).
