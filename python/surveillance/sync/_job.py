@@ -1,0 +1,296 @@
+"""The sync job: :func:`sync_events` brings a dataset up to date (plans the ranges to fetch,
+fetches them, merges them into the partitions, records the state last); :func:`read_state` and
+:func:`sync_files` read a dataset's state; :func:`parse_settle` reads the ``settle`` argument."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import time
+from typing import Any, List, Optional, Tuple, Union
+
+from .. import _check, _core, _progress, _store
+from .._check import shown
+from .._progress import ProgressArg
+from .._time import TimeLike, from_ms, to_ms
+from ..errors import ConfigError, QuotaExhaustedError
+from ._fetching import Client, _fetch, _Progress, _Whole
+from ._local_store import _LocalStore
+from ._object_store import _ObjectStore
+from ._partitions import _PartitionWriter
+from ._result import SyncInterrupted, SyncResult
+from ._state import _STATE_VERSION, _iso_ms, _now_ms, _parse_iso_ms
+
+_DAY_MS = _core.DAY_MS
+
+SettleLike = Union[str, _dt.timedelta, int, float]
+
+_SETTLE_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|w|d|h|m|s)", re.I)
+_UNITS_MS = {"w": 7 * _DAY_MS, "d": _DAY_MS, "h": 3_600_000, "m": 60_000, "s": 1_000, "ms": 1}
+
+
+def parse_settle(value: SettleLike) -> _dt.timedelta:
+    """How long after its start an event may still be created, as a timedelta.
+
+    Accepts a :class:`datetime.timedelta`, a number of seconds, or a duration string made of
+    ``<number><unit>`` parts with units ``w``, ``d``, ``h``, ``m``, ``s``, ``ms``.
+
+    >>> [str(parse_settle(s)) for s in ("1h", "30m", "2d", "1h30m", 90, _dt.timedelta(minutes=5))]
+    ['1:00:00', '0:30:00', '2 days, 0:00:00', '1:30:00', '0:01:30', '0:05:00']
+
+    Raises:
+        ValueError: a text that is no duration, or one outside 0 to 30 days (``TypeError`` for
+            another type).
+    """
+    what = "`settle` must be a duration such as `1h`, `30m`, `2d`, a timedelta or seconds"
+    if isinstance(value, _dt.timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"{what}, got {type(value).__name__}")
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            parts = _SETTLE_PART.findall(text[:200])
+            if not parts or len(text) > 200 or _SETTLE_PART.sub("", text).strip():
+                raise ValueError(f"{what}, got {shown(value)}") from None
+            seconds = sum(float(n) * _UNITS_MS[u.lower()] for n, u in parts) / 1000
+    else:
+        seconds = float(value) if abs(value) < 1e18 else float("inf")
+    # At most 30 days: every run fetches that much again.
+    if not (0 <= seconds <= _core.MAX_SETTLE_S):  # NaN too
+        raise ValueError(f"`settle` must be from 0 to 30 days, got {shown(value)}")
+    return _dt.timedelta(seconds=seconds)
+
+
+def sync_events(
+    client: Client,
+    path: Union[str, os.PathLike[str]],
+    start: TimeLike,
+    *,
+    report_id: Optional[str] = None,
+    until: Optional[TimeLike] = None,
+    settle: SettleLike = "1h",
+    progress: ProgressArg = False,
+) -> SyncResult:
+    """Brings the Parquet dataset at ``path`` up to ``until``; see :meth:`Client.sync_events`.
+
+    Raises:
+        SyncLockedError: another run holds the directory's lock.
+        ConfigError: ``report_id`` differs from the directory's, its state file is damaged, or a
+            URI's scheme or bucket is unknown (before any request).
+        ValueError: ``until`` is not after ``start`` on the first run.
+        AuthError: the service refused the credentials.
+        ApiError: the service answered an error status, or an answer that is not its own, after the
+            retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError`` (429) or
+            ``ServerError`` (5xx).
+        TransportError: no usable answer (connection, TLS or timeout) after the retries.
+    """
+    root = _check.path("path", path)
+    _check.text("report_id", report_id, optional=True, longest=100)
+    pa, pq = _require_pyarrow()
+    store = _open(root)  # a URI pyarrow does not know is refused here, before any request
+    # Requests from the start of the call, as its cost (`Client.last_cost`) counts them.
+    before = client._sent()
+    started = time.perf_counter()
+    wall_ms = _now_ms()
+    start_ms = to_ms(start, "start")
+    until_ms = wall_ms if until is None else to_ms(until, "until")
+    settle_ms = int(parse_settle(settle).total_seconds() * 1000)
+    store.create()
+    with store.lock():
+        state = store.begin()
+        if state is not None and _norm(state.get("report_id")) != _norm(report_id):
+            raise ConfigError(
+                f"`report_id` {_show(report_id)} differs from the {_show(state.get('report_id'))} "
+                f"the dataset at `{store.shown}` was synced with: sync it into another directory"
+            )
+        ranges, first_ms = _plan(state, start_ms, until_ms, settle_ms)
+        writer = _PartitionWriter(store, pa, pq)
+        bar, close_bar = _progress.make(progress, "sync", client.quota()["limit"])
+        tracker = _Progress(bar=_Whole(bar, ranges) if bar is not None else None)
+        stopped: Optional[QuotaExhaustedError] = None
+        interrupted = False
+        left: Optional[Tuple[int, int]] = None
+        try:
+            for i, (lo, hi) in enumerate(ranges):
+                try:
+                    for table in _fetch(client, pa, lo, hi, report_id, tracker):
+                        store.heartbeat()
+                        writer.consume(table)
+                except QuotaExhaustedError as e:
+                    stopped = e
+                    left = (tracker.frontier, hi)
+                    ranges = ranges[: i + 1]
+                    break
+                except KeyboardInterrupt:
+                    # What was fetched is kept: the windows received are stored, the next
+                    # run goes on from the last one's end (and the pages read of the window
+                    # in progress wait in the client's cache).
+                    interrupted = True
+                    left = (tracker.frontier, hi)
+                    ranges = ranges[: i + 1]
+                    break
+        finally:
+            close_bar()
+        writer.finish()
+        requests = client._sent() - before
+        old = None if state is None else _parse_iso_ms(state["synced_until"])
+        if stopped is None and not interrupted:
+            # Nothing after `until` can have been fetched, nor anything after the run began.
+            synced = min(until_ms, wall_ms) if old is None else max(min(until_ms, wall_ms), old)
+        else:
+            # Every window before the frontier is stored; the rest waits for the next run. A
+            # frontier before the old data's start (an earlier `start` being filled in) leaves
+            # a gap before it: the next run fetches from the frontier again, over the old data.
+            synced = tracker.frontier
+            if state is not None and synced >= _parse_iso_ms(state["start"]):
+                synced = max(synced, old or synced)
+        elapsed = time.perf_counter() - started
+        result = SyncResult(
+            path=store.shown,
+            ranges=[(from_ms(a), from_ms(b)) for a, b in ranges],
+            windows=tracker.windows,
+            requests=requests,
+            added=writer.added,
+            replaced=writer.replaced,
+            partitions=sorted(writer.written),
+            synced_until=from_ms(synced),
+            elapsed=elapsed,
+            complete=left is None,
+            remaining=None if left is None else (from_ms(left[0]), from_ms(left[1])),
+            resets_at=None if stopped is None else stopped.resets_at,
+            interrupted=interrupted,
+        )
+        store.write_state(
+            {
+                "version": _STATE_VERSION,
+                "start": _iso_ms(first_ms),
+                "report_id": report_id if state is None else state.get("report_id"),
+                "synced_until": _iso_ms(synced),
+                "settle_seconds": settle_ms / 1000,
+                "complete": left is None,
+                "fetched_at": _iso_ms(wall_ms),
+                "last_run": {
+                    "finished_at": _iso_ms(_now_ms()),
+                    "ranges": [[_iso_ms(a), _iso_ms(b)] for a, b in ranges],
+                    "windows": tracker.windows,
+                    "requests": requests,
+                    "added": writer.added,
+                    "replaced": writer.replaced,
+                    "partitions": sorted(writer.written),
+                },
+            },
+        )
+        if interrupted:
+            carried = client._inner.carried_until(tracker.frontier, report_id)
+            raise SyncInterrupted(result, None if carried is None else from_ms(carried))
+        return result
+
+
+def read_state(path: Union[str, os.PathLike[str]]) -> Optional[dict[str, Any]]:
+    """The state of the dataset at ``path`` (``start``, ``report_id``, ``synced_until``,
+    ``settle_seconds`` and the last run's figures; on an object store, ``files``: the live
+    file of each date), or None before its first run. ``path`` is a directory or a URI, as
+    for :func:`sync_events`.
+
+    >>> import tempfile
+    >>> read_state(tempfile.mkdtemp()) is None
+    True
+
+    Raises:
+        ConfigError: the state file exists but cannot be read as one.
+    """
+    return _open(_check.path("path", path)).read_state()
+
+
+def sync_files(path: Union[str, os.PathLike[str]]) -> List[str]:
+    """The data files of the dataset at ``path`` that its state names, in date order: the
+    files to read, on an object store, while another run may be writing (see "On an object
+    store" in this module's documentation). Local paths for a directory; for a URI, paths
+    inside the filesystem of ``pyarrow.fs.FileSystem.from_uri(path)``
+    (``bucket/prefix/date=2026-01-05/part-....parquet``). Empty before the first run.
+
+    Read them with pyarrow, the ``date`` column from the names as for the whole directory:
+
+    >>> import surveillance as sv, pyarrow.dataset as ds, tempfile
+    >>> with sv.Emulator(sites=2, days=2, events_per_day=300) as emu:
+    ...     path = tempfile.mkdtemp()  # or "s3://bucket/events"
+    ...     _ = emu.client().sync_events(path, emu.start, until=emu.end)
+    >>> files = sync_files(path)
+    >>> [f[len(path) :] for f in files]
+    ['/date=2026-01-05/part-0.parquet', '/date=2026-01-06/part-0.parquet']
+    >>> ds.dataset(files, partitioning="hive", partition_base_dir=path).count_rows()
+    600
+
+    For a URI, pass its filesystem and the path inside it: ``fs, base =
+    pyarrow.fs.FileSystem.from_uri(uri)``, then ``ds.dataset(sync_files(uri), filesystem=fs,
+    partitioning="hive", partition_base_dir=base)``.
+
+    Raises:
+        ConfigError: the state file cannot be read, or a URI's scheme is unknown.
+    """
+    store = _open(_check.path("path", path))
+    store.read_state()
+    return store.files()
+
+
+def _plan(
+    state: Optional[dict[str, Any]], start_ms: int, until_ms: int, settle_ms: int
+) -> Tuple[List[Tuple[int, int]], int]:
+    """The ranges to fetch, and the dataset's start to record."""
+    if state is None:
+        if until_ms <= start_ms:
+            raise ValueError(
+                f"`until` ({_iso_ms(until_ms)}) must be after `start` ({_iso_ms(start_ms)})"
+            )
+        return [(start_ms, until_ms)], start_ms
+    old_start = _parse_iso_ms(state["start"])
+    synced = _parse_iso_ms(state["synced_until"])
+    first = min(start_ms, old_start)
+    ranges: List[Tuple[int, int]] = []
+    if start_ms < old_start:
+        # An earlier start than before: fill the range the dataset never had.
+        ranges.append((start_ms, min(old_start, until_ms)))
+    lo = max(old_start, synced - settle_ms)
+    if state.get("complete") is False and "fetched_at" in state:
+        # The last run stopped on the quota: what it fetched before `synced` was settled then
+        # if it was `settle` old at the time; only the rest is fetched again.
+        fetched_at = _parse_iso_ms(state["fetched_at"])
+        lo = max(old_start, min(synced, fetched_at - settle_ms))
+    if until_ms > lo:
+        if ranges and ranges[-1][1] >= lo:
+            ranges[-1] = (ranges[-1][0], until_ms)
+        else:
+            ranges.append((lo, until_ms))
+    return [(a, b) for a, b in ranges if b > a], first
+
+
+def _open(path: str) -> Union[_LocalStore, _ObjectStore]:
+    """The dataset at ``path``: a local directory (a path, or a ``file://`` URI), or a prefix
+    in an object store (another URI that pyarrow opens). Sends nothing."""
+    location = _store.resolve(path, "path")
+    if location.filesystem is None:
+        return _LocalStore(location.path)
+    return _ObjectStore(location)
+
+
+def _require_pyarrow() -> Tuple[Any, Any]:
+    try:
+        import pyarrow as pa  # optional: pyarrow
+        import pyarrow.parquet as pq  # optional: pyarrow
+    except ImportError:
+        raise ImportError(
+            "sync_events writes Parquet with pyarrow: pip install 'surveillance[pandas]'"
+        ) from None
+    return pa, pq
+
+
+def _norm(report_id: Optional[str]) -> Optional[str]:
+    return None if report_id is None else str(report_id).strip().lower()
+
+
+def _show(report_id: Optional[str]) -> str:
+    return "None (all events)" if report_id is None else f"`{report_id}`"

@@ -1,0 +1,125 @@
+"""What one run of :func:`~surveillance.sync.sync_events` did: :class:`SyncResult`, and
+:class:`SyncInterrupted` when Ctrl-C stopped it."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from .._html import table
+from ._state import _iso
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """What one run of :func:`sync_events` did.
+
+    Attributes:
+        path: the dataset directory, or its URI (without its user info or query string).
+        ranges: the time ranges fetched, ``[(start, end), ...]`` (aware UTC datetimes); empty
+            when there was nothing to fetch.
+        windows: event windows fetched (the client's units of at most 10,000 events).
+        requests: requests the client made during the run (every endpoint: they all count
+            against the daily quota), from :meth:`Client.stats`.
+        added: events that were not in the dataset.
+        replaced: events that were, fetched again (they replaced their old rows).
+        partitions: the ``YYYY-MM-DD`` dates whose partition was written.
+        synced_until: the new synced instant: the next run fetches from it minus ``settle``.
+        elapsed: seconds the run took.
+        complete: False when the day's request quota ran out (``QuotaExhaustedError``): every
+            window fetched until then is stored and ``synced_until`` stands after the last
+            one, so the next run goes on from there.
+        remaining: what is left to fetch when not complete (``(start, end)``), else None.
+        resets_at: when the quota comes back, when not complete.
+
+    >>> r = SyncResult("events", [], 0, 0, 0, 0, [],
+    ...                _dt.datetime(2026, 1, 6, tzinfo=_dt.timezone.utc), 0.01)
+    >>> print(r)
+    nothing to fetch; synced until 2026-01-06T00:00:00.000Z
+    """
+
+    path: str
+    ranges: List[Tuple[_dt.datetime, _dt.datetime]]
+    windows: int
+    requests: int
+    added: int
+    replaced: int
+    partitions: List[str] = field(default_factory=list)
+    synced_until: Optional[_dt.datetime] = None
+    elapsed: float = 0.0
+    complete: bool = True
+    remaining: Optional[Tuple[_dt.datetime, _dt.datetime]] = None
+    resets_at: Optional[_dt.datetime] = None
+    interrupted: bool = False
+
+    def __str__(self) -> str:
+        until = _iso(self.synced_until)
+        if not self.ranges:
+            return f"nothing to fetch; synced until {until}"
+        spans = ", ".join(f"{_iso(a)} .. {_iso(b)}" for a, b in self.ranges)
+        # `replaced`: events the dataset held, fetched again; a partition is written only
+        # when what it holds changed, so events fetched again unchanged write none.
+        if self.added or self.replaced:
+            got = f"{_count(self.windows, 'window')}, {_count(self.added, 'event')} added"
+        else:
+            got = "no window whole" if self.interrupted else "no events"
+        again = f", {self.replaced:,} fetched again" if self.replaced else ""
+        done = (
+            f"fetched {spans}: {got}{again}, {_count(self.requests, 'request')}, "
+            f"{_count(len(self.partitions), 'partition')} written in {self.elapsed:.2f} s; "
+            f"synced until {until}"
+        )
+        if self.complete or self.remaining is None:
+            return done
+        a, b = self.remaining
+        if self.interrupted:
+            return (
+                f"{done}; interrupted: {_iso(a)} .. {_iso(b)} remains (the next run goes on "
+                "from there)"
+            )
+        return (
+            f"{done}; stopped: the day's request quota is used up, "
+            f"{_iso(a)} .. {_iso(b)} remains (the next run goes on from there; the quota "
+            f"comes back at {_iso(self.resets_at)})"
+        )
+
+    def __repr__(self) -> str:
+        spans = ", ".join(f"{_iso(a)}..{_iso(b)}" for a, b in self.ranges)
+        stopped = ", interrupted=True" if self.interrupted else ""
+        return (
+            f"SyncResult(path={self.path!r}, ranges=[{spans}], windows={self.windows}, "
+            f"requests={self.requests}, added={self.added}, replaced={self.replaced}, "
+            f"partitions={len(self.partitions)}, synced_until={_iso(self.synced_until)}, "
+            f"elapsed={self.elapsed:.2f}s, complete={self.complete}{stopped})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Its figures as a table, for Jupyter."""
+        return table("SyncResult", self)
+
+
+def _count(n: int, word: str) -> str:
+    """``1 window``, ``2 windows``, ``14,799 events``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+class SyncInterrupted(KeyboardInterrupt):
+    """Ctrl-C (``KeyboardInterrupt``) stopped :func:`sync_events`: what it had fetched is
+    stored, and the next run goes on from there. ``result``: the :class:`SyncResult` of the
+    run (``interrupted`` true, ``remaining`` what is left); the message says what was kept.
+
+    The windows received whole are in the dataset and the state records the end of the last
+    one; with a cache of settled events (see :meth:`Client.cache_info`), the pages read of the
+    window in progress wait there, and the next run takes them instead of asking them again.
+    """
+
+    def __init__(self, result: SyncResult, carried: Optional[_dt.datetime] = None) -> None:
+        kept = (
+            f"; the pages read of the window from {_iso(result.remaining[0])} to {_iso(carried)} "
+            "wait in the cache for it"
+            if carried is not None and result.remaining is not None
+            else ""
+        )
+        super().__init__(f"{result.path}: {result}{kept}")
+        self.result = result
