@@ -205,14 +205,12 @@ def shared_type_names(code: dict[pathlib.Path, str]) -> list[str]:
 PY_LONG_FOR_NOW = {
     "python/surveillance/client.py": 1027,
     "python/surveillance/publish.py": 804,
-    "python/surveillance/sync.py": 1271,
 }
 # Files whose imports inside functions are still to sort out.
 LATE_IMPORTS_FOR_NOW = {
     "python/surveillance/_check.py",
     "python/surveillance/client.py",
     "python/surveillance/publish.py",
-    "python/surveillance/sync.py",
 }
 # What may be imported inside a function, with its reason in a comment on the line or the
 # comment line just above it: `# optional: pandas`, `# platform: fcntl`, `# cycle: a <-> b`.
