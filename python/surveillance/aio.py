@@ -7,33 +7,19 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    AsyncIterator,
-    Callable,
-    Literal,
-    Optional,
-    Union,
-    overload,
-)
+from typing import Any, AsyncIterator, Callable, Optional
 
-from . import _check, _output, _progress
+from . import _check, _output, _overloads, _progress
 from . import publish as _publish
 from ._gcpause import paused
 from ._lists import AsyncLists
 from ._meter import ametered
 from ._progress import ProgressArg
+from ._raises import DENSE, RANGE, REQUEST, raises
 from ._time import TimeLike, time_range
 from .client import EventPlan, _BaseClient
 from .publish import PublishReport
 from .types import Event
-
-if TYPE_CHECKING:
-    # For the return types of ``output=`` only: none of them is needed at run time.
-    import pandas
-    import polars
-    import pyarrow
 
 __all__ = ["AsyncClient"]
 
@@ -67,90 +53,9 @@ class AsyncClient(AsyncLists, _BaseClient):
     """
 
     # --- events -------------------------------------------------------------------------
-    @overload
-    async def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        output: Literal["dicts"] = ...,
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> list[Event]: ...
-    @overload
-    async def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str],
-        output: Literal["arrow"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> pyarrow.Table: ...
-    @overload
-    async def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        *,
-        output: Literal["arrow"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> pyarrow.Table: ...
-    @overload
-    async def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str],
-        output: Literal["pandas"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> pandas.DataFrame: ...
-    @overload
-    async def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        *,
-        output: Literal["pandas"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> pandas.DataFrame: ...
-    @overload
-    async def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str],
-        output: Literal["polars"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> polars.DataFrame: ...
-    @overload
-    async def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        *,
-        output: Literal["polars"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> polars.DataFrame: ...
-    @overload
-    async def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        output: str = ...,
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> Union[list[Event], pyarrow.Table, pandas.DataFrame, polars.DataFrame]: ...
+    @_overloads.EVENTS.awaited
     @ametered
+    @raises(RANGE, DENSE, REQUEST)
     async def events(
         self,
         start: TimeLike,
@@ -169,18 +74,6 @@ class AsyncClient(AsyncLists, _BaseClient):
         ...     client = emu.async_client()
         ...     len(asyncio.run(client.events(emu.start, emu.end, output="arrow")))
         80
-
-        Raises:
-            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
-                not a UUID (``TypeError`` for a value of the wrong type).
-            DenseWindowError: more than 10,000 events share one millisecond.
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
         _output.check(output)
         _check.flag("refresh", refresh)
@@ -212,6 +105,7 @@ class AsyncClient(AsyncLists, _BaseClient):
         async for chunk in _pulled(stream, progress, lambda: stream.next_async(_CHUNK)):
             yield chunk
 
+    @raises(RANGE, DENSE, REQUEST)
     async def iter_events(
         self,
         start: TimeLike,
@@ -229,18 +123,6 @@ class AsyncClient(AsyncLists, _BaseClient):
         >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
         ...     asyncio.run(count(emu.async_client(), emu))
         50
-
-        Raises:
-            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
-                not a UUID (``TypeError`` for a value of the wrong type).
-            DenseWindowError: more than 10,000 events share one millisecond.
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
         _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
@@ -251,26 +133,17 @@ class AsyncClient(AsyncLists, _BaseClient):
                     yield event
 
     @ametered
+    @raises(RANGE, REQUEST)
     async def plan_events(
         self, start: TimeLike, end: TimeLike, report_id: Optional[str] = None
     ) -> EventPlan:
         """What :meth:`events` would cost, found with a few requests (see
         :meth:`Client.plan_events`).
-
-        Raises:
-            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
-                not a UUID (``TypeError`` for a value of the wrong type).
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
         lo, hi, report_id = time_range(start, end, report_id)
         return EventPlan(**await self._inner.plan_async(lo, hi, report_id))
 
+    @raises(RANGE, DENSE, REQUEST)
     async def event_batches(
         self,
         start: TimeLike,
@@ -286,18 +159,6 @@ class AsyncClient(AsyncLists, _BaseClient):
         ``progress``: a callable that receives the update dicts of :meth:`Client.events`
         (on the event loop, about every 0.2 s while the fetch moves, and once at the end; its
         exception ends the iteration). ``refresh``: as for :meth:`Client.events`.
-
-        Raises:
-            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
-                not a UUID (``TypeError`` for a value of the wrong type).
-            DenseWindowError: more than 10,000 events share one millisecond.
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
         _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
@@ -369,18 +230,9 @@ class AsyncClient(AsyncLists, _BaseClient):
             raise
 
     # --- utilities ----------------------------------------------------------------------
+    @raises(REQUEST)
     async def access_token(self) -> str:
-        """A valid bearer token (fetched or reused), for debugging with curl.
-
-        Raises:
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
-        """
+        """A valid bearer token (fetched or reused), for debugging with curl."""
         return str(await self._inner.access_token_async())
 
     async def diagnose(self) -> None:

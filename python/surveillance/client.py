@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, fields
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Iterator,
-    Literal,
-    Optional,
-    Union,
-    cast,
-    overload,
-)
+from typing import Any, Callable, Iterator, Optional, Union, cast
 
-from . import _check, _config, _core, _html, _output, _progress
+from . import _check, _config, _core, _html, _output, _overloads, _progress
 from . import publish as _publish
 from . import sync as _sync
 from ._batches import EventBatches
@@ -24,15 +14,10 @@ from ._gcpause import paused
 from ._lists import Lists
 from ._meter import Meter, metered
 from ._progress import ProgressArg
+from ._raises import DENSE, RANGE, REQUEST, raises
 from ._time import TimeLike, time_range
 from .sync import SettleLike, SyncResult
 from .types import CacheInfo, Event, Quota, Stats
-
-if TYPE_CHECKING:
-    # For the return types of ``output=`` only: none of them is needed at run time.
-    import pandas
-    import polars
-    import pyarrow
 
 __all__ = ["Client", "Limits", "EventPlan", "Cost"]
 
@@ -427,90 +412,9 @@ class Client(Lists, _BaseClient):
     """
 
     # --- events -------------------------------------------------------------------------
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        output: Literal["dicts"] = ...,
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> list[Event]: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str],
-        output: Literal["arrow"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> pyarrow.Table: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        *,
-        output: Literal["arrow"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> pyarrow.Table: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str],
-        output: Literal["pandas"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> pandas.DataFrame: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        *,
-        output: Literal["pandas"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> pandas.DataFrame: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str],
-        output: Literal["polars"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> polars.DataFrame: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        *,
-        output: Literal["polars"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> polars.DataFrame: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        output: str = ...,
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> Union[list[Event], pyarrow.Table, pandas.DataFrame, polars.DataFrame]: ...
+    @_overloads.EVENTS.sync
     @metered
+    @raises(RANGE, DENSE, REQUEST)
     def events(
         self,
         start: TimeLike,
@@ -550,17 +454,6 @@ class Client(Lists, _BaseClient):
                 in words (the next try, the ``max_outage`` left), else None. The bar shows
                 these from the first request on.
             refresh: read the whole range again, past the cache, and replace what it held.
-
-        Raises:
-            ValueError: ``end`` is not after ``start``, or ``report_id`` is not a UUID.
-            DenseWindowError: more than 10,000 events share one millisecond.
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
         _output.check(output)
         _check.flag("refresh", refresh)
@@ -588,6 +481,7 @@ class Client(Lists, _BaseClient):
             stream.close()
             close()
 
+    @raises(RANGE, DENSE, REQUEST)
     def iter_events(
         self,
         start: TimeLike,
@@ -598,28 +492,14 @@ class Client(Lists, _BaseClient):
     ) -> Iterator[Event]:
         """The events of :meth:`events`, one dict at a time, in the same order, with bounded
         memory: windows are yielded as they complete, while the next ones are fetched.
-        ``refresh``: as for :meth:`events`.
+        ``refresh``: as for :meth:`events`. An error ends the iteration: what was fetched
+        before it has been yielded.
 
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
         ...     client = emu.client()
         ...     sum(1 for _ in client.iter_events(emu.start, emu.end))
         50
-
-        Raises:
-            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
-                not a UUID (``TypeError`` for a value of the wrong type).
-            DenseWindowError: more than 10,000 events share one millisecond.
-            AuthError: the service refused the credentials. What was fetched before has been
-                yielded.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent. What was
-                fetched before has been yielded.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx). What was fetched before has been yielded.
-            TransportError: no usable answer (connection, TLS or timeout) after the retries. What
-                was fetched before has been yielded.
         """
         _check.flag("refresh", refresh)
         lo, hi, report_id = time_range(start, end, report_id)
@@ -636,6 +516,7 @@ class Client(Lists, _BaseClient):
             close()
 
     @metered
+    @raises(RANGE, REQUEST)
     def plan_events(
         self,
         start: TimeLike,
@@ -671,17 +552,6 @@ class Client(Lists, _BaseClient):
             :class:`EventPlan`; ``print(plan)`` reads "about 41,000 events, 415 requests, 7 min
             at the read limit, 0.2 days of quota (plan: 6 requests)".
 
-        Raises:
-            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
-                not a UUID (``TypeError`` for a value of the wrong type).
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
-
         Example:
             >>> import surveillance as sv
             >>> with sv.Emulator(sites=4, days=2, events_per_day=3000) as emu:
@@ -698,6 +568,7 @@ class Client(Lists, _BaseClient):
         finally:
             close()
 
+    @raises(RANGE, DENSE, REQUEST)
     def event_batches(
         self,
         start: TimeLike,
@@ -724,16 +595,6 @@ class Client(Lists, _BaseClient):
         50
 
         Raises:
-            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
-                not a UUID (``TypeError`` for a value of the wrong type).
-            DenseWindowError: more than 10,000 events share one millisecond.
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
             ImportError: pyarrow's reader is asked for and pyarrow is not installed.
         """
         _check.flag("refresh", refresh)
@@ -941,18 +802,9 @@ class Client(Lists, _BaseClient):
         )
 
     # --- utilities ----------------------------------------------------------------------
+    @raises(REQUEST)
     def access_token(self) -> str:
-        """A valid bearer token (fetched or reused), for debugging with curl.
-
-        Raises:
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
-        """
+        """A valid bearer token (fetched or reused), for debugging with curl."""
         return str(self._inner.access_token())
 
     def diagnose(self) -> None:
