@@ -7,29 +7,22 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from typing import Any, AsyncIterator, Callable, Optional
+from typing import Any, Optional
 
-from . import _check, _output, _overloads, _progress
 from . import publish as _publish
-from ._gcpause import paused
+from ._events import AsyncEvents
 from ._lists import AsyncLists
 from ._meter import ametered
 from ._progress import ProgressArg
-from ._raises import DENSE, RANGE, REQUEST, raises
+from ._raises import RANGE, REQUEST, raises
 from ._time import TimeLike, time_range
 from .client import EventPlan, _BaseClient
 from .publish import PublishReport
-from .types import Event
 
 __all__ = ["AsyncClient"]
 
-#: Events converted to dicts per step of the event loop (a few milliseconds of work).
-_CHUNK = 500
-#: How often an ``async for`` over a fetch hands its progress to the callback, seconds.
-_TICK = 0.2
 
-
-class AsyncClient(AsyncLists, _BaseClient):
+class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
     """The client for asyncio applications and notebooks: every call is a coroutine (or an
     async iterator) that never blocks the event loop.
 
@@ -53,85 +46,6 @@ class AsyncClient(AsyncLists, _BaseClient):
     """
 
     # --- events -------------------------------------------------------------------------
-    @_overloads.EVENTS.awaited
-    @ametered
-    @raises(RANGE, DENSE, REQUEST)
-    async def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = None,
-        output: str = "dicts",
-        progress: ProgressArg = "auto",
-        refresh: bool = False,
-    ) -> Any:
-        """Every event whose ``startTime`` is in ``[start, end)``, exactly once, sorted by
-        ``(startTime, id)`` (see :meth:`Client.events` for the arguments, the cache and the
-        outputs).
-
-        >>> import asyncio, surveillance as sv
-        >>> with sv.Emulator(sites=2, days=1, events_per_day=80) as emu:
-        ...     client = emu.async_client()
-        ...     len(asyncio.run(client.events(emu.start, emu.end, output="arrow")))
-        80
-        """
-        _output.check(output)
-        _check.flag("refresh", refresh)
-        lo, hi, report_id = time_range(start, end, report_id)
-        if output != "dicts":
-            table = await self._inner.events_arrow_async(lo, hi, report_id, refresh)
-            return _output.convert(table, output)
-        callback, close = _progress.make(progress, "events", self.quota()["limit"])
-        events: list[Any] = []
-        try:
-            # The collector is paused while the list grows (see _gcpause): its full passes over
-            # the events already held would stall the event loop.
-            with paused():
-                async for chunk in self._chunks(lo, hi, report_id, refresh, callback):
-                    events.extend(chunk)
-            return events
-        finally:
-            close()
-
-    async def _chunks(
-        self,
-        lo: int,
-        hi: int,
-        report_id: Optional[str],
-        refresh: bool = False,
-        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
-    ) -> AsyncIterator[list[Any]]:
-        stream = self._inner.events_stream(lo, hi, report_id, progress, 2, refresh=refresh)
-        async for chunk in _pulled(stream, progress, lambda: stream.next_async(_CHUNK)):
-            yield chunk
-
-    @raises(RANGE, DENSE, REQUEST)
-    async def iter_events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = None,
-        refresh: bool = False,
-    ) -> AsyncIterator[Event]:
-        """The events of :meth:`events`, one dict at a time, in the same order, with bounded
-        memory (``async for event in client.iter_events(start, end)``); ``refresh`` as for
-        :meth:`Client.events`.
-
-        >>> import asyncio, surveillance as sv
-        >>> async def count(client, emu):
-        ...     return sum([1 async for _ in client.iter_events(emu.start, emu.end)])
-        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
-        ...     asyncio.run(count(emu.async_client(), emu))
-        50
-        """
-        _check.flag("refresh", refresh)
-        lo, hi, report_id = time_range(start, end, report_id)
-        # What the iteration spent is in ``last_cost`` once it ends or is closed.
-        with self._meter():
-            async for chunk in self._chunks(lo, hi, report_id, refresh):
-                for event in chunk:
-                    yield event
-
     @ametered
     @raises(RANGE, REQUEST)
     async def plan_events(
@@ -142,34 +56,6 @@ class AsyncClient(AsyncLists, _BaseClient):
         """
         lo, hi, report_id = time_range(start, end, report_id)
         return EventPlan(**await self._inner.plan_async(lo, hi, report_id))
-
-    @raises(RANGE, DENSE, REQUEST)
-    async def event_batches(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = None,
-        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
-        refresh: bool = False,
-    ) -> AsyncIterator[Any]:
-        """The events of :meth:`events` as Arrow record batches (one per window, each an
-        object with ``__arrow_c_array__``, e.g. for ``pyarrow.record_batch``), produced as
-        windows complete, with bounded memory (``async for batch in ...``).
-
-        ``progress``: a callable that receives the update dicts of :meth:`Client.events`
-        (on the event loop, about every 0.2 s while the fetch moves, and once at the end; its
-        exception ends the iteration). ``refresh``: as for :meth:`Client.events`.
-        """
-        _check.flag("refresh", refresh)
-        lo, hi, report_id = time_range(start, end, report_id)
-        if progress is not None and not callable(progress):
-            raise TypeError(f"`progress` must be a callable or None, got {type(progress).__name__}")
-        # What the iteration spent is in ``last_cost`` once it ends or is closed (counted from
-        # before the stream starts its requests).
-        with self._meter():
-            stream = self._inner.events_reader_async(lo, hi, report_id, refresh, progress)
-            async for batch in _pulled(stream, progress, stream.next_async):
-                yield batch
 
     # --- publishing ---------------------------------------------------------------------
     @ametered
@@ -248,58 +134,3 @@ class AsyncClient(AsyncLists, _BaseClient):
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
-
-
-async def _pulled(
-    stream: Any, progress: Optional[Callable[[dict[str, Any]], Any]], pull: Callable[[], Any]
-) -> AsyncIterator[Any]:
-    """What ``await pull()`` gives until it gives None, handing the fetch's progress to
-    ``progress`` meanwhile (see :class:`_Reporter`); the stream is closed on the way out."""
-    reporter = _Reporter(stream, progress)
-    try:
-        while True:
-            item = await pull()
-            reporter.check()
-            if item is None:
-                reporter.finish()
-                return
-            yield item
-    finally:
-        reporter.stop()
-        stream.close()
-
-
-class _Reporter:
-    """Hands a fetch's progress to its callback every :data:`_TICK` seconds while an ``async
-    for`` over the fetch runs (the awaiting thread cannot call it), and once at the end. The
-    callback's exception stops the fetch and is raised by :meth:`check`."""
-
-    def __init__(self, stream: Any, callback: Optional[Callable[[dict[str, Any]], Any]]) -> None:
-        self._stream = stream
-        self._error: Optional[BaseException] = None
-        self._task = None if callback is None else asyncio.ensure_future(self._tick())
-
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(_TICK)
-            try:
-                self._stream.report()
-            except Exception as e:  # the callback's: it ends the iteration
-                self._error = e
-                self._stream.close()
-                return
-
-    def check(self) -> None:
-        """Raises the callback's exception, if it raised one."""
-        if self._error is not None:
-            raise self._error
-
-    def finish(self) -> None:
-        """The fetch is done: the last update is handed over."""
-        self.stop()
-        if self._task is not None:
-            self._stream.report()
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
