@@ -164,13 +164,22 @@ _AS = TypeVar("_AS")
 class Family(Generic[_S, _AS]):
     """The type of one family's methods: ``@family.sync`` gives a method of
     :class:`~surveillance.Client` the type ``_S``, ``@family.awaited`` a coroutine method of
-    :class:`~surveillance.AsyncClient` the type ``_AS``. Both hand the method back as it is."""
+    :class:`~surveillance.AsyncClient` the type ``_AS``. Both hand the method back as it is,
+    marked with its family's protocol and the name of its dicts' type (``__overloads__``),
+    from which the API reference writes its signatures (``docs/conf.py``)."""
+
+    def __init__(self, protocol: type, dicts: str) -> None:
+        self._overloads = (protocol, dicts)
 
     def sync(self, method: Callable[..., Any]) -> _S:
-        return cast(_S, method)
+        return cast(_S, self._mark(method))
 
     def awaited(self, method: Callable[..., Any]) -> _AS:
-        return cast(_AS, method)
+        return cast(_AS, self._mark(method))
+
+    def _mark(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        method.__overloads__ = self._overloads  # type: ignore[attr-defined]
+        return method
 
 
 _R = TypeVar("_R")
@@ -183,15 +192,15 @@ def rows_of(
     Rows[Awaited[list[_R]], Awaited[Table], Awaited[Frame], Awaited[PolarsFrame]],
 ]:
     """The family of a list without filters whose dicts are ``record``s."""
-    return Family()
+    return Family(Rows, f"list[{record.__name__}]")
 
 
 CAMERAS: Family[
     CameraRows[list[Camera], Table, Frame, PolarsFrame],
     CameraRows[Awaited[list[Camera]], Awaited[Table], Awaited[Frame], Awaited[PolarsFrame]],
-] = Family()
+] = Family(CameraRows, "list[Camera]")
 
 EVENTS: Family[
     EventRows[list[Event], Table, Frame, PolarsFrame],
     EventRows[Awaited[list[Event]], Awaited[Table], Awaited[Frame], Awaited[PolarsFrame]],
-] = Family()
+] = Family(EventRows, "list[Event]")
