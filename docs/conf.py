@@ -8,9 +8,12 @@ parser, and the dwell-time notebook is rendered with its saved outputs (never ex
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import sys
+import typing
 from pathlib import Path
+from types import SimpleNamespace
 
 import surveillance
 
@@ -66,5 +69,42 @@ def _copy_inputs(app) -> None:
     (HERE / "reference" / "exit-statuses.txt").write_text(epilog + "\n", encoding="utf-8")
 
 
+#: What the type parameters of surveillance._overloads' protocols stand for, dicts aside.
+_RESULTS = {"_A": "pyarrow.Table", "_P": "pandas.DataFrame", "_L": "polars.DataFrame"}
+
+
+def _output_signatures(app, what, name, obj, options, signature, return_annotation):
+    """A method with ``output=`` shows one signature per output, as its type checker reads it:
+    the overloads of its family's protocol (``__overloads__``, set by surveillance._overloads),
+    with the results filled in (an async method's are what it returns awaited)."""
+    marked = getattr(obj, "__overloads__", None)
+    if marked is None:
+        return None
+    protocol, dicts = marked
+    results = {"_D": dicts, **_RESULTS}
+    lines = []
+    # The protocol has no implementation of __call__: its overloads are found by their name.
+    name = SimpleNamespace(
+        __module__=protocol.__module__, __qualname__=f"{protocol.__name__}.__call__"
+    )
+    for variant in typing.get_overloads(name):
+        params, star = [], False
+        for p in list(inspect.signature(variant).parameters.values())[1:]:
+            if p.kind is p.KEYWORD_ONLY and not star:
+                params.append("*")
+                star = True
+            text = f"{p.name}: {p.annotation}"
+            # The dicts' rung is the default; a table's rung is matched only by naming it.
+            if p.default is not p.empty and not (p.name == "output" and "dicts" not in text):
+                text += " = ..."
+            params.append(text)
+        result = variant.__annotations__["return"]
+        for var, shown in results.items():
+            result = result.replace(var, shown)
+        lines.append(f"({', '.join(params)}) -> {result}")
+    return "\n".join(lines), None
+
+
 def setup(app) -> None:
     app.connect("builder-inited", _copy_inputs)
+    app.connect("autodoc-process-signature", _output_signatures)

@@ -83,6 +83,9 @@ EXPECTED = {
     "async cameras": rf"list\[{record('Camera')}\]",
     "async cameras pandas": FRAME,
     "async reports arrow": TABLE,
+    "async cameras arrow positional": TABLE,
+    "async sites task": rf"_?asyncio(\.\w+)*\.Task\[list\[{record('Site')}\]\]",
+    "async events output str": rf"list\[{EVENT}\] \| {TABLE} \| {FRAME} \| {POLARS}",
     "async publish": r"surveillance\.publish\.PublishReport",
     "async quota": record("Quota"),
     "async plan_events": r"surveillance\.client\.EventPlan",
@@ -107,6 +110,7 @@ def shown(revealed: str) -> str:
 SCRIPT = """
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 import surveillance as sv
@@ -158,7 +162,9 @@ def read(client: sv.Client, start: dt.datetime, end: dt.datetime, kind: str) -> 
     reveal_type(client.last_cost.requests)  # last_cost requests
 
 
-async def read_async(client: sv.AsyncClient, start: dt.datetime, end: dt.datetime) -> None:
+async def read_async(
+    client: sv.AsyncClient, start: dt.datetime, end: dt.datetime, kind: str
+) -> None:
     reveal_type(await client.events(start, end))  # async events
     reveal_type(await client.events(start, end, output="arrow"))  # async events arrow
     reveal_type(await client.events(start, end, None, "pandas"))  # async events pandas
@@ -171,6 +177,9 @@ async def read_async(client: sv.AsyncClient, start: dt.datetime, end: dt.datetim
     reveal_type(await client.cameras(device_id="d"))  # async cameras
     reveal_type(await client.cameras(output="pandas"))  # async cameras pandas
     reveal_type(await client.reports("arrow"))  # async reports arrow
+    reveal_type(await client.cameras(None, "d", "arrow"))  # async cameras arrow positional
+    reveal_type(asyncio.create_task(client.sites()))  # async sites task
+    reveal_type(await client.events(start, end, output=kind))  # async events output str
     reveal_type(await client.publish(rows))  # async publish
     reveal_type(client.quota())  # async quota
     reveal_type(await client.plan_events(start, end))  # async plan_events

@@ -10,6 +10,8 @@ import math
 import os
 from typing import Any, Literal, Optional, Sequence, Union, overload
 
+from .errors import ConfigError
+
 #: Characters of a value shown in a message, at most.
 SHOWN = 60
 
@@ -38,11 +40,7 @@ def kind(value: Any) -> str:
 
 
 def _error(config: bool) -> type:
-    if config:
-        from .errors import ConfigError
-
-        return ConfigError
-    return ValueError
+    return ConfigError if config else ValueError
 
 
 def text(
@@ -88,13 +86,7 @@ def integer(
     name: str, value: Any, low: int, high: int, *, optional: bool, config: bool = ...
 ) -> Optional[int]: ...
 def integer(
-    name: str,
-    value: Any,
-    low: int,
-    high: int,
-    *,
-    optional: bool = False,
-    config: bool = False,
+    name: str, value: Any, low: int, high: int, *, optional: bool = False, config: bool = False
 ) -> Optional[int]:
     """An int argument from ``low`` to ``high`` (a bool is not an int here)."""
     value = an_integer(name, value, optional=optional)
@@ -121,8 +113,11 @@ def a_number(name: str, value: Any, *, optional: bool = False) -> Optional[float
     where it is used)."""
     if value is None and optional:
         return None
+    return _float(name, value, " or None" if optional else "")
+
+
+def _float(name: str, value: Any, alternatives: str = "") -> float:
     if isinstance(value, (bool, str, bytes)) or not hasattr(value, "__float__"):
-        alternatives = " or None" if optional else ""
         raise TypeError(f"`{name}` must be a number{alternatives}, got {kind(value)}")
     try:
         return float(value)
@@ -142,43 +137,12 @@ def limit_values(limits: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@overload
 def number(
-    name: str,
-    value: Any,
-    low: float,
-    high: float,
-    *,
-    optional: Literal[False] = ...,
-    above: bool = ...,
-    config: bool = ...,
-) -> float: ...
-@overload
-def number(
-    name: str,
-    value: Any,
-    low: float,
-    high: float,
-    *,
-    optional: bool,
-    above: bool = ...,
-    config: bool = ...,
-) -> Optional[float]: ...
-def number(
-    name: str,
-    value: Any,
-    low: float,
-    high: float,
-    *,
-    optional: bool = False,
-    above: bool = False,
-    config: bool = False,
-) -> Optional[float]:
+    name: str, value: Any, low: float, high: float, *, above: bool = False, config: bool = False
+) -> float:
     """A number from ``low`` (excluded when ``above``) to ``high``; NaN and infinities are out
     of every range."""
-    v = a_number(name, value, optional=optional)
-    if v is None:
-        return None
+    v = _float(name, value)
     ok = math.isfinite(v) and (low < v if above else low <= v) and v <= high
     if not ok:
         start = f"above {low:g}" if above else f"from {low:g}"

@@ -4,7 +4,7 @@ The public, documented classes are :class:`surveillance.Client` and
 :class:`surveillance.Emulator`, which hold these native objects.
 """
 
-from typing import Any, Awaitable, Callable, ClassVar, Optional, Union, final
+from typing import Any, Awaitable, Callable, ClassVar, Final, Optional, Union, final
 
 __all__ = [
     "DAY_MS",
@@ -229,12 +229,6 @@ class Emulator:
     def __new__(cls, **settings: Any) -> Emulator:
         """The arguments of :class:`surveillance.Emulator`, checked there, as keywords (the
         start day as ``YYYY-MM-DD``)."""
-    @property
-    def url(self) -> str:
-        """Base URL of the service (no ``/v2``)."""
-    @property
-    def ca_pem(self) -> Optional[str]:
-        """With ``tls=True``: the PEM of the authority that signed the emulator's certificate."""
     def set_hostile(
         self,
         mode: Optional[str] = None,
@@ -244,30 +238,27 @@ class Emulator:
         status: int = 500,
     ) -> None:
         """Hostile answers to the next ``count`` requests under ``path``; None lifts them."""
-    @property
-    def eu_url(self) -> str:
-        """Base URL of the EU webhook."""
-    @property
-    def api_key(self) -> str:
-        """The accepted ``x-api-key``."""
-    @property
-    def client_id(self) -> str:
-        """The accepted client id."""
-    @property
-    def client_secret(self) -> str:
-        """The accepted client secret."""
-    @property
-    def audience(self) -> str:
-        """The accepted audience."""
-    @property
-    def start_ms(self) -> int:
-        """First instant of the data, epoch milliseconds."""
-    @property
-    def end_ms(self) -> int:
-        """End (exclusive) of the data, epoch milliseconds."""
-    @property
-    def restricted_report_id(self) -> str:
-        """A report that exists but that the caller may not read."""
+    # Read-only: the service's addresses, the credentials it accepts and its data's range.
+    url: Final[str]
+    """Base URL of the service (no ``/v2``)."""
+    eu_url: Final[str]
+    """Base URL of the EU webhook."""
+    api_key: Final[str]
+    """The accepted ``x-api-key``."""
+    client_id: Final[str]
+    """The accepted client id."""
+    client_secret: Final[str]
+    """The accepted client secret."""
+    audience: Final[str]
+    """The accepted audience."""
+    start_ms: Final[int]
+    """First instant of the data, epoch milliseconds."""
+    end_ms: Final[int]
+    """End (exclusive) of the data, epoch milliseconds."""
+    restricted_report_id: Final[str]
+    """A report that exists but that the caller may not read."""
+    ca_pem: Final[Optional[str]]
+    """With ``tls=True``: the PEM of the authority that signed the emulator's certificate."""
     def outage(self, seconds: float, after: int = 0) -> None:
         """After ``after`` more requests, the port closed for ``seconds`` (a restart)."""
     def set_faults(self, **faults: float) -> None:

@@ -4,35 +4,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, fields
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Iterator,
-    Literal,
-    Optional,
-    Union,
-    cast,
-    overload,
-)
+from typing import Any, Optional, Union, cast
 
-from . import _check, _config, _core, _html, _output, _progress
+from . import _check, _config, _core, _html, _progress
 from . import publish as _publish
 from . import sync as _sync
-from ._batches import EventBatches
-from ._gcpause import paused
+from ._events import Events
 from ._lists import Lists
 from ._meter import Meter, metered
 from ._progress import ProgressArg
-from ._time import TimeLike, time_range
+from ._raises import RANGE, REQUEST, raises
+from ._time import TimeLike, from_ms, time_range
 from .sync import SettleLike, SyncResult
-from .types import CacheInfo, Event, Quota, Stats
-
-if TYPE_CHECKING:
-    # For the return types of ``output=`` only: none of them is needed at run time.
-    import pandas
-    import polars
-    import pyarrow
+from .types import CacheInfo, Quota, Stats
 
 __all__ = ["Client", "Limits", "EventPlan", "Cost"]
 
@@ -184,10 +168,6 @@ def _duration(seconds: float) -> str:
         return f"{h} h {m} min" if m else f"{h} h"
     d, h = divmod(round(s / 3600), 24)
     return f"{d} d {h} h" if h else f"{d} d"
-
-
-#: Completed windows that may wait for the Python thread in :meth:`Client.events`.
-_EVENTS_BUFFER = 64
 
 
 class _BaseClient:
@@ -362,7 +342,7 @@ class _BaseClient:
         return f"{type(self).__name__}(base_url={inner.base_url!r}, region={inner.region!r})"
 
 
-class Client(Lists, _BaseClient):
+class Client(Events, Lists, _BaseClient):
     """A client of the service: thread-safe, picklable, a context manager.
 
     Every setting left as ``None`` is read, in this order, from its ``SURVEILLANCE_*``
@@ -427,215 +407,8 @@ class Client(Lists, _BaseClient):
     """
 
     # --- events -------------------------------------------------------------------------
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        output: Literal["dicts"] = ...,
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> list[Event]: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str],
-        output: Literal["arrow"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> pyarrow.Table: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        *,
-        output: Literal["arrow"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> pyarrow.Table: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str],
-        output: Literal["pandas"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> pandas.DataFrame: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        *,
-        output: Literal["pandas"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> pandas.DataFrame: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str],
-        output: Literal["polars"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> polars.DataFrame: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        *,
-        output: Literal["polars"],
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> polars.DataFrame: ...
-    @overload
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = ...,
-        output: str = ...,
-        progress: ProgressArg = ...,
-        refresh: bool = ...,
-    ) -> Union[list[Event], pyarrow.Table, pandas.DataFrame, polars.DataFrame]: ...
     @metered
-    def events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = None,
-        output: str = "dicts",
-        progress: ProgressArg = "auto",
-        refresh: bool = False,
-    ) -> Any:
-        """Every event whose ``startTime`` is in ``[start, end)``, exactly once, sorted by
-        ``(startTime, id)``, however many there are.
-
-        The service pages 100 at a time and refuses offsets past 10,000; the client splits
-        the range into windows itself, in close to the fewest requests possible, whatever
-        order and bound inclusivity the service uses. With a cache (see the ``cache``
-        argument of :class:`Client`), the settled parts of the range that earlier reads kept
-        are served from disk and only the rest is fetched: a re-run costs no request.
-
-        Args:
-            start: aware or naive (UTC) ``datetime``, ``date``, pandas ``Timestamp`` or
-                ISO-8601 string.
-            end: as ``start``; must be after it.
-            report_id: only the events of this report (see :meth:`reports`).
-            output: ``"dicts"`` (a list of dicts exactly as the service sends them),
-                ``"arrow"`` (a ``pyarrow.Table`` when pyarrow is installed; without it, an
-                object with ``__arrow_c_stream__`` that ``polars.DataFrame`` and duckdb read
-                without a copy), ``"pandas"`` or ``"polars"``; the typed schema is the same on
-                every call (see README).
-            progress: ``"auto"`` (a bar in Jupyter and on a terminal, none otherwise),
-                ``True``, ``False``, or a callable that receives update dicts: ``events``
-                (emitted, in whole windows), ``fetched`` (received, page by page),
-                ``requests``, ``done_ms``, ``total_ms``, ``windows``, and what the pages read
-                so far let the client expect, None until they tell anything:
-                ``expected_events``, ``expected_requests`` and ``eta_s`` (seconds left at the
-                read rate), ``saved`` (requests not sent: windows served from the cache),
-                and ``waiting``: while the service is unreachable, what the client waits for
-                in words (the next try, the ``max_outage`` left), else None. The bar shows
-                these from the first request on.
-            refresh: read the whole range again, past the cache, and replace what it held.
-
-        Raises:
-            ValueError: ``end`` is not after ``start``, or ``report_id`` is not a UUID.
-            DenseWindowError: more than 10,000 events share one millisecond.
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
-        """
-        _output.check(output)
-        _check.flag("refresh", refresh)
-        lo, hi, report_id = time_range(start, end, report_id)
-        callback, close = _progress.make(progress, "events", self.quota()["limit"])
-        if output != "dicts":
-            try:
-                table = self._inner.events_arrow(lo, hi, report_id, callback, refresh)
-            finally:
-                close()
-            return _output.convert(table, output)
-        # Each window becomes dicts here while the next ones are fetched in Rust. The cyclic
-        # garbage collector is paused meanwhile: events are trees (no cycles), and collecting
-        # while a million containers are created would traverse them again and again.
-        stream = self._inner.events_stream(
-            lo, hi, report_id, callback, _EVENTS_BUFFER, refresh=refresh
-        )
-        events: list[Any] = []
-        try:
-            with paused():
-                for window in stream:
-                    events.extend(window)
-            return events
-        finally:
-            stream.close()
-            close()
-
-    def iter_events(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = None,
-        progress: ProgressArg = False,
-        refresh: bool = False,
-    ) -> Iterator[Event]:
-        """The events of :meth:`events`, one dict at a time, in the same order, with bounded
-        memory: windows are yielded as they complete, while the next ones are fetched.
-        ``refresh``: as for :meth:`events`.
-
-        >>> import surveillance as sv
-        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
-        ...     client = emu.client()
-        ...     sum(1 for _ in client.iter_events(emu.start, emu.end))
-        50
-
-        Raises:
-            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
-                not a UUID (``TypeError`` for a value of the wrong type).
-            DenseWindowError: more than 10,000 events share one millisecond.
-            AuthError: the service refused the credentials. What was fetched before has been
-                yielded.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent. What was
-                fetched before has been yielded.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx). What was fetched before has been yielded.
-            TransportError: no usable answer (connection, TLS or timeout) after the retries. What
-                was fetched before has been yielded.
-        """
-        _check.flag("refresh", refresh)
-        lo, hi, report_id = time_range(start, end, report_id)
-        callback, close = _progress.make(progress, "events", self.quota()["limit"])
-        # Counted from before the stream starts: it sends its first requests at once.
-        meter = self._meter()
-        stream = self._inner.events_stream(lo, hi, report_id, callback, refresh=refresh)
-        try:
-            with meter:
-                for window in stream:
-                    yield from window
-        finally:
-            stream.close()
-            close()
-
-    @metered
+    @raises(RANGE, REQUEST)
     def plan_events(
         self,
         start: TimeLike,
@@ -671,17 +444,6 @@ class Client(Lists, _BaseClient):
             :class:`EventPlan`; ``print(plan)`` reads "about 41,000 events, 415 requests, 7 min
             at the read limit, 0.2 days of quota (plan: 6 requests)".
 
-        Raises:
-            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
-                not a UUID (``TypeError`` for a value of the wrong type).
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
-
         Example:
             >>> import surveillance as sv
             >>> with sv.Emulator(sites=4, days=2, events_per_day=3000) as emu:
@@ -697,50 +459,6 @@ class Client(Lists, _BaseClient):
             return EventPlan(**self._inner.plan(lo, hi, report_id, callback))
         finally:
             close()
-
-    def event_batches(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        report_id: Optional[str] = None,
-        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
-        refresh: bool = False,
-    ) -> EventBatches:
-        """The events of :meth:`events` as a stream of Arrow record batches (one per window),
-        produced as windows complete, with bounded memory: an object with
-        ``__arrow_c_stream__``, e.g. for ``pyarrow.RecordBatchReader.from_stream`` and
-        ``pyarrow.parquet.ParquetWriter``. Iterated, it yields the batches (arro3's with
-        ``arro3-core`` installed, else pyarrow's).
-
-        ``progress``: a callable that receives the update dicts of :meth:`events` while the
-        first window is fetched and whenever the consumer waits for the next (its exception
-        ends the stream). ``refresh``: as for :meth:`events`.
-
-        >>> import surveillance as sv, pyarrow as pa
-        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
-        ...     reader = pa.RecordBatchReader.from_stream(
-        ...         emu.client().event_batches(emu.start, emu.end))
-        ...     reader.read_all().num_rows
-        50
-
-        Raises:
-            ValueError: ``end`` is not after ``start``, a time cannot be read, or ``report_id`` is
-                not a UUID (``TypeError`` for a value of the wrong type).
-            DenseWindowError: more than 10,000 events share one millisecond.
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
-            ImportError: pyarrow's reader is asked for and pyarrow is not installed.
-        """
-        _check.flag("refresh", refresh)
-        lo, hi, report_id = time_range(start, end, report_id)
-        if progress is not None and not callable(progress):
-            raise TypeError(f"`progress` must be a callable or None, got {type(progress).__name__}")
-        return EventBatches(self._inner.events_reader(lo, hi, report_id, progress, refresh))
 
     # --- incremental sync ---------------------------------------------------------------
     @metered
@@ -941,18 +659,9 @@ class Client(Lists, _BaseClient):
         )
 
     # --- utilities ----------------------------------------------------------------------
+    @raises(REQUEST)
     def access_token(self) -> str:
-        """A valid bearer token (fetched or reused), for debugging with curl.
-
-        Raises:
-            AuthError: the service refused the credentials.
-            QuotaExhaustedError: the day's request quota is spent, or the call needs more than is
-                left (``.resets_at`` says when it comes back); nothing more was sent.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
-        """
+        """A valid bearer token (fetched or reused), for debugging with curl."""
         return str(self._inner.access_token())
 
     def diagnose(self) -> None:
@@ -968,9 +677,7 @@ class Client(Lists, _BaseClient):
 
 
 def _quota(q: dict[str, Any]) -> Quota:
-    import datetime as _dt
-
-    resets = _dt.datetime.fromtimestamp(q.pop("resets_at_ms") / 1000, tz=_dt.timezone.utc)
+    resets = from_ms(q.pop("resets_at_ms"))
     return cast(Quota, _html.shown("Quota", {**q, "resets_at": resets}))
 
 
@@ -1008,16 +715,10 @@ def _cache_setting(cache: Any) -> Optional[str]:
 
 
 def _cache_info(info: Optional[dict[str, Any]], saved: int) -> Optional[CacheInfo]:
-    import datetime as _dt
-
     if info is None:
         return None
-
-    def when(ms: int) -> _dt.datetime:
-        return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
-
     for entry in info["entries"]:
-        entry["ranges"] = [(when(lo), when(hi)) for lo, hi in entry["ranges"]]
+        entry["ranges"] = [(from_ms(lo), from_ms(hi)) for lo, hi in entry["ranges"]]
     info["requests_saved"] = saved
     return cast(CacheInfo, _html.shown("CacheInfo", info))
 

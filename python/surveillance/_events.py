@@ -1,0 +1,340 @@
+"""The event reads of both clients (``events``, ``iter_events``, ``event_batches``): the core
+splits the range into windows and fetches them; here they become the output asked for, as
+the windows complete. :meth:`~surveillance.Client.plan_events` and
+:meth:`~surveillance.Client.sync_events` are the clients' own."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator, Callable, Iterator, Optional
+
+from . import _check, _output, _overloads, _progress
+from ._batches import EventBatches
+from ._gcpause import paused
+from ._meter import Meter, ametered, metered
+from ._progress import ProgressArg
+from ._raises import DENSE, RANGE, REQUEST, raises
+from ._time import TimeLike, time_range
+from .types import Event
+
+#: Completed windows that may wait for the Python thread in :meth:`Client.events`.
+_EVENTS_BUFFER = 64
+#: Events converted to dicts per step of the event loop (a few milliseconds of work).
+_CHUNK = 500
+#: How often an ``async for`` over a fetch hands its progress to the callback, seconds.
+_TICK = 0.2
+
+
+class Events:
+    """The event reads of :class:`~surveillance.Client`."""
+
+    _inner: Any
+    _meter: Callable[[], Meter]
+
+    @_overloads.EVENTS.sync
+    @metered
+    @raises(RANGE, DENSE, REQUEST)
+    def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        output: str = "dicts",
+        progress: ProgressArg = "auto",
+        refresh: bool = False,
+    ) -> Any:
+        """Every event whose ``startTime`` is in ``[start, end)``, exactly once, sorted by
+        ``(startTime, id)``, however many there are.
+
+        The service pages 100 at a time and refuses offsets past 10,000; the client splits
+        the range into windows itself, in close to the fewest requests possible, whatever
+        order and bound inclusivity the service uses. With a cache (see the ``cache``
+        argument of :class:`Client`), the settled parts of the range that earlier reads kept
+        are served from disk and only the rest is fetched: a re-run costs no request.
+
+        Args:
+            start: aware or naive (UTC) ``datetime``, ``date``, pandas ``Timestamp`` or
+                ISO-8601 string.
+            end: as ``start``; must be after it.
+            report_id: only the events of this report (see :meth:`reports`).
+            output: ``"dicts"`` (a list of dicts exactly as the service sends them),
+                ``"arrow"`` (a ``pyarrow.Table`` when pyarrow is installed; without it, an
+                object with ``__arrow_c_stream__`` that ``polars.DataFrame`` and duckdb read
+                without a copy), ``"pandas"`` or ``"polars"``; the typed schema is the same on
+                every call (see README).
+            progress: ``"auto"`` (a bar in Jupyter and on a terminal, none otherwise),
+                ``True``, ``False``, or a callable that receives update dicts: ``events``
+                (emitted, in whole windows), ``fetched`` (received, page by page),
+                ``requests``, ``done_ms``, ``total_ms``, ``windows``, and what the pages read
+                so far let the client expect, None until they tell anything:
+                ``expected_events``, ``expected_requests`` and ``eta_s`` (seconds left at the
+                read rate), ``saved`` (requests not sent: windows served from the cache),
+                and ``waiting``: while the service is unreachable, what the client waits for
+                in words (the next try, the ``max_outage`` left), else None. The bar shows
+                these from the first request on.
+            refresh: read the whole range again, past the cache, and replace what it held.
+        """
+        _output.check(output)
+        _check.flag("refresh", refresh)
+        lo, hi, report_id = time_range(start, end, report_id)
+        callback, close = _progress.make(progress, "events", self._inner.quota()["limit"])
+        if output != "dicts":
+            try:
+                table = self._inner.events_arrow(lo, hi, report_id, callback, refresh)
+            finally:
+                close()
+            return _output.convert(table, output)
+        # Each window becomes dicts here while the next ones are fetched in Rust. The cyclic
+        # garbage collector is paused meanwhile: events are trees (no cycles), and collecting
+        # while a million containers are created would traverse them again and again.
+        stream = self._inner.events_stream(
+            lo, hi, report_id, callback, _EVENTS_BUFFER, refresh=refresh
+        )
+        events: list[Any] = []
+        try:
+            with paused():
+                for window in stream:
+                    events.extend(window)
+            return events
+        finally:
+            stream.close()
+            close()
+
+    @raises(RANGE, DENSE, REQUEST)
+    def iter_events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        progress: ProgressArg = False,
+        refresh: bool = False,
+    ) -> Iterator[Event]:
+        """The events of :meth:`events`, one dict at a time, in the same order, with bounded
+        memory: windows are yielded as they complete, while the next ones are fetched.
+        ``refresh``: as for :meth:`events`. An error ends the iteration: what was fetched
+        before it has been yielded.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
+        ...     client = emu.client()
+        ...     sum(1 for _ in client.iter_events(emu.start, emu.end))
+        50
+        """
+        _check.flag("refresh", refresh)
+        lo, hi, report_id = time_range(start, end, report_id)
+        callback, close = _progress.make(progress, "events", self._inner.quota()["limit"])
+        # Counted from before the stream starts: it sends its first requests at once.
+        meter = self._meter()
+        stream = self._inner.events_stream(lo, hi, report_id, callback, refresh=refresh)
+        try:
+            with meter:
+                for window in stream:
+                    yield from window
+        finally:
+            stream.close()
+            close()
+
+    @raises(RANGE, DENSE, REQUEST)
+    def event_batches(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
+        refresh: bool = False,
+    ) -> EventBatches:
+        """The events of :meth:`events` as a stream of Arrow record batches (one per window),
+        produced as windows complete, with bounded memory: an object with
+        ``__arrow_c_stream__``, e.g. for ``pyarrow.RecordBatchReader.from_stream`` and
+        ``pyarrow.parquet.ParquetWriter``. Iterated, it yields the batches (arro3's with
+        ``arro3-core`` installed, else pyarrow's).
+
+        ``progress``: a callable that receives the update dicts of :meth:`events` while the
+        first window is fetched and whenever the consumer waits for the next (its exception
+        ends the stream). ``refresh``: as for :meth:`events`.
+
+        >>> import surveillance as sv, pyarrow as pa
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
+        ...     reader = pa.RecordBatchReader.from_stream(
+        ...         emu.client().event_batches(emu.start, emu.end))
+        ...     reader.read_all().num_rows
+        50
+
+        Raises:
+            ImportError: pyarrow's reader is asked for and pyarrow is not installed.
+        """
+        _check.flag("refresh", refresh)
+        lo, hi, report_id = time_range(start, end, report_id)
+        if progress is not None and not callable(progress):
+            raise TypeError(f"`progress` must be a callable or None, got {type(progress).__name__}")
+        return EventBatches(self._inner.events_reader(lo, hi, report_id, progress, refresh))
+
+
+class AsyncEvents:
+    """The event reads of :class:`~surveillance.AsyncClient`, as coroutines and async
+    iterators."""
+
+    _inner: Any
+    _meter: Callable[[], Meter]
+
+    @_overloads.EVENTS.awaited
+    @ametered
+    @raises(RANGE, DENSE, REQUEST)
+    async def events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        output: str = "dicts",
+        progress: ProgressArg = "auto",
+        refresh: bool = False,
+    ) -> Any:
+        """Every event whose ``startTime`` is in ``[start, end)``, exactly once, sorted by
+        ``(startTime, id)`` (see :meth:`Client.events` for the arguments, the cache and the
+        outputs).
+
+        >>> import asyncio, surveillance as sv
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=80) as emu:
+        ...     client = emu.async_client()
+        ...     len(asyncio.run(client.events(emu.start, emu.end, output="arrow")))
+        80
+        """
+        _output.check(output)
+        _check.flag("refresh", refresh)
+        lo, hi, report_id = time_range(start, end, report_id)
+        if output != "dicts":
+            table = await self._inner.events_arrow_async(lo, hi, report_id, refresh)
+            return _output.convert(table, output)
+        callback, close = _progress.make(progress, "events", self._inner.quota()["limit"])
+        events: list[Any] = []
+        try:
+            # The collector is paused while the list grows (see _gcpause): its full passes over
+            # the events already held would stall the event loop.
+            with paused():
+                async for chunk in self._chunks(lo, hi, report_id, refresh, callback):
+                    events.extend(chunk)
+            return events
+        finally:
+            close()
+
+    async def _chunks(
+        self,
+        lo: int,
+        hi: int,
+        report_id: Optional[str],
+        refresh: bool = False,
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
+    ) -> AsyncIterator[list[Any]]:
+        stream = self._inner.events_stream(lo, hi, report_id, progress, 2, refresh=refresh)
+        async for chunk in _pulled(stream, progress, lambda: stream.next_async(_CHUNK)):
+            yield chunk
+
+    @raises(RANGE, DENSE, REQUEST)
+    async def iter_events(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        refresh: bool = False,
+    ) -> AsyncIterator[Event]:
+        """The events of :meth:`events`, one dict at a time, in the same order, with bounded
+        memory (``async for event in client.iter_events(start, end)``); ``refresh`` as for
+        :meth:`Client.events`.
+
+        >>> import asyncio, surveillance as sv
+        >>> async def count(client, emu):
+        ...     return sum([1 async for _ in client.iter_events(emu.start, emu.end)])
+        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
+        ...     asyncio.run(count(emu.async_client(), emu))
+        50
+        """
+        _check.flag("refresh", refresh)
+        lo, hi, report_id = time_range(start, end, report_id)
+        # What the iteration spent is in ``last_cost`` once it ends or is closed.
+        with self._meter():
+            async for chunk in self._chunks(lo, hi, report_id, refresh):
+                for event in chunk:
+                    yield event
+
+    @raises(RANGE, DENSE, REQUEST)
+    async def event_batches(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = None,
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
+        refresh: bool = False,
+    ) -> AsyncIterator[Any]:
+        """The events of :meth:`events` as Arrow record batches (one per window, each an
+        object with ``__arrow_c_array__``, e.g. for ``pyarrow.record_batch``), produced as
+        windows complete, with bounded memory (``async for batch in ...``).
+
+        ``progress``: a callable that receives the update dicts of :meth:`Client.events`
+        (on the event loop, about every 0.2 s while the fetch moves, and once at the end; its
+        exception ends the iteration). ``refresh``: as for :meth:`Client.events`.
+        """
+        _check.flag("refresh", refresh)
+        lo, hi, report_id = time_range(start, end, report_id)
+        if progress is not None and not callable(progress):
+            raise TypeError(f"`progress` must be a callable or None, got {type(progress).__name__}")
+        # What the iteration spent is in ``last_cost`` once it ends or is closed (counted from
+        # before the stream starts its requests).
+        with self._meter():
+            stream = self._inner.events_reader_async(lo, hi, report_id, refresh, progress)
+            async for batch in _pulled(stream, progress, stream.next_async):
+                yield batch
+
+
+async def _pulled(
+    stream: Any, progress: Optional[Callable[[dict[str, Any]], Any]], pull: Callable[[], Any]
+) -> AsyncIterator[Any]:
+    """What ``await pull()`` gives until it gives None, handing the fetch's progress to
+    ``progress`` meanwhile (see :class:`_Reporter`); the stream is closed on the way out."""
+    reporter = _Reporter(stream, progress)
+    try:
+        while True:
+            item = await pull()
+            reporter.check()
+            if item is None:
+                reporter.finish()
+                return
+            yield item
+    finally:
+        reporter.stop()
+        stream.close()
+
+
+class _Reporter:
+    """Hands a fetch's progress to its callback every :data:`_TICK` seconds while an ``async
+    for`` over the fetch runs (the awaiting thread cannot call it), and once at the end. The
+    callback's exception stops the fetch and is raised by :meth:`check`."""
+
+    def __init__(self, stream: Any, callback: Optional[Callable[[dict[str, Any]], Any]]) -> None:
+        self._stream = stream
+        self._error: Optional[BaseException] = None
+        self._task = None if callback is None else asyncio.ensure_future(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(_TICK)
+            try:
+                self._stream.report()
+            except Exception as e:  # the callback's: it ends the iteration
+                self._error = e
+                self._stream.close()
+                return
+
+    def check(self) -> None:
+        """Raises the callback's exception, if it raised one."""
+        if self._error is not None:
+            raise self._error
+
+    def finish(self) -> None:
+        """The fetch is done: the last update is handed over."""
+        self.stop()
+        if self._task is not None:
+            self._stream.report()
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()

@@ -1,0 +1,206 @@
+"""What the methods that take ``output=`` return, per ``output``, for a user's type checker:
+written once per family of signature (the lists without filters, the cameras, the events)
+and shared by both clients.
+
+Each family is a callable protocol whose overloaded ``__call__`` maps ``output`` to a result
+type: ``"dicts"`` (the default) to its first type parameter, ``"arrow"``, ``"pandas"`` and
+``"polars"`` to the next three. :class:`~surveillance.Client` fills them with the results
+themselves, :class:`~surveillance.AsyncClient` with coroutines of them (:data:`Awaited`).
+A method takes its family's type by a decorator that hands it back unchanged at run time
+(its name, signature and docstring are the method's own)::
+
+    @_overloads.rows_of(Site).sync
+    def sites(self, output: str = "dicts") -> Any: ...
+
+A new method with ``output=`` of an existing shape needs only that line; a new shape, a
+protocol here and its :class:`Family`.
+"""
+
+from __future__ import annotations
+
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Coroutine,
+    Generic,
+    Literal,
+    Optional,
+    Protocol,
+    TypeVar,
+    Union,
+    cast,
+    overload,
+)
+
+if TYPE_CHECKING:
+    # The result types of ``output=`` only: none of them is needed at run time.
+    from pandas import DataFrame as Frame
+    from polars import DataFrame as PolarsFrame
+    from pyarrow import Table
+
+    from ._progress import ProgressArg
+    from ._time import TimeLike
+    from .types import Camera, Event
+
+_X = TypeVar("_X")
+#: The result of an ``async def`` method that returns an ``_X``.
+Awaited = Coroutine[Any, Any, _X]
+
+#: The results of ``output="dicts"``, ``"arrow"``, ``"pandas"`` and ``"polars"``.
+_D = TypeVar("_D", covariant=True)
+_A = TypeVar("_A", covariant=True)
+_P = TypeVar("_P", covariant=True)
+_L = TypeVar("_L", covariant=True)
+
+
+class Rows(Protocol[_D, _A, _P, _L]):
+    """``sites``, ``devices``, ``reports``: ``(output="dicts")``."""
+
+    @overload
+    def __call__(self, output: Literal["dicts"] = ...) -> _D: ...
+    @overload
+    def __call__(self, output: Literal["arrow"] = ...) -> _A: ...
+    @overload
+    def __call__(self, output: Literal["pandas"] = ...) -> _P: ...
+    @overload
+    def __call__(self, output: Literal["polars"] = ...) -> _L: ...
+
+
+class CameraRows(Protocol[_D, _A, _P, _L]):
+    """``cameras``: ``(site_id=None, device_id=None, output="dicts")``."""
+
+    @overload
+    def __call__(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        output: Literal["dicts"] = ...,
+    ) -> _D: ...
+    @overload
+    def __call__(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        output: Literal["arrow"] = ...,
+    ) -> _A: ...
+    @overload
+    def __call__(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        output: Literal["pandas"] = ...,
+    ) -> _P: ...
+    @overload
+    def __call__(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        output: Literal["polars"] = ...,
+    ) -> _L: ...
+
+
+class EventRows(Protocol[_D, _A, _P, _L]):
+    """``events``: ``(start, end, report_id=None, output="dicts", progress="auto",
+    refresh=False)``. An ``output`` held in a ``str`` gives any of the four (the call refuses
+    a misspelt one)."""
+
+    @overload
+    def __call__(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        output: Literal["dicts"] = ...,
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> _D: ...
+    @overload
+    def __call__(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        output: Literal["arrow"] = ...,
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> _A: ...
+    @overload
+    def __call__(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        output: Literal["pandas"] = ...,
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> _P: ...
+    @overload
+    def __call__(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        output: Literal["polars"] = ...,
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> _L: ...
+    @overload
+    def __call__(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        report_id: Optional[str] = ...,
+        output: str = ...,
+        progress: ProgressArg = ...,
+        refresh: bool = ...,
+    ) -> Union[_D, _A, _P, _L]: ...
+
+
+_S = TypeVar("_S")
+_AS = TypeVar("_AS")
+
+
+class Family(Generic[_S, _AS]):
+    """The type of one family's methods: ``@family.sync`` gives a method of
+    :class:`~surveillance.Client` the type ``_S``, ``@family.awaited`` a coroutine method of
+    :class:`~surveillance.AsyncClient` the type ``_AS``. Both hand the method back as it is,
+    marked with its family's protocol and the name of its dicts' type (``__overloads__``),
+    from which the API reference writes its signatures (``docs/conf.py``)."""
+
+    def __init__(self, protocol: type, dicts: str) -> None:
+        self._overloads = (protocol, dicts)
+
+    def sync(self, method: Callable[..., Any]) -> _S:
+        return cast(_S, self._mark(method))
+
+    def awaited(self, method: Callable[..., Any]) -> _AS:
+        return cast(_AS, self._mark(method))
+
+    def _mark(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        method.__overloads__ = self._overloads  # type: ignore[attr-defined]
+        return method
+
+
+_R = TypeVar("_R")
+
+
+def rows_of(
+    record: type[_R],
+) -> Family[
+    Rows[list[_R], Table, Frame, PolarsFrame],
+    Rows[Awaited[list[_R]], Awaited[Table], Awaited[Frame], Awaited[PolarsFrame]],
+]:
+    """The family of a list without filters whose dicts are ``record``s."""
+    return Family(Rows, f"list[{record.__name__}]")
+
+
+CAMERAS: Family[
+    CameraRows[list[Camera], Table, Frame, PolarsFrame],
+    CameraRows[Awaited[list[Camera]], Awaited[Table], Awaited[Frame], Awaited[PolarsFrame]],
+] = Family(CameraRows, "list[Camera]")
+
+EVENTS: Family[
+    EventRows[list[Event], Table, Frame, PolarsFrame],
+    EventRows[Awaited[list[Event]], Awaited[Table], Awaited[Frame], Awaited[PolarsFrame]],
+] = Family(EventRows, "list[Event]")
