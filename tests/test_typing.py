@@ -359,7 +359,7 @@ def test_results_cross_the_binding_as_python_objects():
 
 @pytest.mark.slow
 def test_the_package_passes_mypy_strict(tmp_path):
-    """The package itself (its modules, ``cli.py`` included, and the stub ``_core.pyi``)
+    """The package itself (its modules, the ``cli`` package included, and the stub ``_core.pyi``)
     passes ``mypy --strict`` without a configuration of the project's: 150 errors in 18 files
     before its types were completed."""
     pytest.importorskip("mypy", reason="mypy is not installed (the `test` extra has it)")
