@@ -9,15 +9,26 @@ import json
 import os
 import socket
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Callable, Optional, Protocol
 
 from .._time import to_ms
 from ..errors import SyncLockedError
 from ._state import _iso_ms, _now_ms
 
-if TYPE_CHECKING:
-    # cycle: _locks and _object_store import each other (this one for an annotation only)
-    from ._object_store import _ObjectStore
+
+class _Objects(Protocol):
+    """What the lease lock needs of an object store (:class:`._object_store._ObjectStore`):
+    its shown name, this run's id, and reading, writing and deleting one object."""
+
+    shown: str
+    run: str
+
+    def _get(self, name: str) -> Optional[bytes]: ...
+
+    def _put(self, name: str, write: Callable[[Any], None]) -> None: ...
+
+    def _delete(self, name: str) -> None: ...
+
 
 #: Name of the lock file inside the dataset directory (an object, on an object store).
 LOCK_FILE = "_sync.lock"
@@ -36,7 +47,7 @@ class _ObjectLock:
     ``_sync.lock`` names the run that holds it and when its lease ends ("Locking" in
     :mod:`surveillance.sync`)."""
 
-    def __init__(self, store: _ObjectStore) -> None:
+    def __init__(self, store: _Objects) -> None:
         self.store = store
         self.started = _iso_ms(_now_ms())
         self.renewed = 0.0
