@@ -269,7 +269,8 @@ class AsyncClient(AsyncLists, _BaseClient):
             TransportError: no usable answer (connection, TLS or timeout) after the retries.
         """
         lo, hi, report_id = time_range(start, end, report_id)
-        return EventPlan(**await self._inner.plan_async(lo, hi, report_id))
+        plan: EventPlan = await self._inner.plan_async(lo, hi, report_id)
+        return plan
 
     async def event_batches(
         self,
