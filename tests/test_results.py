@@ -137,6 +137,7 @@ def test_the_reprs_keep_their_look():
     assert repr(s["Cost"]) == "Cost(requests=12, limit=2400, used=570, remaining=1830)"
     assert str(s["Cost"]) == "12 requests, 0.5% of the day's 2,400 (1,830 left)"
     assert s["Cost"].share == 0.005 and sv.Cost(requests=3).share is None
+    assert str(sv.Cost(requests=1)) == "1 request" and str(sv.Cost(2, limit=0)) == "2 requests"
     assert str(s["EventPlan"]) == (
         "about 41,000 events, 415 requests, 7 min at the read limit, 0.2 days of quota "
         "(plan: 5 requests)"

@@ -322,8 +322,9 @@ def test_cache_info_fits_its_type(emu, tmp_path):
 
 
 def test_results_cross_the_binding_as_python_objects():
-    """The plan, the quota, the stats, the cache's contents and the emulator's lists come from
-    the native module as dicts and lists derived from the core's types: no native method hands
+    """The plan, the quota, the stats, the cache's contents (classes of the native module) and
+    the emulator's lists (dicts and lists) come from the native module derived from the core's
+    types: no native method hands
     back JSON text for the Python layer to parse. (``columns_json`` and ``to_json`` write
     the webhook's request bodies, which are JSON by definition.)"""
     import ast

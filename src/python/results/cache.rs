@@ -31,7 +31,7 @@ pub struct PyCacheEntry {
     /// Events held.
     #[pyo3(get)]
     events: u64,
-    /// Requests the reads that filled it spent: what a read of all it holds saves.
+    /// Requests the reads that filled it spent, which a read of all it holds saves.
     #[pyo3(get)]
     requests: u64,
     /// Bytes of its files.
@@ -123,7 +123,7 @@ result_methods!(mapping PyCacheEntry, "CacheEntry", ENTRY, {
 /// ...     return sum(entry["events"] for entry in info["entries"])
 #[pyclass(name = "CacheInfo", module = "surveillance._core", frozen, mapping)]
 pub struct PyCacheInfo {
-    /// The directory: the one named, or the cache's own folder in it.
+    /// The directory (the one named, or the cache's own folder in it).
     #[pyo3(get)]
     path: String,
     /// Bytes of its files.

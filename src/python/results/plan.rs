@@ -63,9 +63,9 @@ pub struct PyEventPlan {
     /// How long they take at the client's read rate (0 when it is unlimited).
     #[pyo3(get)]
     seconds: f64,
-    /// Days of the daily quota they take, what remains today counting first: 0.2 is a fifth
-    /// of a day's quota (it fits today), 2.5 the rest of today, all of tomorrow and half the
-    /// day after (0 without a daily limit).
+    /// Days of the daily quota they take, what remains today counting first (0 without a
+    /// daily limit). 0.2 is a fifth of a day's quota, which fits today; 2.5 the rest of
+    /// today, all of tomorrow and half the day after.
     #[pyo3(get)]
     days: f64,
     /// Requests the plan itself made (they count against the quota too).
@@ -145,11 +145,11 @@ result_methods!(record PyEventPlan, "EventPlan", PLAN, {
 /// 0.005
 #[pyclass(name = "Cost", module = "surveillance._core", frozen)]
 pub struct PyCost {
-    /// Requests this client sent during the call (token requests and retries included: the
+    /// Requests this client sent during the call, token requests and retries included (the
     /// service counts them all). Calls running at the same time on the same client, from
     /// other threads, count here too.
     #[pyo3(get)]
-    requests: u64,
+    requests: i64,
     /// The day's quota (None without one, as with :meth:`Limits.unlimited`).
     #[pyo3(get)]
     limit: Option<u64>,
@@ -167,7 +167,7 @@ const COST: &[&str] = &["requests", "limit", "used", "remaining"];
 result_methods!(record PyCost, "Cost", COST, {
     #[new]
     #[pyo3(signature = (requests, limit=None, used=0, remaining=None))]
-    fn new(requests: u64, limit: Option<u64>, used: u64, remaining: Option<u64>) -> Self {
+    fn new(requests: i64, limit: Option<u64>, used: u64, remaining: Option<u64>) -> Self {
         PyCost { requests, limit, used, remaining }
     }
 
@@ -181,7 +181,9 @@ result_methods!(record PyCost, "Cost", COST, {
 
     fn __str__(&self, py: Python<'_>) -> PyResult<String> {
         let plural = if self.requests == 1 { "" } else { "s" };
-        let mut text = format!("{} request{plural}", thousands(self.requests));
+        let sign = if self.requests < 0 { "-" } else { "" };
+        let count = thousands(self.requests.unsigned_abs());
+        let mut text = format!("{sign}{count} request{plural}");
         if let Some(limit) = self.limit.filter(|l| *l > 0) {
             let percent = 100.0 * self.requests as f64 / limit as f64;
             text += &format!(

@@ -64,8 +64,8 @@ result_methods!(mapping PyQuota, "Quota", QUOTA, {
         Ok(Quota { limit, used, remaining, resets_at_ms }.into())
     }
 
-    /// When the budget comes back, an aware UTC datetime: the service's next midnight, or
-    /// the end of a wait the service asked for.
+    /// When the budget comes back, an aware UTC datetime (the service's next midnight, or
+    /// the end of a wait the service asked for).
     #[getter]
     fn resets_at<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         utc(py, self.resets_at_ms)
