@@ -457,6 +457,7 @@ def test_the_cli_syncs_and_prints_what_it_did(emu, tmp_path):
 
 def test_the_results_users_get_back_have_readable_reprs(emu, tmp_path):
     import pickle
+    from collections.abc import Mapping
 
     client = emu.client(cache=str(tmp_path / "cache"))
     result = client.sync_events(tmp_path / "ds", START, until=START + 2 * H)
@@ -465,7 +466,7 @@ def test_the_results_users_get_back_have_readable_reprs(emu, tmp_path):
     page = result._repr_html_()
     assert page.startswith("<b>SyncResult</b><table>") and "synced_until" in page
     assert f"{result.added:,}" in page
-    # The client's dicts: named, times in ISO 8601 UTC, tables in Jupyter; dicts still.
+    # The client's mappings: named, times in ISO 8601 UTC, tables in Jupyter; read as dicts.
     quota, stats, info = client.quota(), client.stats(), client.cache_info()
     assert repr(quota).startswith("Quota(limit=") and "datetime" not in repr(quota)
     assert re.search(r"resets_at=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", repr(quota)), repr(quota)
@@ -474,9 +475,9 @@ def test_the_results_users_get_back_have_readable_reprs(emu, tmp_path):
     assert repr(info).startswith("CacheInfo(path=") and "datetime" not in repr(info)
     for shown in (quota, stats, info):
         assert "<table>" in shown._repr_html_()
-        assert isinstance(shown, dict) and pickle.loads(pickle.dumps(shown)) == shown
+        assert isinstance(shown, Mapping) and pickle.loads(pickle.dumps(shown)) == shown
     assert "<th>ranges</th>" in info._repr_html_()  # the entries, one row each
-    assert json.loads(json.dumps(quota, default=str))["used"] == quota["used"]
+    assert json.loads(json.dumps(dict(quota), default=str))["used"] == quota["used"]
     assert repr(client.last_cost).startswith("Cost(requests=")
 
 

@@ -3,7 +3,8 @@ publishing and planning method of both clients is checked by ``mypy --strict`` i
 subprocess (one run). It must pass, but for the misspelt ``output="pandsa"`` that it must
 refuse; each ``reveal_type`` must name the type promised (a TypedDict of
 :mod:`surveillance.types`, a ``pyarrow.Table``, a pandas or polars ``DataFrame``, ...) and none
-may contain ``Any``. The TypedDicts are also held against the records the emulator sends."""
+may contain ``Any``. The TypedDicts are also held against the records the emulator sends, and
+the results' keys against their classes' attributes."""
 
 from __future__ import annotations
 
@@ -65,12 +66,12 @@ EXPECTED = {
     "publish rejected": r"list\[surveillance\.publish\.Failure\]",
     "publish failures": r"list\[surveillance\.publish\.Failure\]",
     "failure problems": r"list\[tuple\[str, str, str, fallback=surveillance\.errors\.Problem\]\]",
-    "quota": record("Quota"),
+    "quota": r"surveillance\._core\.Quota",
     "quota resets_at": r"datetime\.datetime",
     "quota limit": optional("int"),
-    "stats": record("Stats"),
-    "cache_info": optional(record("CacheInfo")),
-    "plan_events": r"surveillance\.client\.EventPlan",
+    "stats": r"surveillance\._core\.Stats",
+    "cache_info": optional(r"surveillance\._core\.CacheInfo"),
+    "plan_events": r"surveillance\._core\.EventPlan",
     "plan events": r"int",
     "async events": rf"list\[{EVENT}\]",
     "async events arrow": TABLE,
@@ -87,14 +88,14 @@ EXPECTED = {
     "async sites task": rf"_?asyncio(\.\w+)*\.Task\[list\[{record('Site')}\]\]",
     "async events output str": rf"list\[{EVENT}\] \| {TABLE} \| {FRAME} \| {POLARS}",
     "async publish": r"surveillance\.publish\.PublishReport",
-    "async quota": record("Quota"),
-    "async plan_events": r"surveillance\.client\.EventPlan",
+    "async quota": r"surveillance\._core\.Quota",
+    "async plan_events": r"surveillance\._core\.EventPlan",
     "events output str": rf"list\[{EVENT}\] \| {TABLE} \| {FRAME} \| {POLARS}",
     "misspelt": rf"list\[{EVENT}\] \| {TABLE} \| {FRAME} \| {POLARS}",
     "scan_events": r"polars(\.\w+)*\.LazyFrame",
     "event_batches": r"surveillance\._batches\.EventBatches",
     "event batch": r"pyarrow(\.\w+)*\.RecordBatch",
-    "last_cost": r"surveillance\.client\.Cost",
+    "last_cost": r"surveillance\._core\.Cost",
     "last_cost requests": r"int",
     "quota error resets_at": optional(r"datetime\.datetime"),
     "publish error report": optional(r"surveillance\.publish\.PublishReport"),
@@ -289,6 +290,15 @@ def keys_fit(record: dict, kind: Any, where: str) -> None:
     assert not missing and not unknown, f"{where}: missing {missing}, not named {unknown}"
 
 
+def attributes_fit(result: Any, kind: type, where: str) -> None:
+    """A result is of its class, and its keys are the class's typed attributes."""
+    import inspect
+
+    assert type(result) is kind, where
+    attributes = {n for n, v in vars(kind).items() if inspect.isgetsetdescriptor(v)}
+    assert set(result) == attributes, where
+
+
 def test_records_fit_their_types(emu):
     client = emu.client()
     event = client.events(emu.start, emu.end, progress=False)[0]
@@ -304,9 +314,9 @@ def test_records_fit_their_types(emu):
     keys_fit(camera["streams"][0]["dimensions"], sv.StreamDimensions, "stream dimensions")
     keys_fit(client.reports()[0], sv.Report, "report")
     quota = client.quota()
-    keys_fit(quota, sv.Quota, "quota")
+    attributes_fit(quota, sv.Quota, "quota")
     assert isinstance(quota["resets_at"], dt.datetime)
-    keys_fit(client.stats(), sv.Stats, "stats")
+    attributes_fit(client.stats(), sv.Stats, "stats")
 
 
 def test_cache_info_fits_its_type(emu, tmp_path):
@@ -314,15 +324,16 @@ def test_cache_info_fits_its_type(emu, tmp_path):
     client.events(emu.start, emu.end, progress=False)
     info = client.cache_info()
     assert info is not None
-    keys_fit(info, sv.CacheInfo, "cache info")
-    keys_fit(info["entries"][0], sv.CacheEntry, "cache entry")
+    attributes_fit(info, sv.CacheInfo, "cache info")
+    attributes_fit(info["entries"][0], sv.CacheEntry, "cache entry")
     lo, hi = info["entries"][0]["ranges"][0]
     assert isinstance(lo, dt.datetime) and isinstance(hi, dt.datetime)
 
 
 def test_results_cross_the_binding_as_python_objects():
-    """The plan, the quota, the stats, the cache's contents and the emulator's lists come from
-    the native module as dicts and lists derived from the core's types: no native method hands
+    """The plan, the quota, the stats, the cache's contents (classes of the native module) and
+    the emulator's lists (dicts and lists) come from the native module derived from the core's
+    types: no native method hands
     back JSON text for the Python layer to parse. (``columns_json`` and ``to_json`` write
     the webhook's request bodies, which are JSON by definition.)"""
     import ast

@@ -4,7 +4,20 @@ The public, documented classes are :class:`surveillance.Client` and
 :class:`surveillance.Emulator`, which hold these native objects.
 """
 
-from typing import Any, Awaitable, Callable, ClassVar, Final, Optional, Union, final
+import datetime
+from collections.abc import Iterator, Mapping
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    ClassVar,
+    Final,
+    Literal,
+    Optional,
+    Union,
+    final,
+    overload,
+)
 
 __all__ = [
     "DAY_MS",
@@ -17,6 +30,12 @@ __all__ = [
     "REGIONS",
     "PUBLISHED_LIMITS",
     "BatchStream",
+    "CacheEntry",
+    "CacheInfo",
+    "Cost",
+    "EventPlan",
+    "Quota",
+    "Stats",
     "cache_info_at",
     "check_limits",
     "cache_location",
@@ -168,11 +187,11 @@ class Client:
         """Reads the day of the daily quota from ``emulator``'s clock (which its
         ``advance_clock`` moves) instead of the local one, until the service's ``Date``
         headers correct it."""
-    def stats(self) -> dict[str, Any]:
-        """The counters, as a dict."""
-    def cache_info(self) -> Optional[dict[str, Any]]:
-        """What the cache of settled events holds (its whole directory), as a dict; None
-        without a cache."""
+    def stats(self) -> Stats:
+        """The counters, with the quota, as a ``Stats``."""
+    def cache_info(self) -> Optional[CacheInfo]:
+        """What the cache of settled events holds (its whole directory), with the requests
+        this client's reads saved, as a ``CacheInfo``; None without a cache."""
     def carried_until(self, start_ms: int, report_id: Optional[str] = None) -> Optional[int]:
         """The end (epoch ms) of the window starting at ``start_ms`` whose pages an earlier
         run of a sync the daily quota stopped kept in the cache, or None."""
@@ -184,17 +203,16 @@ class Client:
         end_ms: int,
         report_id: Optional[str] = None,
         progress: Optional[Callable[[dict[str, Any]], Any]] = None,
-    ) -> dict[str, Any]:
-        """What fetching the events of a range costs, found with a few requests: a dict of the
-        core's plan (``events``, ``requests``, ``seconds``, ``days``, ``probes``, ``exact``).
+    ) -> EventPlan:
+        """What fetching the events of a range costs, found with a few requests: the core's
+        plan, as an ``EventPlan``.
         ``progress``: called with the count's progress (its requests, the range done)."""
     def plan_async(
         self, start_ms: int, end_ms: int, report_id: Optional[str] = None
-    ) -> Awaitable[dict[str, Any]]:
+    ) -> Awaitable[EventPlan]:
         """As ``plan``, as an awaitable."""
-    def quota(self) -> dict[str, Any]:
-        """Where the daily quota stands: a dict (``limit``, ``used``, ``remaining``,
-        ``resets_at_ms``)."""
+    def quota(self) -> Quota:
+        """Where the daily quota stands, as a ``Quota``."""
     def grant_requests(self, n: int) -> None:
         """Adds ``n`` requests to the allowance that a shared budget grants this client,
         putting one in force: each request then takes one, waiting for the next grant when
@@ -423,9 +441,10 @@ def cache_location() -> Optional[str]:
     default: ``SURVEILLANCE_CACHE`` when it names a directory, else the user's cache
     directory's."""
 
-def cache_info_at(path: str) -> dict[str, Any]:
+def cache_info_at(path: str) -> CacheInfo:
     """What the cache of settled events that ``path`` names holds (its root ``path``, or the
-    cache's own folder in it), as a dict; raises ``ConfigError`` for a file."""
+    cache's own folder in it), as a ``CacheInfo`` (no client's reads: none saved); raises
+    ``ConfigError`` for a file."""
 
 def clear_cache_at(path: str) -> int:
     """Empties the cache of settled events that ``path`` names of what the cache wrote; the
@@ -452,3 +471,286 @@ def _check(
 def _loads(text: str) -> Any:
     """A test build only: one JSON text as Python objects, by the converter of the service's
     answers."""
+
+# --- results: each defined once, here (the binding's `results`) -----------------------------
+
+@final
+class EventPlan:
+    """What fetching the events of a range will cost (:meth:`Client.plan_events`)."""
+
+    def __new__(
+        cls,
+        events: int,
+        requests: int,
+        seconds: float,
+        days: float,
+        probes: int,
+        exact: bool = False,
+    ) -> EventPlan: ...
+    @property
+    def events(self) -> int:
+        """Events in the range (estimated; exact when ``exact``)."""
+    @property
+    def requests(self) -> int:
+        """Requests :meth:`Client.events` would make for them."""
+    @property
+    def seconds(self) -> float:
+        """How long they take at the client's read rate (0 when it is unlimited)."""
+    @property
+    def days(self) -> float:
+        """Days of the daily quota they take, what remains today counting first."""
+    @property
+    def probes(self) -> int:
+        """Requests the plan itself made (they count against the quota too)."""
+    @property
+    def exact(self) -> bool:
+        """Every window's size was found, not estimated."""
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as a dict."""
+    def _repr_html_(self) -> str: ...
+    def __reduce__(self) -> tuple[type[EventPlan], tuple[Any, ...]]: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Cost:
+    """What a call spent of the daily request quota: :attr:`Client.last_cost`."""
+
+    def __new__(
+        cls,
+        requests: int,
+        limit: Optional[int] = None,
+        used: int = 0,
+        remaining: Optional[int] = None,
+    ) -> Cost: ...
+    @property
+    def requests(self) -> int:
+        """Requests this client sent during the call."""
+    @property
+    def limit(self) -> Optional[int]:
+        """The day's quota (None without one)."""
+    @property
+    def used(self) -> int:
+        """Requests sent today by every client of the machine with the same key."""
+    @property
+    def remaining(self) -> Optional[int]:
+        """What is left of today's quota (None without one)."""
+    @property
+    def share(self) -> Optional[float]:
+        """``requests`` as a share of the day's quota, or None."""
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as a dict."""
+    def _repr_html_(self) -> str: ...
+    def __reduce__(self) -> tuple[type[Cost], tuple[Any, ...]]: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Quota(Mapping[str, Any]):
+    """Where the daily request quota stands (:meth:`Client.quota`); a read-only mapping."""
+
+    def __new__(
+        cls,
+        limit: Optional[int],
+        used: int,
+        remaining: Optional[int],
+        resets_at: datetime.datetime,
+    ) -> Quota: ...
+    @property
+    def limit(self) -> Optional[int]:
+        """Requests a day (None without a budget)."""
+    @property
+    def used(self) -> int:
+        """Requests sent today (the service's UTC day)."""
+    @property
+    def remaining(self) -> Optional[int]:
+        """Requests left today (None without a limit)."""
+    @property
+    def resets_at(self) -> datetime.datetime:
+        """When the budget comes back, an aware UTC datetime."""
+    @overload
+    def __getitem__(self, key: Literal["limit", "remaining"], /) -> Optional[int]: ...
+    @overload
+    def __getitem__(self, key: Literal["used"], /) -> int: ...
+    @overload
+    def __getitem__(self, key: Literal["resets_at"], /) -> datetime.datetime: ...
+    @overload
+    def __getitem__(self, key: str, /) -> Any: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def get(self, key: str, default: Any = None, /) -> Any:
+        """The value of ``key``, or ``default`` when it has no such key."""
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as a dict."""
+    def _repr_html_(self) -> str: ...
+    def __reduce__(self) -> tuple[type[Quota], tuple[Any, ...]]: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+@final
+class Stats(Mapping[str, Any]):
+    """The counters of a client (:meth:`Client.stats`); a read-only mapping."""
+
+    def __new__(
+        cls,
+        requests: dict[str, int],
+        retries: int,
+        rate_limited: int,
+        tokens: int,
+        bytes_received: int,
+        requests_saved: int,
+        quota: Quota,
+    ) -> Stats: ...
+    @property
+    def requests(self) -> dict[str, int]:
+        """Requests sent by ``"METHOD /path"``, retries and token requests included."""
+    @property
+    def retries(self) -> int:
+        """Requests sent again after a failure."""
+    @property
+    def rate_limited(self) -> int:
+        """429 answers received."""
+    @property
+    def tokens(self) -> int:
+        """Tokens fetched."""
+    @property
+    def bytes_received(self) -> int:
+        """Response body bytes received."""
+    @property
+    def requests_saved(self) -> int:
+        """Event requests that the cache of settled events saved."""
+    @property
+    def quota(self) -> Quota:
+        """Where the daily quota stands."""
+    @overload
+    def __getitem__(self, key: Literal["requests"], /) -> dict[str, int]: ...
+    @overload
+    def __getitem__(
+        self,
+        key: Literal["retries", "rate_limited", "tokens", "bytes_received", "requests_saved"],
+        /,
+    ) -> int: ...
+    @overload
+    def __getitem__(self, key: Literal["quota"], /) -> Quota: ...
+    @overload
+    def __getitem__(self, key: str, /) -> Any: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def get(self, key: str, default: Any = None, /) -> Any:
+        """The value of ``key``, or ``default`` when it has no such key."""
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as a dict (the quota's too)."""
+    def _repr_html_(self) -> str: ...
+    def __reduce__(self) -> tuple[type[Stats], tuple[Any, ...]]: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+@final
+class CacheEntry(Mapping[str, Any]):
+    """What the cache of settled events holds of one account and endpoint; a read-only
+    mapping."""
+
+    def __new__(
+        cls,
+        account: str,
+        base_url: Optional[str],
+        endpoint: str,
+        report_id: Optional[str],
+        ranges: list[tuple[datetime.datetime, datetime.datetime]],
+        events: int,
+        requests: int,
+        bytes: int,
+        files: int,
+    ) -> CacheEntry: ...
+    @property
+    def account(self) -> str:
+        """A hash of the base URL, API key and client id (never a secret)."""
+    @property
+    def base_url(self) -> Optional[str]:
+        """The service's base URL, when known."""
+    @property
+    def endpoint(self) -> str:
+        """The endpoint, e.g. ``"GET /v2/events"``."""
+    @property
+    def report_id(self) -> Optional[str]:
+        """The report, or None for all events."""
+    @property
+    def ranges(self) -> list[tuple[datetime.datetime, datetime.datetime]]:
+        """The ranges held, ``[start, end)`` pairs of aware UTC datetimes."""
+    @property
+    def events(self) -> int:
+        """Events held."""
+    @property
+    def requests(self) -> int:
+        """Requests the reads that filled it spent."""
+    @property
+    def bytes(self) -> int:
+        """Bytes of its files."""
+    @property
+    def files(self) -> int:
+        """Its files."""
+    @overload
+    def __getitem__(self, key: Literal["account", "endpoint"], /) -> str: ...
+    @overload
+    def __getitem__(self, key: Literal["base_url", "report_id"], /) -> Optional[str]: ...
+    @overload
+    def __getitem__(
+        self, key: Literal["ranges"], /
+    ) -> list[tuple[datetime.datetime, datetime.datetime]]: ...
+    @overload
+    def __getitem__(self, key: Literal["events", "requests", "bytes", "files"], /) -> int: ...
+    @overload
+    def __getitem__(self, key: str, /) -> Any: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def get(self, key: str, default: Any = None, /) -> Any:
+        """The value of ``key``, or ``default`` when it has no such key."""
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as a dict."""
+    def _repr_html_(self) -> str: ...
+    def __reduce__(self) -> tuple[type[CacheEntry], tuple[Any, ...]]: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+@final
+class CacheInfo(Mapping[str, Any]):
+    """What the cache of settled events holds (:meth:`Client.cache_info`); a read-only
+    mapping."""
+
+    def __new__(
+        cls,
+        path: str,
+        bytes: int,
+        files: int,
+        requests_saved: int,
+        entries: list[CacheEntry],
+    ) -> CacheInfo: ...
+    @property
+    def path(self) -> str:
+        """The directory: the one named, or the cache's own folder in it."""
+    @property
+    def bytes(self) -> int:
+        """Bytes of its files."""
+    @property
+    def files(self) -> int:
+        """Its files of events."""
+    @property
+    def requests_saved(self) -> int:
+        """Requests this client's reads did not send, thanks to the cache."""
+    @property
+    def entries(self) -> list[CacheEntry]:
+        """What it holds of each account and endpoint."""
+    @overload
+    def __getitem__(self, key: Literal["path"], /) -> str: ...
+    @overload
+    def __getitem__(self, key: Literal["bytes", "files", "requests_saved"], /) -> int: ...
+    @overload
+    def __getitem__(self, key: Literal["entries"], /) -> list[CacheEntry]: ...
+    @overload
+    def __getitem__(self, key: str, /) -> Any: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def get(self, key: str, default: Any = None, /) -> Any:
+        """The value of ``key``, or ``default`` when it has no such key."""
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as a dict (the entries' too)."""
+    def _repr_html_(self) -> str: ...
+    def __reduce__(self) -> tuple[type[CacheInfo], tuple[Any, ...]]: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]

@@ -1,12 +1,15 @@
 """Readable reprs of the results users get back, in a terminal and in Jupyter: the figures of a
-result (a dataclass's fields, a dict's items, in their own order) as short text, and as an
-HTML table (``_repr_html_``). The shape of each result is its own class's, never restated here."""
+result (a dataclass's fields, a mapping's items, in their own order) as short text
+(:func:`fields`), and as an HTML table (:func:`table`, a ``_repr_html_``). The native results
+(``surveillance._core``'s plan, cost, quota, stats and cache info) are drawn here too. The
+shape of each result is its own class's, never restated here."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
 import html
+from collections.abc import Mapping
 from typing import Any, Iterable, Tuple
 
 
@@ -33,29 +36,35 @@ def text(value: Any, sep: bool = True) -> str:
         return str(value.strftime("%Y-%m-%dT%H:%M:%S")) + frac + "Z"
     if isinstance(value, tuple) and len(value) == 2:
         return f"{text(value[0], sep)} .. {text(value[1], sep)}"
-    if isinstance(value, Shown):
+    if _is_result(value):
         return repr(value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return "{" + ", ".join(f"{k}: {text(v, sep)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple, set)):
         return "[" + ", ".join(text(v, sep) for v in value) + "]"
     return str(value)
 
 
+def _is_result(value: Any) -> bool:
+    """Whether ``value`` is a result of its own, shown by its repr (a native one, nested in
+    another: the stats' quota, the cache's entries)."""
+    return hasattr(value, "_repr_html_") and hasattr(value, "to_dict")
+
+
 def items(obj: Any) -> Iterable[Tuple[str, Any]]:
-    """The figures of a result: a dataclass's fields, or a dict's items."""
+    """The figures of a result: a dataclass's fields, or a mapping's items."""
     if dataclasses.is_dataclass(obj):
         return [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)]
     return list(obj.items())
 
 
 def table(title: str, obj: Any) -> str:
-    """``obj``'s figures as an HTML table under ``title``; a list of dicts (a cache's
+    """``obj``'s figures as an HTML table under ``title``; a list of mappings (a cache's
     entries) becomes a table of its own, one row each."""
     esc = html.escape
     rows, nested = [], []
     for name, value in items(obj):
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
             nested.append((name, value))
             continue
         rows.append(
@@ -73,27 +82,11 @@ def table(title: str, obj: Any) -> str:
     return "".join(out)
 
 
-class Shown(dict):  # type: ignore[type-arg]
-    """A dict that a client returns (its quota, stats, cache info), shown readably: its repr
-    names it and gives times in ISO 8601 UTC; in Jupyter it is a table. It is a dict in every
-    other way (``==``, ``json.dumps``, pickling)."""
+def fields(name: str, obj: Any) -> str:
+    """``obj``'s figures as ``name(a=1, b=None, ...)``: times in ISO 8601 UTC, a nested
+    result by its own repr.
 
-    #: The name the repr gives it.
-    name = "dict"
-
-    def __repr__(self) -> str:
-        return f"{self.name}({', '.join(f'{k}={text(v, False)}' for k, v in self.items())})"
-
-    def _repr_html_(self) -> str:
-        return table(self.name, self)
-
-    def __reduce__(self) -> Any:
-        return (dict, (dict(self),))
-
-
-def shown(name: str, data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` as a :class:`Shown` dict named ``name`` (its nested dicts stay as they are,
-    each shown in its place)."""
-    out = Shown(data)
-    out.name = name
-    return out
+    >>> fields("Quota", {"limit": None, "used": 3})
+    'Quota(limit=None, used=3)'
+    """
+    return f"{name}({', '.join(f'{k}={text(v, False)}' for k, v in items(obj))})"

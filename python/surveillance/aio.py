@@ -55,7 +55,8 @@ class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
         :meth:`Client.plan_events`).
         """
         lo, hi, report_id = time_range(start, end, report_id)
-        return EventPlan(**await self._inner.plan_async(lo, hi, report_id))
+        plan: EventPlan = await self._inner.plan_async(lo, hi, report_id)
+        return plan
 
     # --- publishing ---------------------------------------------------------------------
     @ametered

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Optional, Union, cast
+from typing import Any, Optional, Union
 
-from . import _check, _config, _core, _html, _progress
+from . import _check, _config, _core, _progress
 from . import publish as _publish
 from . import sync as _sync
+from ._core import Cost, EventPlan
 from ._events import Events
 from ._lists import Lists
 from ._meter import Meter, metered
 from ._progress import ProgressArg
 from ._raises import RANGE, REQUEST, raises
-from ._time import TimeLike, from_ms, time_range
+from ._time import TimeLike, time_range
 from .sync import SettleLike, SyncResult
 from .types import CacheInfo, Quota, Stats
 
@@ -63,111 +64,6 @@ class Limits:
         """No client-side limit and no daily budget (the client still slows down on 429, and
         still counts its requests)."""
         return cls(None, None, None, None, None)
-
-
-@dataclass(frozen=True)
-class EventPlan:
-    """What fetching the events of a range will cost (:meth:`Client.plan_events`).
-
-    Attributes:
-        events: events in the range (estimated; exact when ``exact``).
-        requests: requests :meth:`Client.events` would make for them.
-        seconds: how long they take at the client's read rate (0 when it is unlimited).
-        days: days of the daily quota they take, what remains today counting first: 0.2 is a
-            fifth of a day's quota (it fits today), 2.5 the rest of today, all of tomorrow and
-            half the day after (0 without a daily limit).
-        probes: requests the plan itself made (they count against the quota too).
-        exact: every window's size was found, not estimated.
-
-    >>> print(EventPlan(41_000, 415, 415.0, 0.17, 5))
-    about 41,000 events, 415 requests, 7 min at the read limit, 0.2 days of quota (plan: 5 requests)
-    """
-
-    events: int
-    requests: int
-    seconds: float
-    days: float
-    probes: int
-    exact: bool = False
-
-    def __str__(self) -> str:
-        about = "" if self.exact else "about "
-        parts = [f"{about}{self.events:,} events", f"{self.requests:,} requests"]
-        if self.seconds > 0:
-            parts.append(f"{_duration(self.seconds)} at the read limit")
-        if self.days > 0:
-            parts.append(f"{_days(self.days)} days of quota")
-        return ", ".join(parts) + f" (plan: {self.probes:,} requests)"
-
-    def __repr__(self) -> str:
-        """Its fields, the time to a tenth of a second and the days to three figures.
-
-        >>> EventPlan(6_000, 61, 30.500001, 0.0004166666666666667, 3, True)
-        EventPlan(events=6000, requests=61, seconds=30.5, days=0.000417, probes=3, exact=True)
-        """
-        return (
-            f"EventPlan(events={self.events}, requests={self.requests}, "
-            f"seconds={round(self.seconds, 1)}, days={self.days:.3g}, probes={self.probes}, "
-            f"exact={self.exact})"
-        )
-
-
-@dataclass(frozen=True)
-class Cost:
-    """What a call spent of the daily request quota: :attr:`Client.last_cost` after each
-    fetch, sync, list or publish.
-
-    Attributes:
-        requests: requests this client sent during the call (token requests and retries
-            included: the service counts them all). Calls running at the same time on the
-            same client, from other threads, count here too.
-        limit: the day's quota (None without one, as with :meth:`Limits.unlimited`).
-        used: requests sent today by every client of the machine with the same key, after
-            the call.
-        remaining: what is left of today's quota (None without one).
-
-    >>> print(Cost(requests=12, limit=2400, used=570, remaining=1830))
-    12 requests, 0.5% of the day's 2,400 (1,830 left)
-    >>> Cost(requests=12, limit=2400, used=570, remaining=1830).share
-    0.005
-    """
-
-    requests: int
-    limit: Optional[int] = None
-    used: int = 0
-    remaining: Optional[int] = None
-
-    @property
-    def share(self) -> Optional[float]:
-        """``requests`` as a share of the day's quota (0.005 is half a percent), or None."""
-        return None if not self.limit else self.requests / self.limit
-
-    def __str__(self) -> str:
-        text = f"{self.requests:,} request{'' if self.requests == 1 else 's'}"
-        if self.limit:
-            text += f", {100 * self.requests / self.limit:.1f}% of the day's {self.limit:,}"
-            if self.remaining is not None:
-                text += f" ({self.remaining:,} left)"
-        return text
-
-
-def _days(days: float) -> str:
-    """``2.5``, ``0.2``; under a tenth, one figure (``0.0004``), not ``0.0``."""
-    return f"{days:.1f}" if days >= 0.1 else f"{days:.1g}"
-
-
-def _duration(seconds: float) -> str:
-    """``45 s``, ``7 min``, ``2 h 5 min``, ``3 d 4 h``."""
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{round(s / 60)} min"
-    if s < 86_400:
-        h, m = divmod(round(s / 60), 60)
-        return f"{h} h {m} min" if m else f"{h} h"
-    d, h = divmod(round(s / 3600), 24)
-    return f"{d} d {h} h" if h else f"{d} d"
 
 
 class _BaseClient:
@@ -292,16 +188,14 @@ class _BaseClient:
         ...     q["limit"], q["used"], q["remaining"]
         (50, 2, 48)
         """
-        return _quota(self._inner.quota())
+        return self._inner.quota()
 
     def stats(self) -> Stats:
         """Counters of this client: ``requests`` by ``"METHOD /path"``, ``retries``,
         ``rate_limited``, ``tokens``, ``bytes_received``, ``requests_saved`` (event requests
         that reads served from the cache of settled events did not send); and ``quota``, as
         :meth:`quota` gives it."""
-        stats = self._inner.stats()
-        stats["quota"] = self.quota()
-        return cast(Stats, _html.shown("Stats", stats))
+        return self._inner.stats()
 
     def cache_info(self) -> Optional[CacheInfo]:
         """What the cache of settled events holds, or None when this client has no cache.
@@ -322,7 +216,7 @@ class _BaseClient:
         >>> info["entries"][0]["events"], info["requests_saved"]
         (50, 1)
         """
-        return _cache_info(self._inner.cache_info(), self.stats()["requests_saved"])
+        return self._inner.cache_info()
 
     def clear_cache(self) -> int:
         """Empties the cache of settled events (every account's, in this client's cache
@@ -456,7 +350,8 @@ class Client(Events, Lists, _BaseClient):
         lo, hi, report_id = time_range(start, end, report_id)
         callback, close = _progress.make(progress, "plan", self.quota()["limit"], plan=True)
         try:
-            return EventPlan(**self._inner.plan(lo, hi, report_id, callback))
+            plan: EventPlan = self._inner.plan(lo, hi, report_id, callback)
+            return plan
         finally:
             close()
 
@@ -676,11 +571,6 @@ class Client(Events, Lists, _BaseClient):
         self.close()
 
 
-def _quota(q: dict[str, Any]) -> Quota:
-    resets = from_ms(q.pop("resets_at_ms"))
-    return cast(Quota, _html.shown("Quota", {**q, "resets_at": resets}))
-
-
 #: Settings the native client takes as they are resolved.
 _CONNECTION = (
     "api_key",
@@ -712,15 +602,6 @@ def _cache_setting(cache: Any) -> Optional[str]:
     if not isinstance(cache, (str, os.PathLike)):
         raise TypeError(f"`cache` must be True, False or a directory, got {type(cache).__name__}")
     return os.path.abspath(_check.path("cache", cache))
-
-
-def _cache_info(info: Optional[dict[str, Any]], saved: int) -> Optional[CacheInfo]:
-    if info is None:
-        return None
-    for entry in info["entries"]:
-        entry["ranges"] = [(from_ms(lo), from_ms(hi)) for lo, hi in entry["ranges"]]
-    info["requests_saved"] = saved
-    return cast(CacheInfo, _html.shown("CacheInfo", info))
 
 
 def _restore(cls: type, config: dict[str, Any]) -> Any:

@@ -183,8 +183,7 @@ class _Allowance:
 
     def _day(self) -> int:
         """The service's UTC day by this machine's ledger (days since the epoch)."""
-        q = self._client._inner.quota()
-        return int((q["resets_at_ms"] - 1) // _core.DAY_MS)
+        return int((to_ms(self._client.quota().resets_at) - 1) // _core.DAY_MS)
 
     def _draw(self) -> int:
         """Requests drawn from the budget (at most a block; 0 when it has none left)."""

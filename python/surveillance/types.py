@@ -1,4 +1,4 @@
-"""Types of the records and dicts that :class:`~surveillance.Client` returns, for annotations
+"""Types of the records and results that :class:`~surveillance.Client` returns, for annotations
 and type checkers (mypy, pyright): at run time every record is a plain ``dict``.
 
 A record is the service's JSON, as API.md documents it: :class:`Event` (with
@@ -7,7 +7,9 @@ A record is the service's JSON, as API.md documents it: :class:`Event` (with
 not name (read them with ``.get`` on ``dict(record)``), and ``details`` holds only the keys its
 kind of event has (:class:`EventDetails` is ``total=False``). :class:`Quota`, :class:`Stats`,
 :class:`CacheInfo` and :class:`CacheEntry` are what :meth:`~surveillance.Client.quota`,
-:meth:`~surveillance.Client.stats` and :meth:`~surveillance.Client.cache_info` return.
+:meth:`~surveillance.Client.stats` and :meth:`~surveillance.Client.cache_info` return: classes
+of the native module, frozen, each a read-only mapping of its attributes (``quota["used"]`` is
+``quota.used``; ``dict(quota)`` and ``quota.to_dict()`` are dicts).
 :data:`Output` names the tables ``output=`` takes.
 
 >>> import surveillance as sv
@@ -21,8 +23,9 @@ kind of event has (:class:`EventDetails` is ``total=False``). :class:`Quota`, :c
 
 from __future__ import annotations
 
-import datetime as _dt
 from typing import Literal, Optional, TypedDict
+
+from ._core import CacheEntry, CacheInfo, Quota, Stats
 
 __all__ = [
     "Output",
@@ -227,80 +230,3 @@ class Report(TypedDict):
     id: str
     name: dict[str, str]
     description: dict[str, str]
-
-
-class Quota(TypedDict):
-    """Where the daily request quota stands (:meth:`Client.quota
-    <surveillance.Client.quota>`): ``limit`` (requests a day, None without a budget),
-    ``used`` (requests sent today), ``remaining`` (None without a limit) and ``resets_at``
-    (an aware UTC datetime).
-
-    >>> import surveillance as sv
-    >>> def left(quota: sv.Quota) -> str:
-    ...     return "unlimited" if quota["remaining"] is None else f"{quota['remaining']:,}"
-    """
-
-    limit: Optional[int]
-    used: int
-    remaining: Optional[int]
-    resets_at: _dt.datetime
-
-
-class Stats(TypedDict):
-    """The counters of a client (:meth:`Client.stats <surveillance.Client.stats>`).
-
-    >>> import surveillance as sv
-    >>> def event_requests(stats: sv.Stats) -> int:
-    ...     return stats["requests"].get("GET /v2/events", 0)
-    """
-
-    #: Requests sent by ``"METHOD /path"``, retries and token requests included.
-    requests: dict[str, int]
-    retries: int
-    rate_limited: int
-    tokens: int
-    bytes_received: int
-    #: Event requests that the cache of settled events saved.
-    requests_saved: int
-    quota: Quota
-
-
-class CacheEntry(TypedDict):
-    """What the cache of settled events holds of one account and endpoint (an item of
-    :class:`CacheInfo`'s ``entries``).
-
-    >>> import surveillance as sv
-    >>> def hours(entry: sv.CacheEntry) -> float:
-    ...     return sum((hi - lo).total_seconds() for lo, hi in entry["ranges"]) / 3600
-    """
-
-    #: A hash of the base URL, API key and client id (never a secret).
-    account: str
-    base_url: Optional[str]
-    #: e.g. ``"GET /v2/events"``.
-    endpoint: str
-    report_id: Optional[str]
-    #: The ranges held, ``[start, end)`` pairs of aware UTC datetimes.
-    ranges: list[tuple[_dt.datetime, _dt.datetime]]
-    events: int
-    #: Requests the reads that filled it spent: what a read of all it holds saves.
-    requests: int
-    bytes: int
-    files: int
-
-
-class CacheInfo(TypedDict):
-    """What the cache of settled events holds (:meth:`Client.cache_info
-    <surveillance.Client.cache_info>`).
-
-    >>> import surveillance as sv
-    >>> def events_held(info: sv.CacheInfo) -> int:
-    ...     return sum(entry["events"] for entry in info["entries"])
-    """
-
-    path: str
-    bytes: int
-    files: int
-    #: Requests this client's reads did not send, thanks to the cache.
-    requests_saved: int
-    entries: list[CacheEntry]

@@ -27,6 +27,7 @@ mod conversions;
 mod emulator;
 mod events;
 mod publish;
+mod results;
 mod runtime;
 
 use pyo3::prelude::*;
@@ -58,6 +59,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<events::stream::EventStream>()?;
     m.add_class::<events::batches::BatchStream>()?;
     m.add_class::<runtime::sigint::InterruptWatch>()?;
+    results::register(m)?;
     // The runtime stops before the interpreter finalizes (see `runtime::stop_at_exit`).
     let stop = wrap_pyfunction!(runtime::stop_at_exit, m)?;
     m.py().import("atexit")?.call_method1("register", (stop,))?;

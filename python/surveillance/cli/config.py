@@ -9,6 +9,7 @@ import os
 from typing import Optional
 
 from .. import _config, _core
+from .._time import to_ms
 from ._common import _client, _client_arguments, _given
 
 
@@ -129,11 +130,16 @@ def _cache(args: argparse.Namespace) -> int:
         print(f"removed {removed:,} cached window{'' if removed == 1 else 's'} from {info['path']}")
         return 0
     if args.json:
-        print(json.dumps(info))
+        # As the cache's files hold it: the ranges in epoch ms (no client, so nothing saved).
+        shown = info.to_dict()
+        del shown["requests_saved"]
+        for entry in shown["entries"]:
+            entry["ranges"] = [[to_ms(lo), to_ms(hi)] for lo, hi in entry["ranges"]]
+        print(json.dumps(shown))
         return 0
 
-    def when(ms: int) -> str:
-        return f"{dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc):%Y-%m-%d %H:%M:%S}"
+    def when(time: dt.datetime) -> str:
+        return f"{time:%Y-%m-%d %H:%M:%S}"
 
     print(
         f"cache of settled events at {info['path']}: {info['files']:,} files, "

@@ -13,15 +13,15 @@ use pyo3_arrow::{PyRecordBatch, PyRecordBatchReader, PyTable};
 
 use crate::client::arrow::Layout;
 use crate::client::events::{self, ProgressSink, Query};
-use crate::client::plan::EventPlan;
 use crate::client::{self, Config};
 use crate::python::conversions::from_json::Records;
 use crate::python::conversions::keywords::Keywords;
-use crate::python::conversions::values::{to_py, Value};
+use crate::python::conversions::values::to_py;
 use crate::python::conversions::{arrow, errors};
 use crate::python::emulator::PyEmulator;
 use crate::python::events::batches::{self, BatchStream};
 use crate::python::events::stream::EventStream;
+use crate::python::results::{PyCacheInfo, PyEventPlan, PyQuota, PyStats};
 use crate::python::runtime::sigint::InterruptWatch;
 use crate::python::runtime::wait::{wait, wait_reporting};
 use crate::python::runtime::{aio, log, Work};
@@ -133,10 +133,10 @@ impl PyClient {
         end_ms: i64,
         report_id: Option<String>,
         sink: Option<ProgressSink>,
-    ) -> PyResult<impl Work<Value<EventPlan>>> {
+    ) -> PyResult<impl Work<PyEventPlan>> {
         let query = Self::query(start_ms, end_ms, report_id, false)?;
         let c = self.core()?;
-        Ok(async move { Ok(Value(client::plan::plan(&c, &query, sink).await?)) })
+        Ok(async move { Ok(client::plan::plan(&c, &query, sink).await?.into()) })
     }
 
     /// `access_token`: a valid access token.
@@ -359,8 +359,8 @@ impl PyClient {
         aio::awaitable(py, self.diagnose_work()?)
     }
 
-    /// What fetching the events of a range costs, found with a few requests: a dict of the
-    /// core's plan (`events`, `requests`, `seconds`, `days`, `probes`, `exact`).
+    /// What fetching the events of a range costs, found with a few requests: the core's
+    /// plan, as an `EventPlan`.
     /// `progress`: called with the count's progress (its requests, the range done).
     #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
     fn plan(
@@ -370,7 +370,7 @@ impl PyClient {
         end_ms: i64,
         report_id: Option<String>,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<Value<EventPlan>> {
+    ) -> PyResult<PyEventPlan> {
         wait_reporting(py, &self.core()?, progress.as_ref(), |sink| {
             self.plan_work(start_ms, end_ms, report_id, sink)
         })
@@ -388,16 +388,18 @@ impl PyClient {
         aio::awaitable(py, self.plan_work(start_ms, end_ms, report_id, None)?)
     }
 
-    /// Where the daily quota stands: a dict (`limit`, `used`, `remaining`, `resets_at_ms`).
-    fn quota<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.core()?.quota())
+    /// Where the daily quota stands, as a `Quota`.
+    fn quota(&self) -> PyResult<PyQuota> {
+        Ok(self.core()?.quota().into())
     }
 
-    /// What the cache of settled events holds (its whole directory), as a dict; None without
-    /// a cache.
-    fn cache_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let info = self.core()?.cache_info().map_err(errors::to_py)?;
-        to_py(py, &info)
+    /// What the cache of settled events holds (its whole directory), with the requests this
+    /// client's reads saved, as a `CacheInfo`; None without a cache.
+    fn cache_info(&self, py: Python<'_>) -> PyResult<Option<PyCacheInfo>> {
+        let core = self.core()?;
+        let info = core.cache_info().map_err(errors::to_py)?;
+        let saved = core.stats().requests_saved;
+        info.map(|i| PyCacheInfo::of(py, i, saved)).transpose()
     }
 
     /// The end (epoch ms) of the window starting at `start_ms` whose pages an earlier run of
@@ -447,9 +449,10 @@ impl PyClient {
         Ok(())
     }
 
-    /// The counters, as a dict.
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.core()?.stats())
+    /// The counters, with the quota, as a `Stats`.
+    fn stats(&self) -> PyResult<PyStats> {
+        let core = self.core()?;
+        Ok(PyStats::of(core.stats(), core.quota()))
     }
 
     /// Stops requests in flight; the client refuses new ones.
@@ -503,11 +506,12 @@ pub fn cache_location() -> Option<String> {
         .map(|p| p.display().to_string())
 }
 
-/// What the cache of settled events that `path` names holds, as a dict.
+/// What the cache of settled events that `path` names holds, as a `CacheInfo` (no client's
+/// reads: none saved).
 #[pyfunction]
-pub fn cache_info_at(py: Python<'_>, path: String) -> PyResult<Bound<'_, PyAny>> {
+pub fn cache_info_at(py: Python<'_>, path: String) -> PyResult<PyCacheInfo> {
     let info = client::cache::info(std::path::Path::new(&path)).map_err(errors::to_py)?;
-    to_py(py, &info)
+    PyCacheInfo::of(py, info, 0)
 }
 
 /// Empties the cache of settled events that `path` names; the files removed.

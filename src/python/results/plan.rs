@@ -1,0 +1,219 @@
+//! The plan of a fetch (`EventPlan`, from the core's `plan::EventPlan`) and what a call spent
+//! of the daily quota (`Cost`), with the words they are printed in.
+
+use pyo3::prelude::*;
+
+use super::result_methods;
+use crate::client::plan::EventPlan;
+use crate::text::thousands;
+
+/// Python's `format(value, spec)`: the figures of a float as Python writes them.
+fn format(py: Python<'_>, value: f64, spec: &str) -> PyResult<String> {
+    py.import("builtins")?
+        .call_method1("format", (value, spec))?
+        .extract()
+}
+
+/// Days of quota: `2.5`, `0.2`; under a tenth, one figure (`0.0004`), not `0.0`.
+fn days(py: Python<'_>, days: f64) -> PyResult<String> {
+    format(py, days, if days >= 0.1 { ".1f" } else { ".1g" })
+}
+
+/// A duration: `45 s`, `7 min`, `2 h 5 min`, `3 d 4 h`.
+fn duration(seconds: f64) -> String {
+    let s = seconds.round_ties_even();
+    if s < 60.0 {
+        return format!("{s} s");
+    }
+    if s < 3600.0 {
+        return format!("{} min", (s / 60.0).round_ties_even());
+    }
+    if s < 86_400.0 {
+        let minutes = (s / 60.0).round_ties_even();
+        let (h, m) = ((minutes / 60.0).floor(), minutes % 60.0);
+        return if m > 0.0 {
+            format!("{h} h {m} min")
+        } else {
+            format!("{h} h")
+        };
+    }
+    let hours = (s / 3600.0).round_ties_even();
+    let (d, h) = ((hours / 24.0).floor(), hours % 24.0);
+    if h > 0.0 {
+        format!("{d} d {h} h")
+    } else {
+        format!("{d} d")
+    }
+}
+
+/// What fetching the events of a range will cost (:meth:`Client.plan_events`).
+/// ``print(plan)`` reads it in words.
+///
+/// >>> import surveillance as sv
+/// >>> print(sv.EventPlan(41_000, 415, 415.0, 0.17, 5))
+/// about 41,000 events, 415 requests, 7 min at the read limit, 0.2 days of quota (plan: 5 requests)
+#[pyclass(name = "EventPlan", module = "surveillance._core", frozen)]
+pub struct PyEventPlan {
+    /// Events in the range (estimated; exact when ``exact``).
+    #[pyo3(get)]
+    events: u64,
+    /// Requests :meth:`Client.events` would make for them.
+    #[pyo3(get)]
+    requests: u64,
+    /// How long they take at the client's read rate (0 when it is unlimited).
+    #[pyo3(get)]
+    seconds: f64,
+    /// Days of the daily quota they take, what remains today counting first (0 without a
+    /// daily limit). 0.2 is a fifth of a day's quota, which fits today; 2.5 the rest of
+    /// today, all of tomorrow and half the day after.
+    #[pyo3(get)]
+    days: f64,
+    /// Requests the plan itself made (they count against the quota too).
+    #[pyo3(get)]
+    probes: u64,
+    /// Every window's size was found, not estimated.
+    #[pyo3(get)]
+    exact: bool,
+}
+
+impl From<EventPlan> for PyEventPlan {
+    fn from(p: EventPlan) -> Self {
+        PyEventPlan {
+            events: p.events,
+            requests: p.requests,
+            seconds: p.seconds,
+            days: p.days,
+            probes: p.probes,
+            exact: p.exact,
+        }
+    }
+}
+
+/// The plan's attributes, in the constructor's order.
+const PLAN: &[&str] = &["events", "requests", "seconds", "days", "probes", "exact"];
+
+result_methods!(record PyEventPlan, "EventPlan", PLAN, {
+    #[new]
+    #[pyo3(signature = (events, requests, seconds, days, probes, exact=false))]
+    fn new(events: u64, requests: u64, seconds: f64, days: f64, probes: u64, exact: bool) -> Self {
+        EventPlan { events, requests, seconds, days, probes, exact }.into()
+    }
+
+    fn __str__(&self, py: Python<'_>) -> PyResult<String> {
+        let about = if self.exact { "" } else { "about " };
+        let mut parts = vec![
+            format!("{about}{} events", thousands(self.events)),
+            format!("{} requests", thousands(self.requests)),
+        ];
+        if self.seconds > 0.0 {
+            parts.push(format!("{} at the read limit", duration(self.seconds)));
+        }
+        if self.days > 0.0 {
+            parts.push(format!("{} days of quota", days(py, self.days)?));
+        }
+        Ok(format!("{} (plan: {} requests)", parts.join(", "), thousands(self.probes)))
+    }
+
+    /// Its fields, the time to a tenth of a second and the days to three figures.
+    ///
+    /// >>> import surveillance as sv
+    /// >>> sv.EventPlan(6_000, 61, 30.500001, 0.0004166666666666667, 3, True)
+    /// EventPlan(events=6000, requests=61, seconds=30.5, days=0.000417, probes=3, exact=True)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let seconds = py
+            .import("builtins")?
+            .call_method1("round", (self.seconds, 1))?
+            .repr()?;
+        Ok(format!(
+            "EventPlan(events={}, requests={}, seconds={seconds}, days={}, probes={}, exact={})",
+            self.events,
+            self.requests,
+            format(py, self.days, ".3g")?,
+            self.probes,
+            if self.exact { "True" } else { "False" },
+        ))
+    }
+});
+
+/// What a call spent of the daily request quota: :attr:`Client.last_cost` after each fetch,
+/// sync, list or publish.
+///
+/// >>> import surveillance as sv
+/// >>> print(sv.Cost(requests=12, limit=2400, used=570, remaining=1830))
+/// 12 requests, 0.5% of the day's 2,400 (1,830 left)
+/// >>> sv.Cost(requests=12, limit=2400, used=570, remaining=1830).share
+/// 0.005
+#[pyclass(name = "Cost", module = "surveillance._core", frozen)]
+pub struct PyCost {
+    /// Requests this client sent during the call, token requests and retries included (the
+    /// service counts them all). Calls running at the same time on the same client, from
+    /// other threads, count here too.
+    #[pyo3(get)]
+    requests: i64,
+    /// The day's quota (None without one, as with :meth:`Limits.unlimited`).
+    #[pyo3(get)]
+    limit: Option<u64>,
+    /// Requests sent today by every client of the machine with the same key, after the call.
+    #[pyo3(get)]
+    used: u64,
+    /// What is left of today's quota (None without one).
+    #[pyo3(get)]
+    remaining: Option<u64>,
+}
+
+/// The cost's attributes, in the constructor's order.
+const COST: &[&str] = &["requests", "limit", "used", "remaining"];
+
+result_methods!(record PyCost, "Cost", COST, {
+    #[new]
+    #[pyo3(signature = (requests, limit=None, used=0, remaining=None))]
+    fn new(requests: i64, limit: Option<u64>, used: u64, remaining: Option<u64>) -> Self {
+        PyCost { requests, limit, used, remaining }
+    }
+
+    /// ``requests`` as a share of the day's quota (0.005 is half a percent), or None.
+    #[getter]
+    fn share(&self) -> Option<f64> {
+        self.limit
+            .filter(|l| *l > 0)
+            .map(|l| self.requests as f64 / l as f64)
+    }
+
+    fn __str__(&self, py: Python<'_>) -> PyResult<String> {
+        let plural = if self.requests == 1 { "" } else { "s" };
+        let sign = if self.requests < 0 { "-" } else { "" };
+        let count = thousands(self.requests.unsigned_abs());
+        let mut text = format!("{sign}{count} request{plural}");
+        if let Some(limit) = self.limit.filter(|l| *l > 0) {
+            let percent = 100.0 * self.requests as f64 / limit as f64;
+            text += &format!(
+                ", {}% of the day's {}",
+                format(py, percent, ".1f")?,
+                thousands(limit)
+            );
+            if let Some(remaining) = self.remaining {
+                text += &format!(" ({} left)", thousands(remaining));
+            }
+        }
+        Ok(text)
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        super::repr(slf.as_any(), "Cost", COST)
+    }
+});
+
+#[cfg(test)]
+mod tests {
+    use super::duration;
+
+    #[test]
+    fn durations_read_in_their_largest_units() {
+        assert_eq!(duration(45.4), "45 s");
+        assert_eq!(duration(415.0), "7 min");
+        assert_eq!(duration(7500.0), "2 h 5 min");
+        assert_eq!(duration(7200.0), "2 h");
+        assert_eq!(duration(273_600.0), "3 d 4 h");
+        assert_eq!(duration(172_800.0), "2 d");
+    }
+}

@@ -1,0 +1,258 @@
+"""The results a client hands back, each defined once: the plan (``EventPlan``), the cost
+(``Cost``), the quota (``Quota``), the stats (``Stats``) and the cache's contents
+(``CacheInfo``, ``CacheEntry``) are classes of the native module, built from the core's structs,
+with no Python class restating their fields. Each is frozen, has typed attributes, a repr, a
+table for Jupyter, ``to_dict()``, equality and pickling; the quota, the stats and the cache's
+contents, which were dicts, read as read-only mappings still."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import datetime as dt
+import inspect
+import pathlib
+import pickle
+from collections.abc import Mapping
+
+import pytest
+import surveillance as sv
+from surveillance import _core
+
+from conftest import emulator_fixture
+
+emu = emulator_fixture(seed=5, sites=2, days=1, events_per_day=60)
+
+RESULTS = ("EventPlan", "Cost", "Quota", "Stats", "CacheInfo", "CacheEntry")
+MAPPINGS = ("Quota", "Stats", "CacheInfo", "CacheEntry")
+UTC = dt.timezone.utc
+T0 = dt.datetime(2026, 1, 5, tzinfo=UTC)
+T1 = dt.datetime(2026, 1, 6, 0, 0, 0, 250_000, tzinfo=UTC)
+
+
+def samples() -> dict:
+    """One of each result, built by its constructor."""
+    quota = sv.Quota(limit=2400, used=570, remaining=1830, resets_at=T1)
+    entry = sv.CacheEntry(
+        account="a" * 32,
+        base_url="http://127.0.0.1:1",
+        endpoint="GET /v2/events",
+        report_id=None,
+        ranges=[(T0, T1)],
+        events=14_799,
+        requests=150,
+        bytes=1_000_000,
+        files=2,
+    )
+    return {
+        "EventPlan": sv.EventPlan(41_000, 415, 415.0, 0.17, 5),
+        "Cost": sv.Cost(requests=12, limit=2400, used=570, remaining=1830),
+        "Quota": quota,
+        "Stats": sv.Stats(
+            requests={"GET /v2/events": 3, "POST /v2/oauth/token": 1},
+            retries=1,
+            rate_limited=0,
+            tokens=1,
+            bytes_received=123_456,
+            requests_saved=2,
+            quota=quota,
+        ),
+        "CacheInfo": sv.CacheInfo(
+            path="/tmp/c", bytes=1_000_000, files=2, requests_saved=7, entries=[entry]
+        ),
+        "CacheEntry": entry,
+    }
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_each_result_is_one_native_class(name):
+    cls = getattr(sv, name)
+    assert cls.__module__ == "surveillance._core" and cls is getattr(_core, name)
+    assert name in sv.__all__ and cls.__doc__
+    if name in MAPPINGS:
+        assert getattr(sv.types, name) is cls
+    else:
+        assert getattr(sv.client, name) is cls
+    # No module of the package states the result's fields again (a dataclass, a TypedDict).
+    package = pathlib.Path(sv.__file__).parent
+    restated = [
+        f"{path.relative_to(package)}:{node.lineno}"
+        for path in package.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name == name
+    ]
+    assert restated == []
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_results_are_frozen(name):
+    result = samples()[name]
+    attributes = [n for n, v in vars(type(result)).items() if inspect.isgetsetdescriptor(v)]
+    assert attributes
+    for attribute in attributes:
+        with pytest.raises(AttributeError):
+            setattr(result, attribute, 0)
+    with pytest.raises(AttributeError):
+        result.anything = 1
+    if name in MAPPINGS:
+        key = next(iter(result))
+        with pytest.raises(TypeError):
+            result[key] = 0
+        with pytest.raises(TypeError):
+            del result[key]
+        with pytest.raises(TypeError):
+            hash(result)  # unhashable, as the dicts were
+    assert samples()[name] == result  # unchanged
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_results_have_a_repr_a_table_and_a_dict(name):
+    result = samples()[name]
+    assert repr(result).startswith(f"{name}(") and "datetime" not in repr(result)
+    page = result._repr_html_()
+    assert page.startswith(f"<b>{name}</b><table>")
+    plain = result.to_dict()
+    assert type(plain) is dict
+
+    def natives(value: object) -> list:
+        if isinstance(value, dict):
+            return [n for v in value.values() for n in natives(v)]
+        if isinstance(value, (list, tuple)):
+            return [n for v in value for n in natives(v)]
+        return [value] if type(value).__module__ == "surveillance._core" else []
+
+    assert natives(plain) == []  # plain values all the way down
+
+
+def test_the_reprs_keep_their_look():
+    s = samples()
+    assert repr(s["Quota"]) == (
+        "Quota(limit=2400, used=570, remaining=1830, resets_at=2026-01-06T00:00:00.250Z)"
+    )
+    assert repr(s["Stats"]).startswith(
+        "Stats(requests={GET /v2/events: 3, POST /v2/oauth/token: 1}, retries=1, "
+    )
+    assert repr(s["Stats"]).endswith(f"quota={s['Quota']!r})")
+    assert "ranges=[2026-01-05T00:00:00Z .. 2026-01-06T00:00:00.250Z]" in repr(s["CacheInfo"])
+    assert repr(s["Cost"]) == "Cost(requests=12, limit=2400, used=570, remaining=1830)"
+    assert str(s["Cost"]) == "12 requests, 0.5% of the day's 2,400 (1,830 left)"
+    assert s["Cost"].share == 0.005 and sv.Cost(requests=3).share is None
+    assert str(sv.Cost(requests=1)) == "1 request" and str(sv.Cost(2, limit=0)) == "2 requests"
+    assert str(s["EventPlan"]) == (
+        "about 41,000 events, 415 requests, 7 min at the read limit, 0.2 days of quota "
+        "(plan: 5 requests)"
+    )
+    assert "<th style='text-align:left'>bytes_received</th><td>123,456</td>" in (
+        s["Stats"]._repr_html_()
+    )
+    page = s["CacheInfo"]._repr_html_()
+    assert "<p>entries</p><table><tr><th>account</th>" in page and "<td>14,799</td>" in page
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_results_pickle_copy_and_compare_by_value(name):
+    result = samples()[name]
+    for again in (pickle.loads(pickle.dumps(result)), copy.copy(result), copy.deepcopy(result)):
+        assert type(again) is type(result) and again == result and not again != result
+    assert result != object() and result == samples()[name]
+    if name not in MAPPINGS:
+        assert hash(result) == hash(samples()[name])  # as the frozen dataclasses were
+        assert len({result, samples()[name]}) == 1
+
+
+def test_to_dict_gives_the_shapes_the_results_had():
+    s = samples()
+    assert s["EventPlan"].to_dict() == {
+        "events": 41_000,
+        "requests": 415,
+        "seconds": 415.0,
+        "days": 0.17,
+        "probes": 5,
+        "exact": False,
+    }
+    assert s["Cost"].to_dict() == {"requests": 12, "limit": 2400, "used": 570, "remaining": 1830}
+    quota = {"limit": 2400, "used": 570, "remaining": 1830, "resets_at": T1}
+    assert s["Quota"].to_dict() == quota
+    stats = s["Stats"].to_dict()
+    assert stats == {
+        "requests": {"GET /v2/events": 3, "POST /v2/oauth/token": 1},
+        "retries": 1,
+        "rate_limited": 0,
+        "tokens": 1,
+        "bytes_received": 123_456,
+        "requests_saved": 2,
+        "quota": quota,
+    }
+    assert type(stats["quota"]) is dict
+    info = s["CacheInfo"].to_dict()
+    assert [type(e) for e in info["entries"]] == [dict]
+    assert info["entries"][0]["ranges"] == [(T0, T1)]
+    assert info == {
+        "path": "/tmp/c",
+        "bytes": 1_000_000,
+        "files": 2,
+        "requests_saved": 7,
+        "entries": [s["CacheEntry"].to_dict()],
+    }
+    # Each result is built again from its dict (nested results from theirs).
+    for name in ("EventPlan", "Cost", "Quota", "CacheEntry"):
+        assert getattr(sv, name)(**s[name].to_dict()) == s[name]
+    assert sv.Stats(**{**stats, "quota": sv.Quota(**stats["quota"])}) == s["Stats"]
+    entries = [sv.CacheEntry(**e) for e in info["entries"]]
+    assert sv.CacheInfo(**{**info, "entries": entries}) == s["CacheInfo"]
+
+
+def test_the_quota_stats_and_cache_read_as_the_dicts_they_were(emu, tmp_path):
+    client = emu.client(cache=str(tmp_path))
+    for _ in range(2):
+        client.events(emu.start, emu.end, progress=False)
+    quota, stats, info = client.quota(), client.stats(), client.cache_info()
+    assert info is not None
+    for result, keys in (
+        (quota, ["limit", "used", "remaining", "resets_at"]),
+        (stats, ["requests", "retries", "rate_limited", "tokens", "bytes_received"]),
+        (info, ["path", "bytes", "files", "requests_saved", "entries"]),
+        (info["entries"][0], ["account", "base_url", "endpoint", "report_id", "ranges"]),
+    ):
+        assert isinstance(result, Mapping)
+        assert list(result)[: len(keys)] == keys and len(result) == len(list(result))
+        assert list(result.keys()) == list(result) and len(result.values()) == len(result)
+        plain = dict(result)
+        assert type(plain) is dict and list(plain) == list(result)
+        assert plain == result and result == plain and not result != plain
+        assert dict(result.items()) == plain
+        for key in keys:
+            assert key in result and result[key] == getattr(result, key) == result.get(key)
+        assert "nothing" not in result and 3 not in result
+        assert result.get("nothing") is None and result.get("nothing", 0) == 0
+        with pytest.raises(KeyError):
+            result["nothing"]
+        assert result != {**plain, keys[0]: "other"}
+    assert quota == {"limit": None, **{k: quota[k] for k in ("used", "remaining", "resets_at")}}
+    assert quota["remaining"] is None and quota["used"] == sum(stats["requests"].values())
+    resets = quota["resets_at"]
+    assert isinstance(resets, dt.datetime) and resets.utcoffset() == dt.timedelta(0)
+    assert resets.tzinfo is UTC
+    assert type(stats["requests"]) is dict and stats["requests"]["GET /v2/events"] >= 1
+    assert stats["quota"] == quota and type(stats["quota"]) is sv.Quota
+    assert stats["requests_saved"] >= 1 and info["requests_saved"] == stats["requests_saved"]
+    [entry] = info["entries"]
+    assert type(entry) is sv.CacheEntry and entry["events"] == 60
+    [(lo, hi)] = entry["ranges"]
+    assert (lo, hi) == (emu.start, emu.end) and lo.tzinfo is UTC
+    # The directory's contents without a client: the same class, no reads to count.
+    at = _core.cache_info_at(info["path"])
+    assert type(at) is sv.CacheInfo and at["requests_saved"] == 0
+    assert at["entries"] == info["entries"]
+
+
+def test_the_plan_and_the_cost_are_the_native_classes(emu):
+    client = emu.client()
+    assert type(client.last_cost) is sv.Cost is _core.Cost
+    assert client.last_cost == sv.Cost(requests=0)
+    plan = client.plan_events(emu.start, emu.end, progress=False)
+    assert type(plan) is sv.EventPlan is _core.EventPlan and plan.events > 0 and plan.probes >= 1
+    assert isinstance(plan.seconds, float) and isinstance(plan.exact, bool)
+    cost = client.last_cost
+    assert type(cost) is sv.Cost and cost.requests >= plan.probes
+    assert cost.used == client.quota()["used"]
