@@ -204,10 +204,10 @@ fn record_hash(obj: &Bound<'_, PyAny>, keys: &[&str]) -> PyResult<isize> {
 /// type, `$name` the Python class's, `$keys` its attributes in order; `$($extra)*` are the
 /// class's own methods (its constructor, its computed attributes).
 macro_rules! result_methods {
-    (mapping $class:ty, $name:literal, $keys:expr, { $($extra:tt)* }) => {
+    (@impl $class:ty, $name:literal, $keys:expr, $eq:ident, { $($methods:tt)* }) => {
         #[pymethods]
         impl $class {
-            $($extra)*
+            $($methods)*
 
             /// The figures as a dict of plain values (nested results as dicts).
             ///
@@ -228,6 +228,33 @@ macro_rules! result_methods {
             ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::types::PyTuple>> {
                 $crate::python::results::reduce(slf.as_any(), $keys)
             }
+
+            fn __richcmp__<'py>(
+                slf: &pyo3::Bound<'py, Self>,
+                other: &pyo3::Bound<'py, pyo3::PyAny>,
+                op: pyo3::basic::CompareOp,
+            ) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
+                let py = slf.py();
+                let eq = match op {
+                    pyo3::basic::CompareOp::Eq | pyo3::basic::CompareOp::Ne => {
+                        $crate::python::results::$eq(slf.as_any(), $keys, other)?
+                    }
+                    _ => None,
+                };
+                Ok(match eq {
+                    Some(eq) => (eq == matches!(op, pyo3::basic::CompareOp::Eq))
+                        .into_pyobject(py)?
+                        .to_owned()
+                        .into_any()
+                        .unbind(),
+                    None => py.NotImplemented(),
+                })
+            }
+        }
+    };
+    (mapping $class:ty, $name:literal, $keys:expr, { $($extra:tt)* }) => {
+        $crate::python::results::result_methods!(@impl $class, $name, $keys, mapping_eq, {
+            $($extra)*
 
             fn __repr__(slf: &pyo3::Bound<'_, Self>) -> pyo3::PyResult<String> {
                 $crate::python::results::repr(slf.as_any(), $name, $keys)
@@ -298,81 +325,16 @@ macro_rules! result_methods {
                     None => Ok(default.unwrap_or_else(|| slf.py().None().into_bound(slf.py()))),
                 }
             }
-
-            fn __richcmp__<'py>(
-                slf: &pyo3::Bound<'py, Self>,
-                other: &pyo3::Bound<'py, pyo3::PyAny>,
-                op: pyo3::basic::CompareOp,
-            ) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
-                let py = slf.py();
-                let eq = match op {
-                    pyo3::basic::CompareOp::Eq | pyo3::basic::CompareOp::Ne => {
-                        $crate::python::results::mapping_eq(slf.as_any(), $keys, other)?
-                    }
-                    _ => None,
-                };
-                Ok(match eq {
-                    Some(eq) => (eq == matches!(op, pyo3::basic::CompareOp::Eq))
-                        .into_pyobject(py)?
-                        .to_owned()
-                        .into_any()
-                        .unbind(),
-                    None => py.NotImplemented(),
-                })
-            }
-        }
+        });
     };
     (record $class:ty, $name:literal, $keys:expr, { $($extra:tt)* }) => {
-        #[pymethods]
-        impl $class {
+        $crate::python::results::result_methods!(@impl $class, $name, $keys, record_eq, {
             $($extra)*
-
-            /// The figures as a dict of plain values (nested results as dicts).
-            ///
-            /// Raises nothing.
-            fn to_dict<'py>(
-                slf: &pyo3::Bound<'py, Self>,
-            ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::types::PyDict>> {
-                $crate::python::results::to_dict(slf.as_any(), $keys)
-            }
-
-            /// The figures as an HTML table, for Jupyter.
-            fn _repr_html_(slf: &pyo3::Bound<'_, Self>) -> pyo3::PyResult<String> {
-                $crate::python::results::html(slf.as_any(), $name, $keys)
-            }
-
-            fn __reduce__<'py>(
-                slf: &pyo3::Bound<'py, Self>,
-            ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::types::PyTuple>> {
-                $crate::python::results::reduce(slf.as_any(), $keys)
-            }
-
-            fn __richcmp__<'py>(
-                slf: &pyo3::Bound<'py, Self>,
-                other: &pyo3::Bound<'py, pyo3::PyAny>,
-                op: pyo3::basic::CompareOp,
-            ) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
-                let py = slf.py();
-                let eq = match op {
-                    pyo3::basic::CompareOp::Eq | pyo3::basic::CompareOp::Ne => {
-                        $crate::python::results::record_eq(slf.as_any(), $keys, other)?
-                    }
-                    _ => None,
-                };
-                Ok(match eq {
-                    Some(eq) => (eq == matches!(op, pyo3::basic::CompareOp::Eq))
-                        .into_pyobject(py)?
-                        .to_owned()
-                        .into_any()
-                        .unbind(),
-                    None => py.NotImplemented(),
-                })
-            }
 
             fn __hash__(slf: &pyo3::Bound<'_, Self>) -> pyo3::PyResult<isize> {
                 $crate::python::results::record_hash(slf.as_any(), $keys)
             }
-        }
+        });
     };
 }
 pub(crate) use result_methods;
