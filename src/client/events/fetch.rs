@@ -7,8 +7,8 @@ use tokio::task::JoinSet;
 
 use super::held::HELD_FOR;
 use super::page::{
-    fetch_page, order_of, page_url, projected, settled_before, Completed, EventForm, Order, Page,
-    Reuse,
+    fetch_page, order_of, page_url, projected, settled_before, Completed, EventForm, Page,
+    PageOrder, Reuse,
 };
 use super::window::paged_reach;
 use super::{
@@ -272,7 +272,7 @@ impl Fetch {
             // Every page up to the ceiling is in, all full: over the ceiling.
             None => {
                 w.mode = Mode::Full {
-                    order: Order::Constant,
+                    order: PageOrder::Constant,
                 }
             }
         }
@@ -297,8 +297,8 @@ impl Fetch {
             .is_some_and(|events| events * SAFETY < CEILING_PAGE as f64);
         match (small, order) {
             // A count's walk searches for the end, its second page first when unsorted.
-            (true, _) | (false, Order::Unsorted) if counting => self.walk(id),
-            (true, _) | (false, Order::Unsorted) => {
+            (true, _) | (false, PageOrder::Unsorted) if counting => self.walk(id),
+            (true, _) | (false, PageOrder::Unsorted) => {
                 w.mode = Mode::Paging { end: None };
                 let reach = if small { paged_reach(w, order) } else { PAGE };
                 self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
@@ -405,7 +405,7 @@ impl Fetch {
             (Mode::Opening, Ask::Page(0)) if len < PAGE => w.mode = Mode::Known { end: PAGE },
             (Mode::Opening, Ask::Page(0)) if frugal => {
                 // What an earlier window found holds for this one's first page too.
-                let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
+                let unsorted = order_of(w.times().into_iter()) == PageOrder::Unsorted;
                 self.unsorted |= unsorted;
                 self.advance(id, self.unsorted);
             }
@@ -415,7 +415,7 @@ impl Fetch {
                 w.mode = Mode::Known { end: o + PAGE };
             }
             (Mode::Walking, Ask::Page(o)) => {
-                let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
+                let unsorted = order_of(w.times().into_iter()) == PageOrder::Unsorted;
                 self.unsorted |= unsorted;
                 let burst = if counting || unsorted {
                     None
@@ -467,7 +467,7 @@ impl Fetch {
                 let order = order_of(w.times().into_iter());
                 let mut reach = paged_reach(w, order);
                 if !w.launched.contains(&CEILING_PAGE)
-                    && (order == Order::Unsorted || reach >= CEILING_PAGE / 2)
+                    && (order == PageOrder::Unsorted || reach >= CEILING_PAGE / 2)
                 {
                     // Paged without its ceiling page (see `open_ahead`), it turned out
                     // unsorted or large: the ceiling page decides now.

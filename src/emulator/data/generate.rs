@@ -4,7 +4,7 @@
 use chrono_tz::Tz;
 use serde_json::{json, Value};
 
-use super::{offset_minutes, CamInfo, Data, DataConfig, Ev, Report, SiteInfo, Zone, MARKERS};
+use super::{offset_minutes, CamInfo, Data, DataConfig, Ev, ReportInfo, SiteInfo, Zone, MARKERS};
 use crate::rng::Rng;
 use crate::time::DAY_MS;
 
@@ -224,7 +224,7 @@ impl Data {
             .iter()
             .map(|(zone, visible, en, fr)| {
                 let id = rng.uuid();
-                Report {
+                ReportInfo {
                     json: json!({
                         "id": id,
                         "name": {"en-US": en, "fr-FR": fr},

@@ -78,7 +78,7 @@ impl Zone {
 
 /// A report: which events it groups, and whether the emulator's caller may read it.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub struct ReportInfo {
     /// Report id.
     pub id: String,
     /// The zone whose events it groups; None groups every event.
@@ -137,7 +137,7 @@ pub struct Data {
     /// Cameras as served.
     pub cameras: Vec<Value>,
     /// Every report, visible or not.
-    pub reports: Vec<Report>,
+    pub reports: Vec<ReportInfo>,
     /// Per site.
     pub site_info: Vec<SiteInfo>,
     /// Per camera, same order as `cameras`.

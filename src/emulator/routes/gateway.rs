@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use super::hostile::misbehave;
 use super::{too_many, ApiError, ConnDrop, Shared};
 use crate::emulator::dialect::ExpiredToken;
-use crate::emulator::state::{Class, Fault, Refusal, Verdict};
+use crate::emulator::state::{Fault, Refusal, RequestClass, Verdict};
 
 /// The answer to a bearer token refused for `why`, as the dialect's `expired_token` says.
 fn refuse_token(why: Refusal, how: ExpiredToken) -> Response {
@@ -42,11 +42,11 @@ pub(super) async fn gateway(AxState(state): AxState<Shared>, req: Request, next:
     let path = req.uri().path().to_string();
     let route = format!("{} {}", req.method(), path);
     let class = if path == "/v2/oauth/token" {
-        Class::Token
+        RequestClass::Token
     } else if req.method() == Method::POST {
-        Class::Publish
+        RequestClass::Publish
     } else {
-        Class::Read
+        RequestClass::Read
     };
     let faults = state.faults();
     // Latency is added to every answer, refusals included; an admitted request holds its
@@ -92,14 +92,14 @@ pub(super) async fn gateway(AxState(state): AxState<Shared>, req: Request, next:
         return StatusCode::BAD_GATEWAY.into_response();
     }
     let hostile = state.take_hostile(&path);
-    if class == Class::Token {
+    if class == RequestClass::Token {
         if let Some(h) = hostile {
             let r = misbehave(h, next, req).await;
             state.count(&route, r.status().as_str());
             return r;
         }
     }
-    if class != Class::Token || faults.token_endpoint {
+    if class != RequestClass::Token || faults.token_endpoint {
         match state.pick_fault() {
             Some(Fault::Drop) => {
                 state.count(&route, "dropped");
@@ -127,7 +127,7 @@ pub(super) async fn gateway(AxState(state): AxState<Shared>, req: Request, next:
             None => {}
         }
     }
-    if class != Class::Token {
+    if class != RequestClass::Token {
         let bearer = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{json_response, rendered, ApiError, Shared, MAX_BATCH, MAX_BODY};
-use crate::emulator::dialect::{Failure, WebhookAnswer};
+use crate::emulator::dialect::{RecordProblem, WebhookAnswer};
 use crate::webhook as validate;
 
 pub(super) async fn webhook_us(
@@ -28,17 +28,17 @@ pub(super) async fn webhook_eu(
 }
 
 /// A webhook body: one record, or an array of them, each as the text it was sent as.
-enum Records<'a> {
+enum WebhookBody<'a> {
     One(&'a RawValue),
     Array(Vec<&'a RawValue>),
 }
 
-fn body_records(bytes: &[u8]) -> serde_json::Result<Records<'_>> {
+fn body_records(bytes: &[u8]) -> serde_json::Result<WebhookBody<'_>> {
     let array = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
     if array {
-        serde_json::from_slice(bytes).map(Records::Array)
+        serde_json::from_slice(bytes).map(WebhookBody::Array)
     } else {
-        serde_json::from_slice(bytes).map(Records::One)
+        serde_json::from_slice(bytes).map(WebhookBody::One)
     }
 }
 
@@ -85,7 +85,7 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
         Err(e) => return ApiError::bad(format!("body is not JSON: {e}")).into_response(),
     };
     let records = match records {
-        Records::Array(_) if !state.webhook_arrays() => {
+        WebhookBody::Array(_) if !state.webhook_arrays() => {
             return ApiError(
                 StatusCode::BAD_REQUEST,
                 "array_not_supported",
@@ -93,18 +93,18 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
             )
             .into_response()
         }
-        Records::Array(items) if items.is_empty() => {
+        WebhookBody::Array(items) if items.is_empty() => {
             return ApiError::bad("empty array: send at least one record".into()).into_response()
         }
-        Records::Array(items) if items.len() > MAX_BATCH => {
+        WebhookBody::Array(items) if items.len() > MAX_BATCH => {
             return ApiError::bad(format!(
                 "a batch holds at most {MAX_BATCH} records, got {}",
                 items.len()
             ))
             .into_response()
         }
-        Records::Array(items) => items,
-        Records::One(one) => vec![one],
+        WebhookBody::Array(items) => items,
+        WebhookBody::One(one) => vec![one],
     };
     let mut failures = Vec::new();
     let mut good = Vec::new();
@@ -122,7 +122,7 @@ async fn webhook(state: Shared, region: &'static str, headers: HeaderMap, body: 
             .into_iter()
             .filter(|p| p.severity == validate::Severity::Error)
             .collect();
-        let failure = |path: &str, message: &str| Failure {
+        let failure = |path: &str, message: &str| RecordProblem {
             index,
             key: validate::upsert_fields(record),
             path: path.to_string(),

@@ -48,7 +48,7 @@ impl Bucket {
 
 /// Which limits a request counts against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
+pub enum RequestClass {
     /// The token endpoint: the daily quota only.
     Token,
     /// GET endpoints.
@@ -121,7 +121,7 @@ impl State {
     /// another limit refuses, injected faults and hostile answers included. A request past the
     /// day's quota is answered 429 with `Retry-After` = seconds until the next UTC midnight of
     /// the emulator's clock, when the count starts again from zero.
-    pub fn admit(self: &Arc<Self>, class: Class) -> Verdict {
+    pub fn admit(self: &Arc<Self>, class: RequestClass) -> Verdict {
         let limits = *lock(&self.limits);
         let index = class as usize;
         let now = self.now_ms();
@@ -146,13 +146,13 @@ impl State {
             }
         }
         let (rate, conc) = match class {
-            Class::Token => (None, None),
-            Class::Read => (limits.read_per_second, limits.read_concurrency),
-            Class::Publish => (limits.publish_per_second, limits.publish_concurrency),
+            RequestClass::Token => (None, None),
+            RequestClass::Read => (limits.read_per_second, limits.read_concurrency),
+            RequestClass::Publish => (limits.publish_per_second, limits.publish_concurrency),
         };
         if let Some(rate) = rate {
             let mut buckets = lock(&self.buckets);
-            let bucket = if class == Class::Read {
+            let bucket = if class == RequestClass::Read {
                 &mut buckets.0
             } else {
                 &mut buckets.1

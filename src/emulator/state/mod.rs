@@ -20,8 +20,8 @@ use crate::rng::Rng;
 
 pub use faults::{Fault, Faults, Hostile, HostileRule};
 use limits::{Bucket, Daily};
-pub use limits::{Class, SlotGuard, Verdict};
-pub use stats::Stats;
+pub use limits::{RequestClass, SlotGuard, Verdict};
+pub use stats::ServedCounts;
 use tokens::TokenInfo;
 pub use tokens::{Refusal, DEFAULT_TOKEN_LIFETIME};
 pub use webhook::Published;
@@ -128,7 +128,7 @@ pub struct State {
     daily: Mutex<Daily>,
     webhook_arrays: AtomicBool,
     in_flight: [AtomicUsize; 3],
-    stats: Mutex<Stats>,
+    stats: Mutex<ServedCounts>,
     published: Mutex<Published>,
     /// Connections currently open.
     pub connections_open: AtomicUsize,
@@ -193,7 +193,7 @@ impl State {
                 AtomicUsize::new(0),
                 AtomicUsize::new(0),
             ],
-            stats: Mutex::new(Stats::default()),
+            stats: Mutex::new(ServedCounts::default()),
             published: Mutex::new(Published::default()),
             connections_open: AtomicUsize::new(0),
             connections_total: AtomicU64::new(0),

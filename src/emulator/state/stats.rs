@@ -6,11 +6,11 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{json, Value};
 
-use super::{lock, Class, State};
+use super::{lock, RequestClass, State};
 
 /// Counters behind `stats()`.
 #[derive(Debug, Default)]
-pub struct Stats {
+pub struct ServedCounts {
     /// "METHOD /path" -> status ("200", "429", "dropped") -> count.
     pub requests: BTreeMap<String, BTreeMap<String, u64>>,
     /// Tokens created.
@@ -51,9 +51,9 @@ impl State {
             "daily": daily,
             // Requests admitted and not answered yet, by class (token, reads, webhook).
             "in_flight": {
-                "token": self.in_flight[Class::Token as usize].load(Ordering::SeqCst),
-                "read": self.in_flight[Class::Read as usize].load(Ordering::SeqCst),
-                "publish": self.in_flight[Class::Publish as usize].load(Ordering::SeqCst),
+                "token": self.in_flight[RequestClass::Token as usize].load(Ordering::SeqCst),
+                "read": self.in_flight[RequestClass::Read as usize].load(Ordering::SeqCst),
+                "publish": self.in_flight[RequestClass::Publish as usize].load(Ordering::SeqCst),
             },
         })
     }
@@ -61,7 +61,7 @@ impl State {
     /// Zeroes the statistics (not the stored records, nor the daily quota's counts: those are
     /// the service's state, cleared when the quota is set anew or lifted).
     pub fn reset_stats(&self) {
-        *lock(&self.stats) = Stats::default();
+        *lock(&self.stats) = ServedCounts::default();
         self.connections_total.store(0, Ordering::SeqCst);
     }
 }
