@@ -1,12 +1,13 @@
-//! Riding out an outage: the waits between tries while the service is unreachable, within
-//! `max_outage`, and what a call waits for now, for the progress display.
+//! What follows a failed try of a call: a retry after a backoff, within `max_retries`, or, while
+//! the service is unreachable, the waits between tries within `max_outage`; and what a call
+//! waits for now, for the progress display.
 
 use std::time::{Duration, Instant};
 
 use url::Url;
 
 use super::shown::shown;
-use super::{outage_backoff, Http, Level, Outage};
+use super::{backoff, outage_backoff, Http, Level, Outage};
 use crate::client::error::{Error, Result};
 use crate::client::stats::Tally;
 
@@ -17,6 +18,37 @@ pub(super) struct Waiting {
     next_try: Instant,
     gives_up: Instant,
     budget: Duration,
+}
+
+/// The failed tries of one call so far: its retries, and the outage under way (since the start
+/// of its first failed request) with its tries.
+pub(super) struct Tries<'a> {
+    method: &'a str,
+    url: &'a Url,
+    /// Counts the call's retries, besides the client's totals.
+    tally: Option<&'a Tally>,
+    attempt: u32,
+    outage_since: Option<Instant>,
+    outage_tries: u32,
+}
+
+impl<'a> Tries<'a> {
+    /// No failed try yet of `method` `url`.
+    pub(super) fn new(method: &'a str, url: &'a Url, tally: Option<&'a Tally>) -> Self {
+        Tries {
+            method,
+            url,
+            tally,
+            attempt: 0,
+            outage_since: None,
+            outage_tries: 0,
+        }
+    }
+
+    /// The call, as the log says it: `GET /v2/sites?offset=100`.
+    fn what(&self) -> String {
+        format!("{} {}", self.method, shown(self.url))
+    }
 }
 
 impl Http {
@@ -55,37 +87,76 @@ impl Http {
         ))
     }
 
-    /// The service answered a request to `url` after an outage that began at `since`, if one
-    /// was under way: said in the log, and no call waits any more.
-    pub(super) fn answered(&self, since: Option<Instant>, method: &str, url: &Url) {
-        let Some(since) = since else { return };
+    /// The service answered the call of `tries` (its answer says no outage): an outage under
+    /// way is over, said in the log, and no call waits any more.
+    pub(super) fn answered(&self, tries: &mut Tries<'_>) {
+        tries.outage_tries = 0;
+        let Some(since) = tries.outage_since.take() else {
+            return;
+        };
         *self.waiting.lock().unwrap_or_else(|p| p.into_inner()) = None;
         self.log(Level::Debug, || {
             format!(
-                "{method} {}: the service answered again after {:.1} s",
-                shown(url),
+                "{}: the service answered again after {:.1} s",
+                tries.what(),
                 since.elapsed().as_secs_f64()
             )
         });
     }
 
-    /// One failure of `what` (`GET /v2/sites`) in an outage that began with the request sent at `since` (set
-    /// now if none is under way): waits for the next try (full-jitter backoff, at least a
-    /// `Retry-After`, the last wait cut to end with `max_outage`), saying so; `err` once
-    /// `max_outage` has passed since the outage began.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) async fn ride_out(
+    /// After a failed try of the call of `tries`, sent at `started`: in an `outage`, the wait
+    /// for its next try (see [`ride_out`](Self::ride_out)); otherwise a retry after a
+    /// full-jitter backoff (at least `retry_after`), or `err` once `max_retries` retries are
+    /// spent.
+    pub(super) async fn retry(
         &self,
-        what: &str,
-        tally: Option<&Tally>,
+        tries: &mut Tries<'_>,
+        outage: Option<Outage>,
+        err: Error,
+        retry_after: Option<Duration>,
+        started: Instant,
+    ) -> Result<()> {
+        if let Some(outage) = outage {
+            return self
+                .ride_out(tries, outage, err, retry_after, started)
+                .await;
+        }
+        let what = tries.what();
+        if tries.attempt >= self.config.max_retries {
+            let attempt = tries.attempt;
+            self.log(Level::Warning, || {
+                format!("giving up on {what} after {attempt} retries: {err}")
+            });
+            return Err(err);
+        }
+        tries.attempt += 1;
+        let attempt = tries.attempt;
+        self.stats.retry(tries.tally);
+        let wait = backoff(attempt, retry_after);
+        self.log(Level::Debug, || {
+            format!(
+                "{what} failed ({err}); retry {attempt} in {} ms",
+                wait.as_millis()
+            )
+        });
+        tokio::time::sleep(wait).await;
+        Ok(())
+    }
+
+    /// One failure of the call of `tries` in an outage that began with the request sent at
+    /// `started` (when none is under way): waits for the next try (full-jitter backoff, at
+    /// least a `Retry-After`, the last wait cut to end with `max_outage`), saying so; `err`
+    /// once `max_outage` has passed since the outage began.
+    async fn ride_out(
+        &self,
+        tries: &mut Tries<'_>,
         outage: Outage,
         err: Error,
         retry_after: Option<Duration>,
         started: Instant,
-        since: &mut Option<Instant>,
-        tries: &mut u32,
     ) -> Result<()> {
-        let since = *since.get_or_insert(started);
+        let since = *tries.outage_since.get_or_insert(started);
+        let what = tries.what();
         let budget = self.config.max_outage;
         let spent = since.elapsed();
         if spent >= budget {
@@ -101,26 +172,19 @@ impl Http {
                 return Err(err);
             }
             let said = format!("for {:.0} s (`max_outage`)", spent.as_secs_f64());
-            return Err(match err {
-                Error::Transport(m) => Error::Transport(format!("{m}; unreachable {said}")),
-                Error::Timeout(m) => Error::Timeout(format!("{m}; unreachable {said}")),
-                Error::Status {
-                    status,
-                    body,
-                    url,
-                    message,
-                } => Error::Status {
-                    status,
-                    body,
-                    url,
-                    message: format!("{message}; unavailable {said}"),
-                },
-                other => other,
-            });
+            let mut err = err;
+            match &mut err {
+                Error::Transport(m) | Error::Timeout(m) => {
+                    m.push_str(&format!("; unreachable {said}"))
+                }
+                Error::Status { message, .. } => message.push_str(&format!("; unavailable {said}")),
+                _ => {}
+            }
+            return Err(err);
         }
-        *tries += 1;
+        tries.outage_tries += 1;
         let left = budget - spent;
-        let wait = outage_backoff(*tries)
+        let wait = outage_backoff(tries.outage_tries)
             .max(retry_after.unwrap_or_default())
             .min(left);
         let now = Instant::now();
@@ -130,7 +194,7 @@ impl Http {
             gives_up: now + left,
             budget,
         });
-        self.stats.retry(tally);
+        self.stats.retry(tries.tally);
         self.log(Level::Debug, || {
             format!(
                 "waiting: {what}: {}, retrying in {:.1} s ({:.1} s of the {} s `max_outage` \

@@ -10,8 +10,9 @@ use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Method, StatusCode};
 use url::Url;
 
+use super::outage::Tries;
 use super::shown::{describe, detail_of, shown, truncate};
-use super::{backoff, parse_retry_after, refuses_token, Call, Http, Level, Outage};
+use super::{parse_retry_after, refuses_token, Call, Http, Level, Outage};
 use crate::client::config::Secret;
 use crate::client::error::{Error, Result};
 use crate::client::uses::Outcome;
@@ -141,15 +142,11 @@ impl Http {
 
     async fn send_inner<T>(&self, call: &Call, check: impl Fn(Bytes) -> Result<T>) -> Result<T> {
         let gate = self.gate(call.class);
-        let mut attempt = 0u32;
         // Refusals of tokens not known to have worked, since a token last worked.
         let mut fresh_refusals = 0u32;
         let mut seen_worked = self.worked.load(Ordering::SeqCst);
         let mut renewals = 0u32;
-        // The outage under way: since when (the start of its first failed request), and its
-        // tries so far.
-        let mut outage_since: Option<Instant> = None;
-        let mut outage_tries = 0u32;
+        let mut tries = Tries::new(call.method.as_str(), &call.url, call.tally.as_deref());
         loop {
             let (token, generation, mut token_use) = self.token_for_use().await?;
             let slot = gate.acquire().await?;
@@ -175,8 +172,7 @@ impl Http {
             drop(slot);
             let outage = self.told(&told, day, granted, call.route, Some(call));
             if outage.is_none() {
-                outage_tries = 0;
-                self.answered(outage_since.take(), call.method.as_str(), &call.url);
+                self.answered(&mut tries);
             }
             let outcome = told.map_err(|f| f.error);
             let (err, retry_after) = match outcome {
@@ -296,44 +292,8 @@ impl Http {
             };
             // Answered or not, its place in the token's window is free during the wait.
             drop(token_use);
-            if let Some(outage) = outage {
-                let what = format!("{} {}", call.method, shown(&call.url));
-                let tally = call.tally.as_deref();
-                self.ride_out(
-                    &what,
-                    tally,
-                    outage,
-                    err,
-                    retry_after,
-                    started,
-                    &mut outage_since,
-                    &mut outage_tries,
-                )
+            self.retry(&mut tries, outage, err, retry_after, started)
                 .await?;
-                continue;
-            }
-            if attempt >= self.config.max_retries {
-                self.log(Level::Warning, || {
-                    format!(
-                        "giving up on {} {} after {attempt} retries: {err}",
-                        call.method,
-                        shown(&call.url)
-                    )
-                });
-                return Err(err);
-            }
-            attempt += 1;
-            self.stats.retry(call.tally.as_deref());
-            let wait = backoff(attempt, retry_after);
-            self.log(Level::Debug, || {
-                format!(
-                    "{} {} failed ({err}); retry {attempt} in {} ms",
-                    call.method,
-                    shown(&call.url),
-                    wait.as_millis()
-                )
-            });
-            tokio::time::sleep(wait).await;
         }
     }
 }

@@ -10,8 +10,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use url::Url;
 
+use super::outage::Tries;
 use super::shown::{body_start, detail_of, shown, truncate};
-use super::{backoff, parse_retry_after, renewal_margin, Http, Level};
+use super::{parse_retry_after, renewal_margin, Http, Level};
 use crate::client::config::Secret;
 use crate::client::error::{Error, Result};
 use crate::client::redact;
@@ -118,8 +119,7 @@ impl Http {
             "client_secret": self.config.client_secret.expose(),
         });
         let body = Bytes::from(body.to_string());
-        let mut attempt = 0;
-        let (mut outage_since, mut outage_tries) = (None, 0u32);
+        let mut tries = Tries::new("POST", &url, None);
         loop {
             let granted = self.unless_closed(self.ledger.take_granted()).await?;
             let day = self.ledger.spend()?;
@@ -134,8 +134,7 @@ impl Http {
                 .await?;
             let outage = self.told(&told, day, granted, "POST /v2/oauth/token", None);
             if outage.is_none() {
-                outage_tries = 0;
-                self.answered(outage_since.take(), "POST", &url);
+                self.answered(&mut tries);
             }
             let outcome = told.map_err(|f| f.error);
             let err = match outcome {
@@ -195,41 +194,9 @@ impl Http {
                 }
                 Err(e) => (e, None),
             };
-            if let Some(outage) = outage {
-                let what = "POST /v2/oauth/token";
-                self.ride_out(
-                    what,
-                    None,
-                    outage,
-                    err.0,
-                    err.1,
-                    sent_at,
-                    &mut outage_since,
-                    &mut outage_tries,
-                )
+            let (err, retry_after) = err;
+            self.retry(&mut tries, outage, err, retry_after, sent_at)
                 .await?;
-                continue;
-            }
-            if attempt >= self.config.max_retries {
-                self.log(Level::Warning, || {
-                    format!(
-                        "giving up on the token request after {attempt} retries: {}",
-                        err.0
-                    )
-                });
-                return Err(err.0);
-            }
-            attempt += 1;
-            self.stats.retry(None);
-            let wait = backoff(attempt, err.1);
-            self.log(Level::Debug, || {
-                format!(
-                    "token request failed ({}); retry {attempt} in {} ms",
-                    err.0,
-                    wait.as_millis()
-                )
-            });
-            tokio::time::sleep(wait).await;
         }
     }
 
