@@ -86,6 +86,36 @@ impl Fetch {
         p
     }
 
+    /// Counts in the fetch's progress the requests its quota check sent (its first page is
+    /// taken from what the check held).
+    pub(super) fn count_checked(&mut self, requests: u64) {
+        self.progress.requests += requests;
+    }
+
+    /// Every window is done: the last progress is said, and a cache written to is trimmed to
+    /// its cap.
+    pub(super) fn finish(&mut self) {
+        self.ended = true;
+        self.report();
+        if self.wrote {
+            if let Some(cache) = self.client.cache() {
+                cache.evict();
+            }
+        }
+    }
+
+    /// The day's quota stopped the fetch: what the pages already in show to be complete is
+    /// kept, not asked again: carried to the next run in the cache when it can be (see
+    /// [`Fetch::carry_stopped`]), else the sorted prefix they show, answered here.
+    pub(super) fn stop_at_quota(&mut self) -> Option<Completed> {
+        self.ended = true;
+        if self.carry_stopped() {
+            None
+        } else {
+            self.sorted_prefix()
+        }
+    }
+
     /// Sends what is queued and handles the next answer: the windows it completed (in time
     /// order), or None when every window is done.
     pub(super) async fn step(&mut self) -> Result<Option<Vec<Completed>>> {

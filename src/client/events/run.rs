@@ -37,29 +37,18 @@ pub async fn stream(
         }
     };
     let mut p = Fetch::new(client, &query, keep, sink, false, pieces);
-    // The check's requests are this fetch's (its first page is taken from what it held).
-    p.progress.requests += checking;
+    p.count_checked(checking);
     loop {
         let ready = match p.step().await {
             Ok(Some(ready)) => ready,
             Ok(None) => {
-                p.ended = true;
-                p.report();
-                if p.wrote {
-                    if let Some(cache) = p.client.cache() {
-                        cache.evict();
-                    }
-                }
+                p.finish();
                 return;
             }
             Err(e) => {
                 if matches!(e, Error::Quota { .. }) {
-                    p.ended = true;
-                    // What the pages already in show to be complete is kept, not asked again.
-                    if !p.carry_stopped() {
-                        if let Some(prefix) = p.sorted_prefix() {
-                            let _ = tx.send(Ok(prefix)).await;
-                        }
+                    if let Some(prefix) = p.stop_at_quota() {
+                        let _ = tx.send(Ok(prefix)).await;
                     }
                 }
                 let _ = tx.send(Err(e)).await;
