@@ -45,7 +45,7 @@ use lists::list_all;
 #[derive(Debug, Clone)]
 pub struct Client {
     http: Arc<Http>,
-    shape: Arc<std::sync::Mutex<events::Shape>>,
+    shape: Arc<std::sync::Mutex<events::EventsShape>>,
     held: Arc<std::sync::Mutex<events::Held>>,
     cache: Option<Arc<cache::Cache>>,
 }
@@ -117,7 +117,7 @@ impl Client {
         let shape = cache
             .as_ref()
             .and_then(|c| c.seen())
-            .map(events::Shape::from_seen)
+            .map(events::EventsShape::from_seen)
             .unwrap_or_default();
         Ok(Client {
             http: Arc::new(Http::new(config, log)?),
@@ -143,7 +143,7 @@ impl Client {
     }
 
     /// What this client's fetches found of the service's events (see [`events::Shape`]).
-    pub(crate) fn shape(&self) -> std::sync::MutexGuard<'_, events::Shape> {
+    pub(crate) fn shape(&self) -> std::sync::MutexGuard<'_, events::EventsShape> {
         self.shape.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -48,7 +48,7 @@ pub struct Quota {
 
 /// The ledger's file contents.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Record {
+struct LedgerFile {
     /// The service's base URL (for whoever reads the file; the key is not in it).
     #[serde(default)]
     base_url: String,
@@ -71,7 +71,7 @@ pub struct Ledger {
     /// None: the ledger lives in `memory` only.
     path: Option<PathBuf>,
     file: Mutex<Option<File>>,
-    memory: Mutex<Record>,
+    memory: Mutex<LedgerFile>,
     /// The service's clock minus the local clock, from its `Date` headers.
     skew_ms: AtomicI64,
     /// The clock the day is read from before the service's `Date` says otherwise.
@@ -200,7 +200,7 @@ impl Ledger {
             base_url: base_url.to_owned(),
             path,
             file: Mutex::new(file),
-            memory: Mutex::new(Record::default()),
+            memory: Mutex::new(LedgerFile::default()),
             skew_ms: AtomicI64::new(0),
             clock: RwLock::new(Clock::default()),
             allowance: Mutex::new(None),
@@ -326,7 +326,7 @@ impl Ledger {
     }
 
     /// Runs `f` on the ledger's record, under the file lock, and writes it back.
-    fn update<T>(&self, f: impl Fn(&mut Record) -> T) -> T {
+    fn update<T>(&self, f: impl Fn(&mut LedgerFile) -> T) -> T {
         let mut slot = self.file.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(file) = slot.as_mut() {
             if let Some(out) = with_file(file, &self.base_url, &f) {
@@ -350,7 +350,7 @@ impl Ledger {
 
     /// Runs `f` on the record of the service's day (a new count past its midnight), with the
     /// service's time now and the record's day.
-    fn on_today<T>(&self, f: impl Fn(&mut Record, i64, i64) -> T) -> T {
+    fn on_today<T>(&self, f: impl Fn(&mut LedgerFile, i64, i64) -> T) -> T {
         let now = self.service_now_ms();
         let today = now.div_euclid(DAY_MS);
         self.update(|r| {
@@ -428,7 +428,7 @@ impl Ledger {
 
 /// Starts a new day's count when `today` is later than the record's day. A record already on
 /// a later day stays: another process saw the service's midnight first.
-fn roll(r: &mut Record, today: i64) {
+fn roll(r: &mut LedgerFile, today: i64) {
     if day_number(&r.day).is_none_or(|d| d < today) {
         r.day = day_name(today);
         r.used = 0;
@@ -511,7 +511,7 @@ fn removed(file: &File) -> bool {
 
 /// Reads, updates and writes the record of `file` under an exclusive lock; None when the file
 /// cannot be used, or was removed (see [`prune`]).
-fn with_file<T>(file: &mut File, base_url: &str, f: &impl Fn(&mut Record) -> T) -> Option<T> {
+fn with_file<T>(file: &mut File, base_url: &str, f: &impl Fn(&mut LedgerFile) -> T) -> Option<T> {
     file.lock().ok()?;
     if removed(file) {
         let _ = file.unlock();
@@ -524,7 +524,7 @@ fn with_file<T>(file: &mut File, base_url: &str, f: &impl Fn(&mut Record) -> T) 
         let n = read_at(file, &mut buf)?;
         let text = std::str::from_utf8(&buf[..n]).unwrap_or_default();
         // A damaged or empty file starts again (it only holds a count).
-        let mut record: Record = serde_json::from_str(text).unwrap_or_default();
+        let mut record: LedgerFile = serde_json::from_str(text).unwrap_or_default();
         record.base_url = base_url.to_owned();
         let out = f(&mut record);
         let after = serde_json::to_string(&record).ok()?;

@@ -42,7 +42,7 @@ pub enum Outcome {
 
 /// The requests of one token.
 #[derive(Debug, Clone, Copy, Default)]
-struct Window {
+struct TokenWindow {
     generation: u64,
     /// Requests let out with it (that left or may have left).
     sent: u64,
@@ -59,11 +59,11 @@ struct Window {
 }
 
 #[derive(Debug, Default)]
-struct State {
-    current: Window,
+struct WindowHistory {
+    current: TokenWindow,
     /// The token refused before the current one, whose late acceptances still say how many
     /// requests a token lasts.
-    previous: Option<Window>,
+    previous: Option<TokenWindow>,
     /// Acceptances of the last token that was refused after working.
     capacity: Option<u64>,
     /// The generation of that token.
@@ -72,8 +72,8 @@ struct State {
     before: Option<u64>,
 }
 
-impl State {
-    fn window(&mut self, generation: u64) -> Option<&mut Window> {
+impl WindowHistory {
+    fn window(&mut self, generation: u64) -> Option<&mut TokenWindow> {
         if self.current.generation == generation {
             return Some(&mut self.current);
         }
@@ -100,12 +100,12 @@ pub enum Admit {
 /// The windows of a client's tokens.
 #[derive(Debug, Default)]
 pub struct Uses {
-    state: Mutex<State>,
+    state: Mutex<WindowHistory>,
     changed: Notify,
 }
 
 impl Uses {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    fn state(&self) -> std::sync::MutexGuard<'_, WindowHistory> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -117,10 +117,10 @@ impl Uses {
         if old.ended {
             s.previous = Some(old);
         }
-        s.current = Window {
+        s.current = TokenWindow {
             generation,
             budget: Some(s.capacity.unwrap_or(INITIAL).max(1)),
-            ..Window::default()
+            ..TokenWindow::default()
         };
         drop(s);
         self.changed.notify_waiters();

@@ -236,7 +236,7 @@ impl WebhookAnswer {
 
 /// One problem of one invalid webhook record.
 #[derive(Debug, Clone)]
-pub struct Failure {
+pub struct RecordProblem {
     /// The record's place in the body (0 for a single object).
     pub index: usize,
     /// The record's upsert key, its fields and their values, when it has one.
@@ -254,7 +254,7 @@ impl WebhookErrors {
     }
 
     /// The 400 body naming `failures` (not empty), `accepted` records having been stored.
-    pub fn body(self, failures: &[Failure], accepted: usize) -> Value {
+    pub fn body(self, failures: &[RecordProblem], accepted: usize) -> Value {
         match self {
             WebhookErrors::Indexed | WebhookErrors::AllOrNothing => {
                 let summary: Vec<String> = failures

@@ -28,7 +28,7 @@ pub enum Kind {
 }
 
 /// One field of a model.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct Field {
     /// The field's name.
     pub name: &'static str,
@@ -52,6 +52,21 @@ const fn opt(name: &'static str, kind: Kind) -> Field {
         required: false,
         kind,
     }
+}
+
+/// The fields of `first` followed by those of `then`, as a constant (`N` is their sum).
+const fn followed<const A: usize, const B: usize, const N: usize>(
+    first: [Field; A],
+    then: [Field; B],
+) -> [Field; N] {
+    assert!(A + B == N, "`N` must be the count of both parts' fields");
+    let mut out = [opt("", Kind::Text); N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < A { first[i] } else { then[i - A] };
+        i += 1;
+    }
+    out
 }
 
 /// One standard model: the fields of a `dataType`.
@@ -177,7 +192,9 @@ pub const ANY_ITEM: &[Field] = &[
 ];
 
 /// The `retail` model.
-pub const RETAIL: &[Field] = &[
+pub const RETAIL: &[Field] = &RETAIL_FIELDS;
+/// The fields of [`RETAIL`], which [`RESTAURANT`]'s begin with.
+const RETAIL_FIELDS: [Field; 13] = [
     req("dataType", Kind::DataType),
     req("schemaVersion", Kind::SchemaVersion),
     req("startTime", Kind::Time),
@@ -194,23 +211,13 @@ pub const RETAIL: &[Field] = &[
 ];
 
 /// Retail's fields followed by the two restaurant ones, as the models page lists them.
-pub const RESTAURANT: &[Field] = &[
-    req("dataType", Kind::DataType),
-    req("schemaVersion", Kind::SchemaVersion),
-    req("startTime", Kind::Time),
-    req("endTime", Kind::Time),
-    req("locationId", Kind::Id),
-    req("dataSourceId", Kind::Id),
-    req("transactionId", Kind::Id),
-    req("status", Kind::Status),
-    req("items", Kind::Items(RETAIL_ITEM)),
-    opt("employeeId", Kind::Text),
-    opt("employeeName", Kind::Text),
-    opt("customerId", Kind::Text),
-    opt("salesAssociateId", Kind::Text),
-    req("tableNumber", Kind::TableNumber),
-    req("guestCount", Kind::Number),
-];
+pub const RESTAURANT: &[Field] = &followed::<13, 2, 15>(
+    RETAIL_FIELDS,
+    [
+        req("tableNumber", Kind::TableNumber),
+        req("guestCount", Kind::Number),
+    ],
+);
 
 /// The `other` model.
 pub const OTHER: &[Field] = &[

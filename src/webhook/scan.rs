@@ -59,7 +59,7 @@ fn scan_keyed(text: &str, check: bool, key_text: bool) -> Option<(Scanned, Optio
         };
         return (s.i == s.b.len()).then_some((scanned, None));
     }
-    let mut fields: [Entry<'_>; MAX_FIELDS] = [Entry::EMPTY; MAX_FIELDS];
+    let mut fields: [ScannedField<'_>; MAX_FIELDS] = [ScannedField::EMPTY; MAX_FIELDS];
     let mut n = 0;
     s.object(1, |e| {
         if n == MAX_FIELDS || fields[..n].iter().any(|f| f.key == e.key) {
@@ -77,7 +77,7 @@ fn scan_keyed(text: &str, check: bool, key_text: bool) -> Option<(Scanned, Optio
     let text_of = |name: &str| -> Option<Cow<'_, str>> {
         let e = fields.iter().find(|e| e.key == name.as_bytes())?;
         match e.value {
-            Value::Str { escaped } => unescape(e.raw, escaped),
+            ScannedValue::Str { escaped } => unescape(e.raw, escaped),
             _ => None,
         }
     };
@@ -97,7 +97,7 @@ fn scan_keyed(text: &str, check: bool, key_text: bool) -> Option<(Scanned, Optio
                         break;
                     };
                     match (record.kind(f), e.value) {
-                        (Kind::Items(_), Value::Array) => {
+                        (Kind::Items(_), ScannedValue::Array) => {
                             let Some(items) = record.items(f) else { break };
                             match check_items(e.raw, &items) {
                                 Some(true) => {}
@@ -174,13 +174,13 @@ impl Owned<'_> {
 }
 
 /// What the checks need of a value scanned as `value` from `bytes`.
-fn scalar(bytes: &[u8], value: Value) -> Option<Owned<'_>> {
+fn scalar(bytes: &[u8], value: ScannedValue) -> Option<Owned<'_>> {
     Some(match value {
-        Value::Null => Owned::Scalar(Scalar::Null),
-        Value::Bool => Owned::Scalar(Scalar::Bool),
-        Value::Object | Value::Array => Owned::Scalar(Scalar::Container),
-        Value::Str { escaped } => Owned::Text(unescape(bytes, escaped)?),
-        Value::Number { integer } => Owned::Scalar(number(bytes, integer)?),
+        ScannedValue::Null => Owned::Scalar(Scalar::Null),
+        ScannedValue::Bool => Owned::Scalar(Scalar::Bool),
+        ScannedValue::Object | ScannedValue::Array => Owned::Scalar(Scalar::Container),
+        ScannedValue::Str { escaped } => Owned::Text(unescape(bytes, escaped)?),
+        ScannedValue::Number { integer } => Owned::Scalar(number(bytes, integer)?),
     })
 }
 
@@ -226,23 +226,23 @@ fn unescape(quoted: &[u8], escaped: bool) -> Option<Cow<'_, str>> {
 
 /// A key of an object, and its value: what it is, and its bytes.
 #[derive(Clone, Copy)]
-struct Entry<'a> {
+struct ScannedField<'a> {
     key: &'a [u8],
-    value: Value,
+    value: ScannedValue,
     raw: &'a [u8],
 }
 
-impl Entry<'_> {
-    const EMPTY: Entry<'static> = Entry {
+impl ScannedField<'_> {
+    const EMPTY: ScannedField<'static> = ScannedField {
         key: b"",
-        value: Value::Null,
+        value: ScannedValue::Null,
         raw: b"",
     };
 }
 
 /// The type of a scanned value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Value {
+enum ScannedValue {
     Null,
     Bool,
     Number { integer: bool },
@@ -279,7 +279,11 @@ impl<'a> Scanner<'a> {
 
     /// An object at nesting `depth`, handing each of its entries to `each` (whose None stops
     /// the scan, as a syntax error does).
-    fn object(&mut self, depth: u32, mut each: impl FnMut(Entry<'a>) -> Option<()>) -> Option<()> {
+    fn object(
+        &mut self,
+        depth: u32,
+        mut each: impl FnMut(ScannedField<'a>) -> Option<()>,
+    ) -> Option<()> {
         self.expect(b'{')?;
         self.ws();
         if self.peek() == Some(b'}') {
@@ -295,7 +299,7 @@ impl<'a> Scanner<'a> {
             let start = self.i;
             let value = self.value(depth)?;
             let b: &'a [u8] = self.b;
-            each(Entry {
+            each(ScannedField {
                 key,
                 value,
                 raw: &b[start..self.i],
@@ -434,18 +438,18 @@ impl<'a> Scanner<'a> {
     }
 
     /// Any JSON value at nesting `depth`.
-    fn value(&mut self, depth: u32) -> Option<Value> {
+    fn value(&mut self, depth: u32) -> Option<ScannedValue> {
         if depth > MAX_DEPTH {
             return None;
         }
         match self.peek()? {
-            b'"' => self.string().map(|escaped| Value::Str { escaped }),
+            b'"' => self.string().map(|escaped| ScannedValue::Str { escaped }),
             b'{' => {
                 self.i += 1;
                 self.ws();
                 if self.peek() == Some(b'}') {
                     self.i += 1;
-                    return Some(Value::Object);
+                    return Some(ScannedValue::Object);
                 }
                 loop {
                     self.ws();
@@ -457,7 +461,7 @@ impl<'a> Scanner<'a> {
                     self.ws();
                     match self.next()? {
                         b',' => continue,
-                        b'}' => return Some(Value::Object),
+                        b'}' => return Some(ScannedValue::Object),
                         _ => return None,
                     }
                 }
@@ -467,7 +471,7 @@ impl<'a> Scanner<'a> {
                 self.ws();
                 if self.peek() == Some(b']') {
                     self.i += 1;
-                    return Some(Value::Array);
+                    return Some(ScannedValue::Array);
                 }
                 loop {
                     self.ws();
@@ -475,15 +479,17 @@ impl<'a> Scanner<'a> {
                     self.ws();
                     match self.next()? {
                         b',' => continue,
-                        b']' => return Some(Value::Array),
+                        b']' => return Some(ScannedValue::Array),
                         _ => return None,
                     }
                 }
             }
-            b't' => self.literal(b"true").map(|()| Value::Bool),
-            b'f' => self.literal(b"false").map(|()| Value::Bool),
-            b'n' => self.literal(b"null").map(|()| Value::Null),
-            _ => self.number().map(|integer| Value::Number { integer }),
+            b't' => self.literal(b"true").map(|()| ScannedValue::Bool),
+            b'f' => self.literal(b"false").map(|()| ScannedValue::Bool),
+            b'n' => self.literal(b"null").map(|()| ScannedValue::Null),
+            _ => self
+                .number()
+                .map(|integer| ScannedValue::Number { integer }),
         }
     }
 }

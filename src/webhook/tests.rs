@@ -947,7 +947,10 @@ fn the_upsert_key_is_declared_once_and_read_everywhere_else() {
     // (`upsert_fields`, `upsert_key`, `key_hash`), and none of them restates which field keys
     // which dataType.
     let readers = [
-        ("emulator/routes.rs", include_str!("../emulator/routes.rs")),
+        (
+            "emulator/routes/webhook.rs",
+            include_str!("../emulator/routes/webhook.rs"),
+        ),
         (
             "emulator/dialect.rs",
             include_str!("../emulator/dialect.rs"),

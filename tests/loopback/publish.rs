@@ -222,7 +222,7 @@ async fn cancel_reports_every_record_not_yet_accepted() {
     let (rx, _feeder) = values_source(records);
     let (stop, cancel) = watch::channel(false);
     let (seen, mut accepted) = watch::channel(0u64);
-    let sink: ProgressSink = Arc::new(move |p: Progress| {
+    let sink: PublishProgressSink = Arc::new(move |p: PublishProgress| {
         seen.send_replace(p.accepted);
     });
     let task = tokio::spawn({

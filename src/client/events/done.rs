@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::page::{hides_first, in_order, order_of, widened, Completed, Event, Order, Page};
+use super::page::{hides_first, in_order, order_of, widened, Completed, Event, Page, PageOrder};
 use super::window::{fetch_requests, holds_together};
 use super::{dense, Ask, Fetch, Mode, CEILING_PAGE};
 use crate::client::error::Result;
@@ -43,8 +43,8 @@ impl Fetch {
             let times = w.times();
             let seen = order_of(times.iter().copied());
             match (order, seen) {
-                (Order::Asc, Order::Asc) | (Order::Desc, Order::Desc) => {}
-                (Order::Constant, Order::Asc) | (Order::Constant, Order::Desc) => {
+                (PageOrder::Asc, PageOrder::Asc) | (PageOrder::Desc, PageOrder::Desc) => {}
+                (PageOrder::Constant, PageOrder::Asc) | (PageOrder::Constant, PageOrder::Desc) => {
                     // The last in the service's order: the largest ascending, the smallest descending.
                     let cut = times.last().copied().unwrap_or(w.ws);
                     if let Some(w) = self.window_mut(id) {
@@ -52,7 +52,7 @@ impl Fetch {
                     }
                     self.chain(id, seen, cut)?;
                 }
-                (_, Order::Constant) => return Err(dense(times.first().copied().unwrap_or(0))),
+                (_, PageOrder::Constant) => return Err(dense(times.first().copied().unwrap_or(0))),
                 _ => {
                     // The order the ceiling page suggested does not hold: fetch this range again
                     // in halves (what the chained window already covers stays covered).
@@ -341,7 +341,7 @@ impl Fetch {
         let times = pages
             .iter()
             .flat_map(|p| p.events.iter().map(|e| e.start_ms));
-        if order_of(times) != Order::Asc {
+        if order_of(times) != PageOrder::Asc {
             return None;
         }
         let last = pages.last()?.events.last()?.start_ms;

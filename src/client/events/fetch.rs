@@ -7,8 +7,8 @@ use tokio::task::JoinSet;
 
 use super::held::HELD_FOR;
 use super::page::{
-    fetch_page, order_of, page_url, projected, settled_before, Completed, EventForm, Order, Page,
-    Reuse,
+    fetch_page, order_of, page_url, projected, settled_before, Completed, EventForm, Page,
+    PageOrder, Reuse,
 };
 use super::window::paged_reach;
 use super::{
@@ -84,6 +84,36 @@ impl Fetch {
             }
         }
         p
+    }
+
+    /// Counts in the fetch's progress the requests its quota check sent (its first page is
+    /// taken from what the check held).
+    pub(super) fn count_checked(&mut self, requests: u64) {
+        self.progress.requests += requests;
+    }
+
+    /// Every window is done: the last progress is said, and a cache written to is trimmed to
+    /// its cap.
+    pub(super) fn finish(&mut self) {
+        self.ended = true;
+        self.report();
+        if self.wrote {
+            if let Some(cache) = self.client.cache() {
+                cache.evict();
+            }
+        }
+    }
+
+    /// The day's quota stopped the fetch: what the pages already in show to be complete is
+    /// kept, not asked again: carried to the next run in the cache when it can be (see
+    /// [`Fetch::carry_stopped`]), else the sorted prefix they show, answered here.
+    pub(super) fn stop_at_quota(&mut self) -> Option<Completed> {
+        self.ended = true;
+        if self.carry_stopped() {
+            None
+        } else {
+            self.sorted_prefix()
+        }
     }
 
     /// Sends what is queued and handles the next answer: the windows it completed (in time
@@ -272,7 +302,7 @@ impl Fetch {
             // Every page up to the ceiling is in, all full: over the ceiling.
             None => {
                 w.mode = Mode::Full {
-                    order: Order::Constant,
+                    order: PageOrder::Constant,
                 }
             }
         }
@@ -297,8 +327,8 @@ impl Fetch {
             .is_some_and(|events| events * SAFETY < CEILING_PAGE as f64);
         match (small, order) {
             // A count's walk searches for the end, its second page first when unsorted.
-            (true, _) | (false, Order::Unsorted) if counting => self.walk(id),
-            (true, _) | (false, Order::Unsorted) => {
+            (true, _) | (false, PageOrder::Unsorted) if counting => self.walk(id),
+            (true, _) | (false, PageOrder::Unsorted) => {
                 w.mode = Mode::Paging { end: None };
                 let reach = if small { paged_reach(w, order) } else { PAGE };
                 self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
@@ -405,7 +435,7 @@ impl Fetch {
             (Mode::Opening, Ask::Page(0)) if len < PAGE => w.mode = Mode::Known { end: PAGE },
             (Mode::Opening, Ask::Page(0)) if frugal => {
                 // What an earlier window found holds for this one's first page too.
-                let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
+                let unsorted = order_of(w.times().into_iter()) == PageOrder::Unsorted;
                 self.unsorted |= unsorted;
                 self.advance(id, self.unsorted);
             }
@@ -415,7 +445,7 @@ impl Fetch {
                 w.mode = Mode::Known { end: o + PAGE };
             }
             (Mode::Walking, Ask::Page(o)) => {
-                let unsorted = order_of(w.times().into_iter()) == Order::Unsorted;
+                let unsorted = order_of(w.times().into_iter()) == PageOrder::Unsorted;
                 self.unsorted |= unsorted;
                 let burst = if counting || unsorted {
                     None
@@ -467,7 +497,7 @@ impl Fetch {
                 let order = order_of(w.times().into_iter());
                 let mut reach = paged_reach(w, order);
                 if !w.launched.contains(&CEILING_PAGE)
-                    && (order == Order::Unsorted || reach >= CEILING_PAGE / 2)
+                    && (order == PageOrder::Unsorted || reach >= CEILING_PAGE / 2)
                 {
                     // Paged without its ceiling page (see `open_ahead`), it turned out
                     // unsorted or large: the ceiling page decides now.

@@ -45,7 +45,7 @@ mod search;
 mod window;
 
 pub use held::Held;
-pub(crate) use page::{order_of, Order};
+pub(crate) use page::{order_of, PageOrder};
 pub use page::{parse_events, Completed, Event, EventForm, Page};
 use page::{MAX_MS, MIN_MS};
 pub use run::{
@@ -73,7 +73,7 @@ pub const DEFAULT_IN_FLIGHT: usize = 16;
 /// asking its ceiling page again. A client with a cache starts from what the account's earlier
 /// clients kept there, and keeps what it finds (see [`Seen`]).
 #[derive(Debug, Default)]
-pub struct Shape {
+pub struct EventsShape {
     unsorted: bool,
     /// A full first page (one [`peek`] asked, or a fetched window's) was not sorted
     /// ascending: later peeks tell nothing here, so they ask nothing.
@@ -83,10 +83,10 @@ pub struct Shape {
     kept: Seen,
 }
 
-impl Shape {
+impl EventsShape {
     /// A client's shape at its start: what its cache kept of the account's (see [`Seen`]).
-    pub(crate) fn from_seen(seen: Seen) -> Shape {
-        Shape {
+    pub(crate) fn from_seen(seen: Seen) -> EventsShape {
+        EventsShape {
             unsorted: seen.unsorted,
             unpeekable: seen.unpeekable,
             density: seen.density.iter().cloned().collect(),
@@ -191,7 +191,7 @@ enum Mode {
     /// Size unknown (under the ceiling): paged ahead until a short page.
     Paging { end: Option<usize> },
     /// Over the ceiling; the pages 0..=9,900 are fetched and checked for `order`.
-    Full { order: Order },
+    Full { order: PageOrder },
     /// Under a daily quota: one page at a time, the next asked when the last came back full,
     /// so that no request is spent past the window's end.
     Walking,
@@ -209,10 +209,10 @@ enum Burst {
     Walk,
     /// Its pages up to this offset are in and hold it all before the burst: it ends there, and
     /// the next window starts at the burst.
-    Chain(Order, usize),
+    Chain(PageOrder, usize),
     /// Cut here: the part before the burst (ascending) or after it (descending) is a window
     /// whose query does not reach it, and the rest another.
-    Cut(i64, Order),
+    Cut(i64, PageOrder),
 }
 
 /// What an unsorted window's split left to size: the parent's sample of times (a page of an

@@ -142,14 +142,14 @@ pub fn parse_events(url: &url::Url, body: &Bytes) -> Result<Vec<Event>> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Order {
+pub(crate) enum PageOrder {
     Asc,
     Desc,
     Constant,
     Unsorted,
 }
 
-pub(crate) fn order_of(times: impl Iterator<Item = i64>) -> Order {
+pub(crate) fn order_of(times: impl Iterator<Item = i64>) -> PageOrder {
     let (mut up, mut down) = (false, false);
     let mut prev: Option<i64> = None;
     for t in times {
@@ -160,18 +160,18 @@ pub(crate) fn order_of(times: impl Iterator<Item = i64>) -> Order {
         prev = Some(t);
     }
     match (up, down) {
-        (true, true) => Order::Unsorted,
-        (true, false) => Order::Asc,
-        (false, true) => Order::Desc,
-        (false, false) => Order::Constant,
+        (true, true) => PageOrder::Unsorted,
+        (true, false) => PageOrder::Asc,
+        (false, true) => PageOrder::Desc,
+        (false, false) => PageOrder::Constant,
     }
 }
 
 /// Whether a full page in `order` (of `len` events) hides which events of its query come
 /// first: it is neither ascending nor of one millisecond. A peek at such a service's first
 /// page tells nothing.
-pub(super) fn hides_first(order: Order, len: usize) -> bool {
-    len >= PAGE && !matches!(order, Order::Asc | Order::Constant)
+pub(super) fn hides_first(order: PageOrder, len: usize) -> bool {
+    len >= PAGE && !matches!(order, PageOrder::Asc | PageOrder::Constant)
 }
 
 /// Whether a page read is kept for a later fetch (see [`Held`]).
@@ -246,10 +246,10 @@ pub(super) fn settled(qs: i64, qe: i64, cutoff: i64) -> bool {
 /// The time of a query `[qs, qe)` that pages in `order` have covered, up to their last event's
 /// startTime `last`, and the time left past it: ascending from `qs`, descending from `qe`. None
 /// in another order, which tells no density.
-pub(super) fn covered(order: Order, last: i64, qs: i64, qe: i64) -> Option<(i64, i64)> {
+pub(super) fn covered(order: PageOrder, last: i64, qs: i64, qe: i64) -> Option<(i64, i64)> {
     match order {
-        Order::Asc => Some((last - qs + 1, qe - last)),
-        Order::Desc => Some((qe - last, last - qs)),
+        PageOrder::Asc => Some((last - qs + 1, qe - last)),
+        PageOrder::Desc => Some((qe - last, last - qs)),
         _ => None,
     }
 }
@@ -257,7 +257,7 @@ pub(super) fn covered(order: Order, last: i64, qs: i64, qe: i64) -> Option<(i64,
 /// The events a query `[qs, qe)` holds in all, projected from the `held` events of its pages
 /// in `order` up to their last event's startTime `last`, at their density over the time they
 /// covered (the query widened, as it is asked). None in another order, which tells no density.
-pub(super) fn projected(order: Order, held: f64, last: i64, qs: i64, qe: i64) -> Option<f64> {
+pub(super) fn projected(order: PageOrder, held: f64, last: i64, qs: i64, qe: i64) -> Option<f64> {
     let (covered, _) = covered(order, last, qs, qe)?;
     Some(held * (qe - qs + 2) as f64 / covered.max(1) as f64)
 }

@@ -7,7 +7,8 @@ use tokio::sync::mpsc;
 use super::cached::pieces;
 use super::page::{fetch_page, hides_first, in_order, projected, Page, Reuse};
 use super::{
-    check, order_of, Completed, Event, EventForm, Fetch, Order, ProgressSink, Query, CEILING_PAGE,
+    check, order_of, Completed, Event, EventForm, Fetch, PageOrder, ProgressSink, Query,
+    CEILING_PAGE,
 };
 use crate::client::cache::Piece;
 use crate::client::error::{Error, Result};
@@ -36,29 +37,18 @@ pub async fn stream(
         }
     };
     let mut p = Fetch::new(client, &query, keep, sink, false, pieces);
-    // The check's requests are this fetch's (its first page is taken from what it held).
-    p.progress.requests += checking;
+    p.count_checked(checking);
     loop {
         let ready = match p.step().await {
             Ok(Some(ready)) => ready,
             Ok(None) => {
-                p.ended = true;
-                p.report();
-                if p.wrote {
-                    if let Some(cache) = p.client.cache() {
-                        cache.evict();
-                    }
-                }
+                p.finish();
                 return;
             }
             Err(e) => {
                 if matches!(e, Error::Quota { .. }) {
-                    p.ended = true;
-                    // What the pages already in show to be complete is kept, not asked again.
-                    if !p.carry_stopped() {
-                        if let Some(prefix) = p.sorted_prefix() {
-                            let _ = tx.send(Ok(prefix)).await;
-                        }
+                    if let Some(prefix) = p.stop_at_quota() {
+                        let _ = tx.send(Ok(prefix)).await;
                     }
                 }
                 let _ = tx.send(Err(e)).await;
@@ -463,14 +453,14 @@ pub async fn peek(
     let order = order_of(page.events.iter().map(|e| e.start_ms));
     let until = if page.events.len() < PAGE {
         hi
-    } else if order == Order::Asc {
+    } else if order == PageOrder::Asc {
         page.events.last().map_or(lo, |e| e.start_ms)
     } else {
         // A page of one millisecond says nothing of the order; another order does.
         client.shape().unpeekable |= hides_first(order, page.events.len());
         client.keep_shape();
         let span = match (page.events.first(), page.events.last()) {
-            (Some(first), Some(last)) if order == Order::Desc => first.start_ms - last.start_ms,
+            (Some(first), Some(last)) if order == PageOrder::Desc => first.start_ms - last.start_ms,
             _ => 0,
         };
         let density = (span > 0).then(|| (page.events.len() - 1) as f64 / span as f64);

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::page::{order_of, projected, settled, Event, Order, Page};
+use super::page::{order_of, projected, settled, Event, Page, PageOrder};
 use super::window::paged_reach;
 use super::{
     dense, Ask, Burst, Fetch, Mode, Sizing, CEILING_PAGE, FIRST_PART, LOOKAHEAD, PART_EVENTS,
@@ -35,7 +35,7 @@ impl Fetch {
         if lo > CEILING_PAGE {
             // Full up to the ceiling: over it.
             w.mode = Mode::Full {
-                order: Order::Constant,
+                order: PageOrder::Constant,
             };
             return;
         }
@@ -56,7 +56,7 @@ impl Fetch {
         // calibrates the sample's other parts.
         let loose = w.sizing.is_empty()
             && w.estimate.is_none()
-            && order_of(w.times().into_iter()) != Order::Unsorted;
+            && order_of(w.times().into_iter()) != PageOrder::Unsorted;
         let within = if loose {
             0.12 * (lo as f64 + others)
         } else {
@@ -219,7 +219,7 @@ impl Fetch {
             .map(|p| p.events.iter().map(|e| e.start_ms).collect())
             .unwrap_or_default();
         let order = order_of(times.iter().copied());
-        if order == Order::Constant {
+        if order == PageOrder::Constant {
             match self.burst_at_ceiling(id, &times) {
                 Some(Burst::Wait) => return Ok(()),
                 Some(Burst::Walk) => {
@@ -236,7 +236,7 @@ impl Fetch {
                         // The part clear of the burst, under the ceiling, is paged by the
                         // density of its own first page (that of the windows seen may be the
                         // burst's).
-                        if order == Order::Asc {
+                        if order == PageOrder::Asc {
                             self.add_opening(ws, cut, false);
                             self.add_window(cut, we);
                         } else {
@@ -253,15 +253,15 @@ impl Fetch {
             return Ok(());
         };
         match order {
-            Order::Unsorted => self.split(id, times),
-            Order::Asc | Order::Desc => {
+            PageOrder::Unsorted => self.split(id, times),
+            PageOrder::Asc | PageOrder::Desc => {
                 let cut = times.last().copied().unwrap_or(w.ws);
                 w.mode = Mode::Full { order };
                 self.chain(id, order, cut)?;
                 self.enqueue_pages(id, (1..CEILING_PAGE / PAGE).map(|p| p * PAGE));
                 Ok(())
             }
-            Order::Constant => {
+            PageOrder::Constant => {
                 // Direction unknown from this page alone: the other pages will tell.
                 w.mode = Mode::Full { order };
                 self.enqueue_pages(id, (1..CEILING_PAGE / PAGE).map(|p| p * PAGE));
@@ -290,7 +290,8 @@ impl Fetch {
         // (a camera's backlog of a hundred or so) ends on the next page, and asking the ceiling
         // page for it would be a request the walk never needed.
         let one_ms = |events: &[Event]| {
-            events.len() == PAGE && order_of(events.iter().map(|e| e.start_ms)) == Order::Constant
+            events.len() == PAGE
+                && order_of(events.iter().map(|e| e.start_ms)) == PageOrder::Constant
         };
         let before = offset
             .checked_sub(PAGE)
@@ -302,7 +303,10 @@ impl Fetch {
             && before.is_some_and(|p| {
                 p.events.first().map(|e| e.start_ms) == page.events.first().map(|e| e.start_ms)
             })
-            && matches!(order_of(w.times().into_iter()), Order::Asc | Order::Desc)
+            && matches!(
+                order_of(w.times().into_iter()),
+                PageOrder::Asc | PageOrder::Desc
+            )
     }
 
     /// A full ceiling page of window `id` all of one millisecond (`times`), a burst that runs
@@ -335,8 +339,8 @@ impl Fetch {
             let walked = w.pages.range(..CEILING_PAGE).count() == last / PAGE + 1;
             let at_burst = page.events.iter().all(|e| e.start_ms == t);
             let inside = match order {
-                Order::Asc => t > w.ws,
-                Order::Desc => t + 1 < w.we,
+                PageOrder::Asc => t > w.ws,
+                PageOrder::Desc => t + 1 < w.we,
                 _ => false,
             };
             if !(walked && inside) {
@@ -349,8 +353,8 @@ impl Fetch {
             });
         }
         match order {
-            Order::Asc if t - BURST_MARGIN > w.ws => Some(Burst::Cut(t - BURST_MARGIN, order)),
-            Order::Desc if t + BURST_MARGIN < w.we => Some(Burst::Cut(t + BURST_MARGIN, order)),
+            PageOrder::Asc if t - BURST_MARGIN > w.ws => Some(Burst::Cut(t - BURST_MARGIN, order)),
+            PageOrder::Desc if t + BURST_MARGIN < w.we => Some(Burst::Cut(t + BURST_MARGIN, order)),
             _ => None,
         }
     }
@@ -364,7 +368,7 @@ impl Fetch {
             .get(&CEILING_PAGE)
             .filter(|p| p.events.len() == PAGE)
             .map(|p| p.events.iter().map(|e| e.start_ms).collect())?;
-        if order_of(times.iter().copied()) != Order::Constant {
+        if order_of(times.iter().copied()) != PageOrder::Constant {
             return None;
         }
         match self.burst_at_ceiling(id, &times)? {
@@ -375,7 +379,7 @@ impl Fetch {
 
     /// Window `id`, walked in `order` up to a page (before offset `end`) of the burst that
     /// its ceiling page is all of, ends before that burst: the next window starts at it.
-    pub(super) fn chain_before(&mut self, id: u64, order: Order, end: usize) -> Result<()> {
+    pub(super) fn chain_before(&mut self, id: u64, order: PageOrder, end: usize) -> Result<()> {
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
@@ -392,7 +396,7 @@ impl Fetch {
     }
 
     /// Cuts window `id` at `cut` and plans the rest of its range as a new window.
-    pub(super) fn chain(&mut self, id: u64, order: Order, cut: i64) -> Result<()> {
+    pub(super) fn chain(&mut self, id: u64, order: PageOrder, cut: i64) -> Result<()> {
         let density = self.density;
         let Some(w) = self.window_mut(id) else {
             return Ok(());
@@ -402,10 +406,10 @@ impl Fetch {
         // elsewhere: the density seen stays as it was.
         let burst = w.pages.values().any(|p| {
             p.events.len() == PAGE
-                && order_of(p.events.iter().map(|e| e.start_ms)) == Order::Constant
+                && order_of(p.events.iter().map(|e| e.start_ms)) == PageOrder::Constant
         });
         match order {
-            Order::Asc => {
+            PageOrder::Asc => {
                 // Keep [ws, cut); every event at `cut` is fetched again by the next window.
                 if cut <= ws {
                     return Err(dense(ws.max(cut)));

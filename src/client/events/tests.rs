@@ -8,17 +8,17 @@ use crate::time::parse_time;
 
 #[test]
 fn order_detection() {
-    assert_eq!(order_of([1, 2, 2, 3].into_iter()), Order::Asc);
-    assert_eq!(order_of([3, 3, 1].into_iter()), Order::Desc);
-    assert_eq!(order_of([5, 5].into_iter()), Order::Constant);
-    assert_eq!(order_of([1, 3, 2].into_iter()), Order::Unsorted);
+    assert_eq!(order_of([1, 2, 2, 3].into_iter()), PageOrder::Asc);
+    assert_eq!(order_of([3, 3, 1].into_iter()), PageOrder::Desc);
+    assert_eq!(order_of([5, 5].into_iter()), PageOrder::Constant);
+    assert_eq!(order_of([1, 3, 2].into_iter()), PageOrder::Unsorted);
 }
 
 #[test]
 fn only_a_full_page_in_another_order_hides_the_first_events() {
-    assert!(hides_first(Order::Desc, PAGE) && hides_first(Order::Unsorted, PAGE));
-    assert!(!hides_first(Order::Asc, PAGE) && !hides_first(Order::Constant, PAGE));
-    assert!(!hides_first(Order::Desc, PAGE - 1));
+    assert!(hides_first(PageOrder::Desc, PAGE) && hides_first(PageOrder::Unsorted, PAGE));
+    assert!(!hides_first(PageOrder::Asc, PAGE) && !hides_first(PageOrder::Constant, PAGE));
+    assert!(!hides_first(PageOrder::Desc, PAGE - 1));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use super::page::{covered, order_of, Order, Page};
+use super::page::{covered, order_of, Page, PageOrder};
 use super::{Mode, Window, CEILING_PAGE, LOOKAHEAD};
 use crate::client::lists::{OFFSET_CEILING, PAGE};
 
@@ -150,7 +150,10 @@ pub(super) fn fetch_requests(w: &Window, frugal: bool) -> f64 {
     // A sorted window is paged ahead no further than its density puts its end; an unsorted
     // one asks its second page alone, and pages ahead only once that and its ceiling page
     // tell it is larger.
-    let sorted = matches!(order_of(w.times().into_iter()), Order::Asc | Order::Desc);
+    let sorted = matches!(
+        order_of(w.times().into_iter()),
+        PageOrder::Asc | PageOrder::Desc
+    );
     let past = if sorted || !w.launched.contains(&CEILING_PAGE) {
         0.0
     } else if w.ahead <= LOOKAHEAD {
@@ -178,7 +181,7 @@ pub(super) fn spare_pages(needed: usize, w: &Window) -> usize {
 /// than the page that the rest of its time would make the first short one at the density of
 /// its pages, so that few pages are asked past its end (a denser rest is paged a page or two
 /// at a time, near its end only). The next page is always asked. `order`: that of its pages.
-pub(super) fn paged_reach(w: &Window, order: Order) -> usize {
+pub(super) fn paged_reach(w: &Window, order: PageOrder) -> usize {
     let Some((&furthest, page)) = w.pages.iter().rev().find(|(_, p)| p.events.len() == PAGE) else {
         return LOOKAHEAD * PAGE;
     };

@@ -213,7 +213,7 @@ fn says_failed(map: &Map<String, Value>) -> bool {
 }
 
 /// One entry of a list of failures or results.
-struct Entry {
+struct AnswerEntry {
     pos: Option<usize>,
     id: Option<String>,
     /// The fields the entry gives (of the echoed record, when it echoes one): those of a
@@ -246,12 +246,12 @@ fn named(map: &Map<String, Value>, recs: &[&Prepared]) -> Option<Stored> {
                         let e = match item {
                             Value::Object(_) => {
                                 let e = entry(item, pos, true)?;
-                                Entry {
+                                AnswerEntry {
                                     id: id.or(e.id),
                                     ..e
                                 }
                             }
-                            _ => Entry {
+                            _ => AnswerEntry {
                                 pos,
                                 id,
                                 named: Map::new(),
@@ -267,7 +267,7 @@ fn named(map: &Map<String, Value>, recs: &[&Prepared]) -> Option<Stored> {
             }
         }
     }
-    let failures: Vec<Entry> = entries.into_iter().filter(|e| e.failed).collect();
+    let failures: Vec<AnswerEntry> = entries.into_iter().filter(|e| e.failed).collect();
     if failures.is_empty() {
         return None;
     }
@@ -320,14 +320,14 @@ fn named(map: &Map<String, Value>, recs: &[&Prepared]) -> Option<Stored> {
 }
 
 /// Reads one entry; None when it is of a shape that says nothing of a record.
-fn entry(item: &Value, pos: Option<usize>, failing: bool) -> Option<Entry> {
+fn entry(item: &Value, pos: Option<usize>, failing: bool) -> Option<AnswerEntry> {
     let as_pos = |v: &Value| match v {
         Value::Number(n) => n.as_u64().map(|p| p as usize),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     };
     match item {
-        Value::Number(_) => Some(Entry {
+        Value::Number(_) => Some(AnswerEntry {
             pos: as_pos(item),
             id: None,
             named: Map::new(),
@@ -335,7 +335,7 @@ fn entry(item: &Value, pos: Option<usize>, failing: bool) -> Option<Entry> {
             words: "refused".into(),
             path: None,
         }),
-        Value::String(s) => Some(Entry {
+        Value::String(s) => Some(AnswerEntry {
             // A list of ids, or of messages that name no record (then unmatched).
             pos,
             id: Some(s.clone()),
@@ -395,7 +395,7 @@ fn entry(item: &Value, pos: Option<usize>, failing: bool) -> Option<Entry> {
                 }
                 _ => words,
             };
-            Some(Entry {
+            Some(AnswerEntry {
                 pos,
                 id,
                 named,
@@ -420,7 +420,7 @@ fn key_of(text: &[u8]) -> Vec<(&'static str, String)> {
 
 /// Whether an entry names the record whose upsert key is `key`: it gives every field of the key
 /// with the record's values, or an id equal to one of them and no key field with another value.
-fn names(e: &Entry, key: &[(&str, String)]) -> bool {
+fn names(e: &AnswerEntry, key: &[(&str, String)]) -> bool {
     let given = |field: &str| e.named.get(field).and_then(Value::as_str);
     if key.is_empty() || key.iter().any(|(f, v)| given(f).is_some_and(|g| g != v)) {
         return false;

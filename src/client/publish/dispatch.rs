@@ -12,10 +12,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::post::post_range;
-use super::report::{FailureKind, Progress, ProgressSink, Report};
+use super::report::{FailureKind, PublishProgress, PublishProgressSink, Report};
 use super::{
-    Batch, Input, Options, Outcome, PublishState, TaskEnd, CHUNK, DRAIN, GIVE_UP_AFTER, MAX_BODY,
-    ROUNDS,
+    Batch, Input, Options, PublishState, RecordOutcome, TaskEnd, CHUNK, DRAIN, GIVE_UP_AFTER,
+    MAX_BODY, ROUNDS,
 };
 use crate::client::error::Error;
 use crate::client::http::Arrays;
@@ -64,7 +64,7 @@ pub(super) struct Dispatcher {
     pub(super) failed_in_a_row: u32,
     /// The last error that ended records after every retry.
     pub(super) last_error: Option<Error>,
-    pub(super) progress: Option<ProgressSink>,
+    pub(super) progress: Option<PublishProgressSink>,
     pub(super) last_progress: Instant,
 }
 
@@ -192,7 +192,7 @@ impl Dispatcher {
         let outcomes = batch.take_outcomes();
         let accepted = outcomes
             .iter()
-            .filter(|o| matches!(o, Some(Outcome::Accepted)))
+            .filter(|o| matches!(o, Some(RecordOutcome::Accepted)))
             .count();
         if accepted > 0 {
             self.failed_in_a_row = 0;
@@ -213,11 +213,11 @@ impl Dispatcher {
         for ((mut rec, outcome), p) in batch.recs.into_iter().zip(outcomes).zip(posted) {
             self.count_sent(&mut rec, p);
             match outcome {
-                Some(Outcome::Accepted) => {
+                Some(RecordOutcome::Accepted) => {
                     self.report.accepted += 1;
                     self.release(rec.key);
                 }
-                Some(Outcome::Failed {
+                Some(RecordOutcome::Failed {
                     kind: FailureKind::Failed,
                     ..
                 }) if retry_round => {
@@ -231,7 +231,7 @@ impl Dispatcher {
                 outcome => {
                     let key = rec.key;
                     let outcome = outcome.unwrap_or_else(|| {
-                        Outcome::failed(
+                        RecordOutcome::failed(
                             FailureKind::NotSent,
                             None,
                             "not sent: publishing stopped".to_owned(),
@@ -277,10 +277,10 @@ impl Dispatcher {
         rec.posted |= posted;
     }
 
-    pub(super) fn fail(&mut self, rec: Prepared, outcome: Outcome) {
+    pub(super) fn fail(&mut self, rec: Prepared, outcome: RecordOutcome) {
         match outcome {
-            Outcome::Accepted => self.report.accepted += 1,
-            Outcome::Failed {
+            RecordOutcome::Accepted => self.report.accepted += 1,
+            RecordOutcome::Failed {
                 kind,
                 status,
                 message,
@@ -334,9 +334,9 @@ impl Dispatcher {
                                 } else {
                                     (FailureKind::Unconfirmed, format!("sent, but no answer came before publishing stopped (it may have been stored): {why}"))
                                 };
-                                Outcome::failed(k, None, m)
+                                RecordOutcome::failed(k, None, m)
                             }
-                            None => Outcome::failed(kind, None, why.to_owned()),
+                            None => RecordOutcome::failed(kind, None, why.to_owned()),
                         };
                         self.fail(rec, outcome);
                     }
@@ -354,7 +354,7 @@ impl Dispatcher {
         self.blocked_len = 0;
         self.held.clear();
         for rec in waiting {
-            self.fail(rec, Outcome::failed(kind, None, why.to_owned()));
+            self.fail(rec, RecordOutcome::failed(kind, None, why.to_owned()));
         }
         rx.close();
         while let Some(chunk) = rx.recv().await {
@@ -368,7 +368,7 @@ impl Dispatcher {
             return;
         }
         self.last_progress = Instant::now();
-        sink(Progress {
+        sink(PublishProgress {
             read: self.report.total,
             accepted: self.report.accepted,
             rejected: self.report.failures.len() as u64,

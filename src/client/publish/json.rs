@@ -1,5 +1,5 @@
 //! The JSON text of publishing's values, one writer for both paths that make it: the dict path
-//! (`src/python/conversions/to_json.rs`, Python records) and the columns path (`columns/`, Arrow
+//! (`src/python/conversions/to_json/`, Python records) and the columns path (`columns/`, Arrow
 //! and Parquet), so that a record's bytes are the same whichever way it came. Strings are written
 //! as `json.dumps(s, ensure_ascii=False)` writes them, floats as Python's `repr` (shortest round
 //! trip, `1e+16`). `bench/json_escape.rs` measures the string writer against serde_json's.

@@ -63,7 +63,7 @@ use dispatch::Dispatcher;
 use post::normalized;
 pub use prepare::check_text;
 use prepare::Prepared;
-pub use report::{Failure, FailureKind, Progress, ProgressSink, Report};
+pub use report::{Failure, FailureKind, PublishProgress, PublishProgressSink, Report};
 pub use source::{jsonl_rest, jsonl_source, values_source, JsonlRest};
 
 /// Most records in one webhook array (the provider's limit).
@@ -194,7 +194,7 @@ pub fn batch_size_error(n: impl std::fmt::Display) -> Error {
 
 /// The outcome of one record of a batch.
 #[derive(Debug, Clone)]
-enum Outcome {
+enum RecordOutcome {
     Accepted,
     Failed {
         kind: FailureKind,
@@ -204,9 +204,9 @@ enum Outcome {
     },
 }
 
-impl Outcome {
-    fn failed(kind: FailureKind, status: Option<u16>, message: String) -> Outcome {
-        Outcome::Failed {
+impl RecordOutcome {
+    fn failed(kind: FailureKind, status: Option<u16>, message: String) -> RecordOutcome {
+        RecordOutcome::Failed {
             kind,
             status,
             message,
@@ -224,7 +224,7 @@ type Posting = (Vec<usize>, Arc<AtomicU64>);
 #[derive(Debug)]
 struct Batch {
     recs: Vec<Prepared>,
-    outcomes: Mutex<Vec<Option<Outcome>>>,
+    outcomes: Mutex<Vec<Option<RecordOutcome>>>,
     /// Records that left the machine at least once.
     posted: Mutex<Vec<bool>>,
     /// The request in flight (a batch holds at most one at a time).
@@ -249,7 +249,7 @@ impl Batch {
         }
     }
 
-    fn set(&self, idx: &[usize], outcome: &Outcome) {
+    fn set(&self, idx: &[usize], outcome: &RecordOutcome) {
         let mut o = locked(&self.outcomes);
         for &i in idx {
             o[i] = Some(outcome.clone());
@@ -257,7 +257,10 @@ impl Batch {
     }
 
     fn accepted(&self, i: usize) -> bool {
-        matches!(locked(&self.outcomes).get(i), Some(Some(Outcome::Accepted)))
+        matches!(
+            locked(&self.outcomes).get(i),
+            Some(Some(RecordOutcome::Accepted))
+        )
     }
 
     /// Whether record `i` was refused alone with a message that ends with `words`
@@ -265,7 +268,7 @@ impl Batch {
     fn refused_with(&self, i: usize, words: &str) -> bool {
         matches!(
             locked(&self.outcomes).get(i),
-            Some(Some(Outcome::Failed { kind: FailureKind::Refused, message, .. }))
+            Some(Some(RecordOutcome::Failed { kind: FailureKind::Refused, message, .. }))
                 if normalized(message).ends_with(words)
         )
     }
@@ -304,7 +307,7 @@ impl Batch {
         }
     }
 
-    fn take_outcomes(&self) -> Vec<Option<Outcome>> {
+    fn take_outcomes(&self) -> Vec<Option<RecordOutcome>> {
         std::mem::take(&mut *locked(&self.outcomes))
     }
 
@@ -382,7 +385,7 @@ impl Client {
         &self,
         mut source: mpsc::Receiver<Vec<Input>>,
         options: Options,
-        progress: Option<ProgressSink>,
+        progress: Option<PublishProgressSink>,
         mut cancel: watch::Receiver<bool>,
     ) -> Result<Report> {
         options.check()?;

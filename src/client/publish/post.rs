@@ -11,7 +11,7 @@ use super::prepare::Prepared;
 use bytes::Bytes;
 
 use super::report::FailureKind;
-use super::{Batch, Outcome, PublishState, TaskEnd};
+use super::{Batch, PublishState, RecordOutcome, TaskEnd};
 use crate::client::error::Error;
 use crate::client::http::Arrays;
 use crate::client::words;
@@ -191,7 +191,7 @@ pub(super) fn post_range<'a>(
                 // A 2xx that is not the API's, after every retry: neither accepted nor refused.
                 batch.set(
                     &idx,
-                    &Outcome::failed(FailureKind::Unconfirmed, None, e.to_string()),
+                    &RecordOutcome::failed(FailureKind::Unconfirmed, None, e.to_string()),
                 );
                 TaskEnd {
                     unconfirmed: true,
@@ -215,7 +215,7 @@ pub(super) fn post_range<'a>(
                     FailureKind::NotSent => format!("not sent: {e}"),
                     _ => e.to_string(),
                 };
-                batch.set(&idx, &Outcome::failed(kind, status, message));
+                batch.set(&idx, &RecordOutcome::failed(kind, status, message));
                 if is_fatal(&e) {
                     TaskEnd {
                         fatal: Some(e),
@@ -238,7 +238,7 @@ pub(super) fn post_range<'a>(
 pub(super) fn unreachable_no_proof(batch: &Batch, idx: &[usize]) -> TaskEnd {
     batch.set(
         idx,
-        &Outcome::failed(
+        &RecordOutcome::failed(
             FailureKind::Unconfirmed,
             None,
             "the answer is not the API's: no proof that the service stored it".to_owned(),
@@ -267,7 +267,7 @@ async fn named(
         is_failed[f.pos] = true;
         batch.set(
             &[idx[f.pos]],
-            &Outcome::Failed {
+            &RecordOutcome::Failed {
                 kind: FailureKind::Refused,
                 status,
                 message: refusal_message(status, &f.words),
@@ -310,7 +310,7 @@ async fn refused_whole(
     if idx.len() == 1 {
         batch.set(
             &idx,
-            &Outcome::failed(
+            &RecordOutcome::failed(
                 FailureKind::Refused,
                 status,
                 refusal_message(status, &words),
@@ -319,7 +319,7 @@ async fn refused_whole(
         return TaskEnd::default();
     }
     let norm = normalized(&words);
-    let unjudged = Outcome::failed(
+    let unjudged = RecordOutcome::failed(
         FailureKind::Unconfirmed,
         status,
         super::judge::unjudged(status, &words),
@@ -351,7 +351,7 @@ async fn refused_whole(
 
 /// The records `idx` of `batch` were accepted.
 pub(super) fn accept(shared: &PublishState, batch: &Batch, idx: &[usize]) {
-    batch.set(idx, &Outcome::Accepted);
+    batch.set(idx, &RecordOutcome::Accepted);
     shared.judge().accepted();
 }
 

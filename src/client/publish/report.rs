@@ -155,7 +155,7 @@ impl Report {
 
 /// How far a publish has got.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Progress {
+pub struct PublishProgress {
     /// Records taken from the source.
     pub read: u64,
     /// Records accepted.
@@ -167,4 +167,4 @@ pub struct Progress {
 }
 
 /// Receives progress updates.
-pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+pub type PublishProgressSink = Arc<dyn Fn(PublishProgress) + Send + Sync>;

@@ -15,7 +15,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinError, JoinHandle};
 
-use crate::client::publish::{self as core, Input, Options, Progress, Report};
+use crate::client::publish::{self as core, Input, Options, PublishProgress, Report};
 use crate::python::client::PyClient;
 use crate::python::conversions::errors;
 use crate::python::conversions::keywords::Keywords;
@@ -117,9 +117,9 @@ fn batch_size_arg(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<i64>> {
 }
 
 /// Publishing's progress cell.
-pub(super) type PublishCell = progress::Cell<Progress>;
+pub(super) type PublishCell = progress::Cell<PublishProgress>;
 
-impl Update for Progress {
+impl Update for PublishProgress {
     fn fill(&self, d: &Bound<'_, PyDict>) -> PyResult<()> {
         d.set_item("read", self.read)?;
         d.set_item("accepted", self.accepted)?;

@@ -52,7 +52,7 @@ impl Offsets<'_> {
 }
 
 /// A struct's field, bound.
-pub(super) struct Member<'a> {
+pub(super) struct BoundMember<'a> {
     pub(super) name: &'a str,
     /// `"name":`, as JSON.
     pub(super) key: Vec<u8>,
@@ -87,7 +87,7 @@ pub(super) enum Values<'a> {
     Date32(&'a [i32]),
     Date64(&'a [i64]),
     List(Offsets<'a>, Box<Col<'a>>),
-    Struct(Vec<Member<'a>>),
+    Struct(Vec<BoundMember<'a>>),
 }
 
 /// One column (or nested child) of a batch, ready to be written row by row.
@@ -254,7 +254,7 @@ impl<'a> Col<'a> {
                 let s = array.as_struct_opt().ok_or_else(mismatch)?;
                 let mut members = Vec::with_capacity(fields.len());
                 for (f, child) in fields.iter().zip(s.columns()) {
-                    members.push(Member {
+                    members.push(BoundMember {
                         name: f.name().as_str(),
                         key: key_json(f.name()),
                         col: Col::bind(child.as_ref())?,

@@ -22,25 +22,25 @@ pub(super) struct Positions {
     /// The columns of the models' upsert key fields, by name.
     pub(super) key_fields: Vec<(&'static str, usize)>,
     /// Each model's fields that the columns are, looked up once for every row.
-    pub(super) layouts: Vec<Layout>,
+    pub(super) layouts: Vec<RowLayout>,
 }
 
 /// Where a model has each column, and each member of the `items` structs among its item
 /// fields (None: it has no such field).
 #[derive(Debug, Clone)]
-pub(super) struct Layout {
+pub(super) struct RowLayout {
     model: &'static Model,
     columns: Vec<Option<usize>>,
     members: Vec<Option<usize>>,
 }
 
-impl Layout {
+impl RowLayout {
     /// Where the model has column `c`.
     fn column(&self, c: usize) -> Option<usize> {
         self.columns.get(c).copied().flatten()
     }
 
-    fn of(model: &'static Model, schema: &Schema, items: Option<usize>) -> Layout {
+    fn of(model: &'static Model, schema: &Schema, items: Option<usize>) -> RowLayout {
         let item_fields = model
             .fields
             .iter()
@@ -56,7 +56,7 @@ impl Layout {
                 .collect(),
             _ => Vec::new(),
         };
-        Layout {
+        RowLayout {
             model,
             columns: schema
                 .fields()
@@ -70,7 +70,7 @@ impl Layout {
 
 impl Positions {
     /// The layout of the model named `data_type`, if there is one.
-    fn layout(&self, data_type: &str) -> Option<&Layout> {
+    fn layout(&self, data_type: &str) -> Option<&RowLayout> {
         self.layouts
             .iter()
             .find(|l| l.model.data_type == Some(data_type))
@@ -99,7 +99,7 @@ impl Positions {
             layouts: MODELS
                 .iter()
                 .filter(|m| m.data_type.is_some())
-                .map(|m| Layout::of(m, schema, items))
+                .map(|m| RowLayout::of(m, schema, items))
                 .collect(),
         }
     }
@@ -112,7 +112,7 @@ pub(super) struct Rows<'a> {
 }
 
 /// What writing a row found.
-pub(super) struct Written {
+pub(super) struct WrittenRow {
     /// The fast check's verdict (always true when not checking).
     pub(super) conforms: bool,
     /// The hashed upsert key; 0: none.
@@ -162,14 +162,14 @@ impl<'a> Rows<'a> {
 
     /// Writes row `row` as a JSON object, deciding with `check` whether it conforms. The text
     /// of a column of JSON is written as it is, and scanned: as the record's items, checked,
-    /// or as JSON (see [`Written::careful`]).
+    /// or as JSON (see [`WrittenRow::careful`]).
     pub(super) fn write(
         &self,
         row: usize,
         check: bool,
         lossy: bool,
         out: &mut Vec<u8>,
-    ) -> std::result::Result<Written, Unwritable> {
+    ) -> std::result::Result<WrittenRow, Unwritable> {
         let mut careful = self.positions.json_keys;
         // The check of the row's model, and where that model has each column.
         let mut record = if check {
@@ -230,7 +230,7 @@ impl<'a> Rows<'a> {
             }
         }
         out.push(b'}');
-        Ok(Written {
+        Ok(WrittenRow {
             conforms: conforms_so_far && record.as_ref().is_none_or(|(rec, _)| rec.complete()),
             key: self.key(row),
             careful,
@@ -360,8 +360,8 @@ pub(super) fn chunk(
         .map(|((span, outcome), index)| {
             let text = bytes.slice(span);
             match outcome {
-                Ok(Written { careful: true, .. }) => check_text(index, None, text, check),
-                Ok(Written {
+                Ok(WrittenRow { careful: true, .. }) => check_text(index, None, text, check),
+                Ok(WrittenRow {
                     conforms: true,
                     key,
                     ..
@@ -372,7 +372,7 @@ pub(super) fn chunk(
                     text,
                 },
                 // The detailed validator says what is wrong, as it does for a dict.
-                Ok(Written {
+                Ok(WrittenRow {
                     conforms: false, ..
                 }) => match serde_json::from_slice::<Value>(&text) {
                     Ok(value) => checked_value(index, None, &value, text, true),

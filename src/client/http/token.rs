@@ -1,0 +1,243 @@
+//! The access token: one cached for all callers, renewed once for all of them near its expiry
+//! or when the service refuses it, and the token request with its own retries.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use reqwest::header::LOCATION;
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use url::Url;
+
+use super::outage::Tries;
+use super::shown::{body_start, detail_of, shown, truncate};
+use super::{parse_retry_after, renewal_margin, Http, Level};
+use crate::client::config::Secret;
+use crate::client::error::{Error, Result};
+use crate::client::redact;
+use crate::client::uses::{Admit, Use};
+
+#[derive(Debug, Clone)]
+pub(super) struct Token {
+    value: Secret,
+    refresh_at: Instant,
+    generation: u64,
+}
+
+impl Http {
+    /// A valid token and its generation; fetched once for all concurrent callers when needed.
+    pub async fn token(&self) -> Result<(Secret, u64)> {
+        self.token_inner().await.map_err(Error::scrubbed)
+    }
+
+    async fn token_inner(&self) -> Result<(Secret, u64)> {
+        self.check_open()?;
+        let refusals = self.refusals().0;
+        let mut slot = self.token.lock().await;
+        if let Some(t) = slot.as_ref() {
+            if Instant::now() < t.refresh_at {
+                return Ok((t.value.clone(), t.generation));
+            }
+            self.log(Level::Debug, || "access token near expiry: renewing".into());
+        }
+        if let (n, Some(e)) = self.refusals() {
+            if n != refusals {
+                return Err(e);
+            }
+        }
+        let t = match self.fetch_token().await {
+            Ok(t) => t,
+            Err(e) => {
+                if matches!(e, Error::Auth { .. }) {
+                    let mut r = self.refusal.lock().unwrap_or_else(|p| p.into_inner());
+                    *r = (r.0 + 1, Some(e.clone()));
+                }
+                return Err(e);
+            }
+        };
+        let out = (t.value.clone(), t.generation);
+        self.uses.start(t.generation);
+        *slot = Some(t);
+        Ok(out)
+    }
+
+    /// A valid token for one request, once its window lets one more request carry it (see
+    /// [`Uses`]); the request counts in the window until the [`Use`] ends.
+    pub(super) async fn token_for_use(&self) -> Result<(Secret, u64, Use<'_>)> {
+        loop {
+            let mut changed = std::pin::pin!(self.uses.changed());
+            changed.as_mut().enable();
+            let (token, generation) = self.token().await?;
+            match self.uses.admit(generation) {
+                Admit::Granted => return Ok((token, generation, Use::new(&self.uses, generation))),
+                Admit::Stale => continue,
+                Admit::Renew => {
+                    self.log(Level::Debug, || {
+                        "access token used for as many requests as the last ones lasted: \
+                         renewing"
+                            .into()
+                    });
+                    self.invalidate(generation).await;
+                    self.uses.wake();
+                }
+                Admit::Wait => {
+                    self.unless_closed(async {
+                        changed.await;
+                        Ok(())
+                    })
+                    .await?
+                }
+            }
+        }
+    }
+
+    /// How many times the credentials were refused, and the latest refusal.
+    fn refusals(&self) -> (u64, Option<Error>) {
+        self.refusal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Forgets the token of `generation` (refused by the service), unless already replaced;
+    /// whether it was the current one.
+    pub(super) async fn invalidate(&self, generation: u64) -> bool {
+        let mut slot = self.token.lock().await;
+        let current = slot.as_ref().is_some_and(|t| t.generation == generation);
+        if current {
+            *slot = None;
+        }
+        current
+    }
+
+    async fn fetch_token(&self) -> Result<Token> {
+        let url = self.config.url("/v2/oauth/token");
+        let body = serde_json::json!({
+            "audience": self.config.audience,
+            "client_id": self.config.client_id,
+            "client_secret": self.config.client_secret.expose(),
+        });
+        let body = Bytes::from(body.to_string());
+        let mut tries = Tries::new("POST", &url, None);
+        loop {
+            let granted = self.unless_closed(self.ledger.take_granted()).await?;
+            let day = self.ledger.spend()?;
+            let sent_at = Instant::now();
+            self.stats.request("POST /v2/oauth/token");
+            let told = self
+                .unless_closed(async {
+                    Ok(self
+                        .exchange_told(&Method::POST, &url, None, Some(body.clone()))
+                        .await)
+                })
+                .await?;
+            let outage = self.told(&told, day, granted, "POST /v2/oauth/token", None);
+            if outage.is_none() {
+                self.answered(&mut tries);
+            }
+            let outcome = told.map_err(|f| f.error);
+            let err = match outcome {
+                // A 200 that is not a token (a proxy's page, a cut answer) is retried.
+                Ok((status, _, bytes)) if status.is_success() => {
+                    match self.parse_token(&url, &bytes, sent_at) {
+                        Ok(token) => return Ok(token),
+                        Err(e) => (e, None),
+                    }
+                }
+                Ok((status, headers, bytes)) => {
+                    let detail = detail_of(&bytes);
+                    let code = status.as_u16();
+                    if matches!(code, 400 | 401 | 403) {
+                        return Err(Error::Auth {
+                            message: format!("the service refused the token request ({status}): {detail}; check `client_id`, `client_secret`, `api_key` and `audience`"),
+                            status: Some(code),
+                        });
+                    }
+                    if !matches!(code, 429 | 500 | 502 | 503 | 504) {
+                        // Not a verdict on the credentials: the address is wrong.
+                        let to = headers
+                            .get(LOCATION)
+                            .and_then(|l| l.to_str().ok())
+                            .map(|l| format!(" to `{}`", crate::text::shown(l)))
+                            .unwrap_or_default();
+                        let what = if status.is_redirection() {
+                            format!("was redirected ({status}{to})")
+                        } else {
+                            format!("answered {status}: {detail}")
+                        };
+                        return Err(Error::Status {
+                            status: code,
+                            body: truncate(&bytes),
+                            url: shown(&url),
+                            message: format!(
+                                "the token endpoint `POST {}` {what}; check `base_url` (the \
+                                 service's address, without `/v2`)",
+                                url.path()
+                            ),
+                        });
+                    }
+                    if status == StatusCode::TOO_MANY_REQUESTS {
+                        self.stats.rate_limited(None);
+                        self.too_long(&headers, "POST /v2/oauth/token")?;
+                    }
+                    // Not a verdict on the credentials: the service failed or is busy.
+                    (
+                        Error::Status {
+                            status: code,
+                            body: truncate(&bytes),
+                            url: shown(&url),
+                            message: format!("the token request failed ({status}): {detail}"),
+                        },
+                        parse_retry_after(&headers),
+                    )
+                }
+                Err(e) => (e, None),
+            };
+            let (err, retry_after) = err;
+            self.retry(&mut tries, outage, err, retry_after, sent_at)
+                .await?;
+        }
+    }
+
+    fn parse_token(&self, url: &Url, bytes: &[u8], sent_at: Instant) -> Result<Token> {
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| Error::Decode {
+            url: shown(url),
+            detail: format!(
+                "the token answer is not JSON ({e}); it starts with `{}`",
+                body_start(bytes)
+            ),
+        })?;
+        let value = v
+            .get("access_token")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| Error::Decode {
+                url: shown(url),
+                detail: "the token answer has no `access_token`".into(),
+            })?;
+        // `expires_in` missing, 0 or unreadable: an hour, renewed sooner if refused.
+        let lifetime = match v.get("expires_in") {
+            Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0),
+            Some(Value::String(s)) => s.trim().parse().unwrap_or(0.0),
+            _ => 0.0,
+        };
+        let lifetime = if lifetime.is_finite() && lifetime > 0.0 {
+            lifetime
+        } else {
+            3600.0
+        };
+        let lifetime = Duration::from_secs_f64(lifetime.min(366.0 * 86_400.0));
+        redact::register_token(value);
+        self.stats.token();
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        self.log(Level::Debug, || {
+            format!("new access token, valid for {} s", lifetime.as_secs())
+        });
+        Ok(Token {
+            value: Secret::new(value),
+            refresh_at: sent_at + lifetime - renewal_margin(lifetime),
+            generation,
+        })
+    }
+}
