@@ -1,0 +1,219 @@
+use super::*;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sv-quota-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn counts_until_the_budget_then_refuses_without_counting() {
+    let d = dir("budget");
+    let l = Ledger::open("https://api.test/", "key-1234", Some(3), Some(&d));
+    for _ in 0..3 {
+        l.spend().expect("within budget");
+    }
+    let e = l.spend().expect_err("past the budget");
+    let Error::Quota { used, limit, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!((*used, *limit), (3, Some(3)));
+    assert!(e.to_string().contains("comes back at"), "{e}");
+    let q = l.quota();
+    assert_eq!((q.used, q.remaining), (3, Some(0)));
+    // Another client of the same key and service sees the same count.
+    let other = Ledger::open("https://api.test/", "key-1234", Some(3), Some(&d));
+    assert!(other.spend().is_err());
+    // Another key has its own.
+    let mine = Ledger::open("https://api.test/", "key-5678", Some(3), Some(&d));
+    assert!(mine.spend().is_ok());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[cfg(unix)]
+#[test]
+fn the_ledger_is_0600_in_0700_directories_it_makes_and_leaves_others_as_they_are() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o7777;
+    let d = dir("modes");
+    let made = d.join("a").join("ledgers");
+    let l = Ledger::open("https://api.test/", "key", None, Some(&made));
+    l.spend().expect("no limit");
+    let file = l.path().expect("a file").to_path_buf();
+    assert_eq!(mode(&file), 0o600);
+    assert_eq!(
+        (mode(&d), mode(&d.join("a")), mode(&made)),
+        (0o700, 0o700, 0o700)
+    );
+    // A shared directory that exists keeps its mode; an earlier ledger becomes private.
+    let shared = dir("modes-shared");
+    std::fs::create_dir_all(&shared).expect("mkdir");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let earlier = shared.join(file_name("https://api.test/", "key"));
+    std::fs::write(&earlier, b"").expect("write");
+    std::fs::set_permissions(&earlier, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let l = Ledger::open("https://api.test/", "key", None, Some(&shared));
+    assert_eq!(l.path(), Some(earlier.as_path()));
+    assert_eq!((mode(&shared), mode(&earlier)), (0o1777, 0o600));
+    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(&shared);
+}
+
+#[test]
+fn the_key_is_not_in_the_file_or_its_name() {
+    let d = dir("secret");
+    let l = Ledger::open("https://api.test/", "very-secret-key", None, Some(&d));
+    l.spend().expect("no limit");
+    let path = l.path().expect("a file").to_path_buf();
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(!text.contains("very-secret-key"), "{text}");
+    assert!(!path.to_string_lossy().contains("very-secret"));
+    assert!(text.contains("\"used\":1"), "{text}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn the_day_is_the_services() {
+    let d = dir("day");
+    let l = Ledger::open("https://api.test/", "key-1234", Some(1), Some(&d));
+    l.spend().expect("first");
+    assert!(l.spend().is_err());
+    // The service's Date says it is tomorrow: a new budget.
+    let mut h = HeaderMap::new();
+    let tomorrow = chrono::Utc::now() + chrono::Duration::days(1);
+    h.insert(
+        DATE,
+        tomorrow
+            .format("%a, %d %b %Y %H:%M:%S GMT")
+            .to_string()
+            .parse()
+            .expect("header"),
+    );
+    l.observe(&h);
+    l.spend().expect("a new day");
+    assert_eq!(l.quota().used, 1);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_long_wait_blocks_every_client_until_it_passes() {
+    let d = dir("block");
+    let l = Ledger::open("https://api.test/", "key-1234", None, Some(&d));
+    let e = l.block(3_600_000, "the service answered 429".into());
+    assert!(matches!(e, Error::Quota { .. }));
+    let other = Ledger::open("https://api.test/", "key-1234", None, Some(&d));
+    assert!(other.spend().is_err());
+    assert_eq!(other.quota().remaining, None);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[tokio::test]
+async fn an_allowance_bounds_the_requests_until_it_ends() {
+    let l = Ledger::open("https://api.test/", "key-1234", None, None);
+    l.take_granted().await.expect("none in force");
+    assert_eq!(l.allowance(), None);
+    l.grant(2);
+    l.take_granted().await.expect("1");
+    l.take_granted().await.expect("2");
+    assert_eq!(l.allowance(), Some(0));
+    // None left: the request waits for the next grant.
+    let short = std::time::Duration::from_millis(20);
+    assert!(tokio::time::timeout(short, l.take_granted()).await.is_err());
+    let (took, ()) = tokio::join!(l.take_granted(), async {
+        tokio::time::sleep(short).await;
+        l.grant(3);
+    });
+    took.expect("granted");
+    assert_eq!(l.allowance(), Some(2));
+    l.close_allowance();
+    l.take_granted().await.expect("what is left still goes");
+    l.take_granted().await.expect("the last");
+    let e = l.take_granted().await.expect_err("closed and spent");
+    assert!(matches!(e, Error::Quota { .. }), "{e}");
+    assert!(e.to_string().contains("comes back at"), "{e}");
+    l.grant(4);
+    assert_eq!(l.end_allowance(), 4);
+    l.take_granted().await.expect("none in force again");
+}
+
+/// Sets the time `path` was last written `ago`.
+fn written_ago(path: &Path, ago: std::time::Duration) {
+    let file = File::options().write(true).open(path).expect("open");
+    let then = std::time::SystemTime::now() - ago;
+    file.set_modified(then).expect("set mtime");
+}
+
+#[test]
+fn opening_a_ledger_removes_those_unused_for_two_days() {
+    let d = dir("prune");
+    let day = std::time::Duration::from_secs(86_400);
+    let old = Ledger::open("http://127.0.0.1:1/", "key-old", Some(9), Some(&d));
+    old.spend().expect("counted");
+    let recent = Ledger::open("http://127.0.0.1:2/", "key-new", Some(9), Some(&d));
+    recent.spend().expect("counted");
+    let mine = Ledger::open("https://api.test/", "key-1234", Some(9), Some(&d));
+    mine.spend().expect("counted");
+    let other = d.join("notes.txt");
+    std::fs::write(&other, "not a ledger").expect("write");
+    for path in [old.path(), mine.path()].into_iter().flatten() {
+        written_ago(path, 3 * day);
+    }
+    written_ago(recent.path().expect("a file"), day);
+    written_ago(&other, 3 * day);
+    let reopened = Ledger::open("https://api.test/", "key-1234", Some(9), Some(&d));
+    let mut left: Vec<_> = std::fs::read_dir(&d)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    left.sort();
+    let mut kept = vec![
+        recent.path().expect("a file").to_path_buf(),
+        reopened.path().expect("a file").to_path_buf(),
+        other,
+    ];
+    kept.sort();
+    // The stale ledger of another key is gone; its own (whatever its age), a recent one
+    // and other files stay.
+    assert_eq!(left, kept);
+    assert_eq!(reopened.quota().used, 1);
+    // A client whose ledger was removed under it counts in the new file, with the others.
+    old.spend().expect("counted again");
+    let again = Ledger::open("http://127.0.0.1:1/", "key-old", Some(9), Some(&d));
+    assert!(again.path().expect("a file").exists());
+    assert_eq!(again.quota().used, 1);
+    old.spend().expect("counted");
+    assert_eq!(again.quota().used, 2);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn without_a_directory_the_ledger_is_in_memory() {
+    let l = Ledger::open("https://api.test/", "key-1234", Some(2), None);
+    assert!(l.path().is_none());
+    l.spend().expect("1");
+    l.spend().expect("2");
+    assert!(l.spend().is_err());
+}
+
+#[test]
+fn the_directory_follows_the_environment() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |k: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    };
+    assert_eq!(
+        ledger_dir(&env(&[("SURVEILLANCE_QUOTA_DIR", "/q"), ("HOME", "/h")])),
+        Some(PathBuf::from("/q"))
+    );
+    if cfg!(target_os = "linux") {
+        assert_eq!(
+            ledger_dir(&env(&[("HOME", "/h")])),
+            Some(PathBuf::from("/h/.cache/surveillance/quota"))
+        );
+    }
+    assert_eq!(ledger_dir(&env(&[])), None);
+}
