@@ -17,7 +17,10 @@ from typing import (
     Union,
     final,
     overload,
+    type_check_only,
 )
+
+from typing_extensions import Self
 
 __all__ = [
     "DAY_MS",
@@ -545,8 +548,24 @@ class Cost:
     def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@type_check_only
+class _Figures(Mapping[str, Any]):
+    """What the four read-only mappings among the results (Quota, Stats, CacheEntry,
+    CacheInfo) have in common; no such class exists at run time."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def get(self, key: str, default: Any = None, /) -> Any:
+        """The value of ``key``, or ``default`` when it has no such key."""
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as a dict of plain values (nested results as dicts)."""
+    def _repr_html_(self) -> str: ...
+    def __reduce__(self) -> tuple[type[Self], tuple[Any, ...]]: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
 @final
-class Quota(Mapping[str, Any]):
+class Quota(_Figures):
     """Where the daily request quota stands (:meth:`Client.quota`); a read-only mapping."""
 
     def __new__(
@@ -576,18 +595,9 @@ class Quota(Mapping[str, Any]):
     def __getitem__(self, key: Literal["resets_at"], /) -> datetime.datetime: ...
     @overload
     def __getitem__(self, key: str, /) -> Any: ...
-    def __len__(self) -> int: ...
-    def __iter__(self) -> Iterator[str]: ...
-    def get(self, key: str, default: Any = None, /) -> Any:
-        """The value of ``key``, or ``default`` when it has no such key."""
-    def to_dict(self) -> dict[str, Any]:
-        """The figures as a dict."""
-    def _repr_html_(self) -> str: ...
-    def __reduce__(self) -> tuple[type[Quota], tuple[Any, ...]]: ...
-    __hash__: ClassVar[None]  # type: ignore[assignment]
 
 @final
-class Stats(Mapping[str, Any]):
+class Stats(_Figures):
     """The counters of a client (:meth:`Client.stats`); a read-only mapping."""
 
     def __new__(
@@ -633,18 +643,9 @@ class Stats(Mapping[str, Any]):
     def __getitem__(self, key: Literal["quota"], /) -> Quota: ...
     @overload
     def __getitem__(self, key: str, /) -> Any: ...
-    def __len__(self) -> int: ...
-    def __iter__(self) -> Iterator[str]: ...
-    def get(self, key: str, default: Any = None, /) -> Any:
-        """The value of ``key``, or ``default`` when it has no such key."""
-    def to_dict(self) -> dict[str, Any]:
-        """The figures as a dict (the quota's too)."""
-    def _repr_html_(self) -> str: ...
-    def __reduce__(self) -> tuple[type[Stats], tuple[Any, ...]]: ...
-    __hash__: ClassVar[None]  # type: ignore[assignment]
 
 @final
-class CacheEntry(Mapping[str, Any]):
+class CacheEntry(_Figures):
     """What the cache of settled events holds of one account and endpoint; a read-only
     mapping."""
 
@@ -699,18 +700,9 @@ class CacheEntry(Mapping[str, Any]):
     def __getitem__(self, key: Literal["events", "requests", "bytes", "files"], /) -> int: ...
     @overload
     def __getitem__(self, key: str, /) -> Any: ...
-    def __len__(self) -> int: ...
-    def __iter__(self) -> Iterator[str]: ...
-    def get(self, key: str, default: Any = None, /) -> Any:
-        """The value of ``key``, or ``default`` when it has no such key."""
-    def to_dict(self) -> dict[str, Any]:
-        """The figures as a dict."""
-    def _repr_html_(self) -> str: ...
-    def __reduce__(self) -> tuple[type[CacheEntry], tuple[Any, ...]]: ...
-    __hash__: ClassVar[None]  # type: ignore[assignment]
 
 @final
-class CacheInfo(Mapping[str, Any]):
+class CacheInfo(_Figures):
     """What the cache of settled events holds (:meth:`Client.cache_info`); a read-only
     mapping."""
 
@@ -745,12 +737,3 @@ class CacheInfo(Mapping[str, Any]):
     def __getitem__(self, key: Literal["entries"], /) -> list[CacheEntry]: ...
     @overload
     def __getitem__(self, key: str, /) -> Any: ...
-    def __len__(self) -> int: ...
-    def __iter__(self) -> Iterator[str]: ...
-    def get(self, key: str, default: Any = None, /) -> Any:
-        """The value of ``key``, or ``default`` when it has no such key."""
-    def to_dict(self) -> dict[str, Any]:
-        """The figures as a dict (the entries' too)."""
-    def _repr_html_(self) -> str: ...
-    def __reduce__(self) -> tuple[type[CacheInfo], tuple[Any, ...]]: ...
-    __hash__: ClassVar[None]  # type: ignore[assignment]
