@@ -36,6 +36,7 @@ use super::Client;
 use crate::time::format_ms;
 
 mod cached;
+mod count;
 mod done;
 mod fetch;
 mod held;
@@ -44,13 +45,12 @@ mod run;
 mod search;
 mod window;
 
+pub use count::{count, density_seen, Count};
 pub use held::Held;
 pub(crate) use page::{order_of, PageOrder};
 pub use page::{parse_events, Completed, Event, EventForm, Page};
 use page::{MAX_MS, MIN_MS};
-pub use run::{
-    count, density_seen, fetch_all, fetch_batches, peek, stream, stream_batches, AbortOnDrop, Count,
-};
+pub use run::{fetch_all, fetch_batches, peek, stream, stream_batches, AbortOnDrop};
 
 /// The last offset the service accepts, rounded to a page.
 pub(crate) const CEILING_PAGE: usize = OFFSET_CEILING - PAGE;
