@@ -75,6 +75,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(conversions::keywords::check_limits, m)?)?;
     m.add_function(wrap_pyfunction!(publish::records::publish_records, m)?)?;
     m.add_class::<publish::columns::JsonLines>()?;
+    m.add_class::<publish::report::PyPublishReport>()?;
+    m.add_class::<publish::report::PyFailure>()?;
     m.add_function(wrap_pyfunction!(publish::columns::publish_columns, m)?)?;
     m.add_function(wrap_pyfunction!(publish::columns::columns_json, m)?)?;
     m.add_function(wrap_pyfunction!(publish::columns::json_column, m)?)?;

@@ -3,7 +3,8 @@
 //! column source, which reads the batches and writes the records on a thread of its own with
 //! the GIL released. The call waits as `publish` does: GIL released, signals checked every
 //! 50 ms, Ctrl-C cancelling the core, which returns its partial report. Also `columns_json`,
-//! the rows of such data as JSON texts (what `write_failures` writes of the rows not read).
+//! the rows of such data as JSON texts ([`Lines`]: what `write_failures` writes of the rows not
+//! read).
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -15,7 +16,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_arrow::input::AnyRecordBatch;
 
-use super::{finished, report, Publishing, Started};
+use super::report::{self, PyPublishReport};
+use super::unread::Reread;
+use super::{finished, Publishing, Started};
 use crate::client::publish::columns::{self, Columns};
 use crate::client::publish::{jsonl_rest as core_jsonl_rest, JsonlRest};
 use crate::python::client::PyClient;
@@ -25,7 +28,7 @@ use crate::python::runtime::{self, log};
 
 /// The batches of `data` or of the Parquet file `path` (exactly one), and the number of rows
 /// when it is known without reading them.
-fn open_source(
+pub(super) fn open_source(
     data: Option<AnyRecordBatch>,
     path: Option<PathBuf>,
 ) -> PyResult<(Box<dyn RecordBatchReader + Send>, Option<u64>)> {
@@ -44,25 +47,39 @@ fn open_source(
 /// Publishes the rows of Arrow `data` or of the Parquet file `path` as records (columns named
 /// as the model's fields; `items` a list of structs).
 ///
-/// Returns `(report, exception)` as `publish` does; the report dict also holds `rows`, the
-/// source's number of rows when known (a Parquet file). Columns that do not fit the models
-/// raise `ValidationError` before anything is sent.
+/// Returns `(report, exception)` as `publish` does. Columns that do not fit the models raise
+/// `ValidationError` before anything is sent, unless the columns named in `loose` (lists of
+/// structs made from lists of dicts) are the cause: these then go as JSON text, each row judged
+/// as a dict's list is. `rereadable`: `data` can be exported again (a table, not a stream), so
+/// that the report of a publish that stopped early keeps the rows not read.
 #[pyfunction]
-#[pyo3(name = "publish_columns", signature = (client, data=None, path=None, **options))]
+#[pyo3(name = "publish_columns", signature = (client, data=None, path=None, *, rereadable=false, loose=Vec::new(), **options))]
 pub fn publish_columns<'py>(
     py: Python<'py>,
     client: &Bound<'py, PyClient>,
-    data: Option<AnyRecordBatch>,
+    data: Option<Bound<'py, PyAny>>,
     path: Option<PathBuf>,
+    rereadable: bool,
+    loose: Vec<String>,
     options: Option<Bound<'py, PyDict>>,
-) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
+) -> PyResult<(PyPublishReport, Option<Py<PyAny>>)> {
     let publishing = Publishing::new("publish_columns", client, options)?;
     let validate = publishing.options.validate;
+    let again = match (&data, &path) {
+        (Some(d), None) if rereadable => {
+            Some((Reread::Arrow(d.clone().unbind()), Some(d.len()? as u64)))
+        }
+        (None, Some(p)) => Some((Reread::Parquet(p.clone()), None)),
+        _ => None,
+    };
+    let data = data.map(|d| d.extract::<AnyRecordBatch>()).transpose()?;
     let (reader, rows) = open_source(data, path)?;
+    let again = again.map(|(source, size)| (source, size.or(rows)));
+    let asked = publishing.asked.clone();
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
     // The schema check reads the first rows, which a stream may have to wait for.
-    let opened = py.detach(|| Columns::open(reader, validate));
+    let opened = py.detach(|| Columns::open_loose(reader, validate, &loose));
     py.check_signals()?;
     let columns = opened.map_err(errors::to_py)?;
     let (rx, feeder) = {
@@ -107,13 +124,11 @@ pub fn publish_columns<'py>(
     if let Err(e) = cell.report(py, progress.as_ref()) {
         raised.get_or_insert(e);
     }
-    let (dict, error) = report::outcome(py, &report, raised)?;
-    dict.set_item("rows", rows)?;
-    Ok((dict, error))
+    report::outcome(py, &report, raised, asked, again)
 }
 
-/// What [`JsonLines`] reads from.
-enum Lines {
+/// Records as JSON texts: what [`JsonLines`] and a report's rows not read read from.
+pub(super) enum Lines {
     /// Arrow batches, written as JSON row by row.
     Arrow {
         reader: Option<Box<dyn RecordBatchReader + Send>>,
@@ -125,8 +140,17 @@ enum Lines {
 }
 
 impl Lines {
+    /// The rows of `reader` after the first `skip`.
+    pub(super) fn arrow(reader: Box<dyn RecordBatchReader + Send>, skip: u64) -> Lines {
+        Lines::Arrow {
+            reader: Some(reader),
+            skip,
+            ready: VecDeque::new(),
+        }
+    }
+
     /// The next record's JSON text, None after the last.
-    fn next(&mut self, py: Python<'_>) -> PyResult<Option<String>> {
+    pub(super) fn next(&mut self, py: Python<'_>) -> PyResult<Option<String>> {
         let (reader, skip, ready) = match self {
             Lines::File(rest) => {
                 return py.detach(|| rest.next()).transpose().map_err(errors::to_py);
@@ -208,11 +232,7 @@ pub fn columns_json(
     skip: u64,
 ) -> PyResult<JsonLines> {
     let (reader, _) = open_source(data, path)?;
-    Ok(JsonLines(Mutex::new(Lines::Arrow {
-        reader: Some(reader),
-        skip,
-        ready: VecDeque::new(),
-    })))
+    Ok(JsonLines(Mutex::new(Lines::arrow(reader, skip))))
 }
 
 /// Whether `value` is missing in a DataFrame column: None, NaN, pandas' `NaT` and `NA`.
