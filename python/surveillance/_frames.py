@@ -154,4 +154,3 @@ def failures_frame(report: Any) -> pandas.DataFrame:
         "record": pd.array([f.record_json for f in failures], dtype="object"),
     }
     return pd.DataFrame(columns)
-

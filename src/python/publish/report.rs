@@ -1,7 +1,7 @@
 //! Publishing's results as Python values, made in one place for both publish bindings and
 //! `validate`: the report, `PublishReport`, and its records not accepted, `Failure` (frozen
 //! classes built from the core's report, with the rows a stopped publish did not read), problems
-//! as dicts, and the exception that comes with a report. How they read is `shown`'s.
+//! as dicts, and the exception that comes with a report. How they read is in `shown`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -12,7 +12,6 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyType};
 
-use super::shown;
 use super::unread::{Reread, Unread};
 use crate::client::publish::{Failure as CoreFailure, Report};
 use crate::client::redact::scrub;
@@ -204,7 +203,7 @@ impl PyFailure {
     }
 
     fn __str__(&self) -> String {
-        shown::failure(self)
+        self.line_text()
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -578,7 +577,7 @@ impl PyPublishReport {
     /// One line: records, accepted, rejected by kind, interrupted or not sent (apart: the
     /// service refused none of them), unconfirmed, requests, retries, time.
     fn summary(&self) -> String {
-        shown::summary(self)
+        self.summary_text()
     }
 
     /// The fields as a dict (failures as dicts), as JSON can hold them.
@@ -625,7 +624,7 @@ impl PyPublishReport {
         let class = py.import("surveillance.publish")?.getattr("PublishError")?;
         let kwargs = PyDict::new(py);
         kwargs.set_item("report", slf)?;
-        let error = class.call((shown::not_accepted(report),), Some(&kwargs))?;
+        let error = class.call((report.not_accepted_text(),), Some(&kwargs))?;
         Err(PyErr::from_value(error))
     }
 
@@ -757,15 +756,15 @@ impl PyPublishReport {
     }
 
     fn __repr__(&self) -> String {
-        format!("<PublishReport: {}>", shown::summary(self))
+        format!("<PublishReport: {}>", self.summary_text())
     }
 
     fn __str__(&self) -> String {
-        shown::text(self)
+        self.long_text()
     }
 
     fn _repr_html_(&self) -> String {
-        shown::html(self)
+        self.html_table()
     }
 
     /// Pickled as a call of its class with its fields; the unread rest of a source stays with

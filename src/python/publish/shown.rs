@@ -29,8 +29,37 @@ fn esc(text: &str) -> String {
     out
 }
 
+impl PyFailure {
+    /// `record 3 (line 4) [t-3] 400: message`.
+    pub(super) fn line_text(&self) -> String {
+        failure(self)
+    }
+}
+
+impl PyPublishReport {
+    /// See [`summary`].
+    pub(super) fn summary_text(&self) -> String {
+        summary(self)
+    }
+
+    /// See [`text`].
+    pub(super) fn long_text(&self) -> String {
+        text(self)
+    }
+
+    /// See [`html`].
+    pub(super) fn html_table(&self) -> String {
+        html(self)
+    }
+
+    /// See [`not_accepted`].
+    pub(super) fn not_accepted_text(&self) -> String {
+        not_accepted(self)
+    }
+}
+
 /// `record 3 (line 4) [t-3] 400: message`.
-pub fn failure(f: &PyFailure) -> String {
+fn failure(f: &PyFailure) -> String {
     let line = match f.line {
         Some(n) if n != 0 => format!(" (line {n})"),
         _ => String::new(),
@@ -69,7 +98,7 @@ fn kinds(r: &PyPublishReport) -> Kinds {
 
 /// One line: records, accepted, rejected by kind, interrupted or not sent, unconfirmed,
 /// requests, retries, time.
-pub fn summary(r: &PyPublishReport) -> String {
+fn summary(r: &PyPublishReport) -> String {
     let k = kinds(r);
     let rejected: u64 = k.refused.iter().map(|(_, n)| n).sum();
     let by_kind: Vec<String> = k
@@ -113,7 +142,7 @@ pub fn summary(r: &PyPublishReport) -> String {
 }
 
 /// The summary, then the first ten failures, one a line.
-pub fn text(r: &PyPublishReport) -> String {
+fn text(r: &PyPublishReport) -> String {
     let failures = r.all_failures();
     let mut lines = vec![format!("PublishReport: {}", summary(r))];
     lines.extend(
@@ -132,7 +161,7 @@ pub fn text(r: &PyPublishReport) -> String {
 }
 
 /// The figures as an HTML table, and the first twenty failures as another.
-pub fn html(r: &PyPublishReport) -> String {
+fn html(r: &PyPublishReport) -> String {
     let state = if r.interrupted {
         "interrupted"
     } else if r.is_ok() {
@@ -218,7 +247,7 @@ pub fn html(r: &PyPublishReport) -> String {
 }
 
 /// The message of the `PublishError` that says records were not accepted.
-pub fn not_accepted(r: &PyPublishReport) -> String {
+fn not_accepted(r: &PyPublishReport) -> String {
     let failures = r.all_failures();
     let first: Vec<String> = failures.iter().take(3).map(|f| failure(f)).collect();
     let more = if failures.len() > 3 {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PySlice};
 
-use super::columns::{open_source, Lines};
+use super::lines::{open_source, Lines};
 use crate::client::publish::jsonl_rest;
 use crate::python::conversions::to_json::{ConvError, Writer};
 
