@@ -374,8 +374,8 @@ class BatchStream:
 class Failure:
     """A record that was not accepted (documented as :class:`surveillance.Failure`)."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         index: int,
         transaction_id: Optional[str],
         status: Optional[int],
@@ -383,8 +383,8 @@ class Failure:
         message: str,
         line: Optional[int] = None,
         record_json: Optional[str] = None,
-        kind: str = "failed",
-    ) -> None: ...
+        kind: str = ...,
+    ) -> Failure: ...
     @property
     def index(self) -> int: ...
     @property
@@ -404,15 +404,15 @@ class Failure:
     @property
     def record(self) -> Any: ...
     def to_dict(self) -> dict[str, Any]: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __reduce__(self) -> tuple[Any, ...]: ...
 
 @final
 class PublishReport:
     """What a publish did (documented as :class:`surveillance.PublishReport`)."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         *,
         total: int = 0,
         sent: int = 0,
@@ -428,7 +428,7 @@ class PublishReport:
         region: Optional[str] = None,
         batch_size: Union[str, int, None] = None,
         unread: Optional[int] = None,
-    ) -> None: ...
+    ) -> PublishReport: ...
     @property
     def total(self) -> int: ...
     @property
@@ -477,7 +477,7 @@ class PublishReport:
         sizes: Optional[list[int]] = None,
         elapsed: Optional[float] = None,
     ) -> PublishReport: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def _repr_html_(self) -> str: ...
     def __reduce__(self) -> tuple[Any, ...]: ...
 
