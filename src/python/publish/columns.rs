@@ -15,7 +15,7 @@ use pyo3_arrow::input::AnyRecordBatch;
 use super::lines::open_source;
 use super::report::{self, PyPublishReport};
 use super::unread::Reread;
-use super::{finished, Publishing, Started};
+use super::{finished, Publishing};
 use crate::client::publish::columns::Columns;
 use crate::python::client::PyClient;
 use crate::python::conversions::errors;
@@ -64,13 +64,7 @@ pub fn publish_columns<'py>(
         let _guard = rt.enter();
         columns.source()
     };
-    let Started {
-        mut task,
-        stop,
-        cell,
-        progress,
-        cancelled,
-    } = publishing.start(&rt, rx);
+    let mut started = publishing.start(&rt, rx);
 
     // A signal, the caller giving up (an asyncio task cancelled) or a progress callback that
     // raised: the core stops at once and reports what it had; the source stops at its next
@@ -78,15 +72,15 @@ pub fn publish_columns<'py>(
     let (outcome, mut raised, interrupted) = match wait::until_done(
         py,
         &rt,
-        &mut task,
-        |py| cell.report(py, progress.as_ref()),
-        cancelled.as_ref(),
+        &mut started.task,
+        |py| started.cell.report(py, started.progress.as_ref()),
+        started.cancelled.as_ref(),
     ) {
         Waited::Ended(done, None) => (done, None, false),
         Waited::Ended(done, Some(stopped)) => (done, stopped, true),
         Waited::Stopped(stopped) => {
-            stop.send_replace(true);
-            (py.detach(|| rt.block_on(&mut task)), stopped, true)
+            started.stop.send_replace(true);
+            (py.detach(|| rt.block_on(&mut started.task)), stopped, true)
         }
     };
     log::flush(py);
@@ -99,7 +93,7 @@ pub fn publish_columns<'py>(
             Err(join) => raised = Some(errors::internal(join)),
         }
     }
-    if let Err(e) = cell.report(py, progress.as_ref()) {
+    if let Err(e) = started.cell.report(py, started.progress.as_ref()) {
         raised.get_or_insert(e);
     }
     report::outcome(py, &report, raised, asked, again)

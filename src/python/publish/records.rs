@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::report::{self, PyPublishReport};
 use super::unread::Reread;
-use super::{finished, PublishCell, Publishing, Started};
+use super::{finished, PublishCell, Publishing};
 use crate::client;
 use crate::client::publish::{self as core, FailureKind, Input};
 use crate::python::client::PyClient;
@@ -378,13 +378,7 @@ pub fn publish_records<'py>(
         raised: None,
         interrupted: false,
     };
-    let Started {
-        mut task,
-        stop,
-        cell,
-        progress,
-        cancelled,
-    } = publishing.start(&rt, rx);
+    let mut started = publishing.start(&rt, rx);
     let mut last_tick = Instant::now();
     let outcome = loop {
         // Produce: pull a chunk, hand it over, or wait (GIL released) for room or the end.
@@ -411,7 +405,7 @@ pub fn publish_records<'py>(
         let step = wait_core(
             py,
             &rt,
-            &mut task,
+            &mut started.task,
             feed.tx.as_ref().filter(|_| full),
             budget,
         );
@@ -421,8 +415,8 @@ pub fn publish_records<'py>(
         let read = feed.read();
         let ticked = wait::between(
             py,
-            |py| report_read(&cell, py, progress.as_ref(), read),
-            cancelled.as_ref(),
+            |py| report_read(&started.cell, py, started.progress.as_ref(), read),
+            started.cancelled.as_ref(),
         );
         last_tick = Instant::now();
         if let Err(stopped) = ticked {
@@ -439,9 +433,9 @@ pub fn publish_records<'py>(
         Some(done) => done,
         None => {
             // Interrupted: the core stops at once and reports what it had.
-            stop.send_replace(true);
+            started.stop.send_replace(true);
             drop(feed.tx.take());
-            py.detach(|| rt.block_on(&mut task))
+            py.detach(|| rt.block_on(&mut started.task))
         }
     };
     drop(feed.tx.take());
@@ -458,7 +452,7 @@ pub fn publish_records<'py>(
     }
     account_unsent(&mut report, feed.pending.take(), feed.interrupted);
     // The last progress update: its error (Ctrl-C in the callback) comes with the report.
-    if let Err(e) = report_read(&cell, py, progress.as_ref(), feed.read()) {
+    if let Err(e) = report_read(&started.cell, py, started.progress.as_ref(), feed.read()) {
         raised.get_or_insert(e);
     }
     report::outcome(py, &report, raised, asked, again)

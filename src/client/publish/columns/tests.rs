@@ -145,13 +145,17 @@ fn retail() -> RecordBatch {
 
 /// Runs the source over `batches`; the inputs in order.
 fn publish_inputs(batches: Vec<RecordBatch>, check: bool) -> Vec<Input> {
+    inputs_of(Columns::open(reader(batches), check).expect("columns that fit"))
+}
+
+/// Runs the source of `columns`; the inputs in order.
+fn inputs_of(columns: Columns) -> Vec<Input> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .expect("a runtime");
     rt.block_on(async move {
-        let columns = Columns::open(reader(batches), check).expect("columns that fit");
         let (mut rx, feeder) = columns.source();
         let mut out = Vec::new();
         while let Some(chunk) = rx.recv().await {
@@ -892,20 +896,7 @@ fn loose_items_the_models_refuse_go_as_json_text_judged_row_by_row() {
     let other = ["employeeName".to_owned()];
     assert!(Columns::open_loose(reader(vec![b]), true, &other).is_err());
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let inputs = rt.block_on(async move {
-        let (mut rx, feeder) = columns.source();
-        let mut out = Vec::new();
-        while let Some(chunk) = rx.recv().await {
-            out.extend(chunk);
-        }
-        feeder.await.expect("the feeder").expect("no read error");
-        out
-    });
+    let inputs = inputs_of(columns);
     assert_eq!(inputs.len(), 2);
     for input in &inputs {
         let Input::Rejected { problems, .. } = input else {
