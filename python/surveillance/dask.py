@@ -578,8 +578,6 @@ def publish(client: Any, data: Any, **publish_kwargs: Any) -> Any:
     """
     import dask
 
-    from .publish import PublishReport
-
     if not (hasattr(data, "to_delayed") and hasattr(data, "npartitions")):
         raise TypeError(
             f"`data` must be a dask Bag or DataFrame, got {type(data).__name__}: for a list, "
@@ -593,7 +591,7 @@ def publish(client: Any, data: Any, **publish_kwargs: Any) -> Any:
     t0 = time.perf_counter()
     results = dask.compute(*parts)  # type: ignore[attr-defined, no-untyped-call, unused-ignore]
     elapsed = time.perf_counter() - t0
-    report = PublishReport.combine(
+    report = _core.PublishReport.combine(
         [r for r, _, _ in results], sizes=[n for _, n, _ in results], elapsed=elapsed
     )
     errors = [e for _, _, e in results if e is not None]
