@@ -606,7 +606,8 @@ impl PyPublishReport {
     /// >>> df.at[0, "problems"].split(":")[0]
     /// 'error startTime'
     fn to_pandas<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        // The pandas helpers are the Python package's (`surveillance._frames`).
+        // The pandas helpers are the Python package's (`surveillance._frames`), where pandas
+        // stays optional and its code is typed; the method is the class's own.
         slf.py()
             .import("surveillance._frames")?
             .call_method1("failures_frame", (slf,))
