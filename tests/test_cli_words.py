@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import surveillance as sv
 from surveillance._time import to_ms
-from surveillance.publish import PublishReport
+from surveillance.publish import Failure, PublishReport
 from test_cli import _env, _run, _run_in_pty
 
 from conftest import emulator_command, emulator_fixture, reset, retail, sigint_default
@@ -399,30 +399,17 @@ def test_ctrl_c_during_a_parquet_export_says_what_was_thrown_away_and_how_to_res
 
 def test_interrupted_records_are_reported_apart_from_rejected():
     def failure(i, kind):
-        return {
-            "index": i,
-            "transactionId": f"t-{i}",
-            "status": None,
-            "problems": [],
-            "message": kind,
-            "line": None,
-            "record": json.dumps(retail(i)),
-            "kind": kind,
-        }
+        return Failure(i, f"t-{i}", None, [], kind, None, json.dumps(retail(i)), kind)
 
-    data = {
-        "total": 10,
-        "sent": 8,
-        "accepted": 5,
-        "requests": 2,
-        "retries": 0,
-        "rate_limited": 0,
-        "elapsed": 1.0,
-        "interrupted": True,
-        "error": None,
-        "failures": [failure(5, "invalid")] + [failure(i, "interrupted") for i in range(6, 10)],
-    }
-    report = PublishReport(data)
+    report = PublishReport(
+        total=10,
+        sent=8,
+        accepted=5,
+        requests=2,
+        elapsed=1.0,
+        interrupted=True,
+        rejected=[failure(5, "invalid")] + [failure(i, "interrupted") for i in range(6, 10)],
+    )
     summary = report.summary()
     assert summary.startswith("10 records, 5 accepted, 1 rejected (1 invalid), 4 interrupted,")
     assert "interrupted, " not in summary.split("4 interrupted, ", 1)[1]  # said once

@@ -304,7 +304,7 @@ def test_a_stop_that_comes_as_publishing_ends_keeps_the_whole_report(emu, client
     for _ in range(5):
         report, error = publish(client._inner, rows, cancelled=lambda: True)
         assert error is None
-        assert report["accepted"] + len(report["failures"]) == report["total"] <= 1
+        assert report.accepted + len(report.failures) == report.total <= 1
     assert len(emu.published()) == 1  # one transaction, stored once
 
 

@@ -332,7 +332,7 @@ def test_a_frames_items_go_as_json_text_and_bad_rows_get_the_dict_paths_problems
     """A DataFrame's `items` (Python lists of dicts) are written by the extension's own writer
     as a column of JSON text, not converted by pyarrow: the rows are stored as the dict path
     stores them, and each bad row is kept back with the dict path's problems."""
-    from surveillance.publish import _frame_table
+    from surveillance._frames import frame_table as _frame_table
 
     rows = [record(3 * i) for i in range(300)]
     rows[3]["transactionId"] = None  # a required field null in a row
@@ -395,7 +395,7 @@ def sale(i: int) -> dict:
 def test_a_frames_items_of_one_shape_go_as_a_list_of_structs(emu, client, validate):
     """Items of one shape become a list<struct> column, which the core writes and checks as a
     Table's: the records stored and the rows kept back are the dict path's, byte for byte."""
-    from surveillance.publish import _frame_table
+    from surveillance._frames import frame_table as _frame_table
 
     rows = [sale(i) for i in range(300)]
     rows[7]["items"] = None  # missing: the row lacks items
@@ -435,7 +435,7 @@ def test_a_frames_items_whose_shape_the_model_refuses_are_judged_row_by_row(emu,
     """Items of one shape that the model refuses as a column (every item lacks a required
     field) are not refused as a whole, as a Table's would be: the frame goes again with its
     items as JSON text, and each row is kept back with the dict path's problems."""
-    from surveillance.publish import _frame_table
+    from surveillance._frames import frame_table as _frame_table
 
     rows = [sale(i) for i in range(40)]
     for r in rows:

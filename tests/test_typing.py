@@ -62,9 +62,9 @@ EXPECTED = {
     "camera stream fps": r"float",
     "reports": rf"list\[{record('Report')}\]",
     "reports polars": POLARS,
-    "publish": r"surveillance\.publish\.PublishReport",
-    "publish rejected": r"list\[surveillance\.publish\.Failure\]",
-    "publish failures": r"list\[surveillance\.publish\.Failure\]",
+    "publish": r"surveillance\._core\.PublishReport",
+    "publish rejected": r"list\[surveillance\._core\.Failure\]",
+    "publish failures": r"list\[surveillance\._core\.Failure\]",
     "failure problems": r"list\[tuple\[str, str, str, fallback=surveillance\.errors\.Problem\]\]",
     "quota": r"surveillance\._core\.Quota",
     "quota resets_at": r"datetime\.datetime",
@@ -87,7 +87,7 @@ EXPECTED = {
     "async cameras arrow positional": TABLE,
     "async sites task": rf"_?asyncio(\.\w+)*\.Task\[list\[{record('Site')}\]\]",
     "async events output str": rf"list\[{EVENT}\] \| {TABLE} \| {FRAME} \| {POLARS}",
-    "async publish": r"surveillance\.publish\.PublishReport",
+    "async publish": r"surveillance\._core\.PublishReport",
     "async quota": r"surveillance\._core\.Quota",
     "async plan_events": r"surveillance\._core\.EventPlan",
     "events output str": rf"list\[{EVENT}\] \| {TABLE} \| {FRAME} \| {POLARS}",
@@ -98,7 +98,7 @@ EXPECTED = {
     "last_cost": r"surveillance\._core\.Cost",
     "last_cost requests": r"int",
     "quota error resets_at": optional(r"datetime\.datetime"),
-    "publish error report": optional(r"surveillance\.publish\.PublishReport"),
+    "publish error report": optional(r"surveillance\._core\.PublishReport"),
 }
 
 
@@ -335,13 +335,14 @@ def test_results_cross_the_binding_as_python_objects():
     the emulator's lists (dicts and lists) come from the native module derived from the core's
     types: no native method hands
     back JSON text for the Python layer to parse. (``columns_json`` and ``to_json`` write
-    the webhook's request bodies, which are JSON by definition.)"""
+    the webhook's request bodies, which are JSON by definition, as a failure's
+    ``record_json`` holds one.)"""
     import ast
     import pathlib
 
     package = pathlib.Path(sv.__file__).parent
     stub = ast.parse((package / "_core.pyi").read_text())
-    wire = {"columns_json", "to_json"}
+    wire = {"columns_json", "to_json", "record_json"}
     texts = [
         node.name
         for node in ast.walk(stub)

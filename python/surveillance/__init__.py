@@ -18,7 +18,7 @@ from .aio import AsyncClient
 from .client import Client, Cost, EventPlan, Limits
 from .emulator import Emulator
 from .errors import *  # noqa: F403 (the exceptions, as errors.__all__ lists them)
-from .publish import PublishError, PublishInterrupted, PublishReport, validate
+from .publish import Failure, PublishError, PublishInterrupted, PublishReport, validate
 from .sync import SyncInterrupted, SyncResult
 from .types import *  # noqa: F403 (the records and dicts, as types.__all__ lists them)
 
@@ -36,6 +36,7 @@ __all__ = [
     "SyncInterrupted",
     "validate",
     "PublishReport",
+    "Failure",
     "PublishError",
     "PublishInterrupted",
 ]

@@ -5,6 +5,7 @@ The public, documented classes are :class:`surveillance.Client` and
 """
 
 import datetime
+import os
 from collections.abc import Iterator, Mapping
 from typing import (
     Any,
@@ -20,7 +21,10 @@ from typing import (
     type_check_only,
 )
 
+import pandas
 from typing_extensions import Self
+
+from surveillance.errors import Problem
 
 __all__ = [
     "DAY_MS",
@@ -51,11 +55,13 @@ __all__ = [
     "Emulator",
     "events_schema",
     "EventStream",
+    "Failure",
     "InterruptWatch",
     "JsonLines",
     "jsonl_rest",
     "publish",
     "publish_columns",
+    "PublishReport",
     "to_json",
     "validate",
     "write_parquet",
@@ -375,28 +381,147 @@ class BatchStream:
     def close(self) -> None:
         """Stops the fetch."""
 
+@final
+class Failure:
+    """A record that was not accepted (documented as :class:`surveillance.Failure`)."""
+
+    def __new__(
+        cls,
+        index: int,
+        transaction_id: Optional[str],
+        status: Optional[int],
+        problems: list[tuple[str, str, str]],
+        message: str,
+        line: Optional[int] = None,
+        record_json: Optional[str] = None,
+        kind: str = ...,
+    ) -> Failure: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def transaction_id(self) -> Optional[str]: ...
+    @property
+    def status(self) -> Optional[int]: ...
+    @property
+    def problems(self) -> list[Problem]: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def line(self) -> Optional[int]: ...
+    @property
+    def record_json(self) -> Optional[str]: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def record(self) -> Any: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
+
+@final
+class PublishReport:
+    """What a publish did (documented as :class:`surveillance.PublishReport`)."""
+
+    def __new__(
+        cls,
+        *,
+        total: int = 0,
+        sent: int = 0,
+        accepted: int = 0,
+        rejected: list[Failure] = ...,
+        unconfirmed: list[Failure] = ...,
+        requests: int = 0,
+        retries: int = 0,
+        rate_limited: int = 0,
+        elapsed: float = 0.0,
+        interrupted: bool = False,
+        error: Optional[str] = None,
+        region: Optional[str] = None,
+        batch_size: Union[str, int, None] = None,
+        unread: Optional[int] = None,
+    ) -> PublishReport: ...
+    @property
+    def total(self) -> int: ...
+    @property
+    def sent(self) -> int: ...
+    @property
+    def accepted(self) -> int: ...
+    @property
+    def rejected(self) -> list[Failure]: ...
+    @property
+    def unconfirmed(self) -> list[Failure]: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def retries(self) -> int: ...
+    @property
+    def rate_limited(self) -> int: ...
+    @property
+    def elapsed(self) -> float: ...
+    @property
+    def interrupted(self) -> bool: ...
+    @property
+    def error(self) -> Optional[str]: ...
+    @property
+    def region(self) -> Optional[str]: ...
+    @property
+    def batch_size(self) -> Union[str, int]: ...
+    @property
+    def unread(self) -> Optional[int]: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def failures(self) -> list[Failure]: ...
+    @property
+    def rate(self) -> float: ...
+    def counts(self) -> dict[str, int]: ...
+    def summary(self) -> str: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def to_pandas(self) -> pandas.DataFrame: ...
+    def raise_on_failure(self) -> PublishReport: ...
+    def write_failures(self, path: Union[str, os.PathLike[str]]) -> int: ...
+    @classmethod
+    def combine(
+        cls,
+        reports: list[PublishReport],
+        *,
+        sizes: Optional[list[int]] = None,
+        elapsed: Optional[float] = None,
+    ) -> PublishReport: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def _repr_html_(self) -> str: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
+
 def publish(
     client: Client,
     source: Optional[Any] = None,
     path: Optional[str] = None,
+    *,
+    rereadable: bool = False,
     **options: Any,
-) -> tuple[dict[str, Any], Optional[BaseException]]:
-    """Publishes the records of ``source`` (an iterable) or of the JSON Lines file ``path``;
-    returns the report as a dict and the exception to raise with it, or None. The options,
-    as keywords: ``region``, ``batch_size`` (None: "auto"), ``validate``, ``progress`` (called
+) -> tuple[PublishReport, Optional[BaseException]]:
+    """Publishes the records of ``source`` (an iterable; with ``rereadable``, a sequence whose
+    rows not read a stopped publish's report keeps as ``source[n:]``) or of the JSON Lines file
+    ``path``; returns the report and the exception to raise with it, or None. The options, as
+    keywords: ``region``, ``batch_size`` (None: "auto"), ``validate``, ``progress`` (called
     with a dict between waits) and ``cancelled`` (called between waits; true stops)."""
 
 def publish_columns(
     client: Client,
     data: Optional[Any] = None,
     path: Optional[str] = None,
+    *,
+    rereadable: bool = False,
+    loose: list[str] = ...,
     **options: Any,
-) -> tuple[dict[str, Any], Optional[BaseException]]:
-    """Publishes the rows of Arrow ``data`` (``__arrow_c_stream__``/``__arrow_c_array__``) or
-    of the Parquet file ``path`` as records; returns the report as a dict (with ``rows``, the
-    source's row count when known) and the exception to raise with it, or None; the options of
-    :func:`publish`. Raises ``ValidationError`` before sending anything when the columns do not
-    fit the models."""
+) -> tuple[PublishReport, Optional[BaseException]]:
+    """Publishes the rows of Arrow ``data`` (``__arrow_c_stream__``/``__arrow_c_array__``;
+    with ``rereadable``, exported again for the rows a stopped publish did not read) or of the
+    Parquet file ``path`` as records; returns the report and the exception to raise with it, or
+    None; the options of :func:`publish`. Raises ``ValidationError`` before sending anything
+    when the columns do not fit the models, unless the columns named in ``loose`` (lists of
+    structs made from lists of dicts) are the cause: these then go as JSON text, judged row by
+    row."""
 
 @final
 class JsonLines:

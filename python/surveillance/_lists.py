@@ -1,8 +1,8 @@
 """The list methods of both clients (``sites``, ``devices``, ``cameras``, ``reports``), typed
 per ``output``: with the core's list table (``src/client/lists.rs``), the emulator's
 (``src/emulator/data/listings.rs``) and the record's ``TypedDict``
-(:mod:`surveillance.types`), the one place a new list endpoint is added to. The CLI and the dlt source take the lists from
-the core's table (``_core.LISTS``)."""
+(:mod:`surveillance.types`), the one place a new list endpoint is added to. The CLI and the
+dlt source take the lists from the core's table (``_core.LISTS``)."""
 
 from __future__ import annotations
 

@@ -50,7 +50,6 @@ from typing import Any, Optional, Union
 from . import _core, _output
 from ._time import TimeLike, from_ms, to_ms
 from .client import Client
-from .publish import PublishReport
 
 __all__ = ["events", "publish", "events_meta"]
 
@@ -586,7 +585,7 @@ def publish(client: Any, data: Any, **publish_kwargs: Any) -> Any:
     t0 = time.perf_counter()
     results = dask.compute(*parts)  # type: ignore[attr-defined, no-untyped-call, unused-ignore]
     elapsed = time.perf_counter() - t0
-    report = PublishReport.combine(
+    report = _core.PublishReport.combine(
         [r for r, _, _ in results], sizes=[n for _, n, _ in results], elapsed=elapsed
     )
     errors = [e for _, _, e in results if e is not None]

@@ -76,12 +76,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add_function(wrap_pyfunction!(conversions::keywords::check_limits, m)?)?;
     m.add_function(wrap_pyfunction!(publish::records::publish_records, m)?)?;
-    m.add_class::<publish::columns::JsonLines>()?;
+    m.add_class::<publish::lines::JsonLines>()?;
+    m.add_class::<publish::report::PyPublishReport>()?;
+    m.add_class::<publish::report::PyFailure>()?;
     m.add_function(wrap_pyfunction!(publish::columns::publish_columns, m)?)?;
-    m.add_function(wrap_pyfunction!(publish::columns::columns_json, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::lines::columns_json, m)?)?;
     m.add_function(wrap_pyfunction!(publish::columns::json_column, m)?)?;
     m.add_function(wrap_pyfunction!(publish::structs::struct_list_column, m)?)?;
-    m.add_function(wrap_pyfunction!(publish::columns::jsonl_rest, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::lines::jsonl_rest, m)?)?;
     m.add_function(wrap_pyfunction!(publish::check::validate_record, m)?)?;
     m.add_function(wrap_pyfunction!(publish::check::record_json, m)?)?;
     Ok(())

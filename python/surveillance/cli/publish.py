@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 from typing import Any, Optional
 
@@ -126,12 +125,10 @@ def _publish(args: argparse.Namespace) -> int:
         print(f"{args.file}: {failure}")
     if len(listed) > _SHOWN:
         print(f"... and {len(listed) - _SHOWN:,} more")
-    if stopped is not None:
-        shown = copy.copy(report)
-        shown.error = None  # the error line below says it
-        print(shown.summary())
-    else:
-        print(report.summary())
+    summary = report.summary()
+    if stopped is not None and report.error:
+        summary = summary.removesuffix(f", stopped: {report.error}")  # the error line says it
+    print(summary)
     print(f"cost: {client.last_cost}")
     if args.failures and (report.failures or report.interrupted or report.unread):
         n = report.write_failures(args.failures)

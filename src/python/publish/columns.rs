@@ -2,80 +2,69 @@
 //! `__arrow_c_array__`, imported through pyo3-arrow) or a Parquet file, handed to the core's
 //! column source, which reads the batches and writes the records on a thread of its own with
 //! the GIL released. The call waits as `publish` does: GIL released, signals checked every
-//! 50 ms, Ctrl-C cancelling the core, which returns its partial report. Also `columns_json`,
-//! the rows of such data as JSON texts (what `write_failures` writes of the rows not read).
+//! 50 ms, Ctrl-C cancelling the core, which returns its partial report. Also `json_column`,
+//! a DataFrame's column of lists and dicts as JSON text.
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
-use arrow_array::RecordBatchReader;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_arrow::input::AnyRecordBatch;
 
-use super::{finished, report, Publishing, Started};
-use crate::client::publish::columns::{self, Columns};
-use crate::client::publish::{jsonl_rest as core_jsonl_rest, JsonlRest};
+use super::lines::open_source;
+use super::report::{self, PyPublishReport};
+use super::unread::Reread;
+use super::{finished, Publishing};
+use crate::client::publish::columns::Columns;
 use crate::python::client::PyClient;
 use crate::python::conversions::errors;
 use crate::python::runtime::wait::{self, Waited};
 use crate::python::runtime::{self, log};
 
-/// The batches of `data` or of the Parquet file `path` (exactly one), and the number of rows
-/// when it is known without reading them.
-fn open_source(
-    data: Option<AnyRecordBatch>,
-    path: Option<PathBuf>,
-) -> PyResult<(Box<dyn RecordBatchReader + Send>, Option<u64>)> {
-    match (data, path) {
-        (Some(data), None) => Ok((data.into_reader()?, None)),
-        (None, Some(path)) => {
-            let (reader, rows) = columns::parquet_batches(&path).map_err(errors::to_py)?;
-            Ok((reader, Some(rows)))
-        }
-        _ => Err(PyValueError::new_err(
-            "give exactly one of `data` and `path`",
-        )),
-    }
-}
-
 /// Publishes the rows of Arrow `data` or of the Parquet file `path` as records (columns named
 /// as the model's fields; `items` a list of structs).
 ///
-/// Returns `(report, exception)` as `publish` does; the report dict also holds `rows`, the
-/// source's number of rows when known (a Parquet file). Columns that do not fit the models
-/// raise `ValidationError` before anything is sent.
+/// Returns `(report, exception)` as `publish` does. Columns that do not fit the models raise
+/// `ValidationError` before anything is sent, unless the columns named in `loose` (lists of
+/// structs made from lists of dicts) are the cause: these then go as JSON text, each row judged
+/// as a dict's list is. `rereadable`: `data` can be exported again (a table, not a stream), so
+/// that the report of a publish that stopped early keeps the rows not read.
 #[pyfunction]
-#[pyo3(name = "publish_columns", signature = (client, data=None, path=None, **options))]
+#[pyo3(name = "publish_columns", signature = (client, data=None, path=None, *, rereadable=false, loose=Vec::new(), **options))]
 pub fn publish_columns<'py>(
     py: Python<'py>,
     client: &Bound<'py, PyClient>,
-    data: Option<AnyRecordBatch>,
+    data: Option<Bound<'py, PyAny>>,
     path: Option<PathBuf>,
+    rereadable: bool,
+    loose: Vec<String>,
     options: Option<Bound<'py, PyDict>>,
-) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
+) -> PyResult<(PyPublishReport, Option<Py<PyAny>>)> {
     let publishing = Publishing::new("publish_columns", client, options)?;
     let validate = publishing.options.validate;
+    let again = match (&data, &path) {
+        (Some(d), None) if rereadable => {
+            Some((Reread::Arrow(d.clone().unbind()), Some(d.len()? as u64)))
+        }
+        (None, Some(p)) => Some((Reread::Parquet(p.clone()), None)),
+        _ => None,
+    };
+    let data = data.map(|d| d.extract::<AnyRecordBatch>()).transpose()?;
     let (reader, rows) = open_source(data, path)?;
+    let again = again.map(|(source, size)| (source, size.or(rows)));
+    let asked = publishing.asked.clone();
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
     // The schema check reads the first rows, which a stream may have to wait for.
-    let opened = py.detach(|| Columns::open(reader, validate));
+    let opened = py.detach(|| Columns::open_loose(reader, validate, &loose));
     py.check_signals()?;
     let columns = opened.map_err(errors::to_py)?;
     let (rx, feeder) = {
         let _guard = rt.enter();
         columns.source()
     };
-    let Started {
-        mut task,
-        stop,
-        cell,
-        progress,
-        cancelled,
-    } = publishing.start(&rt, rx);
+    let mut started = publishing.start(&rt, rx);
 
     // A signal, the caller giving up (an asyncio task cancelled) or a progress callback that
     // raised: the core stops at once and reports what it had; the source stops at its next
@@ -83,15 +72,15 @@ pub fn publish_columns<'py>(
     let (outcome, mut raised, interrupted) = match wait::until_done(
         py,
         &rt,
-        &mut task,
-        |py| cell.report(py, progress.as_ref()),
-        cancelled.as_ref(),
+        &mut started.task,
+        |py| started.cell.report(py, started.progress.as_ref()),
+        started.cancelled.as_ref(),
     ) {
         Waited::Ended(done, None) => (done, None, false),
         Waited::Ended(done, Some(stopped)) => (done, stopped, true),
         Waited::Stopped(stopped) => {
-            stop.send_replace(true);
-            (py.detach(|| rt.block_on(&mut task)), stopped, true)
+            started.stop.send_replace(true);
+            (py.detach(|| rt.block_on(&mut started.task)), stopped, true)
         }
     };
     log::flush(py);
@@ -104,115 +93,10 @@ pub fn publish_columns<'py>(
             Err(join) => raised = Some(errors::internal(join)),
         }
     }
-    if let Err(e) = cell.report(py, progress.as_ref()) {
+    if let Err(e) = started.cell.report(py, started.progress.as_ref()) {
         raised.get_or_insert(e);
     }
-    let (dict, error) = report::outcome(py, &report, raised)?;
-    dict.set_item("rows", rows)?;
-    Ok((dict, error))
-}
-
-/// What [`JsonLines`] reads from.
-enum Lines {
-    /// Arrow batches, written as JSON row by row.
-    Arrow {
-        reader: Option<Box<dyn RecordBatchReader + Send>>,
-        skip: u64,
-        ready: VecDeque<String>,
-    },
-    /// The records of a JSON Lines file, numbered as the publishing source numbers them.
-    File(JsonlRest),
-}
-
-impl Lines {
-    /// The next record's JSON text, None after the last.
-    fn next(&mut self, py: Python<'_>) -> PyResult<Option<String>> {
-        let (reader, skip, ready) = match self {
-            Lines::File(rest) => {
-                return py.detach(|| rest.next()).transpose().map_err(errors::to_py);
-            }
-            Lines::Arrow {
-                reader,
-                skip,
-                ready,
-            } => (reader, skip, ready),
-        };
-        loop {
-            if let Some(line) = ready.pop_front() {
-                return Ok(Some(line));
-            }
-            let Some(batches) = reader.as_mut() else {
-                return Ok(None);
-            };
-            let next = py.detach(|| batches.next());
-            let batch = match next {
-                None => {
-                    *reader = None;
-                    return Ok(None);
-                }
-                Some(Err(e)) => {
-                    *reader = None;
-                    return Err(errors::to_py(crate::client::Error::Io(format!(
-                        "cannot read the data: {e}"
-                    ))));
-                }
-                Some(Ok(batch)) => batch,
-            };
-            let n = batch.num_rows() as u64;
-            if *skip >= n {
-                *skip -= n;
-                continue;
-            }
-            let from = usize::try_from(*skip).unwrap_or(usize::MAX);
-            *skip = 0;
-            let rest = batch.slice(from, batch.num_rows() - from);
-            let texts = py
-                .detach(|| columns::json_lines(&rest))
-                .map_err(errors::to_py)?;
-            ready.extend(texts);
-        }
-    }
-}
-
-/// Records as JSON texts, one at a time: the rows of Arrow data, batch by batch, or the
-/// records of a JSON Lines file.
-#[pyclass(name = "JsonLines", module = "surveillance._core", frozen)]
-pub struct JsonLines(Mutex<Lines>);
-
-#[pymethods]
-impl JsonLines {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).next(py)
-    }
-}
-
-/// The records of the JSON Lines file `path` after the first `skip`, numbered as `publish`
-/// numbers them (non-blank lines), as texts.
-#[pyfunction]
-#[pyo3(signature = (path, *, skip=0))]
-pub fn jsonl_rest(path: PathBuf, skip: u64) -> JsonLines {
-    JsonLines(Mutex::new(Lines::File(core_jsonl_rest(path, skip))))
-}
-
-/// The rows of Arrow `data` or of the Parquet file `path`, after the first `skip`, as JSON
-/// texts written as `publish_columns` writes them (unchecked; NaN written as Python writes it).
-#[pyfunction]
-#[pyo3(signature = (data=None, path=None, *, skip=0))]
-pub fn columns_json(
-    data: Option<AnyRecordBatch>,
-    path: Option<PathBuf>,
-    skip: u64,
-) -> PyResult<JsonLines> {
-    let (reader, _) = open_source(data, path)?;
-    Ok(JsonLines(Mutex::new(Lines::Arrow {
-        reader: Some(reader),
-        skip,
-        ready: VecDeque::new(),
-    })))
+    report::outcome(py, &report, raised, asked, again)
 }
 
 /// Whether `value` is missing in a DataFrame column: None, NaN, pandas' `NaT` and `NA`.

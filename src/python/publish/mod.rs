@@ -1,13 +1,17 @@
 //! Binding of webhook publishing: from Python records or a JSON Lines file (`records`), from
 //! Arrow columns or a Parquet file (`columns`), records checked without publishing (`check`),
-//! and the report (`report`). The options both publish bindings take are read here
-//! ([`Publishing`]), with publishing's progress as the callback's dict.
+//! and the report (`report`, read as `shown` writes it, with the rows not read, `unread`). The
+//! options both publish bindings take are read here ([`Publishing`]), with publishing's progress
+//! as the callback's dict.
 
 pub(super) mod check;
 pub(super) mod columns;
+pub(super) mod lines;
 pub(super) mod records;
 pub(super) mod report;
+mod shown;
 pub(super) mod structs;
+mod unread;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -23,10 +27,12 @@ use crate::python::runtime::progress::{self, Update};
 
 /// What both publish bindings take besides their source, as keywords (`region`, `batch_size`,
 /// `validate`, `progress`, `cancelled`), checked before anything is read: the core client, the
-/// options (the webhook's URL for their region too), the progress callback and `cancelled`.
+/// options (the webhook's URL for their region too), the progress callback and `cancelled`,
+/// and the region and batch size as given, which the report shows.
 pub(super) struct Publishing {
     pub core: crate::client::Client,
     pub options: Options,
+    pub asked: report::Asked,
     pub progress: Option<Py<PyAny>>,
     pub cancelled: Option<Py<PyAny>>,
 }
@@ -47,12 +53,17 @@ impl Publishing {
         let core = client.get().core()?;
         let options =
             Options::new(region.as_deref(), batch_size, validate).map_err(errors::to_py)?;
+        let asked = report::Asked {
+            region,
+            batch_size: batch_size.and_then(|n| u64::try_from(n).ok()),
+        };
         core.config()
             .webhook_url(options.region.unwrap_or(core.config().region))
             .map_err(errors::to_py)?;
         Ok(Publishing {
             core,
             options,
+            asked,
             progress,
             cancelled,
         })
@@ -80,6 +91,7 @@ impl Publishing {
             options,
             progress,
             cancelled,
+            ..
         } = self;
         let task = rt.spawn(async move { core.publish(rx, options, sink, cancel).await });
         Started {

@@ -16,7 +16,9 @@ use pyo3::types::{PyDict, PyIterator, PyString};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::{finished, report, PublishCell, Publishing, Started};
+use super::report::{self, PyPublishReport};
+use super::unread::Reread;
+use super::{finished, PublishCell, Publishing};
 use crate::client;
 use crate::client::publish::{self as core, FailureKind, Input};
 use crate::python::client::PyClient;
@@ -324,21 +326,24 @@ fn wait_core(
     .flatten()
 }
 
-/// Publishes the records of `source` (an iterator) or of the JSON Lines file `path`.
+/// Publishes the records of `source` (an iterable) or of the JSON Lines file `path`.
 ///
-/// Returns `(report, exception)`: the report as a dict, and the exception to raise with it
+/// Returns `(report, exception)`: the report, and the exception to raise with it
 /// (KeyboardInterrupt or another signal's, the iterator's own, or the core's error that stopped
 /// publishing), or None. Invalid arguments raise at once. `cancelled`, when given, is called
-/// between waits: a true answer stops publishing as an interruption.
+/// between waits: a true answer stops publishing as an interruption. `rereadable`: `source` is
+/// a sequence (`len(source)`, `source[n:]`), so that the report of a publish that stopped early
+/// keeps the rows not read, as it does for a file.
 #[pyfunction]
-#[pyo3(name = "publish", signature = (client, source=None, path=None, **options))]
+#[pyo3(name = "publish", signature = (client, source=None, path=None, *, rereadable=false, **options))]
 pub fn publish_records<'py>(
     py: Python<'py>,
     client: &Bound<'py, PyClient>,
     source: Option<Bound<'py, PyAny>>,
     path: Option<PathBuf>,
+    rereadable: bool,
     options: Option<Bound<'py, PyDict>>,
-) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
+) -> PyResult<(PyPublishReport, Option<Py<PyAny>>)> {
     let publishing = Publishing::new("publish", client, options)?;
     let validate = publishing.options.validate;
     let iter = match (&source, &path) {
@@ -350,6 +355,14 @@ pub fn publish_records<'py>(
             ))
         }
     };
+    let again = match (&source, &path) {
+        (Some(s), None) if rereadable => {
+            Some((Reread::Records(s.clone().unbind()), Some(s.len()? as u64)))
+        }
+        (None, Some(p)) => Some((Reread::Jsonl(p.clone()), None)),
+        _ => None,
+    };
+    let asked = publishing.asked.clone();
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
     let (rx, tx, reader) = channel(&rt, path, validate);
@@ -365,13 +378,7 @@ pub fn publish_records<'py>(
         raised: None,
         interrupted: false,
     };
-    let Started {
-        mut task,
-        stop,
-        cell,
-        progress,
-        cancelled,
-    } = publishing.start(&rt, rx);
+    let mut started = publishing.start(&rt, rx);
     let mut last_tick = Instant::now();
     let outcome = loop {
         // Produce: pull a chunk, hand it over, or wait (GIL released) for room or the end.
@@ -398,7 +405,7 @@ pub fn publish_records<'py>(
         let step = wait_core(
             py,
             &rt,
-            &mut task,
+            &mut started.task,
             feed.tx.as_ref().filter(|_| full),
             budget,
         );
@@ -408,8 +415,8 @@ pub fn publish_records<'py>(
         let read = feed.read();
         let ticked = wait::between(
             py,
-            |py| report_read(&cell, py, progress.as_ref(), read),
-            cancelled.as_ref(),
+            |py| report_read(&started.cell, py, started.progress.as_ref(), read),
+            started.cancelled.as_ref(),
         );
         last_tick = Instant::now();
         if let Err(stopped) = ticked {
@@ -426,9 +433,9 @@ pub fn publish_records<'py>(
         Some(done) => done,
         None => {
             // Interrupted: the core stops at once and reports what it had.
-            stop.send_replace(true);
+            started.stop.send_replace(true);
             drop(feed.tx.take());
-            py.detach(|| rt.block_on(&mut task))
+            py.detach(|| rt.block_on(&mut started.task))
         }
     };
     drop(feed.tx.take());
@@ -445,8 +452,8 @@ pub fn publish_records<'py>(
     }
     account_unsent(&mut report, feed.pending.take(), feed.interrupted);
     // The last progress update: its error (Ctrl-C in the callback) comes with the report.
-    if let Err(e) = report_read(&cell, py, progress.as_ref(), feed.read()) {
+    if let Err(e) = report_read(&started.cell, py, started.progress.as_ref(), feed.read()) {
         raised.get_or_insert(e);
     }
-    report::outcome(py, &report, raised)
+    report::outcome(py, &report, raised, asked, again)
 }

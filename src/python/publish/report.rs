@@ -1,38 +1,797 @@
-//! Publishing's results as Python values, converted in one place for both publish bindings and
-//! `validate`: a report as the dict `surveillance.PublishReport` is built from and problems as
-//! dicts, both derived from the core's serde types (`values::to_py`), and the exception that
-//! comes with a report.
+//! Publishing's results as Python values, made in one place for both publish bindings and
+//! `validate`: the report, `PublishReport`, and its records not accepted, `Failure` (frozen
+//! classes built from the core's report, with the rows a stopped publish did not read), problems
+//! as dicts, and the exception that comes with a report. How they read is in `shown`.
 
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyType};
 
-use crate::client::publish::Report;
+use super::unread::{Reread, Unread};
+use crate::client::publish::{Failure as CoreFailure, Report};
+use crate::client::redact::scrub;
 use crate::python::conversions::errors;
 use crate::python::conversions::values::to_py;
-use crate::webhook::Problem;
+use crate::webhook::{Problem, Severity};
 
 /// Problems, as a list of dicts: `path`, `message` and `severity` (`error` or `warning`).
 pub fn problem_list<'py>(py: Python<'py>, problems: &[Problem]) -> PyResult<Bound<'py, PyList>> {
     Ok(to_py(py, problems)?.cast_into::<PyList>()?)
 }
 
-/// A report: its counts, its error (scrubbed) and its failures, each with its `kind`, index,
-/// line, `transactionId`, status, problems, message (scrubbed) and record.
-pub fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
-    Ok(to_py(py, r)?.cast_into::<PyDict>()?)
+/// `surveillance.errors.Problem`, the named tuple a failure's problems are.
+fn problem_class(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static PROBLEM: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    PROBLEM.import(py, "surveillance.errors", "Problem")
 }
 
-/// What a publish binding returns: the report as a dict, and the exception to raise with it:
-/// the one `raised` on the Python side (a signal's, the source's own, a callback's), else the
-/// core's error that stopped publishing, else None.
-pub fn outcome<'py>(
-    py: Python<'py>,
+/// `functools.partial`, which pickles a report as a call of its class with its fields.
+fn partial(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static PARTIAL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    PARTIAL.import(py, "functools", "partial")
+}
+
+fn severity(name: &str) -> PyResult<Severity> {
+    match name {
+        "error" => Ok(Severity::Error),
+        "warning" => Ok(Severity::Warning),
+        other => Err(PyValueError::new_err(format!(
+            "a problem's severity must be \"error\" or \"warning\", got {other:?}"
+        ))),
+    }
+}
+
+/// A record that was not accepted.
+///
+/// Attributes:
+///     index: its position in the source (0-based; for a file, counting records, not blank
+///         lines).
+///     transaction_id: its ``transactionId``, when it has one.
+///     status: the HTTP status of the service's refusal; None when it was not sent
+///         (validation, interruption) or got no answer in the end (network).
+///     problems: the validation problems that kept it back (list of :class:`Problem`).
+///     message: what happened; for a refusal, the service's own message.
+///     line: its line number in a JSON Lines file (1-based), for a file source.
+///     record_json: the record as JSON text, as :meth:`PublishReport.write_failures` writes
+///         it.
+///     kind: why, in one word: ``"invalid"`` (kept back by validation), ``"refused"`` (the
+///         service answered 4xx, or its answer listed the record as failed), ``"failed"`` (no
+///         success after every retry), ``"interrupted"`` (Ctrl-C came before the service
+///         accepted it), ``"not sent"`` (publishing stopped on an error before it left) or
+///         ``"unconfirmed"`` (sent, but nothing proves whether the service stored it: every
+///         answer was a page that is not the API's, such as a proxy's or a captive portal's
+///         HTML, none came before publishing stopped, or its body was refused with the words
+///         of a refusal found systematic, naming no record, and it was not posted alone;
+///         publishing it again is safe).
+///
+/// >>> import surveillance as sv
+/// >>> f = sv.Failure(3, "t-3", 400, [], "bad request")
+/// >>> str(f), f.kind, f.to_dict()["status"]
+/// ('record 3 [t-3] 400: bad request', 'failed', 400)
+#[pyclass(name = "Failure", module = "surveillance._core", frozen, eq)]
+#[derive(Debug, PartialEq)]
+pub struct PyFailure {
+    /// Its position in the source (0-based).
+    #[pyo3(get)]
+    pub index: u64,
+    /// Its ``transactionId``, when it has one.
+    #[pyo3(get)]
+    pub transaction_id: Option<String>,
+    /// The HTTP status of the service's refusal, or None.
+    #[pyo3(get)]
+    pub status: Option<u16>,
+    pub problems: Vec<Problem>,
+    /// What happened; for a refusal, the service's own message.
+    #[pyo3(get)]
+    pub message: String,
+    /// Its line number in a JSON Lines file (1-based), for a file source.
+    #[pyo3(get)]
+    pub line: Option<u64>,
+    /// The record as JSON text, as ``write_failures`` writes it.
+    #[pyo3(get)]
+    pub record_json: Option<String>,
+    /// Why, in one word (see the class's description).
+    #[pyo3(get)]
+    pub kind: String,
+}
+
+impl PyFailure {
+    /// The core's failure, its message scrubbed of secrets.
+    fn of(f: &CoreFailure) -> PyFailure {
+        PyFailure {
+            index: f.index,
+            transaction_id: f.transaction_id.clone(),
+            status: f.status,
+            problems: f.problems.clone(),
+            message: scrub(&f.message).into_owned(),
+            line: f.line,
+            record_json: f.record.clone(),
+            kind: f.kind.as_str().to_owned(),
+        }
+    }
+
+    /// This failure at `index`.
+    fn at(&self, index: u64) -> PyFailure {
+        PyFailure {
+            index,
+            transaction_id: self.transaction_id.clone(),
+            status: self.status,
+            problems: self.problems.clone(),
+            message: self.message.clone(),
+            line: self.line,
+            record_json: self.record_json.clone(),
+            kind: self.kind.clone(),
+        }
+    }
+}
+
+#[pymethods]
+impl PyFailure {
+    #[new]
+    #[pyo3(signature = (index, transaction_id, status, problems, message, line=None, record_json=None, kind="failed".to_owned()))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        index: u64,
+        transaction_id: Option<String>,
+        status: Option<u16>,
+        problems: Vec<(String, String, String)>,
+        message: String,
+        line: Option<u64>,
+        record_json: Option<String>,
+        kind: String,
+    ) -> PyResult<Self> {
+        let problems = problems
+            .into_iter()
+            .map(|(path, message, level)| {
+                Ok(Problem {
+                    path,
+                    message,
+                    severity: severity(&level)?,
+                })
+            })
+            .collect::<PyResult<_>>()?;
+        Ok(PyFailure {
+            index,
+            transaction_id,
+            status,
+            problems,
+            message,
+            line,
+            record_json,
+            kind,
+        })
+    }
+
+    /// The validation problems that kept it back (list of :class:`Problem`).
+    #[getter]
+    fn problems<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let class = problem_class(py)?;
+        let items = self
+            .problems
+            .iter()
+            .map(|p| class.call1((&p.path, &p.message, severity_name(p.severity))))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    /// The record as a dict (parsed from :attr:`record_json`), or None.
+    #[getter]
+    fn record<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match &self.record_json {
+            None => Ok(py.None().into_bound(py)),
+            Some(text) => py.import("json")?.call_method1("loads", (text,)),
+        }
+    }
+
+    /// Its fields as a dict (problems as dicts), as JSON can hold them.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("index", self.index)?;
+        d.set_item("transaction_id", &self.transaction_id)?;
+        d.set_item("status", self.status)?;
+        d.set_item("problems", problem_list(py, &self.problems)?)?;
+        d.set_item("message", &self.message)?;
+        d.set_item("line", self.line)?;
+        d.set_item("record_json", &self.record_json)?;
+        d.set_item("kind", &self.kind)?;
+        Ok(d)
+    }
+
+    fn __str__(&self) -> String {
+        self.line_text()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let r = |v: Bound<'_, PyAny>| v.repr().map(|s| s.to_string());
+        Ok(format!(
+            "Failure(index={}, transaction_id={}, status={}, problems={}, message={}, line={}, \
+             kind={})",
+            self.index,
+            r(self.transaction_id.clone().into_pyobject(py)?)?,
+            r(self.status.into_pyobject(py)?)?,
+            r(self.problems(py)?.into_any())?,
+            r(self.message.clone().into_pyobject(py)?.into_any())?,
+            r(self.line.into_pyobject(py)?)?,
+            r(self.kind.clone().into_pyobject(py)?.into_any())?,
+        ))
+    }
+
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyType>, Bound<'py, pyo3::types::PyTuple>)> {
+        let problems: Vec<(&str, &str, &str)> = self
+            .problems
+            .iter()
+            .map(|p| {
+                (
+                    p.path.as_str(),
+                    p.message.as_str(),
+                    severity_name(p.severity),
+                )
+            })
+            .collect();
+        let args = (
+            self.index,
+            &self.transaction_id,
+            self.status,
+            problems,
+            &self.message,
+            self.line,
+            &self.record_json,
+            &self.kind,
+        )
+            .into_pyobject(py)?;
+        Ok((py.get_type::<PyFailure>(), args))
+    }
+}
+
+fn severity_name(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    }
+}
+
+/// What :meth:`Client.publish <surveillance.Client.publish>` did. Every record taken from the
+/// source is accounted for: ``total == accepted + len(rejected) + len(unconfirmed)``.
+///
+/// What the service's answers prove decides: a 2xx whose body is JSON of any shape, or empty
+/// (or a plain ``OK``), accepts every record posted, unless the body counts fewer accepted or
+/// lists records as failed; a 2xx that is plainly not the API's (an HTML page from a proxy or
+/// a captive portal) proves nothing, and its records end ``unconfirmed`` after the retries.
+///
+/// Attributes:
+///     total: records taken from the source.
+///     sent: records that left the machine at least once.
+///     accepted: records the service accepted.
+///     rejected: the records not accepted, in source order (list of :class:`Failure`).
+///     unconfirmed: the records sent whose fate no answer proves (list of :class:`Failure`
+///         of kind ``"unconfirmed"``): neither accepted nor refused.
+///     requests: requests that left the machine, retries included (each one of the day's
+///         quota).
+///     retries: this publish's requests sent again (not those of other calls on the client).
+///     rate_limited: 429 answers to this publish's requests.
+///     elapsed: wall time in seconds.
+///     interrupted: stopped by Ctrl-C; records taken but not yet accepted are in
+///         ``rejected``.
+///     error: the message of an error that stopped publishing (e.g. refused credentials),
+///         or None.
+///     region: the region published to, as given (None: the client's).
+///     batch_size: the batch size, as given (``"auto"`` or 1..100).
+///     unread: records of the source not read when publishing stopped early (None when
+///         unknown, e.g. for a generator, which resumes at the next record).
+///
+/// A frozen value: ``==`` compares the fields, ``to_dict()`` gives them, it pickles (without
+/// the unread rest of its source, which stays with the process that read it).
+///
+/// >>> import surveillance as sv
+/// >>> one = sv.PublishReport(total=2, accepted=2, elapsed=1.0)
+/// >>> both = sv.PublishReport.combine([one, one], elapsed=1.5)
+/// >>> both.total, both.accepted, both.elapsed, both.ok
+/// (4, 4, 1.5, True)
+#[pyclass(name = "PublishReport", module = "surveillance._core", frozen)]
+pub struct PyPublishReport {
+    /// Records taken from the source.
+    #[pyo3(get)]
+    pub total: u64,
+    /// Records that left the machine at least once.
+    #[pyo3(get)]
+    pub sent: u64,
+    /// Records the service accepted.
+    #[pyo3(get)]
+    pub accepted: u64,
+    pub rejected: Vec<Py<PyFailure>>,
+    pub unconfirmed: Vec<Py<PyFailure>>,
+    /// Requests that left the machine, retries included.
+    #[pyo3(get)]
+    pub requests: u64,
+    /// This publish's requests sent again.
+    #[pyo3(get)]
+    pub retries: u64,
+    /// 429 answers to this publish's requests.
+    #[pyo3(get)]
+    pub rate_limited: u64,
+    /// Wall time in seconds.
+    #[pyo3(get)]
+    pub elapsed: f64,
+    /// Stopped by Ctrl-C.
+    #[pyo3(get)]
+    pub interrupted: bool,
+    /// The message of an error that stopped publishing, or None.
+    #[pyo3(get)]
+    pub error: Option<String>,
+    /// The region published to, as given (None: the client's).
+    #[pyo3(get)]
+    pub region: Option<String>,
+    /// The batch size as given; None for "auto".
+    pub batch: Option<u64>,
+    /// Records of the source not read when publishing stopped early, or None.
+    #[pyo3(get)]
+    pub unread: Option<u64>,
+    /// The rows not read, in source order, to be written by `write_failures`.
+    pub(super) rest: Vec<Unread>,
+}
+
+/// What a publish was asked, which its report shows: the region and batch size as given.
+#[derive(Debug, Clone, Default)]
+pub struct Asked {
+    pub region: Option<String>,
+    pub batch_size: Option<u64>,
+}
+
+impl PyPublishReport {
+    /// The report of the core's `report`. `again`: the source, when its rows not read can be
+    /// read again, and its number of rows when known; kept when publishing stopped early.
+    pub(super) fn of(
+        py: Python<'_>,
+        report: &Report,
+        asked: Asked,
+        stopped: bool,
+        again: Option<(Reread, Option<u64>)>,
+    ) -> PyResult<PyPublishReport> {
+        let mut rejected = Vec::new();
+        let mut unconfirmed = Vec::new();
+        for f in &report.failures {
+            let failure = Py::new(py, PyFailure::of(f))?;
+            if f.kind == crate::client::publish::FailureKind::Unconfirmed {
+                unconfirmed.push(failure);
+            } else {
+                rejected.push(failure);
+            }
+        }
+        let (mut unread, mut rest) = (None, Vec::new());
+        if let (true, Some((source, size))) = (stopped, again) {
+            unread = size.map(|n| n.saturating_sub(report.total));
+            if unread != Some(0) {
+                rest.push(source.after(report.total));
+            }
+        }
+        Ok(PyPublishReport {
+            total: report.total,
+            sent: report.sent,
+            accepted: report.accepted,
+            rejected,
+            unconfirmed,
+            requests: report.requests,
+            retries: report.retries,
+            rate_limited: report.rate_limited,
+            elapsed: report.elapsed.as_secs_f64(),
+            interrupted: report.interrupted,
+            error: report.error.clone().map(|e| e.scrubbed().to_string()),
+            region: asked.region,
+            batch: asked.batch_size,
+            unread,
+            rest,
+        })
+    }
+
+    /// Every record not accepted, in source order.
+    pub fn all_failures(&self) -> Vec<&PyFailure> {
+        let mut out: Vec<&PyFailure> = self
+            .rejected
+            .iter()
+            .chain(&self.unconfirmed)
+            .map(|f| f.get())
+            .collect();
+        out.sort_by_key(|f| f.index);
+        out
+    }
+
+    /// True when every record of the source was accepted.
+    pub fn is_ok(&self) -> bool {
+        self.rejected.is_empty()
+            && self.unconfirmed.is_empty()
+            && !self.interrupted
+            && self.unread.unwrap_or(0) == 0
+    }
+
+    /// Records accepted per second.
+    pub fn per_second(&self) -> f64 {
+        if self.elapsed > 0.0 {
+            self.accepted as f64 / self.elapsed
+        } else {
+            0.0
+        }
+    }
+
+    /// Records not accepted by kind, in the order the kinds first come.
+    pub fn kinds(&self) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = Vec::new();
+        for f in self.all_failures() {
+            match out.iter_mut().find(|(k, _)| *k == f.kind) {
+                Some((_, n)) => *n += 1,
+                None => out.push((f.kind.clone(), 1)),
+            }
+        }
+        out
+    }
+
+    fn batch_size_value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match self.batch {
+            Some(n) => n.into_pyobject(py)?.into_any(),
+            None => "auto".into_pyobject(py)?.into_any(),
+        })
+    }
+
+    /// The fields, as the constructor takes them.
+    fn fields<'py>(&self, py: Python<'py>, failures: bool) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let list = |v: &[Py<PyFailure>]| -> PyResult<Bound<'py, PyList>> {
+            if failures {
+                PyList::new(py, v.iter().map(|f| f.clone_ref(py)))
+            } else {
+                PyList::new(
+                    py,
+                    v.iter()
+                        .map(|f| f.get().to_dict(py))
+                        .collect::<PyResult<Vec<_>>>()?,
+                )
+            }
+        };
+        d.set_item("total", self.total)?;
+        d.set_item("sent", self.sent)?;
+        d.set_item("accepted", self.accepted)?;
+        d.set_item("rejected", list(&self.rejected)?)?;
+        d.set_item("unconfirmed", list(&self.unconfirmed)?)?;
+        d.set_item("requests", self.requests)?;
+        d.set_item("retries", self.retries)?;
+        d.set_item("rate_limited", self.rate_limited)?;
+        d.set_item("elapsed", self.elapsed)?;
+        d.set_item("interrupted", self.interrupted)?;
+        d.set_item("error", &self.error)?;
+        d.set_item("region", &self.region)?;
+        d.set_item("batch_size", self.batch_size_value(py)?)?;
+        d.set_item("unread", self.unread)?;
+        Ok(d)
+    }
+}
+
+fn batch_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    match value {
+        None => Ok(None),
+        Some(v) if v.extract::<String>().is_ok_and(|s| s == "auto") => Ok(None),
+        Some(v) => v.extract::<u64>().map(Some).map_err(|_| {
+            PyTypeError::new_err("`batch_size` must be \"auto\" or an int from 1 to 100")
+        }),
+    }
+}
+
+#[pymethods]
+impl PyPublishReport {
+    #[new]
+    #[pyo3(signature = (*, total=0, sent=0, accepted=0, rejected=Vec::new(), unconfirmed=Vec::new(), requests=0, retries=0, rate_limited=0, elapsed=0.0, interrupted=false, error=None, region=None, batch_size=None, unread=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        total: u64,
+        sent: u64,
+        accepted: u64,
+        rejected: Vec<Py<PyFailure>>,
+        unconfirmed: Vec<Py<PyFailure>>,
+        requests: u64,
+        retries: u64,
+        rate_limited: u64,
+        elapsed: f64,
+        interrupted: bool,
+        error: Option<String>,
+        region: Option<String>,
+        batch_size: Option<Bound<'_, PyAny>>,
+        unread: Option<u64>,
+    ) -> PyResult<Self> {
+        Ok(PyPublishReport {
+            total,
+            sent,
+            accepted,
+            rejected,
+            unconfirmed,
+            requests,
+            retries,
+            rate_limited,
+            elapsed,
+            interrupted,
+            error,
+            region,
+            batch: batch_arg(batch_size.as_ref())?,
+            unread,
+            rest: Vec::new(),
+        })
+    }
+
+    /// The records not accepted, in source order (list of :class:`Failure`).
+    #[getter]
+    fn rejected(&self, py: Python<'_>) -> Vec<Py<PyFailure>> {
+        self.rejected.iter().map(|f| f.clone_ref(py)).collect()
+    }
+
+    /// The records sent whose fate no answer proves (list of :class:`Failure`).
+    #[getter]
+    fn unconfirmed(&self, py: Python<'_>) -> Vec<Py<PyFailure>> {
+        self.unconfirmed.iter().map(|f| f.clone_ref(py)).collect()
+    }
+
+    /// The batch size, as given: ``"auto"`` or 1..100.
+    #[getter]
+    fn batch_size<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.batch_size_value(py)
+    }
+
+    /// True when every record of the source was accepted.
+    #[getter]
+    fn ok(&self) -> bool {
+        self.is_ok()
+    }
+
+    /// Every record not accepted, rejected or unconfirmed, in source order.
+    #[getter]
+    fn failures(&self, py: Python<'_>) -> Vec<Py<PyFailure>> {
+        let mut out: Vec<Py<PyFailure>> = self
+            .rejected
+            .iter()
+            .chain(&self.unconfirmed)
+            .map(|f| f.clone_ref(py))
+            .collect();
+        out.sort_by_key(|f| f.get().index);
+        out
+    }
+
+    /// Records accepted per second.
+    #[getter]
+    fn rate(&self) -> f64 {
+        self.per_second()
+    }
+
+    /// Records not accepted by kind (see :attr:`Failure.kind`).
+    fn counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (kind, n) in self.kinds() {
+            d.set_item(kind, n)?;
+        }
+        Ok(d)
+    }
+
+    /// One line: records, accepted, rejected by kind, interrupted or not sent (apart: the
+    /// service refused none of them), unconfirmed, requests, retries, time.
+    fn summary(&self) -> String {
+        self.summary_text()
+    }
+
+    /// The fields as a dict (failures as dicts), as JSON can hold them.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.fields(py, false)
+    }
+
+    /// The records not accepted (rejected and unconfirmed) as a pandas DataFrame, one row
+    /// each in source order, with why: ``index`` (position in the source), ``line`` (in a
+    /// JSON Lines file, else <NA>), ``transaction_id``, ``kind`` (see :attr:`Failure.kind`),
+    /// ``status`` (the HTTP status of a refusal, else <NA>), ``message``, ``problems`` (the
+    /// validation problems, ``"error path: message"`` joined by ``"; "``) and ``record`` (the
+    /// record as JSON text, as :meth:`write_failures` writes it). Needs pandas.
+    ///
+    /// >>> import surveillance as sv
+    /// >>> sale = {"dataType": "retail", "schemaVersion": "1", "startTime": 1794891600000,
+    /// ...         "endTime": 1794891660000, "locationId": "store-1", "dataSourceId": "pos-1",
+    /// ...         "transactionId": "t-1", "status": "sale", "items": []}
+    /// >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+    /// ...     report = emu.client().publish(
+    /// ...         [sale, dict(sale, transactionId="t-2", startTime="noon")], progress=False
+    /// ...     )
+    /// >>> df = report.to_pandas()
+    /// >>> [(int(r.index), r.transaction_id, r.kind) for r in df.itertuples()]
+    /// [(1, 't-2', 'invalid')]
+    /// >>> df.at[0, "problems"].split(":")[0]
+    /// 'error startTime'
+    fn to_pandas<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        // The pandas helpers are the Python package's (`surveillance._frames`), where pandas
+        // stays optional and its code is typed; the method is the class's own.
+        slf.py()
+            .import("surveillance._frames")?
+            .call_method1("failures_frame", (slf,))
+    }
+
+    /// Raises :class:`~surveillance.PublishError` (with this report as ``.report``) when
+    /// any record was not accepted; returns the report otherwise, so it chains:
+    /// ``client.publish(rows).raise_on_failure()``.
+    fn raise_on_failure<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        let report = slf.get();
+        if report.is_ok() {
+            return Ok(slf.clone());
+        }
+        let py = slf.py();
+        let class = py.import("surveillance.publish")?.getattr("PublishError")?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("report", slf)?;
+        let error = class.call((report.not_accepted_text(),), Some(&kwargs))?;
+        Err(PyErr::from_value(error))
+    }
+
+    /// Writes the records not accepted (rejected and unconfirmed) to ``path`` as JSON
+    /// Lines, ready to publish again (``client.publish(path)``); returns how many lines were
+    /// written.
+    ///
+    /// After an interruption it also writes the records of a list, DataFrame or file source
+    /// that were not read yet, so that publishing the file completes the job.
+    ///
+    /// Raises:
+    ///     OSError: the file cannot be written.
+    fn write_failures(&self, py: Python<'_>, path: PathBuf) -> PyResult<u64> {
+        let file = File::create(&path)?;
+        let mut out = BufWriter::new(file);
+        let mut n = 0u64;
+        for f in self.all_failures() {
+            out.write_all(f.record_json.as_deref().unwrap_or("null").as_bytes())?;
+            out.write_all(b"\n")?;
+            n += 1;
+        }
+        for rest in &self.rest {
+            let mut lines = rest.lines(py)?;
+            while let Some(text) = lines.next(py)? {
+                out.write_all(text.as_bytes())?;
+                out.write_all(b"\n")?;
+                n += 1;
+            }
+        }
+        out.flush()?;
+        Ok(n)
+    }
+
+    /// One report for the publishes of consecutive parts of one source (e.g. the
+    /// partitions of a Dask collection, published in parallel by
+    /// :func:`surveillance.dask.publish`): counts added up, failures in part order with their
+    /// ``index`` shifted by the sizes of the parts before theirs (so that it is the record's
+    /// position in the whole source), ``write_failures`` covering every part.
+    ///
+    /// Args:
+    ///     reports: the parts' reports, in source order.
+    ///     sizes: the number of records of each part (default: each report's ``total``
+    ///         plus its ``unread``).
+    ///     elapsed: the wall time of the whole (default: the longest part's).
+    ///
+    /// Raises:
+    ///     ValueError: ``sizes`` does not give one size per report.
+    #[classmethod]
+    #[pyo3(signature = (reports, *, sizes=None, elapsed=None))]
+    fn combine(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        reports: Vec<Py<PyPublishReport>>,
+        sizes: Option<Vec<u64>>,
+        elapsed: Option<f64>,
+    ) -> PyResult<PyPublishReport> {
+        let parts: Vec<&PyPublishReport> = reports.iter().map(|r| r.get()).collect();
+        let counts = match sizes {
+            Some(sizes) => sizes,
+            None => parts
+                .iter()
+                .map(|p| p.total + p.unread.unwrap_or(0))
+                .collect(),
+        };
+        if counts.len() != parts.len() {
+            return Err(PyValueError::new_err(format!(
+                "{} reports but {} sizes",
+                parts.len(),
+                counts.len()
+            )));
+        }
+        let sum = |f: fn(&PyPublishReport) -> u64| parts.iter().map(|p| f(p)).sum::<u64>();
+        let unread: Vec<u64> = parts.iter().filter_map(|p| p.unread).collect();
+        let (mut rejected, mut unconfirmed, mut offset) = (Vec::new(), Vec::new(), 0u64);
+        for (part, count) in parts.iter().zip(&counts) {
+            for f in &part.rejected {
+                rejected.push(Py::new(py, f.get().at(f.get().index + offset))?);
+            }
+            for f in &part.unconfirmed {
+                unconfirmed.push(Py::new(py, f.get().at(f.get().index + offset))?);
+            }
+            offset += count;
+        }
+        let first = parts.first();
+        Ok(PyPublishReport {
+            total: sum(|p| p.total),
+            sent: sum(|p| p.sent),
+            accepted: sum(|p| p.accepted),
+            rejected,
+            unconfirmed,
+            requests: sum(|p| p.requests),
+            retries: sum(|p| p.retries),
+            rate_limited: sum(|p| p.rate_limited),
+            elapsed: elapsed.unwrap_or_else(|| parts.iter().map(|p| p.elapsed).fold(0.0, f64::max)),
+            interrupted: parts.iter().any(|p| p.interrupted),
+            error: parts.iter().find_map(|p| p.error.clone()),
+            region: first.and_then(|p| p.region.clone()),
+            batch: first.and_then(|p| p.batch),
+            unread: (!unread.is_empty()).then(|| unread.iter().sum()),
+            rest: parts
+                .iter()
+                .flat_map(|p| p.rest.iter().map(|r| r.clone_ref(py)))
+                .collect(),
+        })
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        let Ok(other) = other.cast::<PyPublishReport>() else {
+            return false;
+        };
+        let o = other.get();
+        let same = |a: &[Py<PyFailure>], b: &[Py<PyFailure>]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.get() == y.get())
+        };
+        (
+            self.total,
+            self.sent,
+            self.accepted,
+            self.requests,
+            self.retries,
+        ) == (o.total, o.sent, o.accepted, o.requests, o.retries)
+            && (self.rate_limited, self.interrupted, self.unread, self.batch)
+                == (o.rate_limited, o.interrupted, o.unread, o.batch)
+            && self.elapsed.to_bits() == o.elapsed.to_bits()
+            && self.error == o.error
+            && self.region == o.region
+            && same(&self.rejected, &o.rejected)
+            && same(&self.unconfirmed, &o.unconfirmed)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<PublishReport: {}>", self.summary_text())
+    }
+
+    fn __str__(&self) -> String {
+        self.long_text()
+    }
+
+    fn _repr_html_(&self) -> String {
+        self.html_table()
+    }
+
+    /// Pickled as a call of its class with its fields; the unread rest of a source stays with
+    /// the process that read it.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, pyo3::types::PyTuple>)> {
+        let py = slf.py();
+        let kwargs = slf.get().fields(py, true)?;
+        let call = partial(py)?.call((slf.get_type(),), Some(&kwargs))?;
+        Ok((call, pyo3::types::PyTuple::empty(py)))
+    }
+}
+
+/// What a publish binding returns: the report, and the exception to raise with it: the one
+/// `raised` on the Python side (a signal's, the source's own, a callback's), else the core's
+/// error that stopped publishing, else None. `again`: see [`PyPublishReport::of`].
+pub(super) fn outcome(
+    py: Python<'_>,
     report: &Report,
     raised: Option<PyErr>,
-) -> PyResult<(Bound<'py, PyDict>, Option<Py<PyAny>>)> {
+    asked: Asked,
+    again: Option<(Reread, Option<u64>)>,
+) -> PyResult<(PyPublishReport, Option<Py<PyAny>>)> {
+    let stopped = report.interrupted || report.error.is_some() || raised.is_some();
+    let shown = PyPublishReport::of(py, report, asked, stopped, again)?;
     let error = raised.or_else(|| report.error.clone().map(errors::to_py));
-    Ok((
-        report_dict(py, report)?,
-        error.map(|e| e.into_value(py).into_any()),
-    ))
+    Ok((shown, error.map(|e| e.into_value(py).into_any())))
 }

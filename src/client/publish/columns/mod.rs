@@ -18,7 +18,9 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
+use arrow_array::builder::LargeStringBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     ArrowDictionaryKeyType, Decimal128Type, Decimal256Type, Decimal32Type, Decimal64Type,
@@ -88,7 +90,20 @@ impl Columns {
     /// published as they are: unknown or legacy names, types that cannot hold the field,
     /// required fields with no column; and, whatever `check`, a layout with no JSON form
     /// (a type such as `binary`, `items` that is not a list of structs).
-    pub fn open(mut batches: Box<dyn RecordBatchReader + Send>, check: bool) -> Result<Columns> {
+    pub fn open(batches: Box<dyn RecordBatchReader + Send>, check: bool) -> Result<Columns> {
+        Columns::open_loose(batches, check, &[])
+    }
+
+    /// As [`open`](Columns::open), for columns of which those named in `loose` are lists of
+    /// structs made from lists of dicts (a DataFrame's `items`): when the models refuse the
+    /// columns, these are written as JSON text instead (as [`JSON_EXTENSION`] columns), so that
+    /// each row is judged from its record's text, as a dict's list is, and the columns are
+    /// checked again.
+    pub fn open_loose(
+        mut batches: Box<dyn RecordBatchReader + Send>,
+        check: bool,
+        loose: &[String],
+    ) -> Result<Columns> {
         let schema = batches.schema();
         let layout = layout_problems(&schema);
         if !layout.is_empty() {
@@ -106,7 +121,16 @@ impl Columns {
             let types = first.as_ref().map(data_types);
             let problems = model_problems(&schema, types.as_deref());
             if !problems.is_empty() {
-                return Err(refused(problems));
+                let at: Vec<usize> = loose
+                    .iter()
+                    .filter_map(|name| schema.index_of(name).ok())
+                    .collect();
+                if at.is_empty() {
+                    return Err(refused(problems));
+                }
+                let texts = JsonText::new(batches, at);
+                let first = first.map(|b| texts.convert(&b)).transpose()?;
+                return Columns::open(Box::new(texts.with_first(first)), check);
             }
         }
         Ok(Columns {
@@ -174,6 +198,104 @@ impl Columns {
         }
         Ok(())
     }
+}
+
+/// Record batches whose columns at `at` (lists of structs) are given as JSON text, one value
+/// a row (null where the list is), written as the records' values are.
+struct JsonText {
+    inner: Box<dyn RecordBatchReader + Send>,
+    schema: SchemaRef,
+    at: Vec<usize>,
+    /// A batch converted already, given back first.
+    first: Option<RecordBatch>,
+}
+
+impl JsonText {
+    fn new(inner: Box<dyn RecordBatchReader + Send>, at: Vec<usize>) -> JsonText {
+        let given = inner.schema();
+        let fields: Vec<Field> = given
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                if at.contains(&i) {
+                    let metadata = [("ARROW:extension:name".to_owned(), JSON_EXTENSION.to_owned())];
+                    Field::new(f.name(), DataType::LargeUtf8, true)
+                        .with_metadata(metadata.into_iter().collect())
+                } else {
+                    f.as_ref().clone()
+                }
+            })
+            .collect();
+        let schema = Arc::new(Schema::new_with_metadata(fields, given.metadata().clone()));
+        JsonText {
+            inner,
+            schema,
+            at,
+            first: None,
+        }
+    }
+
+    fn with_first(mut self, first: Option<RecordBatch>) -> JsonText {
+        self.first = first;
+        self
+    }
+
+    fn convert(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let mut columns = batch.columns().to_vec();
+        for &i in &self.at {
+            if let Some(column) = columns.get_mut(i) {
+                *column = Arc::new(json_text(column.as_ref())?);
+            }
+        }
+        RecordBatch::try_new(self.schema.clone(), columns).map_err(read_error)
+    }
+}
+
+impl Iterator for JsonText {
+    type Item = std::result::Result<RecordBatch, arrow_schema::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(first) = self.first.take() {
+            return Some(Ok(first));
+        }
+        let batch = match self.inner.next()? {
+            Ok(batch) => batch,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(
+            self.convert(&batch)
+                .map_err(|e| arrow_schema::ArrowError::ExternalError(Box::new(e))),
+        )
+    }
+}
+
+impl RecordBatchReader for JsonText {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// The values of `array` as JSON text, one a row, null where it has none.
+fn json_text(array: &dyn Array) -> Result<LargeStringArray> {
+    let col = Col::bind(array).map_err(|e| Error::Io(format!("cannot write the data: {e}")))?;
+    let mut out = LargeStringBuilder::with_capacity(array.len(), array.len().saturating_mul(64));
+    let mut buf = Vec::with_capacity(256);
+    for row in 0..array.len() {
+        if col.is_null(row) {
+            out.append_null();
+            continue;
+        }
+        buf.clear();
+        col.write(row, &mut buf, false).map_err(|e| {
+            Error::Io(format!(
+                "cannot write the data: row {row} at `{}`: {}",
+                e.path, e.message
+            ))
+        })?;
+        out.append_value(String::from_utf8_lossy(&buf));
+    }
+    Ok(out.finish())
 }
 
 /// Refuses a batch whose columns are not those its stream announced (the schema was checked).

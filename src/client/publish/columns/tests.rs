@@ -145,13 +145,17 @@ fn retail() -> RecordBatch {
 
 /// Runs the source over `batches`; the inputs in order.
 fn publish_inputs(batches: Vec<RecordBatch>, check: bool) -> Vec<Input> {
+    inputs_of(Columns::open(reader(batches), check).expect("columns that fit"))
+}
+
+/// Runs the source of `columns`; the inputs in order.
+fn inputs_of(columns: Columns) -> Vec<Input> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .expect("a runtime");
     rt.block_on(async move {
-        let columns = Columns::open(reader(batches), check).expect("columns that fit");
         let (mut rx, feeder) = columns.source();
         let mut out = Vec::new();
         while let Some(chunk) = rx.recv().await {
@@ -839,4 +843,71 @@ fn the_scanner_judges_items_text_as_the_validator_does() {
     for text in ["", "[1,]", "{\"a\"}", "1 2", "nul", "[1"] {
         assert!(!is_json(text), "{text}");
     }
+}
+
+/// `retail()` with items that lack their required `description`.
+fn retail_without_descriptions() -> RecordBatch {
+    let full = retail();
+    let list = full
+        .column_by_name("items")
+        .expect("items")
+        .as_list::<i32>();
+    let structs = list.values().as_struct();
+    let keep = [0, 1, 3, 4];
+    let fields: Fields = keep.iter().map(|&i| structs.fields()[i].clone()).collect();
+    let children = keep.iter().map(|&i| structs.column(i).clone()).collect();
+    let child = StructArray::new(fields.clone(), children, structs.nulls().cloned());
+    let items: ArrayRef = Arc::new(ListArray::new(
+        Arc::new(Field::new("item", DataType::Struct(fields), true)),
+        list.offsets().clone(),
+        Arc::new(child),
+        list.nulls().cloned(),
+    ));
+    let schema = full.schema();
+    batch(
+        schema
+            .fields()
+            .iter()
+            .zip(full.columns())
+            .map(|(f, c)| {
+                let c = if f.name() == "items" {
+                    items.clone()
+                } else {
+                    c.clone()
+                };
+                (f.name().as_str(), c)
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn loose_items_the_models_refuse_go_as_json_text_judged_row_by_row() {
+    let b = retail_without_descriptions();
+    assert!(
+        !problems_of(b.clone(), true).is_empty(),
+        "refused as a whole"
+    );
+    let loose = ["items".to_owned()];
+    let columns = Columns::open_loose(reader(vec![b.clone()]), true, &loose).expect("opened");
+    let items = columns.schema().field_with_name("items").expect("items");
+    assert!(is_json(items));
+    // A column not named loose is refused as before.
+    let other = ["employeeName".to_owned()];
+    assert!(Columns::open_loose(reader(vec![b]), true, &other).is_err());
+
+    let inputs = inputs_of(columns);
+    assert_eq!(inputs.len(), 2);
+    for input in &inputs {
+        let Input::Rejected { problems, .. } = input else {
+            panic!("a row kept back, got {input:?}");
+        };
+        assert!(
+            problems.iter().any(|p| p.path.ends_with("description")),
+            "{problems:?}"
+        );
+    }
+    assert!(text(&inputs[0]).contains(
+        r#""items":[{"time":1794891600000,"quantity":1,"unitPrice":3.5,"type":"SALE"},"#
+    ));
 }
