@@ -86,8 +86,28 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(publish::lines::jsonl_rest, m)?)?;
     m.add_function(wrap_pyfunction!(publish::check::validate_record, m)?)?;
     m.add_function(wrap_pyfunction!(publish::check::record_json, m)?)?;
+    // The results' classes are also the module `surveillance._core_results`, whose stub
+    // (`_core_results.pyi`) holds theirs apart from the rest of the module's.
+    let results = PyModule::new(m.py(), "surveillance._core_results")?;
+    for name in RESULTS {
+        results.add(name, m.getattr(name)?)?;
+    }
+    let modules = m.py().import("sys")?.getattr("modules")?;
+    modules.set_item("surveillance._core_results", results)?;
     Ok(())
 }
+
+/// The classes of the results that the module's calls return.
+const RESULTS: [&str; 8] = [
+    "EventPlan",
+    "Cost",
+    "Quota",
+    "Stats",
+    "CacheEntry",
+    "CacheInfo",
+    "PublishReport",
+    "Failure",
+];
 
 #[cfg(test)]
 mod tests {
