@@ -341,10 +341,12 @@ def test_results_cross_the_binding_as_python_objects():
     import pathlib
 
     package = pathlib.Path(sv.__file__).parent
-    stub = ast.parse((package / "_core.pyi").read_text())
+    stubs = [ast.parse(f.read_text()) for f in package.glob("_core*.pyi")]
+    assert len(stubs) == 2
     wire = {"columns_json", "to_json", "record_json"}
     texts = [
         node.name
+        for stub in stubs
         for node in ast.walk(stub)
         if isinstance(node, ast.FunctionDef)
         and node.name.endswith("_json")
@@ -353,7 +355,7 @@ def test_results_cross_the_binding_as_python_objects():
     assert texts == []
     parsed = [
         f"{path.name}:{number}"
-        for path in package.glob("*.py")
+        for path in package.rglob("*.py")
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if re.search(
             r"json\.loads\((?:await )?(?:self\._inner|self\._client\._inner|_core)\.", line
@@ -371,9 +373,9 @@ def test_results_cross_the_binding_as_python_objects():
 
 @pytest.mark.slow
 def test_the_package_passes_mypy_strict(tmp_path):
-    """The package itself (its modules, the ``cli`` package included, and the stub ``_core.pyi``)
-    passes ``mypy --strict`` without a configuration of the project's: 150 errors in 18 files
-    before its types were completed."""
+    """The package itself (its modules, the ``cli`` package included, and the stubs
+    ``_core.pyi`` and ``_core_results.pyi``) passes ``mypy --strict`` without a configuration
+    of the project's: 150 errors in 18 files before its types were completed."""
     pytest.importorskip("mypy", reason="mypy is not installed (the `test` extra has it)")
     import pathlib
 
