@@ -59,7 +59,18 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<events::stream::EventStream>()?;
     m.add_class::<events::batches::BatchStream>()?;
     m.add_class::<runtime::sigint::InterruptWatch>()?;
-    results::register(m)?;
+    // The results' classes are also the module `surveillance._core_results`, whose stub
+    // (`_core_results.pyi`) holds theirs apart from the rest of the module's.
+    let results = PyModule::new(m.py(), "surveillance._core_results")?;
+    results::register(&results)?;
+    results.add_class::<publish::report::PyPublishReport>()?;
+    results.add_class::<publish::report::PyFailure>()?;
+    for name in results.index()? {
+        let name = name.extract::<String>()?;
+        m.add(&name, results.getattr(&name)?)?;
+    }
+    let modules = m.py().import("sys")?.getattr("modules")?;
+    modules.set_item("surveillance._core_results", results)?;
     // The runtime stops before the interpreter finalizes (see `runtime::stop_at_exit`).
     let stop = wrap_pyfunction!(runtime::stop_at_exit, m)?;
     m.py().import("atexit")?.call_method1("register", (stop,))?;
@@ -77,8 +88,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(conversions::keywords::check_limits, m)?)?;
     m.add_function(wrap_pyfunction!(publish::records::publish_records, m)?)?;
     m.add_class::<publish::lines::JsonLines>()?;
-    m.add_class::<publish::report::PyPublishReport>()?;
-    m.add_class::<publish::report::PyFailure>()?;
     m.add_function(wrap_pyfunction!(publish::columns::publish_columns, m)?)?;
     m.add_function(wrap_pyfunction!(publish::lines::columns_json, m)?)?;
     m.add_function(wrap_pyfunction!(publish::columns::json_column, m)?)?;
@@ -86,28 +95,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(publish::lines::jsonl_rest, m)?)?;
     m.add_function(wrap_pyfunction!(publish::check::validate_record, m)?)?;
     m.add_function(wrap_pyfunction!(publish::check::record_json, m)?)?;
-    // The results' classes are also the module `surveillance._core_results`, whose stub
-    // (`_core_results.pyi`) holds theirs apart from the rest of the module's.
-    let results = PyModule::new(m.py(), "surveillance._core_results")?;
-    for name in RESULTS {
-        results.add(name, m.getattr(name)?)?;
-    }
-    let modules = m.py().import("sys")?.getattr("modules")?;
-    modules.set_item("surveillance._core_results", results)?;
     Ok(())
 }
-
-/// The classes of the results that the module's calls return.
-const RESULTS: [&str; 8] = [
-    "EventPlan",
-    "Cost",
-    "Quota",
-    "Stats",
-    "CacheEntry",
-    "CacheInfo",
-    "PublishReport",
-    "Failure",
-];
 
 #[cfg(test)]
 mod tests {
