@@ -217,6 +217,13 @@ fn endpoint_dir(report: Option<&str>) -> String {
     name
 }
 
+/// A file of a carried window's pages: the window `[start, end)` and where it is.
+struct CarriedFile {
+    start: i64,
+    end: i64,
+    path: PathBuf,
+}
+
 /// The window `(qs, qe)` of a file of carried pages' name (`<qs>_<qe>.pages`).
 fn carried_window(name: &str) -> Option<(i64, i64)> {
     let (qs, qe) = name.strip_suffix(".pages")?.split_once('_')?;
@@ -603,8 +610,8 @@ impl Cache {
         write_atomic(&dir.join(format!("{qs}_{qe}.pages")), &[&header, &body])
     }
 
-    /// The carried windows of `report` (see [`Cache::carry`]): `(qs, qe, file)`.
-    fn carried(&self, report: Option<&str>) -> Vec<(i64, i64, PathBuf)> {
+    /// The carried windows of `report` (see [`Cache::carry`]).
+    fn carried(&self, report: Option<&str>) -> Vec<CarriedFile> {
         let Ok(entries) = std::fs::read_dir(self.dir(report)) else {
             return Vec::new();
         };
@@ -612,8 +619,8 @@ impl Cache {
             .flatten()
             .filter_map(|e| {
                 let path = e.path();
-                let (qs, qe) = carried_window(path.file_name()?.to_str()?)?;
-                Some((qs, qe, path))
+                let (start, end) = carried_window(path.file_name()?.to_str()?)?;
+                Some(CarriedFile { start, end, path })
             })
             .collect()
     }
@@ -622,8 +629,8 @@ impl Cache {
     pub fn carried_end(&self, report: Option<&str>, lo: i64) -> Option<i64> {
         self.carried(report)
             .into_iter()
-            .filter(|(qs, _, _)| *qs == lo)
-            .map(|(_, qe, _)| qe)
+            .filter(|c| c.start == lo)
+            .map(|c| c.end)
             .min()
     }
 
@@ -638,7 +645,12 @@ impl Cache {
         hi: i64,
     ) -> std::result::Result<Option<(i64, Pages)>, Damage> {
         let mut found = Ok(None);
-        for (qs, qe, path) in self.carried(report) {
+        for CarriedFile {
+            start: qs,
+            end: qe,
+            path,
+        } in self.carried(report)
+        {
             if qs < lo || qs >= hi {
                 continue;
             }

@@ -12,6 +12,7 @@ use url::Url;
 
 use super::outage::Tries;
 use super::shown::{describe, detail_of, shown, truncate};
+use super::token::Admitted;
 use super::{parse_retry_after, refuses_token, Call, Http, Level, Outage};
 use crate::client::config::Secret;
 use crate::client::error::{Error, Result};
@@ -148,7 +149,11 @@ impl Http {
         let mut renewals = 0u32;
         let mut tries = Tries::new(call.method.as_str(), &call.url, call.tally.as_deref());
         loop {
-            let (token, generation, mut token_use) = self.token_for_use().await?;
+            let Admitted {
+                token,
+                generation,
+                window: mut token_use,
+            } = self.token_for_use().await?;
             let slot = gate.acquire().await?;
             // Counted against the day's budget only when it is about to go.
             let granted = self.unless_closed(self.ledger.take_granted()).await?;

@@ -18,6 +18,16 @@ use crate::client::error::{Error, Result};
 use crate::client::redact;
 use crate::client::uses::{Admit, Use};
 
+/// A token admitted for one request (see [`Http::token_for_use`]).
+pub(super) struct Admitted<'a> {
+    /// The token the request carries.
+    pub(super) token: Secret,
+    /// Which token it is: each new token has the next number.
+    pub(super) generation: u64,
+    /// The request's place in the token's window, until it ends.
+    pub(super) window: Use<'a>,
+}
+
 #[derive(Debug, Clone)]
 pub(super) struct Token {
     value: Secret,
@@ -64,13 +74,20 @@ impl Http {
 
     /// A valid token for one request, once its window lets one more request carry it (see
     /// [`Uses`]); the request counts in the window until the [`Use`] ends.
-    pub(super) async fn token_for_use(&self) -> Result<(Secret, u64, Use<'_>)> {
+    pub(super) async fn token_for_use(&self) -> Result<Admitted<'_>> {
         loop {
             let mut changed = std::pin::pin!(self.uses.changed());
             changed.as_mut().enable();
             let (token, generation) = self.token().await?;
             match self.uses.admit(generation) {
-                Admit::Granted => return Ok((token, generation, Use::new(&self.uses, generation))),
+                Admit::Granted => {
+                    let window = Use::new(&self.uses, generation);
+                    return Ok(Admitted {
+                        token,
+                        generation,
+                        window,
+                    });
+                }
                 Admit::Stale => continue,
                 Admit::Renew => {
                     self.log(Level::Debug, || {

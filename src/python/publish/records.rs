@@ -274,27 +274,35 @@ fn account_unsent(report: &mut core::Report, pending: Option<Vec<Input>>, interr
     report.failures.sort_by_key(|f| f.index);
 }
 
-/// The core's source of chunks: the JSON Lines file `path`, read by the core (its reader
-/// task is the third item), or a channel this thread feeds (its sender is the second).
-#[allow(clippy::type_complexity)]
-fn channel(
-    rt: &tokio::runtime::Runtime,
-    path: Option<PathBuf>,
-    validate: bool,
-) -> (
-    mpsc::Receiver<Vec<Input>>,
-    Option<mpsc::Sender<Vec<Input>>>,
-    Option<JoinHandle<client::Result<()>>>,
-) {
+/// The core's source of chunks: the JSON Lines file `path`, read by the core, or a channel
+/// this thread feeds.
+struct ChunkSource {
+    /// What the core's publish reads.
+    chunks: mpsc::Receiver<Vec<Input>>,
+    /// The channel's sender, when this thread feeds it.
+    feed: Option<mpsc::Sender<Vec<Input>>>,
+    /// The core's reader of the file, when it reads one.
+    reader: Option<JoinHandle<client::Result<()>>>,
+}
+
+fn channel(rt: &tokio::runtime::Runtime, path: Option<PathBuf>, validate: bool) -> ChunkSource {
     match path {
         Some(p) => {
             let _guard = rt.enter();
-            let (rx, reader) = core::jsonl_source(p, validate);
-            (rx, None, Some(reader))
+            let (chunks, reader) = core::jsonl_source(p, validate);
+            ChunkSource {
+                chunks,
+                feed: None,
+                reader: Some(reader),
+            }
         }
         None => {
-            let (tx, rx) = mpsc::channel(core::CHANNEL_CHUNKS);
-            (rx, Some(tx), None)
+            let (feed, chunks) = mpsc::channel(core::CHANNEL_CHUNKS);
+            ChunkSource {
+                chunks,
+                feed: Some(feed),
+                reader: None,
+            }
         }
     }
 }
@@ -365,7 +373,11 @@ pub fn publish_records<'py>(
     let asked = publishing.asked.clone();
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
-    let (rx, tx, reader) = channel(&rt, path, validate);
+    let ChunkSource {
+        chunks: rx,
+        feed: tx,
+        reader,
+    } = channel(&rt, path, validate);
     let mut feed = Feed {
         exhausted: iter.is_none(),
         iter,
