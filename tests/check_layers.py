@@ -21,6 +21,10 @@
    then import this one when it is imported (else the import belongs at the top), ``# optional:
    NAME`` for an optional heavy dependency (``OPTIONAL``), ``# platform: NAME`` for a module of
    one platform (``PLATFORM``). Anything else goes to the top of the module.
+7. Names explain themselves (continued): no Rust function outside tests and the bindings
+   returns a tuple of three or more (``TUPLES`` names the exceptions); ``@overload`` stands
+   only in ``_overloads.py`` (the ``output=`` typing of each family, shared by both clients),
+   ``_check.py`` and the stubs.
 
 Run as ``python3 tests/check_layers.py`` from the project's root; exits 1 naming each breach.
 """
@@ -173,6 +177,40 @@ def shared_type_names(code: dict[pathlib.Path, str]) -> list[str]:
         for name, files in sorted(where.items())
         if len(files) > 1 and name not in SHARED_NAMES_FOR_NOW
     ]
+
+
+# Functions that may return a tuple of three or more, with the reason.
+TUPLES = {"civil_from_days": "(year, month, day), as the algorithm it implements states it"}
+
+
+def _tuple_parts(text: str) -> int:
+    """How many parts the tuple at the start of `text` (which opens with `(`) has."""
+    depth, parts = 0, 1
+    for ch in text:
+        depth += ch in "(<["
+        depth -= ch in ")>]"
+        if depth == 0:
+            return parts
+        if ch == "," and depth == 1:
+            parts += 1
+    return parts
+
+
+def long_tuples(code: dict[pathlib.Path, str]) -> list[str]:
+    """Functions returning a tuple of three or more (`-> (a, b, c)`, `-> Result<(a, b, c)>`,
+    `-> Vec<(a, b, c)>`): its parts want names, in a struct. A binding's function hands Python
+    a tuple, which Python unpacks by name at once, and is left out."""
+    bad = []
+    fn = re.compile(r"fn (\w+)[^{;]*?->\s*(?:\w+<)?(\()")
+    for f, text in sorted(code.items()):
+        for m in fn.finditer(text):
+            parts = _tuple_parts(text[m.start(2) :])
+            attributes = text[: m.start()].rsplit("\n\n", 1)[-1]
+            if "#[pyfunction]" in attributes or "#[pyo3(" in attributes:
+                continue
+            if parts >= 3 and m.group(1) not in TUPLES:
+                bad.append(f"{f}: `{m.group(1)}` returns a tuple of {parts}: name its parts")
+    return bad
 
 
 # --- Python -------------------------------------------------------------------------------------
@@ -340,6 +378,22 @@ def local_import_breaches(graph: dict[pathlib.Path, set[pathlib.Path]]) -> list[
     return bad
 
 
+# Where `@overload` may stand: the families of `output=` typing, written once for both
+# clients, and the argument checks; the stubs mirror the binding.
+OVERLOADS_IN = {"python/surveillance/_overloads.py", "python/surveillance/_check.py"}
+
+
+def overload_ladders() -> list[str]:
+    """A method typed per `output=` takes its family from `_overloads.py` instead of writing
+    its own ladder of `@overload`s."""
+    return [
+        f"{f}: `@overload` outside _overloads.py: type it with its family there"
+        for f in python_files()
+        if f.as_posix() not in OVERLOADS_IN
+        and re.search(r"^\s*@(typing\.)?overload\b", f.read_text(), re.M)
+    ]
+
+
 def python_long_files() -> list[str]:
     bad = []
     for f in python_files() + sorted(PACKAGE.rglob("*.pyi")):
@@ -397,9 +451,9 @@ def main() -> int:
                     if t.is_relative_to(SRC / other):
                         bad.append(f"{f} imports {t}: the {part} and the {other} stay apart")
     code = product_code()
-    bad += long_files(code) + shared_type_names(code)
+    bad += long_files(code) + shared_type_names(code) + long_tuples(code)
     python = python_imports()
-    bad += python_long_files() + local_import_breaches(python)
+    bad += python_long_files() + local_import_breaches(python) + overload_ladders()
     for kind, graph in (("Rust", rust), ("Python", python)):
         for group in cycles(graph):
             bad.append(f"{kind} import loop: " + " <-> ".join(map(str, group)))

@@ -72,6 +72,12 @@ def append(path: pathlib.Path, text: str) -> None:
     [
         ("src/rng.rs", "// x\n" * 800, "split it by concern"),
         ("src/rng.rs", "pub struct Fetch;\n", "type `Fetch` is declared in"),
+        ("src/rng.rs", "fn pull() -> (u8, bool, u8) { (0, true, 0) }\n", "name its parts"),
+        (
+            "python/surveillance/_time.py",
+            "\nfrom typing import overload\n\n@overload\ndef f(x: int) -> int: ...\n",
+            "`@overload` outside _overloads.py",
+        ),
         ("python/surveillance/_time.py", "\nx = 1\n" * 800, "split it by concern"),
         ("python/surveillance/_time.py", "\ndef f():\n    import json\n", "move it to the top"),
         (
