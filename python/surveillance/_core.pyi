@@ -10,9 +10,11 @@ from typing import (
     Callable,
     ClassVar,
     Final,
+    Literal,
     Optional,
     Union,
     final,
+    overload,
 )
 
 from ._core_results import (
@@ -55,6 +57,7 @@ __all__ = [
     "CacheInfo",
     "Cost",
     "EventPlan",
+    "EventQuery",
     "Quota",
     "Stats",
     "cache_info_at",
@@ -107,93 +110,72 @@ REGIONS: list[str]
 PUBLISHED_LIMITS: dict[str, Any]
 
 @final
+class EventQuery:
+    """The range (epoch ms, ``[start_ms, end_ms)``) and the report of an event read, checked
+    when it is made. ``refresh``: past the cache of settled events, replacing what it held of
+    the range. ``partial``: a sync's fetch, which keeps what it gets when the daily quota runs
+    out, is not refused up front for needing more than remains."""
+
+    def __new__(
+        cls,
+        start_ms: int,
+        end_ms: int,
+        report_id: Optional[str] = None,
+        *,
+        refresh: bool = False,
+        partial: bool = False,
+    ) -> EventQuery: ...
+
+@final
 class Client:
     """The native client (see :class:`surveillance.Client`)."""
 
     def __new__(cls, **settings: Any) -> Client:
         """The arguments of :class:`surveillance.Client`, as keywords: their types checked
         there, their values here, by the core."""
-    def list_dicts(
-        self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
-    ) -> list[dict[str, Any]]:
-        """Every record of a list (``sites``, ``devices``, ``cameras``, ``reports``), as dicts."""
-    def list_dicts_async(
-        self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
-    ) -> Awaitable[list[dict[str, Any]]]:
-        """As ``list_dicts``, as an awaitable."""
-    def list_arrow(
-        self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
+    def list(
+        self,
+        kind: str,
+        site_id: Optional[str] = None,
+        device_id: Optional[str] = None,
+        *,
+        arrow: bool = False,
+        awaitable: bool = False,
     ) -> Any:
-        """Every record of a list as an Arrow table (``__arrow_c_stream__``)."""
-    def list_arrow_async(
-        self, kind: str, site_id: Optional[str] = None, device_id: Optional[str] = None
-    ) -> Awaitable[Any]:
-        """As ``list_arrow``, as an awaitable."""
+        """Every record of a list (``sites``, ``devices``, ``cameras``, ``reports``): a list of
+        dicts, or with ``arrow`` one typed Arrow table (``__arrow_c_stream__``); with
+        ``awaitable``, an awaitable of it."""
     def events_arrow(
         self,
-        start_ms: int,
-        end_ms: int,
-        report_id: Optional[str] = None,
+        query: EventQuery,
         progress: Optional[Callable[[dict[str, Any]], Any]] = None,
-        refresh: bool = False,
+        *,
+        stream: bool = False,
+        awaitable: bool = False,
     ) -> Any:
-        """Every event of the range as an Arrow table (one batch per window)."""
-    def events_arrow_async(
-        self,
-        start_ms: int,
-        end_ms: int,
-        report_id: Optional[str] = None,
-        refresh: bool = False,
-    ) -> Awaitable[Any]:
-        """As ``events_arrow``, as an awaitable (no progress)."""
-    def events_reader(
-        self,
-        start_ms: int,
-        end_ms: int,
-        report_id: Optional[str] = None,
-        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
-        refresh: bool = False,
-    ) -> Any:
-        """The events of the range as a stream of Arrow record batches, handing ``progress``
-        the fetch's progress while its consumer waits."""
-    def events_reader_async(
-        self,
-        start_ms: int,
-        end_ms: int,
-        report_id: Optional[str] = None,
-        refresh: bool = False,
-        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
-    ) -> BatchStream:
-        """The events of the range as record batches for ``async for`` (bounded memory); the
-        stream's ``report`` hands ``progress`` the fetch's progress."""
+        """Every event of ``query`` as Arrow data: one table (one batch per window), or with
+        ``stream`` record batches as they come (bounded memory); with ``awaitable``, the
+        table as an awaitable and the batches for ``async for`` (a :class:`BatchStream`).
+        ``progress`` gets the fetch's progress while the caller waits (the ``async for``
+        stream's from its ``report``; the awaitable table reports none)."""
     def events_stream(
         self,
-        start_ms: int,
-        end_ms: int,
-        report_id: Optional[str] = None,
+        query: EventQuery,
         progress: Optional[Callable[[dict[str, Any]], Any]] = None,
         buffer: int = 2,
         arrow: bool = False,
-        partial: bool = False,
-        refresh: bool = False,
         interrupt: Optional[InterruptWatch] = None,
     ) -> EventStream:
-        """The same events, window after window; at most ``buffer`` windows wait.
-        ``partial``: a sync's fetch, not refused up front when the quota left is short.
-        ``refresh``: past the cache of settled events, replacing what it held of the range.
+        """The events of ``query``, window after window; at most ``buffer`` windows wait.
         ``interrupt``: once the watch fires, the fetch stops and the stream raises
         ``KeyboardInterrupt`` (a stream consumed off the main thread)."""
     def events_peek(
-        self,
-        start_ms: int,
-        end_ms: int,
-        report_id: Optional[str] = None,
-        interrupt: Optional[InterruptWatch] = None,
+        self, query: EventQuery, interrupt: Optional[InterruptWatch] = None
     ) -> tuple[Any, int, Optional[float]]:
-        """The first page of a fetch of the range, held for that fetch (which then does not
-        ask it again), and the events it shows to be the range's first, as an Arrow record
-        batch, with the epoch ms they end at: all of a short page's range, those before a
-        page sorted ascending ends, or none; and the events a millisecond of a full page
+        """The first page of a fetch of ``query``'s range, held for that fetch (which then
+        does not ask it again), and the events it shows to be the range's first, as an Arrow
+        record batch, with the epoch ms they end at: all of a short page's range, those before
+        a page sorted ascending ends, or none; and the events a millisecond of a full page
         sorted descending (the range's last 100), or None."""
     def events_density(self, report_id: Optional[str] = None) -> Optional[float]:
         """The most events a millisecond this client's fetches under a quota found in a
@@ -220,20 +202,20 @@ class Client:
         run of a sync the daily quota stopped kept in the cache, or None."""
     def clear_cache(self) -> int:
         """Empties the cache of settled events; the files removed."""
+    @overload
     def plan(
         self,
-        start_ms: int,
-        end_ms: int,
-        report_id: Optional[str] = None,
+        query: EventQuery,
         progress: Optional[Callable[[dict[str, Any]], Any]] = None,
+        *,
+        awaitable: Literal[False] = False,
     ) -> EventPlan:
-        """What fetching the events of a range costs, found with a few requests: the core's
-        plan, as an ``EventPlan``.
-        ``progress``: called with the count's progress (its requests, the range done)."""
-    def plan_async(
-        self, start_ms: int, end_ms: int, report_id: Optional[str] = None
-    ) -> Awaitable[EventPlan]:
-        """As ``plan``, as an awaitable."""
+        """What fetching the events of ``query`` costs, found with a few requests: the core's
+        plan, as an ``EventPlan``; with ``awaitable``, an awaitable of it.
+        ``progress``: called with the count's progress (its requests, the range done) while
+        the caller waits (not with ``awaitable``)."""
+    @overload
+    def plan(self, query: EventQuery, *, awaitable: Literal[True]) -> Awaitable[EventPlan]: ...
     def quota(self) -> Quota:
         """Where the daily quota stands, as a ``Quota``."""
     def grant_requests(self, n: int) -> None:

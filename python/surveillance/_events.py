@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, AsyncIterator, Callable, Iterator, Optional
 
-from . import _check, _output, _overloads, _progress
+from . import _check, _core, _output, _overloads, _progress
 from ._batches import EventBatches
 from ._gcpause import paused
 from ._meter import Meter, ametered, metered
@@ -23,6 +23,15 @@ _EVENTS_BUFFER = 64
 _CHUNK = 500
 #: How often an ``async for`` over a fetch hands its progress to the callback, seconds.
 _TICK = 0.2
+
+
+def query(
+    start: TimeLike, end: TimeLike, report_id: object, refresh: object = False
+) -> _core.EventQuery:
+    """The checked query of a read of the events of ``[start, end)`` (of the report)."""
+    _check.flag("refresh", refresh)
+    lo, hi, report = time_range(start, end, report_id)
+    return _core.EventQuery(lo, hi, report, refresh=bool(refresh))
 
 
 class Events:
@@ -75,21 +84,18 @@ class Events:
             refresh: read the whole range again, past the cache, and replace what it held.
         """
         _output.check(output)
-        _check.flag("refresh", refresh)
-        lo, hi, report_id = time_range(start, end, report_id)
+        asked = query(start, end, report_id, refresh)
         callback, close = _progress.make(progress, "events", self._inner.quota()["limit"])
         if output != "dicts":
             try:
-                table = self._inner.events_arrow(lo, hi, report_id, callback, refresh)
+                table = self._inner.events_arrow(asked, callback)
             finally:
                 close()
             return _output.convert(table, output)
         # Each window becomes dicts here while the next ones are fetched in Rust. The cyclic
         # garbage collector is paused meanwhile: events are trees (no cycles), and collecting
         # while a million containers are created would traverse them again and again.
-        stream = self._inner.events_stream(
-            lo, hi, report_id, callback, _EVENTS_BUFFER, refresh=refresh
-        )
+        stream = self._inner.events_stream(asked, callback, _EVENTS_BUFFER)
         events: list[Any] = []
         try:
             with paused():
@@ -120,12 +126,11 @@ class Events:
         ...     sum(1 for _ in client.iter_events(emu.start, emu.end))
         50
         """
-        _check.flag("refresh", refresh)
-        lo, hi, report_id = time_range(start, end, report_id)
+        asked = query(start, end, report_id, refresh)
         callback, close = _progress.make(progress, "events", self._inner.quota()["limit"])
         # Counted from before the stream starts: it sends its first requests at once.
         meter = self._meter()
-        stream = self._inner.events_stream(lo, hi, report_id, callback, refresh=refresh)
+        stream = self._inner.events_stream(asked, callback)
         try:
             with meter:
                 for window in stream:
@@ -163,11 +168,10 @@ class Events:
         Raises:
             ImportError: pyarrow's reader is asked for and pyarrow is not installed.
         """
-        _check.flag("refresh", refresh)
-        lo, hi, report_id = time_range(start, end, report_id)
+        asked = query(start, end, report_id, refresh)
         if progress is not None and not callable(progress):
             raise TypeError(f"`progress` must be a callable or None, got {type(progress).__name__}")
-        return EventBatches(self._inner.events_reader(lo, hi, report_id, progress, refresh))
+        return EventBatches(self._inner.events_arrow(asked, progress, stream=True))
 
 
 class AsyncEvents:
@@ -200,10 +204,9 @@ class AsyncEvents:
         80
         """
         _output.check(output)
-        _check.flag("refresh", refresh)
-        lo, hi, report_id = time_range(start, end, report_id)
+        asked = query(start, end, report_id, refresh)
         if output != "dicts":
-            table = await self._inner.events_arrow_async(lo, hi, report_id, refresh)
+            table = await self._inner.events_arrow(asked, awaitable=True)
             return _output.convert(table, output)
         callback, close = _progress.make(progress, "events", self._inner.quota()["limit"])
         events: list[Any] = []
@@ -211,21 +214,16 @@ class AsyncEvents:
             # The collector is paused while the list grows (see _gcpause): its full passes over
             # the events already held would stall the event loop.
             with paused():
-                async for chunk in self._chunks(lo, hi, report_id, refresh, callback):
+                async for chunk in self._chunks(asked, callback):
                     events.extend(chunk)
             return events
         finally:
             close()
 
     async def _chunks(
-        self,
-        lo: int,
-        hi: int,
-        report_id: Optional[str],
-        refresh: bool = False,
-        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
+        self, asked: _core.EventQuery, progress: Optional[Callable[[dict[str, Any]], Any]] = None
     ) -> AsyncIterator[list[Any]]:
-        stream = self._inner.events_stream(lo, hi, report_id, progress, 2, refresh=refresh)
+        stream = self._inner.events_stream(asked, progress)
         async for chunk in _pulled(stream, progress, lambda: stream.next_async(_CHUNK)):
             yield chunk
 
@@ -248,11 +246,10 @@ class AsyncEvents:
         ...     asyncio.run(count(emu.async_client(), emu))
         50
         """
-        _check.flag("refresh", refresh)
-        lo, hi, report_id = time_range(start, end, report_id)
+        asked = query(start, end, report_id, refresh)
         # What the iteration spent is in ``last_cost`` once it ends or is closed.
         with self._meter():
-            async for chunk in self._chunks(lo, hi, report_id, refresh):
+            async for chunk in self._chunks(asked):
                 for event in chunk:
                     yield event
 
@@ -273,14 +270,13 @@ class AsyncEvents:
         (on the event loop, about every 0.2 s while the fetch moves, and once at the end; its
         exception ends the iteration). ``refresh``: as for :meth:`Client.events`.
         """
-        _check.flag("refresh", refresh)
-        lo, hi, report_id = time_range(start, end, report_id)
+        asked = query(start, end, report_id, refresh)
         if progress is not None and not callable(progress):
             raise TypeError(f"`progress` must be a callable or None, got {type(progress).__name__}")
         # What the iteration spent is in ``last_cost`` once it ends or is closed (counted from
         # before the stream starts its requests).
         with self._meter():
-            stream = self._inner.events_reader_async(lo, hi, report_id, refresh, progress)
+            stream = self._inner.events_arrow(asked, progress, stream=True, awaitable=True)
             async for batch in _pulled(stream, progress, stream.next_async):
                 yield batch
 

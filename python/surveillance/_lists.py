@@ -22,8 +22,8 @@ class Lists:
     def _list(self, kind: str, output: str, *filters: Optional[str]) -> Any:
         _output.check(output)
         if output == "dicts":
-            return self._inner.list_dicts(kind, *filters)
-        return _output.convert(self._inner.list_arrow(kind, *filters), output)
+            return self._inner.list(kind, *filters)
+        return _output.convert(self._inner.list(kind, *filters, arrow=True), output)
 
     @_overloads.rows_of(Site).sync
     @metered
@@ -76,9 +76,9 @@ class AsyncLists:
 
     async def _list(self, kind: str, output: str, *filters: Optional[str]) -> Any:
         _output.check(output)
-        if output == "dicts":
-            return await self._inner.list_dicts_async(kind, *filters)
-        return _output.convert(await self._inner.list_arrow_async(kind, *filters), output)
+        arrow = output != "dicts"
+        listed = await self._inner.list(kind, *filters, arrow=arrow, awaitable=True)
+        return _output.convert(listed, output) if arrow else listed
 
     @_overloads.rows_of(Site).awaited
     @ametered

@@ -283,7 +283,9 @@ def _frames(
         watch = None  # polars' in-memory engine: Python sees the signal here itself
     try:
         asked = _event_requests(client)
-        first, given, density = client._inner.events_peek(lo, hi, report_id, interrupt=watch)
+        first, given, density = client._inner.events_peek(
+            _core.EventQuery(lo, hi, report_id), interrupt=watch
+        )
         peeked = _event_requests(client) > asked
         client._settle_cost(before)
         yield from frames(first, lo, _PROBE_FRAMES)
@@ -302,9 +304,8 @@ def _frames(
             wide = rate is not None and rate * (hi - lo) >= _CEILING
             parts = [(lo, probe, lo), (lo if peeked or wide else probe, hi, probe)]
         for i, (a, b, after) in enumerate(parts):
-            stream = client._inner.events_stream(
-                a, b, report_id, None, 2, True, False, interrupt=watch
-            )
+            part = _core.EventQuery(a, b, report_id)
+            stream = client._inner.events_stream(part, None, 2, True, interrupt=watch)
             try:
                 for batch in stream:
                     client._settle_cost(before)

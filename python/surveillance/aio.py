@@ -9,13 +9,14 @@ import functools
 import threading
 from typing import Any, Optional
 
+from . import _events
 from . import publish as _publish
 from ._events import AsyncEvents
 from ._lists import AsyncLists
 from ._meter import ametered
 from ._progress import ProgressArg
 from ._raises import RANGE, REQUEST, raises
-from ._time import TimeLike, time_range
+from ._time import TimeLike
 from .client import EventPlan, _BaseClient
 from .publish import PublishReport
 
@@ -54,8 +55,8 @@ class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
         """What :meth:`events` would cost, found with a few requests (see
         :meth:`Client.plan_events`).
         """
-        lo, hi, report_id = time_range(start, end, report_id)
-        plan: EventPlan = await self._inner.plan_async(lo, hi, report_id)
+        asked = _events.query(start, end, report_id)
+        plan: EventPlan = await self._inner.plan(asked, awaitable=True)
         return plan
 
     # --- publishing ---------------------------------------------------------------------

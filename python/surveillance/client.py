@@ -6,7 +6,7 @@ import os
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Optional, Union
 
-from . import _check, _config, _core, _progress
+from . import _check, _config, _core, _events, _progress
 from . import publish as _publish
 from . import sync as _sync
 from ._core import Cost, EventPlan
@@ -15,7 +15,7 @@ from ._lists import Lists
 from ._meter import Meter, metered
 from ._progress import ProgressArg
 from ._raises import RANGE, REQUEST, raises
-from ._time import TimeLike, time_range
+from ._time import TimeLike
 from .sync import SettleLike, SyncResult
 from .types import CacheInfo, Quota, Stats
 
@@ -347,10 +347,10 @@ class Client(Events, Lists, _BaseClient):
             ...     abs(plan.events - fetched) <= 0.1 * fetched
             True
         """
-        lo, hi, report_id = time_range(start, end, report_id)
+        asked = _events.query(start, end, report_id)
         callback, close = _progress.make(progress, "plan", self.quota()["limit"], plan=True)
         try:
-            plan: EventPlan = self._inner.plan(lo, hi, report_id, callback)
+            plan: EventPlan = self._inner.plan(asked, callback)
             return plan
         finally:
             close()

@@ -56,6 +56,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<emulator::PyEmulator>()?;
+    m.add_class::<events::query::PyEventQuery>()?;
     m.add_class::<events::stream::EventStream>()?;
     m.add_class::<events::batches::BatchStream>()?;
     m.add_class::<runtime::sigint::InterruptWatch>()?;

@@ -109,7 +109,8 @@ def _fetch(
     while t < hi:
         u = _chunk_end(client, lo, t, hi, events, report_id)
         bar = None if progress.bar is None else progress.bar.fetch(t, u)
-        stream = client._inner.events_stream(t, u, report_id, bar, 2, True, True)
+        asked = _core.EventQuery(t, u, report_id, partial=True)
+        stream = client._inner.events_stream(asked, bar, 2, True)
         try:
             for batch in stream:
                 table = pa.Table.from_batches([pa.record_batch(batch)])

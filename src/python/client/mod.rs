@@ -9,7 +9,8 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use pyo3_arrow::{PyRecordBatch, PyRecordBatchReader, PyTable};
+use pyo3::IntoPyObjectExt;
+use pyo3_arrow::{PyRecordBatch, PyTable};
 
 use crate::client::arrow::Layout;
 use crate::client::events::{self, ProgressSink, Query};
@@ -20,6 +21,7 @@ use crate::python::conversions::values::to_py;
 use crate::python::conversions::{arrow, errors};
 use crate::python::emulator::PyEmulator;
 use crate::python::events::batches::{self, BatchStream};
+use crate::python::events::query::PyEventQuery;
 use crate::python::events::stream::EventStream;
 use crate::python::results::{PyCacheInfo, PyEventPlan, PyQuota, PyStats};
 use crate::python::runtime::sigint::InterruptWatch;
@@ -48,33 +50,16 @@ impl PyClient {
         }
         Ok(slot.1.clone())
     }
-
-    /// The checked query of an events call.
-    fn query(
-        start_ms: i64,
-        end_ms: i64,
-        report_id: Option<String>,
-        refresh: bool,
-    ) -> PyResult<Query> {
-        let query = Query {
-            start_ms,
-            end_ms,
-            report_id,
-            partial: false,
-            refresh,
-        };
-        events::check(&query).map_err(errors::to_py)?;
-        Ok(query)
-    }
 }
 
 /// The work of the calls that have a sync and an async form, one function for both: it checks
 /// the arguments (an error raises at the call, before anything is sent) and builds the core's
-/// work, whose output becomes Python objects only when the caller has it. `name` waits for it
-/// (`wait`), `name_async` hands it to asyncio (`aio::awaitable`); where the sync form hands
-/// progress to a callback, the async one builds the same work with no sink.
+/// work, whose output becomes Python objects only when the caller has it. The call waits for
+/// it (`wait`) or, with `awaitable` (or as `name_async`), hands it to asyncio
+/// (`aio::awaitable`); where the sync form hands progress to a callback, the async one builds
+/// the same work with no sink.
 impl PyClient {
-    /// `list_dicts`: the records of a list; an unknown `kind` is an error.
+    /// `list`: the records of a list; an unknown `kind` is an error.
     fn list_dicts_work(
         &self,
         kind: &str,
@@ -91,7 +76,7 @@ impl PyClient {
         })
     }
 
-    /// `list_arrow`: the records of a list as one typed Arrow table.
+    /// `list` with `arrow`: the records of a list as one typed Arrow table.
     fn list_arrow_work(
         &self,
         kind: &str,
@@ -112,13 +97,9 @@ impl PyClient {
     /// `events_arrow`: every event of the range as an Arrow table (one batch per window).
     fn events_arrow_work(
         &self,
-        start_ms: i64,
-        end_ms: i64,
-        report_id: Option<String>,
-        refresh: bool,
+        query: Query,
         sink: Option<ProgressSink>,
     ) -> PyResult<impl Work<PyTable>> {
-        let query = Self::query(start_ms, end_ms, report_id, refresh)?;
         let c = self.core()?;
         Ok(async move {
             let batches = events::fetch_batches(c, query, sink).await?;
@@ -129,12 +110,9 @@ impl PyClient {
     /// `plan`: what fetching the events of the range costs, as the core's plan.
     fn plan_work(
         &self,
-        start_ms: i64,
-        end_ms: i64,
-        report_id: Option<String>,
+        query: Query,
         sink: Option<ProgressSink>,
     ) -> PyResult<impl Work<PyEventPlan>> {
-        let query = Self::query(start_ms, end_ms, report_id, false)?;
         let c = self.core()?;
         Ok(async move { Ok(client::plan::plan(&c, &query, sink).await?.into()) })
     }
@@ -165,72 +143,62 @@ impl PyClient {
         Ok(PyClient { config, core })
     }
 
-    /// Every record of a list (`sites`, `devices`, `cameras`, `reports`), as a list of dicts.
-    #[pyo3(signature = (kind, site_id=None, device_id=None))]
-    fn list_dicts(
-        &self,
-        py: Python<'_>,
-        kind: String,
-        site_id: Option<String>,
-        device_id: Option<String>,
-    ) -> PyResult<Records> {
-        wait(py, self.list_dicts_work(&kind, site_id, device_id)?)
-    }
-
-    /// As `list_dicts`, as an awaitable.
-    #[pyo3(signature = (kind, site_id=None, device_id=None))]
-    fn list_dicts_async<'py>(
+    /// Every record of a list (`sites`, `devices`, `cameras`, `reports`): a list of dicts, or
+    /// with `arrow` one typed Arrow table; with `awaitable`, an awaitable of it.
+    #[pyo3(signature = (kind, site_id=None, device_id=None, *, arrow=false, awaitable=false))]
+    fn list<'py>(
         &self,
         py: Python<'py>,
         kind: String,
         site_id: Option<String>,
         device_id: Option<String>,
+        arrow: bool,
+        awaitable: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        aio::awaitable(py, self.list_dicts_work(&kind, site_id, device_id)?)
+        match (arrow, awaitable) {
+            (false, false) => {
+                wait(py, self.list_dicts_work(&kind, site_id, device_id)?)?.into_bound_py_any(py)
+            }
+            (false, true) => aio::awaitable(py, self.list_dicts_work(&kind, site_id, device_id)?),
+            (true, false) => {
+                wait(py, self.list_arrow_work(&kind, site_id, device_id)?)?.into_bound_py_any(py)
+            }
+            (true, true) => aio::awaitable(py, self.list_arrow_work(&kind, site_id, device_id)?),
+        }
     }
 
-    /// The same events, window after window (lists of dicts, or with `arrow` record
+    /// The events of `query`, window after window (lists of dicts, or with `arrow` record
     /// batches); at most `buffer` completed windows wait for the consumer (bounded memory)
     /// while the next ones are fetched.
-    /// `partial`: a sync's fetch, which keeps what it gets when the daily quota runs out, is
-    /// not refused up front for needing more than remains.
-    /// `refresh`: past the cache of settled events, replacing what it held of the range.
     /// `interrupt`: a watch of Ctrl-C, for a stream consumed off the main thread (see
     /// `InterruptWatch`).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, buffer=2, arrow=false, partial=false, refresh=false, interrupt=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (query, progress=None, buffer=2, arrow=false, interrupt=None))]
     fn events_stream(
         &self,
-        start_ms: i64,
-        end_ms: i64,
-        report_id: Option<String>,
+        query: &PyEventQuery,
         progress: Option<Py<PyAny>>,
         buffer: usize,
         arrow: bool,
-        partial: bool,
-        refresh: bool,
         interrupt: Option<PyRef<'_, InterruptWatch>>,
     ) -> PyResult<EventStream> {
-        let mut query = Self::query(start_ms, end_ms, report_id, refresh)?;
-        query.partial = partial;
         let interrupt = interrupt.map(|w| w.watch.clone());
+        let query = query.query.clone();
         EventStream::start(self.core()?, query, progress, buffer, arrow, interrupt)
     }
 
-    /// The first page of a fetch of the range, held for that fetch, and the events it shows
-    /// to be the range's first, as an Arrow record batch, with where they end (epoch ms) and
-    /// the events a millisecond of a page that showed a descending order: see `events::peek`.
-    /// `interrupt`: a watch of Ctrl-C, as `events_stream`'s (`KeyboardInterrupt` once it fires).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, interrupt=None))]
+    /// The first page of a fetch of `query`'s range, held for that fetch, and the events it
+    /// shows to be the range's first, as an Arrow record batch, with where they end (epoch ms)
+    /// and the events a millisecond of a page that showed a descending order: see
+    /// `events::peek`. `interrupt`: a watch of Ctrl-C, as `events_stream`'s
+    /// (`KeyboardInterrupt` once it fires).
+    #[pyo3(signature = (query, interrupt=None))]
     fn events_peek(
         &self,
         py: Python<'_>,
-        start_ms: i64,
-        end_ms: i64,
-        report_id: Option<String>,
+        query: &PyEventQuery,
         interrupt: Option<PyRef<'_, InterruptWatch>>,
     ) -> PyResult<(PyRecordBatch, i64, Option<f64>)> {
-        let query = Self::query(start_ms, end_ms, report_id, false)?;
+        let query = query.query.clone();
         let c = self.core()?;
         let watch = interrupt.map(|w| w.watch.clone());
         let peeked = wait(py, async move {
@@ -254,89 +222,34 @@ impl PyClient {
         Ok(events::density_seen(&self.core()?, report_id.as_deref()))
     }
 
-    /// Every record of a list (`sites`, `devices`, `cameras`, `reports`) as an Arrow table.
-    #[pyo3(signature = (kind, site_id=None, device_id=None))]
-    fn list_arrow(
-        &self,
-        py: Python<'_>,
-        kind: String,
-        site_id: Option<String>,
-        device_id: Option<String>,
-    ) -> PyResult<PyTable> {
-        wait(py, self.list_arrow_work(&kind, site_id, device_id)?)
-    }
-
-    /// As `list_arrow`, as an awaitable.
-    #[pyo3(signature = (kind, site_id=None, device_id=None))]
-    fn list_arrow_async<'py>(
+    /// Every event of `query` as Arrow data: one table (one batch per window), or with
+    /// `stream` record batches as they come (bounded memory); with `awaitable`, the table as an
+    /// awaitable and the batches for `async for`. `progress` gets the fetch's progress while
+    /// the caller waits (for the batches, while their consumer waits; for the `async for`
+    /// stream, from its `report`); the awaitable table reports none.
+    #[pyo3(signature = (query, progress=None, *, stream=false, awaitable=false))]
+    fn events_arrow<'py>(
         &self,
         py: Python<'py>,
-        kind: String,
-        site_id: Option<String>,
-        device_id: Option<String>,
+        query: &PyEventQuery,
+        progress: Option<Py<PyAny>>,
+        stream: bool,
+        awaitable: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        aio::awaitable(py, self.list_arrow_work(&kind, site_id, device_id)?)
-    }
-
-    /// Every event of the range as an Arrow table (one batch per window).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, refresh=false))]
-    fn events_arrow(
-        &self,
-        py: Python<'_>,
-        start_ms: i64,
-        end_ms: i64,
-        report_id: Option<String>,
-        progress: Option<Py<PyAny>>,
-        refresh: bool,
-    ) -> PyResult<PyTable> {
-        wait_reporting(py, &self.core()?, progress.as_ref(), |sink| {
-            self.events_arrow_work(start_ms, end_ms, report_id, refresh, sink)
-        })
-    }
-
-    /// As `events_arrow`, as an awaitable (no progress).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, refresh=false))]
-    fn events_arrow_async<'py>(
-        &self,
-        py: Python<'py>,
-        start_ms: i64,
-        end_ms: i64,
-        report_id: Option<String>,
-        refresh: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let work = self.events_arrow_work(start_ms, end_ms, report_id, refresh, None)?;
-        aio::awaitable(py, work)
-    }
-
-    /// The events of the range as a stream of Arrow record batches (bounded memory), handing
-    /// `progress` the fetch's progress while its consumer waits.
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None, refresh=false))]
-    fn events_reader(
-        &self,
-        py: Python<'_>,
-        start_ms: i64,
-        end_ms: i64,
-        report_id: Option<String>,
-        progress: Option<Py<PyAny>>,
-        refresh: bool,
-    ) -> PyResult<PyRecordBatchReader> {
-        let query = Self::query(start_ms, end_ms, report_id, refresh)?;
-        batches::event_batches(py, self.core()?, query, progress)
-    }
-
-    /// The events of the range as record batches for `async for` (bounded memory); the
-    /// stream's `report` hands `progress` the fetch's progress.
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, refresh=false, progress=None))]
-    fn events_reader_async(
-        &self,
-        start_ms: i64,
-        end_ms: i64,
-        report_id: Option<String>,
-        refresh: bool,
-        progress: Option<Py<PyAny>>,
-    ) -> PyResult<BatchStream> {
-        let query = Self::query(start_ms, end_ms, report_id, refresh)?;
-        BatchStream::start(self.core()?, query, progress)
+        let query = query.query.clone();
+        match (stream, awaitable) {
+            (false, false) => wait_reporting(py, &self.core()?, progress.as_ref(), |sink| {
+                self.events_arrow_work(query, sink)
+            })?
+            .into_bound_py_any(py),
+            (false, true) => aio::awaitable(py, self.events_arrow_work(query, None)?),
+            (true, false) => {
+                batches::event_batches(py, self.core()?, query, progress)?.into_bound_py_any(py)
+            }
+            (true, true) => {
+                BatchStream::start(self.core()?, query, progress)?.into_bound_py_any(py)
+            }
+        }
     }
 
     /// A valid access token.
@@ -359,33 +272,26 @@ impl PyClient {
         aio::awaitable(py, self.diagnose_work()?)
     }
 
-    /// What fetching the events of a range costs, found with a few requests: the core's
-    /// plan, as an `EventPlan`.
-    /// `progress`: called with the count's progress (its requests, the range done).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None, progress=None))]
-    fn plan(
-        &self,
-        py: Python<'_>,
-        start_ms: i64,
-        end_ms: i64,
-        report_id: Option<String>,
-        progress: Option<Py<PyAny>>,
-    ) -> PyResult<PyEventPlan> {
-        wait_reporting(py, &self.core()?, progress.as_ref(), |sink| {
-            self.plan_work(start_ms, end_ms, report_id, sink)
-        })
-    }
-
-    /// As `plan`, as an awaitable (no progress).
-    #[pyo3(signature = (start_ms, end_ms, report_id=None))]
-    fn plan_async<'py>(
+    /// What fetching the events of `query` costs, found with a few requests: the core's plan,
+    /// as an `EventPlan`; with `awaitable`, an awaitable of it.
+    /// `progress`: called with the count's progress (its requests, the range done) while the
+    /// caller waits (not with `awaitable`).
+    #[pyo3(signature = (query, progress=None, *, awaitable=false))]
+    fn plan<'py>(
         &self,
         py: Python<'py>,
-        start_ms: i64,
-        end_ms: i64,
-        report_id: Option<String>,
+        query: &PyEventQuery,
+        progress: Option<Py<PyAny>>,
+        awaitable: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        aio::awaitable(py, self.plan_work(start_ms, end_ms, report_id, None)?)
+        let query = query.query.clone();
+        if awaitable {
+            return aio::awaitable(py, self.plan_work(query, None)?);
+        }
+        wait_reporting(py, &self.core()?, progress.as_ref(), |sink| {
+            self.plan_work(query, sink)
+        })?
+        .into_bound_py_any(py)
     }
 
     /// Where the daily quota stands, as a `Quota`.

@@ -1,8 +1,9 @@
 //! Binding of the event fetches: completed windows as lists of dicts or record batches
-//! (`stream`), events as streams of Arrow record batches (`batches`), the events' Arrow schema,
-//! and the fetch's progress as the callback's dict.
+//! (`stream`), events as streams of Arrow record batches (`batches`), the checked query of a
+//! read (`query`), the events' Arrow schema, and the fetch's progress as the callback's dict.
 
 pub(super) mod batches;
+pub(super) mod query;
 pub(super) mod stream;
 
 use pyo3::prelude::*;
