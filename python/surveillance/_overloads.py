@@ -18,6 +18,7 @@ protocol here and its :class:`Family`.
 
 from __future__ import annotations
 
+import inspect
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -183,6 +184,23 @@ class Family(Generic[_S, _AS]):
 
 
 _R = TypeVar("_R")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def signature_of(model: Callable[..., Any]) -> Callable[[_F], _F]:
+    """Gives the decorated method ``model``'s parameters where introspection reads them
+    (``inspect.signature``, Jupyter's ``?``, the API reference), its own return annotation
+    kept: an :class:`~surveillance.AsyncClient` method whose parameters are the
+    :class:`~surveillance.Client` method's, typed for the type checker by a ``TypedDict``
+    (``**options: Unpack[...]``), shows them as that method does."""
+
+    def give(method: _F) -> _F:
+        returns = inspect.signature(method).return_annotation
+        shown = inspect.signature(model).replace(return_annotation=returns)
+        method.__signature__ = shown  # type: ignore[attr-defined]
+        return method
+
+    return give
 
 
 def rows_of(

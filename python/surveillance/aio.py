@@ -7,18 +7,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from . import _events
+from . import _events, _overloads
 from . import publish as _publish
 from ._events import AsyncEvents
 from ._lists import AsyncLists
 from ._meter import ametered
-from ._progress import ProgressArg
 from ._raises import RANGE, REQUEST, raises
 from ._time import TimeLike
-from .client import EventPlan, _BaseClient
+from .client import Client, EventPlan, _BaseClient
 from .publish import PublishReport
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["AsyncClient"]
 
@@ -61,17 +63,13 @@ class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
 
     # --- publishing ---------------------------------------------------------------------
     @ametered
+    @_overloads.signature_of(Client.publish)
     async def publish(
-        self,
-        records: Any,
-        *,
-        region: Optional[str] = None,
-        batch_size: _publish.BatchSize = "auto",
-        validate: bool = True,
-        progress: ProgressArg = "auto",
+        self, records: Any, **options: Unpack[_publish.PublishOptions]
     ) -> PublishReport:
         """Posts records to the webhook (see :meth:`Client.publish`): the same sources,
-        options and :class:`~surveillance.PublishReport`.
+        options (``region``, ``batch_size``, ``validate``, ``progress``, by keyword, with
+        the same defaults) and :class:`~surveillance.PublishReport`.
 
         The records are read and posted by a worker thread, so a generator of millions never
         blocks the event loop; cancelling the call stops publishing within 50 ms and aborts
@@ -99,14 +97,7 @@ class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
         work = asyncio.get_running_loop().run_in_executor(
             None,
             functools.partial(
-                _publish.publish,
-                self._inner,
-                records,
-                region=region,
-                batch_size=batch_size,
-                validate=validate,
-                progress=progress,
-                cancelled=stop.is_set,
+                _publish.publish, self._inner, records, cancelled=stop.is_set, **options
             ),
         )
         try:

@@ -16,7 +16,7 @@ from ._meter import Meter, metered
 from ._progress import ProgressArg
 from ._raises import RANGE, REQUEST, raises
 from ._time import TimeLike
-from .sync import SettleLike, SyncResult
+from .sync import SettleLike
 from .types import CacheInfo, Quota, Stats
 
 __all__ = ["Client", "Limits", "EventPlan", "Cost"]
@@ -356,110 +356,9 @@ class Client(Events, Lists, _BaseClient):
             close()
 
     # --- incremental sync ---------------------------------------------------------------
-    @metered
-    def sync_events(
-        self,
-        path: Union[str, os.PathLike[str]],
-        start: TimeLike,
-        *,
-        report_id: Optional[str] = None,
-        until: Optional[TimeLike] = None,
-        settle: SettleLike = "1h",
-        progress: ProgressArg = False,
-    ) -> SyncResult:
-        """Keeps a Parquet dataset of events at ``path`` up to date, fetching only what it lacks.
-
-        For ETL jobs run every hour or day on a small request quota. ``path`` is a directory
-        of Parquet files partitioned by the UTC date of ``startTime`` (``date=YYYY-MM-DD/``,
-        hive style), in the stable events schema of ``events(..., output="arrow")``, with a
-        state file (``_sync_state.json``) beside them. The first run fetches
-        ``[start, until)``; each later run fetches from the last synced instant minus
-        ``settle`` (events can be created a while after they start) up to ``until``, merges
-        by ``id`` (an event fetched again replaces its row; no id is ever stored twice) and
-        records ``until`` as the synced instant. A closed range is never fetched twice.
-
-        Crash-safe: partitions are replaced by atomic renames and the state is written last,
-        so a run killed at any point leaves every partition either as it was or complete, and
-        the next run completes the rest. A second run on the same directory while one is in
-        progress raises :class:`~surveillance.SyncLockedError` at once. (The argument is
-        spelled out in :mod:`surveillance.sync`.)
-
-        Resumable under the daily quota: when the budget runs out, the run stops cleanly
-        (every window fetched is stored, the synced instant stands after the last one) and
-        returns a result with ``complete=False``, ``remaining`` and ``resets_at``; the next
-        run goes on from there. Under a daily budget the range is fetched in chunks that fit
-        what remains of the day. The pages read of the window the budget stopped are kept in
-        the client's cache, and the next run takes that window first and asks only the pages
-        it lacks (its pages are checked to make one answer with the earlier ones; if not, the
-        window is read again).
-
-        Interruptible without loss: Ctrl-C stores the windows received whole, records the
-        end of the last one as the synced instant, and raises
-        :class:`~surveillance.SyncInterrupted` (a ``KeyboardInterrupt``, whose ``result``
-        says what was kept); the next run goes on from there. With a cache of settled events
-        (``cache=``), the pages read of the window in progress wait in it, and the next run
-        asks none of them again; without one, that window's pages are asked again.
-
-        Read the dataset with ``pyarrow.dataset.dataset(path, partitioning="hive")``,
-        ``pandas.read_parquet(path)``, duckdb or polars. Needs pyarrow
-        (``pip install 'surveillance[pandas]'``).
-
-        ``path`` may also be a URI that pyarrow opens (``s3://bucket/prefix``,
-        ``gs://bucket/prefix``; ``file://`` is a local directory): each run writes its files
-        under names of its own, then the state, which names the live file of each date
-        (:func:`surveillance.sync.sync_files` lists them), then deletes the files it
-        replaced; a lock object refuses a second run (see :mod:`surveillance.sync`).
-
-        Args:
-            path: the dataset directory (created if needed), or a URI.
-            start: the first instant the dataset holds. An earlier ``start`` than a previous
-                run's fills the missing range in; a later one changes nothing.
-            report_id: only the events of this report; a directory holds one report (or all
-                events): a different ``report_id`` raises :class:`~surveillance.ConfigError`.
-            until: end of the range, exclusive (default: now). The synced instant recorded is
-                ``until``, or the time the run began when ``until`` is later.
-            settle: how long after its start an event may still be created: ``"1h"``,
-                ``"30m"``, ``"2d"``, ``"1h30m"``, a :class:`~datetime.timedelta` or seconds.
-                Each run fetches that much again before the synced instant.
-            progress: a bar of the fetch as :meth:`events` draws it (events, requests,
-                requests expected, time left), over all the ranges the run fetches: ``"auto"``
-                (in Jupyter or on a terminal), ``True``, ``False`` (the default: none), or a
-                callable that receives its dicts.
-
-        Returns:
-            :class:`~surveillance.SyncResult`: the ranges fetched, windows, requests made
-            (every request of this client during the run), events added and replaced, the
-            partitions written and the new synced instant.
-
-        Raises:
-            SyncLockedError: another run holds the directory's lock.
-            SyncInterrupted: Ctrl-C; what was fetched is stored (see above).
-            ConfigError: ``report_id`` differs from the directory's, or its state file is
-                damaged; a URI whose scheme pyarrow does not know, or whose bucket does not
-                exist (before any request).
-            ValueError: ``until`` is not after ``start`` on the first run.
-            TypeError: an argument is of the wrong type.
-            AuthError: the service refused the credentials.
-            ApiError: the service answered an error status, or an answer that is not its own, after
-                the retries: ``BadRequestError`` (400), ``NotFoundError`` (404), ``RateLimitError``
-                (429) or ``ServerError`` (5xx).
-            TransportError: no usable answer (connection, TLS or timeout) after the retries.
-
-        Example:
-            >>> import surveillance as sv, pyarrow.dataset as ds, tempfile
-            >>> with sv.Emulator(sites=3, days=2, events_per_day=500) as emu:
-            ...     client = emu.client()
-            ...     path = tempfile.mkdtemp()
-            ...     first = client.sync_events(path, emu.start, until="2026-01-06T06:00:00Z")
-            ...     second = client.sync_events(path, emu.start, until=emu.end)
-            ...     ds.dataset(path, partitioning="hive").count_rows()
-            1000
-            >>> second.added + first.added, second.synced_until.isoformat()
-            (1000, '2026-01-07T00:00:00+00:00')
-        """
-        return _sync.sync_events(
-            self, path, start, report_id=report_id, until=until, settle=settle, progress=progress
-        )
+    #: :func:`surveillance.sync.sync_events` with this client as ``client``: keeps a Parquet
+    #: dataset of events up to date, fetching only what it lacks.
+    sync_events = metered(_sync.sync_events)
 
     # --- publishing ---------------------------------------------------------------------
     @metered

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, TypedDict, Union
 
 from . import _check, _core, _frames, _progress, _records
 from ._core import Failure, PublishReport
@@ -19,6 +19,17 @@ __all__ = ["Problem", "Failure", "PublishReport", "PublishError", "PublishInterr
 PathLike = Union[str, "os.PathLike[str]"]
 #: ``"auto"`` (arrays of 100, one record per request if the service refuses arrays) or 1..100.
 BatchSize = Union[str, int]
+
+
+class PublishOptions(TypedDict, total=False):
+    """The options of :meth:`Client.publish <surveillance.Client.publish>`, by keyword, which
+    :meth:`AsyncClient.publish <surveillance.AsyncClient.publish>` takes too (typed with
+    ``Unpack``)."""
+
+    region: Optional[str]
+    batch_size: BatchSize
+    validate: bool
+    progress: ProgressArg
 
 
 def validate(record: Any) -> list[Problem]:
@@ -153,10 +164,10 @@ def publish(
     inner: Any,
     records: Any,
     *,
-    region: Optional[str],
-    batch_size: BatchSize,
-    validate: bool,
-    progress: ProgressArg,
+    region: Optional[str] = None,
+    batch_size: BatchSize = "auto",
+    validate: bool = True,
+    progress: ProgressArg = "auto",
     cancelled: Optional[Callable[[], bool]] = None,
 ) -> PublishReport:
     """The body of :meth:`Client.publish <surveillance.Client.publish>` (and, in a worker
