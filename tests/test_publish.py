@@ -292,7 +292,7 @@ def test_a_stop_that_comes_as_publishing_ends_keeps_the_whole_report(emu, client
     rows = [retail(0)]
     if source == "columns":
         rows = pytest.importorskip("pyarrow").Table.from_pylist(rows)
-    publish = _core.publish if source == "records" else _core.publish_columns
+    columns = source == "columns"
 
     def progress(update):
         if update["accepted"] == 1:
@@ -302,7 +302,7 @@ def test_a_stop_that_comes_as_publishing_ends_keeps_the_whole_report(emu, client
         client.publish(rows, progress=progress)
     assert e.value.report.accepted == 1
     for _ in range(5):
-        report, error = publish(client._inner, rows, cancelled=lambda: True)
+        report, error = _core.publish(client._inner, rows, columns=columns, cancelled=lambda: True)
         assert error is None
         assert report.accepted + len(report.failures) == report.total <= 1
     assert len(emu.published()) == 1  # one transaction, stored once

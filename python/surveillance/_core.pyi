@@ -77,7 +77,6 @@ __all__ = [
     "JsonLines",
     "jsonl_rest",
     "publish",
-    "publish_columns",
     "PublishReport",
     "to_json",
     "validate",
@@ -382,31 +381,22 @@ def publish(
     source: Optional[Any] = None,
     path: Optional[str] = None,
     *,
-    rereadable: bool = False,
-    **options: Any,
-) -> tuple[PublishReport, Optional[BaseException]]:
-    """Publishes the records of ``source`` (an iterable; with ``rereadable``, a sequence whose
-    rows not read a stopped publish's report keeps as ``source[n:]``) or of the JSON Lines file
-    ``path``; returns the report and the exception to raise with it, or None. The options, as
-    keywords: ``region``, ``batch_size`` (None: "auto"), ``validate``, ``progress`` (called
-    with a dict between waits) and ``cancelled`` (called between waits; true stops)."""
-
-def publish_columns(
-    client: Client,
-    data: Optional[Any] = None,
-    path: Optional[str] = None,
-    *,
+    columns: bool = False,
     rereadable: bool = False,
     loose: list[str] = ...,
     **options: Any,
 ) -> tuple[PublishReport, Optional[BaseException]]:
-    """Publishes the rows of Arrow ``data`` (``__arrow_c_stream__``/``__arrow_c_array__``;
-    with ``rereadable``, exported again for the rows a stopped publish did not read) or of the
-    Parquet file ``path`` as records; returns the report and the exception to raise with it, or
-    None; the options of :func:`publish`. Raises ``ValidationError`` before sending anything
-    when the columns do not fit the models, unless the columns named in ``loose`` (lists of
-    structs made from lists of dicts) are the cause: these then go as JSON text, judged row by
-    row."""
+    """Publishes the records of ``source`` (an iterable) or of the JSON Lines file ``path``,
+    or with ``columns`` the rows of Arrow ``source`` (``__arrow_c_stream__`` or
+    ``__arrow_c_array__``) or of the Parquet file ``path``; returns the report and the
+    exception to raise with it, or None. ``rereadable``: ``source`` can be read again from any
+    row (a sequence, as ``source[n:]``; Arrow data exported again), for the rows a stopped
+    publish's report keeps. With ``columns``, columns that do not fit the models raise
+    ``ValidationError`` before anything is sent, unless the columns named in ``loose`` (lists
+    of structs made from lists of dicts) are the cause: these then go as JSON text, judged row
+    by row. The options, as keywords: ``region``, ``batch_size`` (None: "auto"),
+    ``validate``, ``progress`` (called with a dict between waits) and ``cancelled`` (called
+    between waits; true stops)."""
 
 @final
 class JsonLines:

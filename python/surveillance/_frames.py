@@ -76,7 +76,7 @@ def frame_table(frame: Any) -> Tuple[Any, list[str]]:
     publishing. Lists of flat dicts of one shape become a list<struct> column
     (``_core.struct_list_column``), which the core writes and checks as a Table's ``items``
     (and, if the models refuse it as a column, as JSON text row by row, as the dict path
-    does: ``publish_columns``' ``loose``); other such columns become JSON text (Arrow's
+    does: ``publish``' ``loose``); other such columns become JSON text (Arrow's
     ``arrow.json`` extension type, ``_core.json_column``), written by the record writer of the
     dict path."""
     _names(frame)

@@ -1,7 +1,7 @@
 """Publishing to the webhook: :func:`validate`, :class:`PublishReport`, and the sources that
 :meth:`Client.publish <surveillance.Client.publish>` accepts (dicts, iterables, JSON Lines
 files; columns: pandas DataFrames, Arrow data, Parquet files). The work is done in Rust
-(``surveillance._core.publish``; ``surveillance._core.publish_columns`` for columns)."""
+(``surveillance._core.publish``, with ``columns=True`` for columns)."""
 
 from __future__ import annotations
 
@@ -238,7 +238,9 @@ def publish(
     )
     try:
         if arrow is not None or parquet is not None:
-            report, error = _core.publish_columns(inner, arrow, parquet, loose=loose, **options)
+            report, error = _core.publish(
+                inner, arrow, parquet, columns=True, loose=loose, **options
+            )
         else:
             report, error = _core.publish(
                 inner, source, None if path is None else os.fspath(path), **options

@@ -87,9 +87,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(publish::check::check_record, m)?)?;
     }
     m.add_function(wrap_pyfunction!(conversions::keywords::check_limits, m)?)?;
-    m.add_function(wrap_pyfunction!(publish::records::publish_records, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::publish, m)?)?;
     m.add_class::<publish::lines::JsonLines>()?;
-    m.add_function(wrap_pyfunction!(publish::columns::publish_columns, m)?)?;
     m.add_function(wrap_pyfunction!(publish::lines::columns_json, m)?)?;
     m.add_function(wrap_pyfunction!(publish::columns::json_column, m)?)?;
     m.add_function(wrap_pyfunction!(publish::structs::struct_list_column, m)?)?;

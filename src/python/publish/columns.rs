@@ -1,11 +1,9 @@
-//! Binding of publishing from columns: Arrow data (anything with `__arrow_c_stream__` or
+//! Publishing from columns (`publish` with `columns`): Arrow data (anything with `__arrow_c_stream__` or
 //! `__arrow_c_array__`, imported through pyo3-arrow) or a Parquet file, handed to the core's
 //! column source, which reads the batches and writes the records on a thread of its own with
 //! the GIL released. The call waits as `publish` does: GIL released, signals checked every
 //! 50 ms, Ctrl-C cancelling the core, which returns its partial report. Also `json_column`,
 //! a DataFrame's column of lists and dicts as JSON text.
-
-use std::path::PathBuf;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -15,49 +13,37 @@ use pyo3_arrow::input::AnyRecordBatch;
 use super::lines::open_source;
 use super::report::{self, PyPublishReport};
 use super::unread::Reread;
-use super::{finished, Publishing};
+use super::{finished, Given, Publishing};
 use crate::client::publish::columns::Columns;
-use crate::python::client::PyClient;
 use crate::python::conversions::errors;
 use crate::python::runtime::wait::{self, Waited};
 use crate::python::runtime::{self, log};
 
-/// Publishes the rows of Arrow `data` or of the Parquet file `path` as records (columns named
-/// as the model's fields; `items` a list of structs).
+/// Publishes the rows of Arrow data or of a Parquet file as records (columns named as the
+/// model's fields; `items` a list of structs): `publish` with `columns`.
 ///
-/// Returns `(report, exception)` as `publish` does. Columns that do not fit the models raise
-/// `ValidationError` before anything is sent, unless the columns named in `loose` (lists of
-/// structs made from lists of dicts) are the cause: these then go as JSON text, each row judged
-/// as a dict's list is. `rereadable`: `data` can be exported again (a table, not a stream), so
-/// that the report of a publish that stopped early keeps the rows not read.
-#[pyfunction]
-#[pyo3(name = "publish_columns", signature = (client, data=None, path=None, *, rereadable=false, loose=Vec::new(), **options))]
-pub fn publish_columns<'py>(
-    py: Python<'py>,
-    client: &Bound<'py, PyClient>,
-    data: Option<Bound<'py, PyAny>>,
-    path: Option<PathBuf>,
-    rereadable: bool,
-    loose: Vec<String>,
-    options: Option<Bound<'py, PyDict>>,
+/// Columns that do not fit the models raise `ValidationError` before anything is sent, unless
+/// the columns named in `loose` (lists of structs made from lists of dicts) are the cause:
+/// these then go as JSON text, each row judged as a dict's list is.
+pub(super) fn publish(
+    py: Python<'_>,
+    publishing: Publishing,
+    source: Given<'_>,
+    loose: &[String],
 ) -> PyResult<(PyPublishReport, Option<Py<PyAny>>)> {
-    let publishing = Publishing::new("publish_columns", client, options)?;
     let validate = publishing.options.validate;
-    let again = match (&data, &path) {
-        (Some(d), None) if rereadable => {
-            Some((Reread::Arrow(d.clone().unbind()), Some(d.len()? as u64)))
-        }
-        (None, Some(p)) => Some((Reread::Parquet(p.clone()), None)),
-        _ => None,
-    };
-    let data = data.map(|d| d.extract::<AnyRecordBatch>()).transpose()?;
-    let (reader, rows) = open_source(data, path)?;
+    let again = source.again(Reread::Arrow, Reread::Parquet)?;
+    let data = source
+        .object
+        .map(|d| d.extract::<AnyRecordBatch>())
+        .transpose()?;
+    let (reader, rows) = open_source(data, source.path)?;
     let again = again.map(|(source, size)| (source, size.or(rows)));
     let asked = publishing.asked.clone();
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
     // The schema check reads the first rows, which a stream may have to wait for.
-    let opened = py.detach(|| Columns::open_loose(reader, validate, &loose));
+    let opened = py.detach(|| Columns::open_loose(reader, validate, loose));
     py.check_signals()?;
     let columns = opened.map_err(errors::to_py)?;
     let (rx, feeder) = {

@@ -129,7 +129,7 @@ pub fn jsonl_rest(path: PathBuf, skip: u64) -> JsonLines {
 }
 
 /// The rows of Arrow `data` or of the Parquet file `path`, after the first `skip`, as JSON
-/// texts written as `publish_columns` writes them (unchecked; NaN written as Python writes it).
+/// texts written as `publish` writes columns (unchecked; NaN written as Python writes it).
 #[pyfunction]
 #[pyo3(signature = (data=None, path=None, *, skip=0))]
 pub fn columns_json(

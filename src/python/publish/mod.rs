@@ -1,8 +1,8 @@
-//! Binding of webhook publishing: from Python records or a JSON Lines file (`records`), from
-//! Arrow columns or a Parquet file (`columns`), records checked without publishing (`check`),
-//! and the report (`report`, read as `shown` writes it, with the rows not read, `unread`). The
-//! options both publish bindings take are read here ([`Publishing`]), with publishing's progress
-//! as the callback's dict.
+//! Binding of webhook publishing: one entry ([`publish`]) for both kinds of source, from Python
+//! records or a JSON Lines file (`records`), from Arrow columns or a Parquet file (`columns`);
+//! records checked without publishing (`check`), and the report (`report`, read as `shown`
+//! writes it, with the rows not read, `unread`). The source and the options both kinds take are
+//! read here ([`Given`], [`Publishing`]), with publishing's progress as the callback's dict.
 
 pub(super) mod check;
 pub(super) mod columns;
@@ -13,6 +13,9 @@ mod shown;
 pub(super) mod structs;
 mod unread;
 
+use std::path::PathBuf;
+
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tokio::runtime::Runtime;
@@ -24,8 +27,81 @@ use crate::python::client::PyClient;
 use crate::python::conversions::errors;
 use crate::python::conversions::keywords::Keywords;
 use crate::python::runtime::progress::{self, Update};
+use report::PyPublishReport;
+use unread::Reread;
 
-/// What both publish bindings take besides their source, as keywords (`region`, `batch_size`,
+/// Publishes the records of `source` (an iterable) or of the JSON Lines file `path`, or with
+/// `columns` the rows of Arrow `source` or of the Parquet file `path` (see `records` and
+/// `columns`).
+///
+/// Returns `(report, exception)`: the report, and the exception to raise with it
+/// (KeyboardInterrupt or another signal's, the iterator's own, or the core's error that stopped
+/// publishing), or None. Invalid arguments raise at once. `rereadable`: `source` can be read
+/// again from any row (a sequence: `len(source)`, `source[n:]`; Arrow data that can be
+/// exported again: a table, not a stream), so that the report of a publish that stopped early
+/// keeps the rows not read, as it does for a file. `loose`, with `columns`: the columns of
+/// lists of structs made from lists of dicts, which go as JSON text when they do not fit the
+/// models (see `columns`). The options, as keywords: see [`Publishing`].
+#[pyfunction]
+#[pyo3(signature = (client, source=None, path=None, *, columns=false, rereadable=false, loose=Vec::new(), **options))]
+#[allow(clippy::too_many_arguments)]
+pub fn publish<'py>(
+    py: Python<'py>,
+    client: &Bound<'py, PyClient>,
+    source: Option<Bound<'py, PyAny>>,
+    path: Option<PathBuf>,
+    columns: bool,
+    rereadable: bool,
+    loose: Vec<String>,
+    options: Option<Bound<'py, PyDict>>,
+) -> PyResult<(PyPublishReport, Option<Py<PyAny>>)> {
+    let publishing = Publishing::new("publish", client, options)?;
+    if source.is_some() == path.is_some() {
+        return Err(PyValueError::new_err(
+            "give exactly one of `source` and `path`",
+        ));
+    }
+    let source = Given {
+        object: source,
+        path,
+        rereadable,
+    };
+    if columns {
+        self::columns::publish(py, publishing, source, &loose)
+    } else {
+        records::publish(py, publishing, source)
+    }
+}
+
+/// What a publish reads: a Python object (an iterable of records, or Arrow data) or a file,
+/// exactly one of them.
+struct Given<'py> {
+    object: Option<Bound<'py, PyAny>>,
+    path: Option<PathBuf>,
+    /// `object` can be read again from any row.
+    rereadable: bool,
+}
+
+impl Given<'_> {
+    /// The source as the report of a publish that stops early reads it again, with its size
+    /// when known: the object through `object` when it can be read again, or the file through
+    /// `file`; None when neither.
+    fn again(
+        &self,
+        object: fn(Py<PyAny>) -> Reread,
+        file: fn(PathBuf) -> Reread,
+    ) -> PyResult<Option<(Reread, Option<u64>)>> {
+        Ok(match (&self.object, &self.path) {
+            (Some(given), None) if self.rereadable => {
+                Some((object(given.clone().unbind()), Some(given.len()? as u64)))
+            }
+            (None, Some(path)) => Some((file(path.clone()), None)),
+            _ => None,
+        })
+    }
+}
+
+/// What both kinds of publish take besides their source, as keywords (`region`, `batch_size`,
 /// `validate`, `progress`, `cancelled`), checked before anything is read: the core client, the
 /// options (the webhook's URL for their region too), the progress callback and `cancelled`,
 /// and the region and batch size as given, which the report shows.

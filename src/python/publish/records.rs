@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyIterator, PyString};
 use tokio::sync::mpsc;
@@ -18,10 +18,9 @@ use tokio::task::JoinHandle;
 
 use super::report::{self, PyPublishReport};
 use super::unread::Reread;
-use super::{finished, PublishCell, Publishing};
+use super::{finished, Given, PublishCell, Publishing};
 use crate::client;
 use crate::client::publish::{self as core, FailureKind, Input};
-use crate::python::client::PyClient;
 use crate::python::conversions::errors;
 use crate::python::conversions::to_json::{Writer, Written};
 use crate::python::runtime::{self, log, wait};
@@ -334,42 +333,18 @@ fn wait_core(
     .flatten()
 }
 
-/// Publishes the records of `source` (an iterable) or of the JSON Lines file `path`.
-///
-/// Returns `(report, exception)`: the report, and the exception to raise with it
-/// (KeyboardInterrupt or another signal's, the iterator's own, or the core's error that stopped
-/// publishing), or None. Invalid arguments raise at once. `cancelled`, when given, is called
-/// between waits: a true answer stops publishing as an interruption. `rereadable`: `source` is
-/// a sequence (`len(source)`, `source[n:]`), so that the report of a publish that stopped early
-/// keeps the rows not read, as it does for a file.
-#[pyfunction]
-#[pyo3(name = "publish", signature = (client, source=None, path=None, *, rereadable=false, **options))]
-pub fn publish_records<'py>(
-    py: Python<'py>,
-    client: &Bound<'py, PyClient>,
-    source: Option<Bound<'py, PyAny>>,
-    path: Option<PathBuf>,
-    rereadable: bool,
-    options: Option<Bound<'py, PyDict>>,
+/// Publishes the records of a Python iterable or of a JSON Lines file: `publish` without
+/// `columns`. `cancelled`, when given, is called between waits: a true answer stops publishing
+/// as an interruption.
+pub(super) fn publish(
+    py: Python<'_>,
+    publishing: Publishing,
+    source: Given<'_>,
 ) -> PyResult<(PyPublishReport, Option<Py<PyAny>>)> {
-    let publishing = Publishing::new("publish", client, options)?;
     let validate = publishing.options.validate;
-    let iter = match (&source, &path) {
-        (Some(s), None) => Some(s.try_iter()?),
-        (None, Some(_)) => None,
-        _ => {
-            return Err(PyValueError::new_err(
-                "give exactly one of `source` and `path`",
-            ))
-        }
-    };
-    let again = match (&source, &path) {
-        (Some(s), None) if rereadable => {
-            Some((Reread::Records(s.clone().unbind()), Some(s.len()? as u64)))
-        }
-        (None, Some(p)) => Some((Reread::Jsonl(p.clone()), None)),
-        _ => None,
-    };
+    let again = source.again(Reread::Records, Reread::Jsonl)?;
+    let iter = source.object.as_ref().map(|s| s.try_iter()).transpose()?;
+    let path = source.path;
     let asked = publishing.asked.clone();
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
