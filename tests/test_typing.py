@@ -181,7 +181,7 @@ async def read_async(
     reveal_type(await client.cameras(None, "d", "arrow"))  # async cameras arrow positional
     reveal_type(asyncio.create_task(client.sites()))  # async sites task
     reveal_type(await client.events(start, end, output=kind))  # async events output str
-    reveal_type(await client.publish(rows))  # async publish
+    reveal_type(await client.publish(rows, batch_size=100, progress=False))  # async publish
     reveal_type(client.quota())  # async quota
     reveal_type(await client.plan_events(start, end))  # async plan_events
     await client.sites(output="pandsa")  # misspelt sites
@@ -398,3 +398,33 @@ def test_the_package_passes_mypy_strict(tmp_path):
         timeout=300,
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+#: Parameters of a :class:`~surveillance.Client` method that its
+#: :class:`~surveillance.AsyncClient` twin does not take: a bar drawn while a coroutine is
+#: awaited would stall the event loop's other tasks.
+ASYNC_WITHOUT = {"iter_events": {"progress"}, "plan_events": {"progress"}}
+
+
+def test_the_async_client_takes_the_sync_clients_parameters():
+    """Each method of both clients shows the same parameters, names, kinds and defaults, to
+    ``inspect.signature`` (Jupyter's ``?``, the API reference): the async ones are written
+    with the sync ones' (``_overloads.signature_of``, a shared family) or checked here."""
+    import inspect
+
+    shared = sorted(
+        name
+        for name in set(dir(sv.Client)) & set(dir(sv.AsyncClient))
+        if not name.startswith("_") and inspect.isfunction(getattr(sv.Client, name))
+    )
+    assert {"events", "publish", "sites", "event_batches", "plan_events"} <= set(shared)
+
+    def parameters(method: Any, without: set) -> list:
+        params = inspect.signature(method).parameters.values()
+        return [(p.name, p.kind, p.default) for p in params if p.name not in without]
+
+    for name in shared:
+        without = ASYNC_WITHOUT.get(name, set())
+        sync = parameters(getattr(sv.Client, name), without)
+        awaited = parameters(getattr(sv.AsyncClient, name), set())
+        assert sync == awaited, f"AsyncClient.{name} differs from Client.{name}"
