@@ -126,6 +126,9 @@ def test_run_tests_installs_into_its_own_virtual_environment(sandbox):
     assert f"{venv_python} -m venv {repo}/build/wheels/venv" in lines
     wheel = f"{repo}/build/test-wheels/surveillance-0.1.0-cp39-abi3-manylinux_2_17_x86_64.whl"
     assert f"{test_python} -m pip install --quiet --disable-pip-version-check {wheel}" in lines
+    # The tests' dependencies go in with uv, run from the tools' environment.
+    extras = f"{venv_python} -m uv pip install --quiet --python {test_python} {wheel}[test,docs]"
+    assert extras in lines
     tests = [line for line in lines if line.startswith(f"{test_python} -m pytest")]
     assert len(tests) == 1 and "cargo on PATH" not in lines
 
