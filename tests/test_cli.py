@@ -79,7 +79,10 @@ CLIENT_COMMANDS = {"events", "sites", "devices", "cameras", "reports"}
 
 
 def _fast(args) -> list:
-    return [*args, *FAST] if args[0] in CLIENT_COMMANDS and "--help" not in args else list(args)
+    """``args`` with :data:`FAST` after a client command's (one named after global flags such as
+    ``-v`` too)."""
+    command = next((a for a in args if not a.startswith("-")), None)
+    return [*args, *FAST] if command in CLIENT_COMMANDS and "--help" not in args else list(args)
 
 
 def _run(args, env, cwd=None):
