@@ -24,7 +24,7 @@
 7. Names explain themselves (continued): no Rust function outside tests and the bindings
    returns a tuple of three or more (``TUPLES`` names the exceptions); ``@overload`` stands
    only in ``_overloads.py`` (the ``output=`` typing of each family, shared by both clients),
-   ``_check.py`` and the stubs.
+   ``_check.py`` and the stubs; a binding lets go of the GIL through ``runtime::detach`` only.
 
 Run as ``python3 tests/check_layers.py`` from the project's root; exits 1 naming each breach.
 """
@@ -211,6 +211,21 @@ def long_tuples(code: dict[pathlib.Path, str]) -> list[str]:
             if parts >= 3 and m.group(1) not in TUPLES:
                 bad.append(f"{f}: `{m.group(1)}` returns a tuple of {parts}: name its parts")
     return bad
+
+
+# Where a binding may let go of the GIL with pyo3's own `detach`: the runtime's `detach`, which
+# holds a thread that would take the GIL back once the interpreter exits (a daemon thread's
+# call), instead of letting CPython end it inside the extension (an abort).
+DETACH_IN = {"src/python/runtime/mod.rs"}
+
+
+def bare_detaches(code: dict[pathlib.Path, str]) -> list[str]:
+    """The bindings let go of the GIL through `runtime::detach` only."""
+    return [
+        f"{f}: `.detach(` outside runtime/mod.rs: use `runtime::detach(py, ...)`"
+        for f, text in sorted(code.items())
+        if f.as_posix() not in DETACH_IN and re.search(r"\.detach\(", text)
+    ]
 
 
 # --- Python -------------------------------------------------------------------------------------
@@ -451,7 +466,7 @@ def main() -> int:
                     if t.is_relative_to(SRC / other):
                         bad.append(f"{f} imports {t}: the {part} and the {other} stay apart")
     code = product_code()
-    bad += long_files(code) + shared_type_names(code) + long_tuples(code)
+    bad += long_files(code) + shared_type_names(code) + long_tuples(code) + bare_detaches(code)
     python = python_imports()
     bad += python_long_files() + local_import_breaches(python) + overload_ladders()
     for kind, graph in (("Rust", rust), ("Python", python)):

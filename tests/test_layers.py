@@ -74,6 +74,11 @@ def append(path: pathlib.Path, text: str) -> None:
         ("src/rng.rs", "pub struct Fetch;\n", "type `Fetch` is declared in"),
         ("src/rng.rs", "fn pull() -> (u8, bool, u8) { (0, true, 0) }\n", "name its parts"),
         (
+            "src/python/conversions/arrow.rs",
+            "fn f(py: Python<'_>) { py.detach(|| ()) }\n",
+            "use `runtime::detach(py, ...)`",
+        ),
+        (
             "python/surveillance/_time.py",
             "\nfrom typing import overload\n\n@overload\ndef f(x: int) -> int: ...\n",
             "`@overload` outside _overloads.py",

@@ -27,7 +27,7 @@ pub fn write_parquet(
     let reader = data.into_reader()?;
     let schema = reader.schema();
     let mut interrupt: Option<PyErr> = None;
-    let written = py.detach(|| {
+    let written = crate::python::runtime::detach(py, || {
         let batches = reader.map(|b| {
             b.map_err(|e| crate::client::Error::Data(format!("cannot read the data: {e}")))
         });

@@ -240,7 +240,9 @@ impl PyEmulator {
         created_ms: Option<i64>,
     ) -> PyResult<Vec<String>> {
         let state = &self.handle.state;
-        py.detach(|| data::add_events(state, at_ms, count, site_id, created_ms))
+        crate::python::runtime::detach(py, || {
+            data::add_events(state, at_ms, count, site_id, created_ms)
+        })
     }
 
     /// Changes the event `event_id` (its end at `end_ms`, its `details.confirmed`, its site
@@ -255,8 +257,9 @@ impl PyEmulator {
         site_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let state = &self.handle.state;
-        let text =
-            py.detach(|| data::update_event(state, &event_id, end_ms, confirmed, site_id))?;
+        let text = crate::python::runtime::detach(py, || {
+            data::update_event(state, &event_id, end_ms, confirmed, site_id)
+        })?;
         to_object(py, &text)
     }
 
@@ -291,7 +294,7 @@ impl PyEmulator {
         report_id: Option<String>,
     ) -> PyResult<Vec<String>> {
         let state = &self.handle.state;
-        py.detach(|| data::truth(state, start_ms, end_ms, report_id))
+        crate::python::runtime::detach(py, || data::truth(state, start_ms, end_ms, report_id))
     }
 
     /// The statistics, as a dict.
@@ -307,7 +310,7 @@ impl PyEmulator {
     /// Stops the server; idempotent.
     fn stop(&self, py: Python<'_>) -> PyResult<()> {
         let rt = runtime::get().map_err(|e| PyOSError::new_err(e.to_string()))?;
-        py.detach(|| rt.block_on(self.handle.stop()));
+        crate::python::runtime::detach(py, || rt.block_on(self.handle.stop()));
         self.forget_ledger();
         Ok(())
     }
@@ -323,7 +326,7 @@ fn spawn(py: Python<'_>, start: settings::Start) -> PyResult<Handle> {
     } = start;
     let rt =
         runtime::get().map_err(|e| PyOSError::new_err(format!("cannot start the runtime: {e}")))?;
-    let handle = py.detach(move || {
+    let handle = crate::python::runtime::detach(py, move || {
         let state = Arc::new(State::new(&data));
         state.set_faults(Faults {
             latency_ms,

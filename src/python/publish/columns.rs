@@ -43,7 +43,8 @@ pub(super) fn publish(
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
     // The schema check reads the first rows, which a stream may have to wait for.
-    let opened = py.detach(|| Columns::open_loose(reader, validate, loose));
+    let opened =
+        crate::python::runtime::detach(py, || Columns::open_loose(reader, validate, loose));
     py.check_signals()?;
     let columns = opened.map_err(errors::to_py)?;
     let (rx, feeder) = {
@@ -66,14 +67,18 @@ pub(super) fn publish(
         Waited::Ended(done, Some(stopped)) => (done, stopped, true),
         Waited::Stopped(stopped) => {
             started.stop.send_replace(true);
-            (py.detach(|| rt.block_on(&mut started.task)), stopped, true)
+            (
+                crate::python::runtime::detach(py, || rt.block_on(&mut started.task)),
+                stopped,
+                true,
+            )
         }
     };
     log::flush(py);
     let report = finished(outcome)?;
     if !interrupted && report.error.is_none() {
         // The source ended (its channel closed): a read error, if any, is the publish's.
-        match py.detach(|| rt.block_on(feeder)) {
+        match crate::python::runtime::detach(py, || rt.block_on(feeder)) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => raised = Some(errors::to_py(e)),
             Err(join) => raised = Some(errors::internal(join)),

@@ -59,7 +59,9 @@ impl Lines {
     pub(super) fn next(&mut self, py: Python<'_>) -> PyResult<Option<String>> {
         let (reader, skip, ready) = match self {
             Lines::File(rest) => {
-                return py.detach(|| rest.next()).transpose().map_err(errors::to_py);
+                return crate::python::runtime::detach(py, || rest.next())
+                    .transpose()
+                    .map_err(errors::to_py);
             }
             Lines::Arrow {
                 reader,
@@ -74,7 +76,7 @@ impl Lines {
             let Some(batches) = reader.as_mut() else {
                 return Ok(None);
             };
-            let next = py.detach(|| batches.next());
+            let next = crate::python::runtime::detach(py, || batches.next());
             let batch = match next {
                 None => {
                     *reader = None;
@@ -96,8 +98,7 @@ impl Lines {
             let from = usize::try_from(*skip).unwrap_or(usize::MAX);
             *skip = 0;
             let rest = batch.slice(from, batch.num_rows() - from);
-            let texts = py
-                .detach(|| columns::json_lines(&rest))
+            let texts = crate::python::runtime::detach(py, || columns::json_lines(&rest))
                 .map_err(errors::to_py)?;
             ready.extend(texts);
         }

@@ -88,6 +88,7 @@ fn pull<'py>(
     let mut done = false;
     let mut raised = None;
     while pulled.len() < n {
+        runtime::exit_point(py);
         let obj = match iter.next() {
             None => {
                 done = true;
@@ -341,6 +342,7 @@ pub(super) fn publish(
     publishing: Publishing,
     source: Given<'_>,
 ) -> PyResult<(PyPublishReport, Option<Py<PyAny>>)> {
+    let _call = runtime::ExitGuard::enter();
     let validate = publishing.options.validate;
     let again = source.again(Reread::Records, Reread::Jsonl)?;
     let iter = source.object.as_ref().map(|s| s.try_iter()).transpose()?;
@@ -422,7 +424,7 @@ pub(super) fn publish(
             // Interrupted: the core stops at once and reports what it had.
             started.stop.send_replace(true);
             drop(feed.tx.take());
-            py.detach(|| rt.block_on(&mut started.task))
+            crate::python::runtime::detach(py, || rt.block_on(&mut started.task))
         }
     };
     drop(feed.tx.take());
@@ -432,7 +434,7 @@ pub(super) fn publish(
     if let Some(reader) = reader {
         if feed.interrupted || report.error.is_some() {
             reader.abort();
-        } else if let Ok(Err(e)) = py.detach(|| rt.block_on(reader)) {
+        } else if let Ok(Err(e)) = crate::python::runtime::detach(py, || rt.block_on(reader)) {
             // The file could not be read to its end.
             raised.get_or_insert(errors::to_py(e));
         }

@@ -11,8 +11,8 @@ pub(super) mod sigint;
 pub(super) mod wait;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -33,6 +33,96 @@ static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
 /// Set when the interpreter begins to exit ([`stop_at_exit`] ran): the runtime is stopped and
 /// is not built again.
 static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// The thread that runs the interpreter's exit (the one [`stop_at_exit`] ran on).
+static EXIT_THREAD: OnceLock<std::thread::ThreadId> = OnceLock::new();
+
+/// Runs `f` with the GIL released, as `py.detach` does; every binding lets go of the GIL
+/// through here (the layer check holds it).
+///
+/// A thread of the program's own (a daemon thread in a sync call, a publish's iterator) may
+/// still be in `f` when the interpreter begins to exit. Were it to take the GIL back once the
+/// interpreter finalizes, CPython would end the thread with `pthread_exit`, whose unwinding
+/// through Rust frames aborts the process ("FATAL: exception not rethrown", exit status 134,
+/// after the program's own work was done). Such a thread, once the exit has begun, waits
+/// instead, holding no lock of ours and not the GIL, until the process ends, as CPython 3.14
+/// holds its own daemon threads.
+pub fn detach<T, F>(py: Python<'_>, f: F) -> T
+where
+    T: Send,
+    F: Send + FnOnce() -> T,
+{
+    py.detach(move || {
+        let out = f();
+        hold_if_exiting();
+        out
+    })
+}
+
+/// A point between two calls into Python of a long loop (the records a publish pulls from a
+/// Python iterator): once the interpreter's exit has begun, a thread other than the one that
+/// runs it lets go of the GIL here and waits for the process to end (see [`detach`]), rather
+/// than being ended by CPython inside the Python code it would call next.
+pub fn exit_point(py: Python<'_>) {
+    if EXITING.load(Ordering::Acquire) {
+        detach(py, || ());
+    }
+}
+
+/// Parks the calling thread for good when the interpreter is exiting and the thread is not
+/// the one that runs the exit (see [`detach`]).
+fn hold_if_exiting() {
+    if !EXITING.load(Ordering::Acquire) {
+        return;
+    }
+    if EXIT_THREAD.get() == Some(&std::thread::current().id()) {
+        return;
+    }
+    HELD.fetch_add(1, Ordering::AcqRel);
+    loop {
+        std::thread::park();
+    }
+}
+
+/// Threads inside a [`ExitGuard`] now, and those of them held for good by [`hold_if_exiting`].
+static IN_CALLS: AtomicUsize = AtomicUsize::new(0);
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// How long the interpreter's exit waits for the threads inside a [`ExitGuard`] to reach a point
+/// where they let go of the GIL for good.
+const EXIT_HOLD: Duration = Duration::from_secs(1);
+
+/// A binding call that runs Python code from Rust for a long time (a publish pulling records
+/// from a Python iterator, a wait calling the progress callback): while one lives, the
+/// interpreter's exit waits (up to [`EXIT_HOLD`]) for its thread to reach an [`exit_point`] or
+/// the end of a [`detach`], and be held there, before it goes on to finalize.
+pub struct ExitGuard(());
+
+impl ExitGuard {
+    pub fn enter() -> ExitGuard {
+        IN_CALLS.fetch_add(1, Ordering::AcqRel);
+        ExitGuard(())
+    }
+}
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        IN_CALLS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Waits, with the GIL released, until every thread inside a [`ExitGuard`] is held, or
+/// [`EXIT_HOLD`] has passed.
+fn hold_calls(py: Python<'_>) {
+    let until = std::time::Instant::now() + EXIT_HOLD;
+    detach(py, || {
+        while IN_CALLS.load(Ordering::Acquire) > HELD.load(Ordering::Acquire)
+            && std::time::Instant::now() < until
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+}
 
 /// How long the interpreter's exit waits for the runtime's threads to leave a Python call.
 const EXIT_GRACE: Duration = Duration::from_secs(1);
@@ -86,7 +176,9 @@ pub fn get() -> std::io::Result<Arc<Runtime>> {
 /// on another thread is left to it.
 #[pyfunction]
 pub fn stop_at_exit(py: Python<'_>) {
+    let _ = EXIT_THREAD.set(std::thread::current().id());
     EXITING.store(true, Ordering::Release);
+    hold_calls(py);
     let taken = RUNTIME.lock().unwrap_or_else(|e| e.into_inner()).take();
     let Some((owner, rt)) = taken else { return };
     if owner != std::process::id() {
@@ -95,6 +187,6 @@ pub fn stop_at_exit(py: Python<'_>) {
         return;
     }
     if let Ok(rt) = Arc::try_unwrap(rt) {
-        py.detach(move || rt.shutdown_timeout(EXIT_GRACE));
+        detach(py, move || rt.shutdown_timeout(EXIT_GRACE));
     }
 }

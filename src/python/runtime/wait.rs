@@ -30,7 +30,9 @@ where
     F: Future + Send,
     F::Output: Send,
 {
-    let done = py.detach(|| rt.block_on(async { tokio::time::timeout(budget, fut).await.ok() }));
+    let done = crate::python::runtime::detach(py, || {
+        rt.block_on(async { tokio::time::timeout(budget, fut).await.ok() })
+    });
     log::flush(py);
     done
 }
@@ -47,6 +49,7 @@ pub fn between(
     tick: impl FnOnce(Python<'_>) -> PyResult<()>,
     cancelled: Option<&Py<PyAny>>,
 ) -> std::result::Result<(), Stopped> {
+    runtime::exit_point(py);
     ticked(py, tick).map_err(Some)?;
     match cancelled.map(|c| c.call0(py).and_then(|r| r.is_truthy(py))) {
         None | Some(Ok(false)) => Ok(()),
@@ -75,6 +78,7 @@ pub fn until_done<T>(
 where
     T: Send + 'static,
 {
+    let _call = runtime::ExitGuard::enter();
     loop {
         let done = step(py, rt, TICK, &mut *task);
         let stopped = between(py, &mut tick, cancelled).err();
