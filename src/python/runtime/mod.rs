@@ -11,7 +11,7 @@ pub(super) mod sigint;
 pub(super) mod wait;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -78,17 +78,52 @@ fn hold_if_exiting() {
     if EXIT_THREAD.get() == Some(&std::thread::current().id()) {
         return;
     }
-    HELD.fetch_add(1, Ordering::AcqRel);
+    // The guards this thread is inside are all held with it.
+    HELD.add(i64::from(GUARDS.with(|g| g.get())));
     loop {
         std::thread::park();
     }
 }
 
-/// Threads inside a [`ExitGuard`] now, and those of them held for good by [`hold_if_exiting`].
-static IN_CALLS: AtomicUsize = AtomicUsize::new(0);
-static HELD: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// How many [`ExitGuard`]s this thread is inside (a call within a call counts twice).
+    static GUARDS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
 
-/// How long the interpreter's exit waits for the threads inside a [`ExitGuard`] to reach a point
+/// [`ExitGuard`]s entered now, and the threads inside one held for good by
+/// [`hold_if_exiting`], in this process.
+static IN_CALLS: ProcessCount = ProcessCount(AtomicU64::new(0));
+static HELD: ProcessCount = ProcessCount(AtomicU64::new(0));
+
+/// A count of this process's threads: a child forked while a thread of its parent was counted
+/// has not that thread, and counts from zero (the process id is kept beside the count).
+struct ProcessCount(AtomicU64);
+
+impl ProcessCount {
+    /// Adds `n` to this process's count.
+    fn add(&self, n: i64) {
+        let pid = u64::from(std::process::id());
+        let _ = self
+            .0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                let count = if v >> 32 == pid { v & 0xffff_ffff } else { 0 };
+                let count = count.saturating_add_signed(n) & 0xffff_ffff;
+                Some(pid << 32 | count)
+            });
+    }
+
+    /// This process's count.
+    fn get(&self) -> u64 {
+        let v = self.0.load(Ordering::Acquire);
+        if v >> 32 == u64::from(std::process::id()) {
+            v & 0xffff_ffff
+        } else {
+            0
+        }
+    }
+}
+
+/// How long the interpreter's exit waits for the threads inside an [`ExitGuard`] to reach a point
 /// where they let go of the GIL for good.
 const EXIT_HOLD: Duration = Duration::from_secs(1);
 
@@ -99,26 +134,27 @@ const EXIT_HOLD: Duration = Duration::from_secs(1);
 pub struct ExitGuard(());
 
 impl ExitGuard {
+    /// Counts this thread's call until the guard is dropped.
     pub fn enter() -> ExitGuard {
-        IN_CALLS.fetch_add(1, Ordering::AcqRel);
+        GUARDS.with(|g| g.set(g.get() + 1));
+        IN_CALLS.add(1);
         ExitGuard(())
     }
 }
 
 impl Drop for ExitGuard {
     fn drop(&mut self) {
-        IN_CALLS.fetch_sub(1, Ordering::AcqRel);
+        GUARDS.with(|g| g.set(g.get().saturating_sub(1)));
+        IN_CALLS.add(-1);
     }
 }
 
-/// Waits, with the GIL released, until every thread inside a [`ExitGuard`] is held, or
+/// Waits, with the GIL released, until every thread inside an [`ExitGuard`] is held, or
 /// [`EXIT_HOLD`] has passed.
 fn hold_calls(py: Python<'_>) {
     let until = std::time::Instant::now() + EXIT_HOLD;
     detach(py, || {
-        while IN_CALLS.load(Ordering::Acquire) > HELD.load(Ordering::Acquire)
-            && std::time::Instant::now() < until
-        {
+        while IN_CALLS.get() > HELD.get() && std::time::Instant::now() < until {
             std::thread::sleep(Duration::from_millis(1));
         }
     });
@@ -188,5 +224,27 @@ pub fn stop_at_exit(py: Python<'_>) {
     }
     if let Ok(rt) = Arc::try_unwrap(rt) {
         detach(py, move || rt.shutdown_timeout(EXIT_GRACE));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_counts_its_own_threads_only() {
+        let count = ProcessCount(AtomicU64::new(0));
+        count.add(1);
+        count.add(1);
+        count.add(-1);
+        assert_eq!(count.get(), 1);
+        // As a child forked from another process finds its parent's count.
+        let other = u64::from(std::process::id()) + 1;
+        count.0.store(other << 32 | 5, Ordering::Release);
+        assert_eq!(count.get(), 0);
+        count.add(1);
+        assert_eq!(count.get(), 1);
+        count.add(-5);
+        assert_eq!(count.get(), 0);
     }
 }
