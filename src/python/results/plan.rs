@@ -150,15 +150,14 @@ pub struct PyCost {
     /// other threads, count here too.
     #[pyo3(get)]
     requests: i64,
-    /// Where the daily quota stood after the call.
-    after: QuotaAfter,
-}
-
-/// The figures of a :class:`Quota` after a call (what they mean is said there), which a
-/// `Cost` shows as its own attributes.
-struct QuotaAfter {
+    /// The day's quota (None without one, as with :meth:`Limits.unlimited`).
+    #[pyo3(get)]
     limit: Option<u64>,
+    /// Requests sent today by every client of the machine with the same key, after the call.
+    #[pyo3(get)]
     used: u64,
+    /// What is left of today's quota (None without one).
+    #[pyo3(get)]
     remaining: Option<u64>,
 }
 
@@ -169,39 +168,13 @@ result_methods!(record PyCost, "Cost", COST, {
     #[new]
     #[pyo3(signature = (requests, limit=None, used=0, remaining=None))]
     fn new(requests: i64, limit: Option<u64>, used: u64, remaining: Option<u64>) -> Self {
-        let after = QuotaAfter {
-            limit,
-            used,
-            remaining,
-        };
-        PyCost { requests, after }
-    }
-
-    /// The day's quota after the call, as :attr:`Quota.limit` (None without one, as with
-    /// :meth:`Limits.unlimited`).
-    #[getter]
-    fn limit(&self) -> Option<u64> {
-        self.after.limit
-    }
-
-    /// :attr:`Quota.used` after the call: requests sent today by every client of the machine
-    /// with the key.
-    #[getter]
-    fn used(&self) -> u64 {
-        self.after.used
-    }
-
-    /// :attr:`Quota.remaining` after the call (None without a limit).
-    #[getter]
-    fn remaining(&self) -> Option<u64> {
-        self.after.remaining
+        PyCost { requests, limit, used, remaining }
     }
 
     /// ``requests`` as a share of the day's quota (0.005 is half a percent), or None.
     #[getter]
     fn share(&self) -> Option<f64> {
-        self.after
-            .limit
+        self.limit
             .filter(|l| *l > 0)
             .map(|l| self.requests as f64 / l as f64)
     }
@@ -211,14 +184,14 @@ result_methods!(record PyCost, "Cost", COST, {
         let sign = if self.requests < 0 { "-" } else { "" };
         let count = thousands(self.requests.unsigned_abs());
         let mut text = format!("{sign}{count} request{plural}");
-        if let Some(limit) = self.after.limit.filter(|l| *l > 0) {
+        if let Some(limit) = self.limit.filter(|l| *l > 0) {
             let percent = 100.0 * self.requests as f64 / limit as f64;
             text += &format!(
                 ", {}% of the day's {}",
                 format(py, percent, ".1f")?,
                 thousands(limit)
             );
-            if let Some(remaining) = self.after.remaining {
+            if let Some(remaining) = self.remaining {
                 text += &format!(" ({} left)", thousands(remaining));
             }
         }
