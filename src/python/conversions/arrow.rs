@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3_arrow::PyTable;
 
 use super::errors;
+use crate::python::runtime;
 
 /// A table of `batches` (an object with `__arrow_c_stream__`), as a core result (so that it
 /// can end the core's work).
@@ -27,7 +28,7 @@ pub fn write_parquet(
     let reader = data.into_reader()?;
     let schema = reader.schema();
     let mut interrupt: Option<PyErr> = None;
-    let written = crate::python::runtime::detach(py, || {
+    let written = runtime::detach(py, || {
         let batches = reader.map(|b| {
             b.map_err(|e| crate::client::Error::Data(format!("cannot read the data: {e}")))
         });

@@ -240,7 +240,7 @@ impl PyEmulator {
         created_ms: Option<i64>,
     ) -> PyResult<Vec<String>> {
         let state = &self.handle.state;
-        crate::python::runtime::detach(py, || {
+        runtime::detach(py, || {
             data::add_events(state, at_ms, count, site_id, created_ms)
         })
     }
@@ -257,7 +257,7 @@ impl PyEmulator {
         site_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let state = &self.handle.state;
-        let text = crate::python::runtime::detach(py, || {
+        let text = runtime::detach(py, || {
             data::update_event(state, &event_id, end_ms, confirmed, site_id)
         })?;
         to_object(py, &text)
@@ -294,7 +294,7 @@ impl PyEmulator {
         report_id: Option<String>,
     ) -> PyResult<Vec<String>> {
         let state = &self.handle.state;
-        crate::python::runtime::detach(py, || data::truth(state, start_ms, end_ms, report_id))
+        runtime::detach(py, || data::truth(state, start_ms, end_ms, report_id))
     }
 
     /// The statistics, as a dict.
@@ -310,7 +310,7 @@ impl PyEmulator {
     /// Stops the server; idempotent.
     fn stop(&self, py: Python<'_>) -> PyResult<()> {
         let rt = runtime::get().map_err(|e| PyOSError::new_err(e.to_string()))?;
-        crate::python::runtime::detach(py, || rt.block_on(self.handle.stop()));
+        runtime::detach(py, || rt.block_on(self.handle.stop()));
         self.forget_ledger();
         Ok(())
     }
@@ -326,7 +326,7 @@ fn spawn(py: Python<'_>, start: settings::Start) -> PyResult<Handle> {
     } = start;
     let rt =
         runtime::get().map_err(|e| PyOSError::new_err(format!("cannot start the runtime: {e}")))?;
-    let handle = crate::python::runtime::detach(py, move || {
+    let handle = runtime::detach(py, move || {
         let state = Arc::new(State::new(&data));
         state.set_faults(Faults {
             latency_ms,

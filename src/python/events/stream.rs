@@ -173,7 +173,7 @@ impl EventStream {
     fn close(&self, py: Python<'_>) {
         self.task.abort();
         let task = &self.task;
-        crate::python::runtime::detach(py, || {
+        runtime::detach(py, || {
             let deadline = std::time::Instant::now() + CLOSE_WAIT;
             while !task.is_finished() && std::time::Instant::now() < deadline {
                 std::thread::sleep(std::time::Duration::from_millis(2));

@@ -1,9 +1,9 @@
-//! Publishing from columns (`publish` with `columns`): Arrow data (anything with `__arrow_c_stream__` or
-//! `__arrow_c_array__`, imported through pyo3-arrow) or a Parquet file, handed to the core's
-//! column source, which reads the batches and writes the records on a thread of its own with
-//! the GIL released. The call waits as `publish` does: GIL released, signals checked every
-//! 50 ms, Ctrl-C cancelling the core, which returns its partial report. Also `json_column`,
-//! a DataFrame's column of lists and dicts as JSON text.
+//! Publishing from columns (`publish` with `columns`): Arrow data (anything with
+//! `__arrow_c_stream__` or `__arrow_c_array__`, imported through pyo3-arrow) or a Parquet file,
+//! handed to the core's column source, which reads the batches and writes the records on a
+//! thread of its own with the GIL released. The call waits as `publish` does: GIL released,
+//! signals checked every 50 ms, Ctrl-C cancelling the core, which returns its partial report.
+//! Also `json_column`, a DataFrame's column of lists and dicts as JSON text.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -43,8 +43,7 @@ pub(super) fn publish(
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
     // The schema check reads the first rows, which a stream may have to wait for.
-    let opened =
-        crate::python::runtime::detach(py, || Columns::open_loose(reader, validate, loose));
+    let opened = runtime::detach(py, || Columns::open_loose(reader, validate, loose));
     py.check_signals()?;
     let columns = opened.map_err(errors::to_py)?;
     let (rx, feeder) = {
@@ -68,7 +67,7 @@ pub(super) fn publish(
         Waited::Stopped(stopped) => {
             started.stop.send_replace(true);
             (
-                crate::python::runtime::detach(py, || rt.block_on(&mut started.task)),
+                runtime::detach(py, || rt.block_on(&mut started.task)),
                 stopped,
                 true,
             )
@@ -78,7 +77,7 @@ pub(super) fn publish(
     let report = finished(outcome)?;
     if !interrupted && report.error.is_none() {
         // The source ended (its channel closed): a read error, if any, is the publish's.
-        match crate::python::runtime::detach(py, || rt.block_on(feeder)) {
+        match runtime::detach(py, || rt.block_on(feeder)) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => raised = Some(errors::to_py(e)),
             Err(join) => raised = Some(errors::internal(join)),

@@ -14,6 +14,7 @@ use pyo3_arrow::input::AnyRecordBatch;
 use crate::client::publish::columns;
 use crate::client::publish::{jsonl_rest as core_jsonl_rest, JsonlRest};
 use crate::python::conversions::errors;
+use crate::python::runtime;
 
 /// The batches of `data` or of the Parquet file `path` (exactly one), and the number of rows
 /// when it is known without reading them.
@@ -59,7 +60,7 @@ impl Lines {
     pub(super) fn next(&mut self, py: Python<'_>) -> PyResult<Option<String>> {
         let (reader, skip, ready) = match self {
             Lines::File(rest) => {
-                return crate::python::runtime::detach(py, || rest.next())
+                return runtime::detach(py, || rest.next())
                     .transpose()
                     .map_err(errors::to_py);
             }
@@ -76,7 +77,7 @@ impl Lines {
             let Some(batches) = reader.as_mut() else {
                 return Ok(None);
             };
-            let next = crate::python::runtime::detach(py, || batches.next());
+            let next = runtime::detach(py, || batches.next());
             let batch = match next {
                 None => {
                     *reader = None;
@@ -98,8 +99,8 @@ impl Lines {
             let from = usize::try_from(*skip).unwrap_or(usize::MAX);
             *skip = 0;
             let rest = batch.slice(from, batch.num_rows() - from);
-            let texts = crate::python::runtime::detach(py, || columns::json_lines(&rest))
-                .map_err(errors::to_py)?;
+            let texts =
+                runtime::detach(py, || columns::json_lines(&rest)).map_err(errors::to_py)?;
             ready.extend(texts);
         }
     }

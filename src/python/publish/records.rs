@@ -424,7 +424,7 @@ pub(super) fn publish(
             // Interrupted: the core stops at once and reports what it had.
             started.stop.send_replace(true);
             drop(feed.tx.take());
-            crate::python::runtime::detach(py, || rt.block_on(&mut started.task))
+            runtime::detach(py, || rt.block_on(&mut started.task))
         }
     };
     drop(feed.tx.take());
@@ -434,7 +434,7 @@ pub(super) fn publish(
     if let Some(reader) = reader {
         if feed.interrupted || report.error.is_some() {
             reader.abort();
-        } else if let Ok(Err(e)) = crate::python::runtime::detach(py, || rt.block_on(reader)) {
+        } else if let Ok(Err(e)) = runtime::detach(py, || rt.block_on(reader)) {
             // The file could not be read to its end.
             raised.get_or_insert(errors::to_py(e));
         }

@@ -30,7 +30,7 @@ where
     F: Future + Send,
     F::Output: Send,
 {
-    let done = crate::python::runtime::detach(py, || {
+    let done = runtime::detach(py, || {
         rt.block_on(async { tokio::time::timeout(budget, fut).await.ok() })
     });
     log::flush(py);
