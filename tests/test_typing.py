@@ -428,3 +428,12 @@ def test_the_async_client_takes_the_sync_clients_parameters():
         sync = parameters(getattr(sv.Client, name), without)
         awaited = parameters(getattr(sv.AsyncClient, name), set())
         assert sync == awaited, f"AsyncClient.{name} differs from Client.{name}"
+
+    # AsyncClient.publish's options are applied by the function both clients call, with its
+    # defaults: they must be the ones Client.publish shows.
+    from surveillance import publish as _publish
+
+    shown = inspect.signature(sv.Client.publish).parameters
+    applied = inspect.signature(_publish.publish).parameters
+    for option in _publish.PublishOptions.__annotations__:
+        assert applied[option].default == shown[option].default, option
