@@ -247,8 +247,9 @@ def test_what_a_fetch_spent_is_told(day):
     # The token request counts against the quota too.
     assert cost.requests == reads(day) + 1
     # The quota counts every client of the machine with the key (other tests' too).
-    assert cost.requests <= cost.used <= client.quota()["used"]
-    assert cost.limit == 2400 and cost.remaining == 2400 - cost.used
+    assert cost.quota is not None and cost.quota["resets_at"] == client.quota()["resets_at"]
+    assert cost.requests <= cost.quota.used <= client.quota()["used"]
+    assert cost.quota.limit == 2400 and cost.quota.remaining == 2400 - cost.quota.used
     assert cost.share == pytest.approx(cost.requests / 2400)
     assert str(cost).startswith(f"{cost.requests} requests, ")
     assert len(events) > 100
@@ -260,7 +261,8 @@ def test_what_a_fetch_spent_is_told(day):
     assert client.last_cost.requests == 1
     unlimited = day.client(limits=sv.Limits.unlimited())
     unlimited.events(start, start + HOUR, progress=False)
-    assert unlimited.last_cost.limit is None and "%" not in str(unlimited.last_cost)
+    assert unlimited.last_cost.quota is not None and unlimited.last_cost.quota.limit is None
+    assert unlimited.last_cost.share is None and "%" not in str(unlimited.last_cost)
 
 
 def test_what_an_async_iteration_spent_is_told(day):

@@ -46,7 +46,7 @@ def samples() -> dict:
     )
     return {
         "EventPlan": sv.EventPlan(41_000, 415, 415.0, 0.17, 5),
-        "Cost": sv.Cost(requests=12, limit=2400, used=570, remaining=1830),
+        "Cost": sv.Cost(requests=12, quota=quota),
         "Quota": quota,
         "Stats": sv.Stats(
             requests={"GET /v2/events": 3, "POST /v2/oauth/token": 1},
@@ -82,6 +82,15 @@ def test_each_result_is_one_native_class(name):
         if isinstance(node, ast.ClassDef) and node.name == name
     ]
     assert restated == []
+
+
+def test_the_quota_is_told_by_one_class():
+    # The stats and a call's cost hold a `Quota`; no other result restates its figures.
+    s = samples()
+    assert type(s["Stats"].quota) is type(s["Cost"].quota) is sv.Quota
+    assert s["Stats"].quota == s["Cost"].quota == s["Quota"]
+    figures = {"limit", "used", "remaining", "resets_at"}
+    assert [n for n in RESULTS if n != "Quota" and figures & set(dir(getattr(sv, n)))] == []
 
 
 @pytest.mark.parametrize("name", RESULTS)
@@ -134,10 +143,12 @@ def test_the_reprs_keep_their_look():
     )
     assert repr(s["Stats"]).endswith(f"quota={s['Quota']!r})")
     assert "ranges=[2026-01-05T00:00:00Z .. 2026-01-06T00:00:00.250Z]" in repr(s["CacheInfo"])
-    assert repr(s["Cost"]) == "Cost(requests=12, limit=2400, used=570, remaining=1830)"
+    assert repr(s["Cost"]) == f"Cost(requests=12, quota={s['Quota']!r})"
     assert str(s["Cost"]) == "12 requests, 0.5% of the day's 2,400 (1,830 left)"
     assert s["Cost"].share == 0.005 and sv.Cost(requests=3).share is None
-    assert str(sv.Cost(requests=1)) == "1 request" and str(sv.Cost(2, limit=0)) == "2 requests"
+    assert str(sv.Cost(requests=1)) == "1 request"
+    no_budget = sv.Quota(limit=0, used=5, remaining=None, resets_at=T1)
+    assert str(sv.Cost(2, no_budget)) == "2 requests" and sv.Cost(2, no_budget).share is None
     assert str(s["EventPlan"]) == (
         "about 41,000 events, 415 requests, 7 min at the read limit, 0.2 days of quota "
         "(plan: 5 requests)"
@@ -155,9 +166,12 @@ def test_results_pickle_copy_and_compare_by_value(name):
     for again in (pickle.loads(pickle.dumps(result)), copy.copy(result), copy.deepcopy(result)):
         assert type(again) is type(result) and again == result and not again != result
     assert result != object() and result == samples()[name]
-    if name not in MAPPINGS:
-        assert hash(result) == hash(samples()[name])  # as the frozen dataclasses were
+    if name == "EventPlan":
+        assert hash(result) == hash(samples()[name])  # as a frozen dataclass's
         assert len({result, samples()[name]}) == 1
+    else:
+        with pytest.raises(TypeError):
+            hash(result)  # a mapping, or a cost (it holds its quota, a mapping)
 
 
 def test_to_dict_gives_the_shapes_the_results_had():
@@ -170,8 +184,8 @@ def test_to_dict_gives_the_shapes_the_results_had():
         "probes": 5,
         "exact": False,
     }
-    assert s["Cost"].to_dict() == {"requests": 12, "limit": 2400, "used": 570, "remaining": 1830}
     quota = {"limit": 2400, "used": 570, "remaining": 1830, "resets_at": T1}
+    assert s["Cost"].to_dict() == {"requests": 12, "quota": quota}
     assert s["Quota"].to_dict() == quota
     stats = s["Stats"].to_dict()
     assert stats == {
@@ -195,9 +209,10 @@ def test_to_dict_gives_the_shapes_the_results_had():
         "entries": [s["CacheEntry"].to_dict()],
     }
     # Each result is built again from its dict (nested results from theirs).
-    for name in ("EventPlan", "Cost", "Quota", "CacheEntry"):
+    for name in ("EventPlan", "Quota", "CacheEntry"):
         assert getattr(sv, name)(**s[name].to_dict()) == s[name]
     assert sv.Stats(**{**stats, "quota": sv.Quota(**stats["quota"])}) == s["Stats"]
+    assert sv.Cost(12, sv.Quota(**quota)) == s["Cost"]
     entries = [sv.CacheEntry(**e) for e in info["entries"]]
     assert sv.CacheInfo(**{**info, "entries": entries}) == s["CacheInfo"]
 
@@ -255,4 +270,4 @@ def test_the_plan_and_the_cost_are_the_native_classes(emu):
     assert isinstance(plan.seconds, float) and isinstance(plan.exact, bool)
     cost = client.last_cost
     assert type(cost) is sv.Cost and cost.requests >= plan.probes
-    assert cost.used == client.quota()["used"]
+    assert cost.quota == client.quota() and type(cost.quota) is sv.Quota

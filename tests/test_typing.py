@@ -97,6 +97,7 @@ EXPECTED = {
     "event batch": r"pyarrow(\.\w+)*\.RecordBatch",
     "last_cost": r"surveillance\._core_results\.Cost",
     "last_cost requests": r"int",
+    "last_cost quota": optional(r"surveillance\._core_results\.Quota"),
     "quota error resets_at": optional(r"datetime\.datetime"),
     "publish error report": optional(r"surveillance\._core_results\.PublishReport"),
 }
@@ -161,6 +162,7 @@ def read(client: sv.Client, start: dt.datetime, end: dt.datetime, kind: str) -> 
         reveal_type(batch)  # event batch
     reveal_type(client.last_cost)  # last_cost
     reveal_type(client.last_cost.requests)  # last_cost requests
+    reveal_type(client.last_cost.quota)  # last_cost quota
 
 
 async def read_async(

@@ -187,34 +187,22 @@ class EventPlan:
 class Cost:
     """What a call spent of the daily request quota: :attr:`Client.last_cost`."""
 
-    def __new__(
-        cls,
-        requests: int,
-        limit: Optional[int] = None,
-        used: int = 0,
-        remaining: Optional[int] = None,
-    ) -> Cost: ...
+    def __new__(cls, requests: int, quota: Optional[Quota] = None) -> Cost: ...
     @property
     def requests(self) -> int:
         """Requests this client sent during the call."""
     @property
-    def limit(self) -> Optional[int]:
-        """The day's quota (None without one)."""
-    @property
-    def used(self) -> int:
-        """Requests sent today by every client of the machine with the same key."""
-    @property
-    def remaining(self) -> Optional[int]:
-        """What is left of today's quota (None without one)."""
+    def quota(self) -> Optional[Quota]:
+        """Where the daily quota stood after the call (None before the first)."""
     @property
     def share(self) -> Optional[float]:
         """``requests`` as a share of the day's quota, or None."""
     def to_dict(self) -> dict[str, Any]:
-        """The figures as a dict."""
+        """The figures as a dict (the quota's as a dict too)."""
     def _repr_html_(self) -> str: ...
     def __reduce__(self) -> tuple[type[Cost], tuple[Any, ...]]: ...
     def __eq__(self, other: object, /) -> bool: ...
-    def __hash__(self) -> int: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
 @type_check_only
 class _Figures(Mapping[str, Any]):

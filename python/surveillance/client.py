@@ -156,13 +156,7 @@ class _BaseClient:
         return Meter(self)
 
     def _settle_cost(self, before: int) -> None:
-        quota = self.quota()
-        self.last_cost = Cost(
-            requests=self._sent() - before,
-            limit=quota["limit"],
-            used=quota["used"],
-            remaining=quota["remaining"],
-        )
+        self.last_cost = Cost(self._sent() - before, self.quota())
 
     @classmethod
     def _of(cls, inner: Any) -> Any:

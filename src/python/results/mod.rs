@@ -189,7 +189,7 @@ fn record_eq<'py>(
     Ok(Some(figures(obj, keys)?.eq(figures(other, keys)?)?))
 }
 
-/// A record's hash: its attributes', as a frozen dataclass's.
+/// A record's hash: its attributes', as a frozen dataclass's (they must all hash).
 fn record_hash(obj: &Bound<'_, PyAny>, keys: &[&str]) -> PyResult<isize> {
     let values = keys
         .iter()
@@ -200,9 +200,10 @@ fn record_hash(obj: &Bound<'_, PyAny>, keys: &[&str]) -> PyResult<isize> {
 
 /// The methods every result has: `to_dict`, `_repr_html_`, `__reduce__` (pickling, copying);
 /// a mapping's `__getitem__`, `__len__`, `__iter__`, `__contains__`, `keys`, `items`,
-/// `values`, `get` and `==` with any mapping; a record's `==` and hash. `$class` is the Rust
-/// type, `$name` the Python class's, `$keys` its attributes in order; `$($extra)*` are the
-/// class's own methods (its constructor, its computed attributes).
+/// `values`, `get` and `==` with any mapping; a record's `==` with one of its class. `$class`
+/// is the Rust type, `$name` the Python class's, `$keys` its attributes in order; `$($extra)*`
+/// are the class's own methods (its constructor, its computed attributes, a record's hash where
+/// all its figures hash: a class that defines `==` and no hash is unhashable).
 macro_rules! result_methods {
     (@impl $class:ty, $name:literal, $keys:expr, $eq:ident, { $($methods:tt)* }) => {
         #[pymethods]
@@ -330,10 +331,6 @@ macro_rules! result_methods {
     (record $class:ty, $name:literal, $keys:expr, { $($extra:tt)* }) => {
         $crate::python::results::result_methods!(@impl $class, $name, $keys, record_eq, {
             $($extra)*
-
-            fn __hash__(slf: &pyo3::Bound<'_, Self>) -> pyo3::PyResult<isize> {
-                $crate::python::results::record_hash(slf.as_any(), $keys)
-            }
         });
     };
 }

@@ -1,9 +1,9 @@
 //! The plan of a fetch (`EventPlan`, from the core's `plan::EventPlan`) and what a call spent
-//! of the daily quota (`Cost`), with the words they are printed in.
+//! of the daily quota (`Cost`, with the `Quota` after it), with the words they are printed in.
 
 use pyo3::prelude::*;
 
-use super::result_methods;
+use super::{result_methods, PyQuota};
 use crate::client::plan::EventPlan;
 use crate::text::thousands;
 
@@ -93,6 +93,11 @@ impl From<EventPlan> for PyEventPlan {
 const PLAN: &[&str] = &["events", "requests", "seconds", "days", "probes", "exact"];
 
 result_methods!(record PyEventPlan, "EventPlan", PLAN, {
+    /// Its figures' hash, as a frozen dataclass's.
+    fn __hash__(slf: &Bound<'_, Self>) -> PyResult<isize> {
+        super::record_hash(slf.as_any(), PLAN)
+    }
+
     #[new]
     #[pyo3(signature = (events, requests, seconds, days, probes, exact=false))]
     fn new(events: u64, requests: u64, seconds: f64, days: f64, probes: u64, exact: bool) -> Self {
@@ -136,13 +141,14 @@ result_methods!(record PyEventPlan, "EventPlan", PLAN, {
 });
 
 /// What a call spent of the daily request quota: :attr:`Client.last_cost` after each fetch,
-/// sync, list or publish.
+/// sync, list or publish, with the quota as it stood after the call.
 ///
 /// >>> import surveillance as sv
-/// >>> print(sv.Cost(requests=12, limit=2400, used=570, remaining=1830))
+/// >>> cost = sv.Cost(12, sv.Quota(2400, 570, 1830, resets_at="2026-01-06"))
+/// >>> print(cost)
 /// 12 requests, 0.5% of the day's 2,400 (1,830 left)
-/// >>> sv.Cost(requests=12, limit=2400, used=570, remaining=1830).share
-/// 0.005
+/// >>> cost.share, cost.quota.remaining
+/// (0.005, 1830)
 #[pyclass(name = "Cost", module = "surveillance._core", frozen)]
 pub struct PyCost {
     /// Requests this client sent during the call, token requests and retries included (the
@@ -150,33 +156,33 @@ pub struct PyCost {
     /// other threads, count here too.
     #[pyo3(get)]
     requests: i64,
-    /// The day's quota (None without one, as with :meth:`Limits.unlimited`).
+    /// Where the daily quota stood after the call, as :meth:`Client.quota
+    /// <surveillance.Client.quota>` gives it (None before a client's first call).
     #[pyo3(get)]
-    limit: Option<u64>,
-    /// Requests sent today by every client of the machine with the same key, after the call.
-    #[pyo3(get)]
-    used: u64,
-    /// What is left of today's quota (None without one).
-    #[pyo3(get)]
-    remaining: Option<u64>,
+    quota: Option<PyQuota>,
+}
+
+impl PyCost {
+    /// The day's quota, when there is one (not None, not 0).
+    fn limit(&self) -> Option<u64> {
+        self.quota.as_ref().and_then(|q| q.limit).filter(|l| *l > 0)
+    }
 }
 
 /// The cost's attributes, in the constructor's order.
-const COST: &[&str] = &["requests", "limit", "used", "remaining"];
+const COST: &[&str] = &["requests", "quota"];
 
 result_methods!(record PyCost, "Cost", COST, {
     #[new]
-    #[pyo3(signature = (requests, limit=None, used=0, remaining=None))]
-    fn new(requests: i64, limit: Option<u64>, used: u64, remaining: Option<u64>) -> Self {
-        PyCost { requests, limit, used, remaining }
+    #[pyo3(signature = (requests, quota=None))]
+    fn new(requests: i64, quota: Option<PyRef<'_, PyQuota>>) -> Self {
+        PyCost { requests, quota: quota.map(|q| q.clone()) }
     }
 
     /// ``requests`` as a share of the day's quota (0.005 is half a percent), or None.
     #[getter]
     fn share(&self) -> Option<f64> {
-        self.limit
-            .filter(|l| *l > 0)
-            .map(|l| self.requests as f64 / l as f64)
+        self.limit().map(|l| self.requests as f64 / l as f64)
     }
 
     fn __str__(&self, py: Python<'_>) -> PyResult<String> {
@@ -184,14 +190,14 @@ result_methods!(record PyCost, "Cost", COST, {
         let sign = if self.requests < 0 { "-" } else { "" };
         let count = thousands(self.requests.unsigned_abs());
         let mut text = format!("{sign}{count} request{plural}");
-        if let Some(limit) = self.limit.filter(|l| *l > 0) {
+        if let Some(limit) = self.limit() {
             let percent = 100.0 * self.requests as f64 / limit as f64;
             text += &format!(
                 ", {}% of the day's {}",
                 format(py, percent, ".1f")?,
                 thousands(limit)
             );
-            if let Some(remaining) = self.remaining {
+            if let Some(remaining) = self.quota.as_ref().and_then(|q| q.remaining) {
                 text += &format!(" ({} left)", thousands(remaining));
             }
         }

@@ -26,14 +26,14 @@ use crate::client::stats::Snapshot;
 pub struct PyQuota {
     /// Requests a day (None without a budget).
     #[pyo3(get)]
-    limit: Option<u64>,
+    pub(super) limit: Option<u64>,
     /// Requests sent today (the service's UTC day), by every client of the machine with the
     /// key.
     #[pyo3(get)]
     used: u64,
     /// Requests left today (None without a limit).
     #[pyo3(get)]
-    remaining: Option<u64>,
+    pub(super) remaining: Option<u64>,
     resets_at_ms: i64,
 }
 
