@@ -102,19 +102,22 @@ struct ProcessCount(AtomicU64);
 impl ProcessCount {
     /// Adds `n` to this process's count.
     fn add(&self, n: i64) {
-        let pid = u64::from(std::process::id());
         let _ = self
             .0
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
-                let count = if v >> 32 == pid { v & 0xffff_ffff } else { 0 };
-                let count = count.saturating_add_signed(n) & 0xffff_ffff;
-                Some(pid << 32 | count)
+                let count = Self::mine(v).saturating_add_signed(n) & 0xffff_ffff;
+                Some(u64::from(std::process::id()) << 32 | count)
             });
     }
 
     /// This process's count.
     fn get(&self) -> u64 {
-        let v = self.0.load(Ordering::Acquire);
+        Self::mine(self.0.load(Ordering::Acquire))
+    }
+
+    /// The count that the stored value `v` holds for this process: none when another process
+    /// stored it.
+    fn mine(v: u64) -> u64 {
         if v >> 32 == u64::from(std::process::id()) {
             v & 0xffff_ffff
         } else {
