@@ -346,3 +346,54 @@ def test_events_to_parquet_without_pyarrow(tmp_path, cli_emu):
     assert out.returncode == 0, out.stderr
     pq = pytest.importorskip("pyarrow.parquet")
     assert pq.read_table(tmp_path / "e.parquet").num_rows > 0
+
+
+def test_the_emulator_command_takes_the_faults_limits_and_dialect_of_the_class(tmp_path):
+    """A pipeline test starts the emulator as a process of its own with the faults, limits,
+    clock and dialect that `sv.Emulator` sets; its printed variables are `emu.env()`'s, which
+    a client process reads as they are."""
+    options = ["--seed", "3", "--sites", "3", "--days", "2", "--events-per-day", "300"]
+    faults = ["--rate-limit-rate", "0.3", "--retry-after", "0", "--daily-requests", "12"]
+    dialect = ["--dialect", "webhook_answer=no_content", "--order", "desc", "--advance-clock", "60"]
+    with emulator_command(*options, *faults, *dialect) as emulator:
+        assert emulator.exports["SURVEILLANCE_DAILY_REQUESTS"] == "12"
+        assert emulator.exports["SURVEILLANCE_READ_PER_SECOND"] == "0"
+        env = service_env(**emulator.exports)
+        sites = subprocess.run(
+            [*CLI, "sites", "-o", str(tmp_path / "sites.jsonl")], env=env, capture_output=True
+        )
+        assert sites.returncode == 0, sites.stderr
+        assert len((tmp_path / "sites.jsonl").read_text().splitlines()) == 3
+        # The emulator's quota of 12 stops a sync of two days of 300 events: exit 75.
+        sync = subprocess.run(
+            [*CLI, "sync", str(tmp_path / "ds"), "--start", "2026-01-05", "--until", "2026-01-07"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert sync.returncode == 75, sync.stderr
+    bad = subprocess.run(
+        [*CLI, "emulator", "--port", "0", "--dialect", "nonsense=1"],
+        env=service_env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert bad.returncode == 2 and "--dialect takes NAME=VALUE" in bad.stderr, bad.stderr
+
+
+def test_emulator_env_is_what_a_client_process_needs():
+    with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        env = emu.env()
+        assert env["SURVEILLANCE_BASE_URL"] == emu.url
+        assert env["SURVEILLANCE_DAILY_REQUESTS"] == "0"
+        emu.set_limits(read_per_second=5, daily_requests=100)
+        env = emu.env()
+        assert env["SURVEILLANCE_READ_PER_SECOND"] == "5"
+        assert env["SURVEILLANCE_DAILY_REQUESTS"] == "100"
+        assert env["SURVEILLANCE_READ_CONCURRENCY"] == "0"
+        code = "import surveillance as sv; c = sv.Client(); print(len(c.sites()), c.quota().limit)"
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=service_env(**env), capture_output=True, text=True
+        )
+        assert out.stdout.split() == ["2", "100"], out.stderr

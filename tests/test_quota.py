@@ -559,3 +559,20 @@ def test_a_plan_reads_well_in_a_repr_and_in_words():
     )
     assert "0.0004 days of quota" in str(plan)
     assert "2.5 days of quota" in str(sv.EventPlan(6_000, 61, 0.0, 2.5, 3))
+
+
+def test_an_incomplete_sync_raises_when_asked_and_a_complete_one_chains(emu, tmp_path):
+    """A scheduler's task that syncs must not pass with part of the range missing:
+    ``raise_if_incomplete`` turns the quota's stop into ``QuotaExhaustedError`` (with the
+    reset and the result), and returns a complete result, so that it chains."""
+    emu.set_limits(daily_requests=40)
+    result = emu.client().sync_events(tmp_path / "ds", start=emu.start, until=emu.end)
+    assert not result.complete
+    with pytest.raises(sv.QuotaExhaustedError, match="incomplete") as stop:
+        result.raise_if_incomplete()
+    assert stop.value.resets_at == result.resets_at is not None
+    assert stop.value.result is result
+    assert "remains" in str(stop.value)
+    emu.set_limits()
+    done = emu.client().sync_events(tmp_path / "ds", start=emu.start, until=emu.end)
+    assert done.raise_if_incomplete() is done

@@ -609,6 +609,48 @@ class Emulator:
         client._inner.follow_clock(self._inner)
         return client
 
+    def env(self) -> dict[str, str]:
+        """The ``SURVEILLANCE_*`` variables that make a client of another process talk to this
+        emulator, as :meth:`client` does: ``sv.Client()``, the ``surveillance`` command, a
+        scheduler's task or a cron job started with them reads the base URLs, the credentials
+        and the limits from them.
+
+        The limits are the emulator's: lifted (``0``) unless it enforces some with
+        :meth:`set_limits`, in which case the same ones (the daily quota too); with
+        ``tls=True``, ``SURVEILLANCE_CA_BUNDLE`` names the PEM file that trusts it. Such a
+        client learns the emulator's day from the ``Date`` of its answers, as from a real
+        service (only the clients of :meth:`client` follow :meth:`advance_clock` at once).
+
+        Returns:
+            dict[str, str]: the variables, ready for ``subprocess.run(..., env={**os.environ,
+            **emu.env()})``.
+
+        Example:
+            >>> import os, subprocess, sys, surveillance as sv
+            >>> code = "import surveillance as sv; print(len(sv.Client().sites()))"
+            >>> with sv.Emulator(sites=3, days=1, events_per_day=10) as emu:
+            ...     run = subprocess.run([sys.executable, "-c", code], text=True,
+            ...                          env={**os.environ, **emu.env()}, capture_output=True)
+            >>> run.stdout
+            '3\\n'
+        """
+        env = {
+            "SURVEILLANCE_BASE_URL": self.url,
+            "SURVEILLANCE_EU_BASE_URL": self.eu_url,
+            "SURVEILLANCE_API_KEY": self.api_key,
+            "SURVEILLANCE_CLIENT_ID": self.client_id,
+            "SURVEILLANCE_CLIENT_SECRET": self.client_secret,
+            "SURVEILLANCE_AUDIENCE": self.audience,
+        }
+        # 0 lifts a limit, as None does in `Limits`: the limits the emulator does not enforce
+        # are lifted for its clients, as `client()` lifts them.
+        for name in _LIMIT_NAMES:
+            value = self._limits.get(name)
+            env[f"SURVEILLANCE_{name.upper()}"] = "0" if value is None else str(value)
+        if self.ca_bundle is not None:
+            env["SURVEILLANCE_CA_BUNDLE"] = self.ca_bundle
+        return env
+
     def async_client(self, **kwargs: Any) -> AsyncClient:
         """An :class:`~surveillance.AsyncClient` configured for this emulator, as
         :meth:`client` (same limits, same keyword overrides).
@@ -704,6 +746,16 @@ class Emulator:
 
     def __repr__(self) -> str:
         return f"Emulator(url={self.url!r})"
+
+
+#: The settings of :class:`~surveillance.Limits`, each a ``SURVEILLANCE_*`` variable.
+_LIMIT_NAMES = (
+    "read_per_second",
+    "read_concurrency",
+    "publish_per_second",
+    "publish_concurrency",
+    "daily_requests",
+)
 
 
 def _as_date(value: Any) -> _dt.date:

@@ -64,6 +64,127 @@ def _emulator_arguments(p: argparse.ArgumentParser) -> None:
         "variables then leave the clients at them too; without it they lift the clients' "
         "limits, so that the CLI and Client() are as quick as emu.client()",
     )
+    _fault_arguments(p)
+
+
+def _fault_arguments(p: argparse.ArgumentParser) -> None:
+    """The faults, limits, clock and dialect that :class:`~surveillance.Emulator`'s methods
+    set, as flags, so that a pipeline test can start the emulator as a process of its own."""
+    g = p.add_argument_group(
+        "faults and behaviour",
+        "what sv.Emulator's set_faults, outage, set_limits, set_semantics, set_dialect, "
+        "set_webhook, set_token_lifetime and advance_clock set, applied at start",
+    )
+    g.add_argument("--start", default="2026-01-05", help="first day of events (%(default)s)")
+    g.add_argument("--latency-ms", type=int, default=0, help="added before every answer")
+    g.add_argument("--tls", action="store_true", help="serve HTTPS; prints SURVEILLANCE_CA_BUNDLE")
+    for name, help in (
+        ("error_rate", "probability of a 500 or 503 answer"),
+        ("rate_limit_rate", "probability of a 429 whatever the load"),
+        ("drop_rate", "probability that a connection is closed without an answer"),
+        ("corrupt_rate", "probability that an events page holds a mistyped event"),
+    ):
+        g.add_argument("--" + name.replace("_", "-"), type=float, default=0.0, help=help)
+    g.add_argument(
+        "--retry-after", type=int, default=0, metavar="S", help="Retry-After of the injected 429s"
+    )
+    g.add_argument(
+        "--token-endpoint-faults",
+        action="store_true",
+        help="the injected errors, 429s and drops apply to the token endpoint too",
+    )
+    g.add_argument(
+        "--outage",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="close the port for S seconds once --outage-after requests have come",
+    )
+    g.add_argument("--outage-after", type=int, default=0, metavar="N", help="(default 0)")
+    for name, kind in (
+        ("read_per_second", float),
+        ("read_concurrency", int),
+        ("publish_per_second", float),
+        ("publish_concurrency", int),
+    ):
+        g.add_argument(
+            "--" + name.replace("_", "-"),
+            type=kind,
+            default=None,
+            help="a limit the emulator enforces with 429s (as set_limits; printed for clients)",
+        )
+    g.add_argument("--order", choices=("asc", "desc", "shuffled"), default="asc")
+    g.add_argument("--bounds", choices=("[)", "[]", "()", "(]"), default="[)")
+    g.add_argument(
+        "--dialect",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of set_dialect (repeatable): " + ", ".join(sorted(Emulator.DIALECTS)),
+    )
+    g.add_argument(
+        "--no-webhook-arrays",
+        action="store_true",
+        help="refuse JSON arrays on the webhook (set_webhook(arrays=False))",
+    )
+    g.add_argument("--token-lifetime", type=int, default=None, metavar="S", help="expires_in")
+    g.add_argument(
+        "--advance-clock",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="move the emulator's clock by S seconds at start (its Date and its quota's day)",
+    )
+
+
+def _dialect(items: list[str]) -> dict[str, Any]:
+    """``["webhook_answer=no_content", "token_requests=3"]`` as set_dialect's keywords."""
+    dialect: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or name not in Emulator.DIALECTS:
+            raise ValueError(
+                f"--dialect takes NAME=VALUE, NAME one of {', '.join(sorted(Emulator.DIALECTS))}; "
+                f"got `{item}`"
+            )
+        dialect[name] = int(value) if name == "token_requests" else value
+    return dialect
+
+
+def _configure(emu: Emulator, args: argparse.Namespace) -> None:
+    """Applies the flags of :func:`_fault_arguments` to `emu`."""
+    if args.daily_requests < 0:
+        raise ValueError("--daily-requests must be 0 (no quota) or more")
+    rates = ("read_per_second", "read_concurrency", "publish_per_second", "publish_concurrency")
+    limits: dict[str, Any] = {name: getattr(args, name) for name in rates}
+    if args.provider_limits:
+        published = asdict(Limits(daily_requests=args.daily_requests or Limits.daily_requests))
+        limits = {k: published[k] if v is None else v for k, v in {**published, **limits}.items()}
+        limits["daily_requests"] = published["daily_requests"]
+    elif args.daily_requests:
+        limits["daily_requests"] = args.daily_requests
+    if any(v is not None for v in limits.values()):
+        emu.set_limits(**limits)
+    emu.set_faults(
+        error_rate=args.error_rate,
+        rate_limit_rate=args.rate_limit_rate,
+        drop_rate=args.drop_rate,
+        corrupt_rate=args.corrupt_rate,
+        retry_after=args.retry_after,
+        token_endpoint=args.token_endpoint_faults,
+    )
+    emu.set_semantics(order=args.order, bounds=args.bounds)
+    if args.dialect:
+        emu.set_dialect(**_dialect(args.dialect))
+    if args.no_webhook_arrays:
+        emu.set_webhook(arrays=False)
+    if args.token_lifetime is not None:
+        emu.set_token_lifetime(args.token_lifetime)
+    if args.advance_clock:
+        emu.advance_clock(args.advance_clock)
+    if args.outage:
+        emu.outage(args.outage, args.outage_after)
 
 
 def _emulator(args: argparse.Namespace) -> int:
@@ -72,41 +193,27 @@ def _emulator(args: argparse.Namespace) -> int:
         sites=args.sites,
         days=args.days,
         events_per_day=args.events_per_day,
+        latency_ms=args.latency_ms,
+        start=args.start,
         port=args.port,
+        tls=args.tls,
     )
-    if args.daily_requests < 0:
+    try:
+        _configure(emu, args)
+    except BaseException:
         emu.stop()
-        raise ValueError("--daily-requests must be 0 (no quota) or more")
-    if args.provider_limits:
-        published = Limits(daily_requests=args.daily_requests or Limits.daily_requests)
-        emu.set_limits(**asdict(published))
-    elif args.daily_requests:
-        emu.set_limits(daily_requests=args.daily_requests)
+        raise
     # Ctrl-C at any point from here on (even while the variables are printed) stops the
     # emulator cleanly: it is how this command is meant to end.
     try:
-        # Lines a shell runs as they are: `export`s, the rest comments.
+        # Lines a shell runs as they are: `export`s, the rest comments. The clients' limits
+        # and daily quota are the emulator's (`Emulator.env`): none unless it enforces some,
+        # so that commands run against it are as quick as `emu.client()` and never stop on
+        # the published 2,400 (its requests are counted apart from a real service's, in a
+        # ledger of its own base URL).
         print(f"# surveillance emulator {__version__}: serving until Ctrl-C")
-        print(f"export SURVEILLANCE_BASE_URL={shlex.quote(emu.url)}")
-        print(f"export SURVEILLANCE_EU_BASE_URL={shlex.quote(emu.eu_url)}")
-        print(f"export SURVEILLANCE_API_KEY={shlex.quote(emu.api_key)}")
-        print(f"export SURVEILLANCE_CLIENT_ID={shlex.quote(emu.client_id)}")
-        print(f"export SURVEILLANCE_CLIENT_SECRET={shlex.quote(emu.client_secret)}")
-        print(f"export SURVEILLANCE_AUDIENCE={shlex.quote(emu.audience)}")
-        # The clients' daily quota is the emulator's: none by default, so that commands run
-        # against it never stop on the published 2,400 (its requests are counted apart from a
-        # real service's, in a ledger removed when it stops).
-        # The clients' rates are the emulator's too: none unless it enforces the provider's, as
-        # for `emu.client()`.
-        if args.provider_limits:
-            daily = args.daily_requests or Limits.daily_requests
-        else:
-            daily = args.daily_requests
-            for name in ("read_per_second", "read_concurrency"):
-                print(f"export SURVEILLANCE_{name.upper()}=0")
-            for name in ("publish_per_second", "publish_concurrency"):
-                print(f"export SURVEILLANCE_{name.upper()}=0")
-        print(f"export SURVEILLANCE_DAILY_REQUESTS={daily}")
+        for name, value in emu.env().items():
+            print(f"export {name}={shlex.quote(value)}")
         print(f"# events from {emu.start.isoformat()} to {emu.end.isoformat()}", flush=True)
         while True:
             time.sleep(3600)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from .._html import table
+from ..errors import QuotaExhaustedError
 from ._state import _iso
 
 
@@ -93,6 +94,40 @@ class SyncResult:
             f"partitions={len(self.partitions)}, synced_until={_iso(self.synced_until)}, "
             f"elapsed={self.elapsed:.2f}s, complete={self.complete}{stopped})"
         )
+
+    def raise_if_incomplete(self) -> SyncResult:
+        """Raises when the run stopped before the end of its range; returns the result
+        otherwise, so that it chains: ``client.sync_events(...).raise_if_incomplete()``.
+
+        A sync that the day's request quota stops returns ``complete=False`` without raising,
+        having stored everything it fetched; a scheduler that runs it as a task would then mark
+        the task done with part of the range missing. This turns that stop into an exception
+        that the scheduler can retry or defer on (``resets_at`` says when).
+
+        Returns:
+            SyncResult: this result, when ``complete``.
+
+        Raises:
+            QuotaExhaustedError: the run was not complete; ``.resets_at`` is when the quota
+                comes back, ``.result`` this result, and the message says what remains.
+
+        Example:
+            >>> import surveillance as sv, tempfile
+            >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
+            ...     client = emu.client()
+            ...     with tempfile.TemporaryDirectory() as path:
+            ...         result = client.sync_events(path, emu.start, until=emu.end,
+            ...                                     progress=False).raise_if_incomplete()
+            >>> result.complete
+            True
+        """
+        if self.complete:
+            return self
+        error = QuotaExhaustedError(
+            f"{self.path}: the sync is incomplete: {self}", resets_at=self.resets_at
+        )
+        error.result = self  # type: ignore[attr-defined]
+        raise error
 
     def _repr_html_(self) -> str:
         """Its figures as a table, for Jupyter."""
