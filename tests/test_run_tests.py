@@ -1,7 +1,8 @@
 """``./run-tests`` installs into a virtual environment of its own (``.venv``, made when missing),
 never into the interpreter on PATH, and ``./build-wheels`` tests the wheel in another one, made
-new, with no Rust on PATH: run here with stand-ins for Python, cargo and the tools that record
-what they are asked, so that nothing is built or installed and nothing leaves the machine."""
+new, with no Rust on PATH; none of the scripts clears or installs into an environment it did
+not make: run here with stand-ins for Python, cargo and the tools that record what they are
+asked, so that nothing is built or installed and nothing leaves the machine."""
 
 from __future__ import annotations
 
@@ -49,6 +50,10 @@ exit 0
 """
 
 
+#: The scripts that keep their tools in the environment that ``VENV`` names.
+SCRIPTS = ("run-tests", "build-wheels", "build-docs")
+
+
 def _executable(path: Path, text: str) -> Path:
     path.write_text(text)
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
@@ -57,8 +62,8 @@ def _executable(path: Path, text: str) -> Path:
 
 @pytest.fixture
 def sandbox(tmp_path):
-    """A directory holding only copies of run-tests and build-wheels, stand-ins for cargo,
-    rustup and actionlint first on PATH, two stand-in interpreters, and the log they all
+    """A directory holding only copies of run-tests, build-wheels and build-docs, stand-ins for
+    cargo, rustup and actionlint first on PATH, two stand-in interpreters, and the log they all
     write to."""
     if shutil.which("bash") is None or (platform.system(), platform.machine()) != (
         "Linux",
@@ -67,7 +72,7 @@ def sandbox(tmp_path):
         pytest.skip("run-tests and build-wheels are bash scripts for Linux x86_64")
     repo = tmp_path / "repo"
     repo.mkdir()
-    for script in ("run-tests", "build-wheels"):
+    for script in SCRIPTS:
         shutil.copy(ROOT / script, repo / script)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -169,3 +174,57 @@ def test_build_wheels_builds_the_release_profile_into_dist(sandbox):
 def test_the_virtual_environment_is_ignored_by_git():
     ignored = (ROOT / ".gitignore").read_text().split()
     assert "/.venv" in ignored or ".venv" in ignored or ".venv/" in ignored
+
+
+def _tree(path: Path) -> dict:
+    """Every file and folder under ``path``: a file's bytes, None for a folder."""
+    return {
+        str(p.relative_to(path)): None if p.is_dir() else p.read_bytes()
+        for p in sorted(path.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("kind", ["a-venv", "a-folder"])
+def test_an_environment_the_scripts_did_not_make_is_left_as_it_is(sandbox, tmp_path, script, kind):
+    repo, env, log, (python, _) = sandbox
+    # The user's own environment (or any folder of theirs) named by VENV, or made as .venv in
+    # the checkout: it holds no record of being made by the scripts.
+    for venv in (tmp_path / "mine", repo / ".venv"):
+        if kind == "a-venv":
+            (venv / "bin").mkdir(parents=True)
+            _executable(venv / "bin" / "python", FAKE_PYTHON)
+            (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+            site = venv / "lib" / "python3.12" / "site-packages" / "theirs"
+            site.mkdir(parents=True)
+            (site / "__init__.py").write_text("x = 1\n")
+        else:
+            venv.mkdir()
+            (venv / "notes.txt").write_text("mine")
+        before = _tree(venv)
+        log.write_text("")
+        run_env = dict(env, PYTHON=str(python))
+        if venv != repo / ".venv":
+            run_env["VENV"] = str(venv)
+        out = subprocess.run(
+            ["bash", str(repo / script)], env=run_env, capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 2, out.stdout + out.stderr
+        assert f"{script}: VENV={venv} " in out.stderr and ".made-from" in out.stderr, out.stderr
+        # No interpreter ran (only run-tests' look at cargo's version): no environment made or
+        # cleared, nothing installed; the folder is as it was.
+        lines = log.read_text().splitlines()
+        assert all(line.startswith("cargo ") for line in lines), lines
+        assert _tree(venv) == before
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_an_empty_folder_named_by_venv_is_made_an_environment(sandbox, tmp_path, script):
+    repo, env, log, (python, _) = sandbox
+    venv = tmp_path / "empty"
+    venv.mkdir()
+    lines = _run(repo, dict(env, VENV=str(venv)), log, python, script)
+    assert [line for line in lines if line.startswith(str(python))] == [
+        f"{python} -m venv --clear {venv}"
+    ]
+    assert (venv / ".made-from").read_text().strip() == str(python)
