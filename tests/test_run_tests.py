@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: A stand-in for an interpreter: logs its command line (and the opt-level a build is given, and
 #: whether pytest has cargo on PATH); `-m venv DIR` makes DIR/bin/python, a copy of itself, and a
 #: `surveillance` command; maturin makes an empty sdist and wheel where `--out` says, auditwheel
-#: finds manylinux_2_17, `-c` prints the package's folder in its environment; everything else
-#: succeeds.
+#: finds manylinux_2_17, `-c` prints the package's folder in its environment, a script on stdin
+#: (`-`) runs in the real interpreter; everything else succeeds.
 FAKE_PYTHON = """#!/bin/sh
 echo "$0 $*" >>"$RUN_TESTS_LOG"
 out=; prev=
@@ -45,6 +47,8 @@ case "$1 $2 $3" in
     echo 'consistent with the following platform tag: "manylinux_2_17_x86_64".' ;;
 "-c "*)
     echo "$(dirname "$(dirname "$0")")/lib/surveillance" ;;
+"-  ")
+    exec "$REAL_PYTHON" - ;;
 esac
 exit 0
 """
@@ -74,6 +78,7 @@ def sandbox(tmp_path):
     repo.mkdir()
     for script in SCRIPTS:
         shutil.copy(ROOT / script, repo / script)
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("cargo", "rustup", "actionlint"):
@@ -89,6 +94,7 @@ def sandbox(tmp_path):
     env.update(
         PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         RUN_TESTS_LOG=str(log),
+        REAL_PYTHON=sys.executable,
         SURVEILLANCE_QUOTA_DIR=str(tmp_path / "quota"),
     )
     pythons = [_executable(tmp_path / f"python{i}", FAKE_PYTHON) for i in (1, 2)]
@@ -228,3 +234,15 @@ def test_an_empty_folder_named_by_venv_is_made_an_environment(sandbox, tmp_path,
         f"{python} -m venv --clear {venv}"
     ]
     assert (venv / ".made-from").read_text().strip() == str(python)
+
+
+def test_build_docs_installs_every_requirement_of_the_docs_extra(sandbox):
+    repo, env, log, (python, _) = sandbox
+    venv = repo / ".venv"
+    lines = _run(repo, env, log, python, "build-docs")
+    wanted = (venv / "docs-requirements.txt").read_text().split()
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    line = next(line for line in text.splitlines() if line.startswith("docs = ["))
+    assert wanted == re.findall(r'"([^"]+)"', line.split("#", 1)[0])
+    assert "dask[dataframe]>=2023.1" in wanted and "pyarrow>=14" in wanted
+    assert any(f"-r {venv}/docs-requirements.txt" in line for line in lines)
