@@ -638,3 +638,40 @@ def test_a_report_id_is_cached_as_given(remote, tmp_path):
     again = remote.client(cache=tmp_path)
     assert again.events(D0, D0 + 2 * DAY, report_id=report.upper(), progress=False) == lower
     assert event_requests(again) == 0
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symbolic links")
+@pytest.mark.parametrize("link", ["account", "events"])
+def test_a_link_in_the_cache_is_never_followed_to_write_or_clear(remote, tmp_path, caplog, link):
+    cache = tmp_path / "cache"
+    client = remote.client(cache=cache)
+    want = client.events(D0, D0 + DAY, progress=False)
+    [account] = [p for p in cache.iterdir() if p.is_dir()]
+    # A folder of the user's, holding what an account of the cache holds, and the cache's
+    # account folder (or its events folder) replaced by a link to it.
+    mine = tmp_path / "mine"
+    (mine / "events").mkdir(parents=True)
+    (mine / "account.json").write_text('{"user": "me"}')
+    (mine / "shape.json").write_text("{}")
+    (mine / "events" / "10_20_1_1.json").write_text("{}")
+    (mine / "events" / "notes.txt").write_text("mine")
+    before = snapshot(mine)
+    replaced = account if link == "account" else account / "events"
+    target = mine if link == "account" else mine / "events"
+    for path in sorted(replaced.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    replaced.rmdir()
+    replaced.symlink_to(target, target_is_directory=True)
+
+    again = remote.client(cache=cache)
+    with caplog.at_level(logging.WARNING, logger="surveillance"):
+        assert again.events(D0, D0 + DAY, progress=False) == want
+    assert event_requests(again) > 0  # nothing served through the link
+    said = [r.getMessage() for r in caplog.records]
+    assert any("symbolic link" in m and str(replaced) in m for m in said), said
+    assert snapshot(mine) == before
+    # Cleared: the link goes (never what it points to), exit 0.
+    run = cache_cli("clear", "--dir", str(cache))
+    assert run.returncode == 0, run.stderr
+    assert snapshot(mine) == before
+    assert not os.path.lexists(replaced)

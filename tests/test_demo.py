@@ -1,13 +1,15 @@
 """``surveillance demo``'s numbers: the emulator's bursts (over a hundred events of one site
 stamped with one millisecond) stay out of its statistics and its chart, and the chart shows
-how many events each point rests on."""
+how many events each point rests on, drawn by matplotlib or, without it, by the package."""
 
 from __future__ import annotations
 
 import re
 import statistics
+import struct
 import subprocess
 import sys
+import zlib
 
 import pytest
 from surveillance import cli
@@ -58,3 +60,37 @@ def test_the_chart_shows_the_events_each_point_rests_on(tmp_path):
     a_medians = list({line.get_label(): line for line in medians.get_lines()}["A"].get_ydata())
     assert a_medians[9] == statistics.median([10, 20, 30])
     assert "events" in counts.get_ylabel()
+
+
+def test_without_matplotlib_the_chart_is_drawn_by_the_package(tmp_path, monkeypatch):
+    # matplotlib cannot be imported, as after `pip install .` alone.
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    brands = ["A"] * 5 + ["B"] * 3
+    hours = [9, 9, 9, 10, 12, 9, 12, 12]
+    durations = [10, 20, 30, 40, 50, 60, 70, None]
+    medians, counts = cli.plot._series(brands, hours, durations)
+    assert medians["A"][9] == statistics.median([10, 20, 30]) and medians["A"][11] is None
+    assert (counts["A"][9], counts["A"][10], counts["B"][12]) == (3, 1, 1)
+    path = tmp_path / "chart.png"
+    assert cli._plot(str(path), brands, hours, durations) is None
+    png = path.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks, at = {}, 8
+    while at < len(png):
+        (size,) = struct.unpack(">I", png[at : at + 4])
+        kind, data = png[at + 4 : at + 8], png[at + 8 : at + 8 + size]
+        (crc,) = struct.unpack(">I", png[at + 8 + size : at + 12 + size])
+        assert crc == zlib.crc32(kind + data)
+        chunks[kind] = data
+        at += 12 + size
+    assert list(chunks) == [b"IHDR", b"IDAT", b"IEND"]
+    width, height, depth, color = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+    assert (width, height, depth, color) == (900, 700, 8, 2)  # 8-bit RGB
+    raw = zlib.decompress(chunks[b"IDAT"])
+    assert len(raw) == height * (1 + 3 * width)
+    # Each brand's line is drawn in its colour (matplotlib's first two).
+    stride = 1 + 3 * width
+    pixels = b"".join(raw[y * stride + 1 : (y + 1) * stride] for y in range(height))
+    colours = {pixels[i : i + 3] for i in range(0, len(pixels), 3)}
+    assert {bytes((31, 119, 180)), bytes((255, 127, 14))} <= colours

@@ -1,15 +1,18 @@
 """``./run-tests`` installs into a virtual environment of its own (``.venv``, made when missing),
 never into the interpreter on PATH, and ``./build-wheels`` tests the wheel in another one, made
-new, with no Rust on PATH: run here with stand-ins for Python, cargo and the tools that record
-what they are asked, so that nothing is built or installed and nothing leaves the machine."""
+new, with no Rust on PATH; none of the scripts clears or installs into an environment it did
+not make: run here with stand-ins for Python, cargo and the tools that record what they are
+asked, so that nothing is built or installed and nothing leaves the machine."""
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: A stand-in for an interpreter: logs its command line (and the opt-level a build is given, and
 #: whether pytest has cargo on PATH); `-m venv DIR` makes DIR/bin/python, a copy of itself, and a
 #: `surveillance` command; maturin makes an empty sdist and wheel where `--out` says, auditwheel
-#: finds manylinux_2_17, `-c` prints the package's folder in its environment; everything else
-#: succeeds.
+#: finds manylinux_2_17, `-c` prints the package's folder in its environment, a script on stdin
+#: (`-`) runs in the real interpreter; everything else succeeds.
 FAKE_PYTHON = """#!/bin/sh
 echo "$0 $*" >>"$RUN_TESTS_LOG"
 out=; prev=
@@ -44,9 +47,15 @@ case "$1 $2 $3" in
     echo 'consistent with the following platform tag: "manylinux_2_17_x86_64".' ;;
 "-c "*)
     echo "$(dirname "$(dirname "$0")")/lib/surveillance" ;;
+"-  ")
+    exec "$REAL_PYTHON" - ;;
 esac
 exit 0
 """
+
+
+#: The scripts that keep their tools in the environment that ``VENV`` names.
+SCRIPTS = ("run-tests", "build-wheels", "build-docs")
 
 
 def _executable(path: Path, text: str) -> Path:
@@ -57,8 +66,8 @@ def _executable(path: Path, text: str) -> Path:
 
 @pytest.fixture
 def sandbox(tmp_path):
-    """A directory holding only copies of run-tests and build-wheels, stand-ins for cargo,
-    rustup and actionlint first on PATH, two stand-in interpreters, and the log they all
+    """A directory holding only copies of run-tests, build-wheels and build-docs, stand-ins for
+    cargo, rustup and actionlint first on PATH, two stand-in interpreters, and the log they all
     write to."""
     if shutil.which("bash") is None or (platform.system(), platform.machine()) != (
         "Linux",
@@ -67,8 +76,9 @@ def sandbox(tmp_path):
         pytest.skip("run-tests and build-wheels are bash scripts for Linux x86_64")
     repo = tmp_path / "repo"
     repo.mkdir()
-    for script in ("run-tests", "build-wheels"):
+    for script in SCRIPTS:
         shutil.copy(ROOT / script, repo / script)
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("cargo", "rustup", "actionlint"):
@@ -84,6 +94,7 @@ def sandbox(tmp_path):
     env.update(
         PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         RUN_TESTS_LOG=str(log),
+        REAL_PYTHON=sys.executable,
         SURVEILLANCE_QUOTA_DIR=str(tmp_path / "quota"),
     )
     pythons = [_executable(tmp_path / f"python{i}", FAKE_PYTHON) for i in (1, 2)]
@@ -169,3 +180,69 @@ def test_build_wheels_builds_the_release_profile_into_dist(sandbox):
 def test_the_virtual_environment_is_ignored_by_git():
     ignored = (ROOT / ".gitignore").read_text().split()
     assert "/.venv" in ignored or ".venv" in ignored or ".venv/" in ignored
+
+
+def _tree(path: Path) -> dict:
+    """Every file and folder under ``path``: a file's bytes, None for a folder."""
+    return {
+        str(p.relative_to(path)): None if p.is_dir() else p.read_bytes()
+        for p in sorted(path.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("kind", ["a-venv", "a-folder"])
+def test_an_environment_the_scripts_did_not_make_is_left_as_it_is(sandbox, tmp_path, script, kind):
+    repo, env, log, (python, _) = sandbox
+    # The user's own environment (or any folder of theirs) named by VENV, or made as .venv in
+    # the checkout: it holds no record of being made by the scripts.
+    for venv in (tmp_path / "mine", repo / ".venv"):
+        if kind == "a-venv":
+            (venv / "bin").mkdir(parents=True)
+            _executable(venv / "bin" / "python", FAKE_PYTHON)
+            (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+            site = venv / "lib" / "python3.12" / "site-packages" / "theirs"
+            site.mkdir(parents=True)
+            (site / "__init__.py").write_text("x = 1\n")
+        else:
+            venv.mkdir()
+            (venv / "notes.txt").write_text("mine")
+        before = _tree(venv)
+        log.write_text("")
+        run_env = dict(env, PYTHON=str(python))
+        if venv != repo / ".venv":
+            run_env["VENV"] = str(venv)
+        out = subprocess.run(
+            ["bash", str(repo / script)], env=run_env, capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 2, out.stdout + out.stderr
+        assert f"{script}: VENV={venv} " in out.stderr and ".made-from" in out.stderr, out.stderr
+        # No interpreter ran (only run-tests' look at cargo's version): no environment made or
+        # cleared, nothing installed; the folder is as it was.
+        lines = log.read_text().splitlines()
+        assert all(line.startswith("cargo ") for line in lines), lines
+        assert _tree(venv) == before
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_an_empty_folder_named_by_venv_is_made_an_environment(sandbox, tmp_path, script):
+    repo, env, log, (python, _) = sandbox
+    venv = tmp_path / "empty"
+    venv.mkdir()
+    lines = _run(repo, dict(env, VENV=str(venv)), log, python, script)
+    assert [line for line in lines if line.startswith(str(python))] == [
+        f"{python} -m venv --clear {venv}"
+    ]
+    assert (venv / ".made-from").read_text().strip() == str(python)
+
+
+def test_build_docs_installs_every_requirement_of_the_docs_extra(sandbox):
+    repo, env, log, (python, _) = sandbox
+    venv = repo / ".venv"
+    lines = _run(repo, env, log, python, "build-docs")
+    wanted = (venv / "docs-requirements.txt").read_text().split()
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    line = next(line for line in text.splitlines() if line.startswith("docs = ["))
+    assert wanted == re.findall(r'"([^"]+)"', line.split("#", 1)[0])
+    assert "dask[dataframe]>=2023.1" in wanted and "pyarrow>=14" in wanted
+    assert any(f"-r {venv}/docs-requirements.txt" in line for line in lines)

@@ -1,7 +1,7 @@
 """A dlt source (https://dlthub.com): the service's events and lists, loaded by a dlt pipeline
 into any of its destinations (DuckDB, BigQuery, Snowflake, Postgres, ...).
 
-Needs ``pip install 'surveillance[dlt]'`` (dlt, pyarrow).
+Needs ``pip install 'surveillance[dlt]'`` (dlt with its duckdb destination, pyarrow).
 
 Resources:
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::disk::{is_marked, locate};
+use super::disk::{is_marked, locate, real_dir};
 use super::{
     account_name, carried_window, former_segment, report_of, segment_of, Segment, ACCOUNT_FILE,
     ENDPOINT, SEEN_FILE, TAG_FILE,
@@ -51,7 +51,8 @@ pub struct Entry {
 pub(super) type Endpoint = (PathBuf, Option<String>);
 
 /// The account directories of the cache at `root`, by name, and the endpoint directories of
-/// each with their report: only the names the cache writes.
+/// each with their report: only the names the cache writes, and only directories themselves (a
+/// link is never followed below the root: see [`links`]).
 pub(super) fn accounts(root: &Path) -> Vec<(PathBuf, Vec<Endpoint>)> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(root) else {
@@ -61,7 +62,7 @@ pub(super) fn accounts(root: &Path) -> Vec<(PathBuf, Vec<Endpoint>)> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            p.is_dir()
+            real_dir(p)
                 && p.file_name()
                     .and_then(|n| n.to_str())
                     .is_some_and(account_name)
@@ -74,7 +75,7 @@ pub(super) fn accounts(root: &Path) -> Vec<(PathBuf, Vec<Endpoint>)> {
             .flatten()
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.is_dir())
+            .filter(|p| real_dir(p))
             .filter_map(|p| {
                 let report = report_of(p.file_name()?.to_str()?)?;
                 Some((p, report))
@@ -82,6 +83,26 @@ pub(super) fn accounts(root: &Path) -> Vec<(PathBuf, Vec<Endpoint>)> {
             .collect();
         endpoints.sort();
         out.push((account, endpoints));
+    }
+    out
+}
+
+/// The symbolic links under the cache at `root` that bear the name of an account's or an
+/// endpoint's directory: the cache follows none of them (they lead out of the cache).
+fn links(root: &Path) -> Vec<PathBuf> {
+    let is_link = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+    let named = |dir: &Path, name: fn(&str) -> bool| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| is_link(p) && p.file_name().and_then(|n| n.to_str()).is_some_and(name))
+            .collect()
+    };
+    let mut out = named(root, account_name);
+    for (account, _) in accounts(root) {
+        out.extend(named(&account, |n| report_of(n).is_some()));
     }
     out
 }
@@ -151,7 +172,8 @@ pub(super) fn cleared(name: &str) -> bool {
 /// Empties the cache that `dir` names (see [`locate`]): only what the cache wrote there (its
 /// accounts' segments, carried pages, `account.json` and `shape.json`, its temporary files,
 /// and the directories they empty), in a root that holds its mark, which stays; the number of
-/// segments removed. A file, or an existing directory that is not the cache's (no mark), is
+/// segments removed. A link in place of an account's or an endpoint's directory is removed
+/// itself, never followed: what it points to is left as it is. A file, or an existing directory that is not the cache's (no mark), is
 /// refused, and nothing is removed; a missing one holds nothing.
 pub fn clear(dir: &Path) -> Result<u64> {
     let root = locate(dir)?;
@@ -164,6 +186,13 @@ pub fn clear(dir: &Path) -> Result<u64> {
              nothing is removed",
             dir.display()
         )));
+    }
+    for link in links(&root) {
+        // A link to a directory is a directory entry on Windows, a file elsewhere; neither
+        // call removes what it points to.
+        if std::fs::remove_file(&link).is_err() {
+            let _ = std::fs::remove_dir(&link);
+        }
     }
     let mut removed = 0;
     for (account, endpoints) in accounts(&root) {

@@ -1,5 +1,6 @@
 //! Where the cache lives and how it touches the disk: the user's cache directory, private
-//! directories and modes, the root's `CACHEDIR.TAG` mark and check, atomic writes.
+//! directories and modes, the root's `CACHEDIR.TAG` mark and check, no link followed below the
+//! root, atomic writes.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -93,6 +94,60 @@ pub(crate) fn make_private_dirs(dir: &Path) -> std::io::Result<bool> {
         };
     }
     Ok(made)
+}
+
+/// Checks that `path`, below the cache's `root`, is reached through no symbolic link: the root
+/// is the user's choice, but what lies below it is the cache's own, and a link there (an
+/// account's or an endpoint's folder replaced by a link to a user's folder) would make the
+/// cache write, serve or remove the files it points to. The parts of `path` that do not exist
+/// yet are fine (the cache makes them); a path outside `root` is refused.
+pub(super) fn refuse_links(root: &Path, path: &Path) -> std::io::Result<()> {
+    let below = path.strip_prefix(root).map_err(|_| {
+        std::io::Error::other(format!(
+            "`{}` is not inside the cache `{}`",
+            path.display(),
+            root.display()
+        ))
+    })?;
+    let mut at = root.to_path_buf();
+    for part in below.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(std::io::Error::other(format!(
+                    "`{}` is a symbolic link, and the cache follows none below its root: it \
+                     writes, reads and removes nothing through it; remove the link (`surveillance \
+                     cache clear` does)",
+                    at.display()
+                )))
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Makes `dir`, below the cache's `root`, as [`make_private_dirs`] does, once no part of it
+/// below the root is a link (see [`refuse_links`]). The directory.
+pub(super) fn make_own_dirs(root: &Path, dir: PathBuf) -> std::io::Result<PathBuf> {
+    refuse_links(root, &dir)?;
+    make_private_dirs(&dir)?;
+    Ok(dir)
+}
+
+/// The entries of `dir`, below the cache's `root`, when no part of it below the root is a link
+/// (see [`refuse_links`]); None when it is one, or cannot be read.
+pub(super) fn read_own_dir(root: &Path, dir: &Path) -> Option<std::fs::ReadDir> {
+    refuse_links(root, dir).ok()?;
+    std::fs::read_dir(dir).ok()
+}
+
+/// Whether `path` is a directory itself, not a link to one (an entry the cache may list,
+/// serve and clear).
+pub(super) fn real_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir())
 }
 
 /// The effective user of the process (Unix).

@@ -6,7 +6,8 @@
 //! convention backup tools honour): a directory the cache creates is marked so, and an existing
 //! directory without the mark is never written, chmod-ed or cleared: the cache makes its own
 //! marked folder, [`OWN_DIR`], inside it (see [`locate`]). Every directory the cache creates is
-//! 0700 and every file 0600, whatever the umask; a root that is not private is refused.
+//! 0700 and every file 0600, whatever the umask; a root that is not private is refused. Below
+//! the root no symbolic link is followed, to write, read or remove (a link is not the cache's).
 //!
 //! A file is `svcache 2 <header>\n` and then a JSON array of the window's events in `[lo, hi)`,
 //! sorted by (startTime, id), as the service sent them. The header, one JSON object, says which
@@ -40,7 +41,9 @@ mod disk;
 use admin::accounts;
 pub use admin::{clear, info, Entry, Info};
 pub(crate) use disk::make_private_dirs;
-use disk::{check_root, sha256_hex, temp_name, write_atomic};
+use disk::{
+    check_root, make_own_dirs, read_own_dir, refuse_links, sha256_hex, temp_name, write_atomic,
+};
 pub use disk::{default_dir, is_marked, locate, user_cache_dir};
 
 /// The default cap of a cache directory's size, bytes (2 GiB).
@@ -430,20 +433,18 @@ impl Cache {
         made
     }
 
-    /// The account's directory, made (private, in the marked root) if missing.
+    /// The account's directory, made (private, in the marked root) if missing; refused when
+    /// it is a link.
     fn account_dir(&self) -> std::io::Result<PathBuf> {
         self.own_root()?;
-        let account = self.root.join(&self.account);
-        make_private_dirs(&account)?;
-        Ok(account)
+        make_own_dirs(&self.root, self.root.join(&self.account))
     }
 
-    /// The directory of `report`'s events, made (private, in the marked root) if missing.
+    /// The directory of `report`'s events, made (private, in the marked root) if missing;
+    /// refused when it, or the account's, is a link.
     fn private_dirs(&self, report: Option<&str>) -> std::io::Result<PathBuf> {
         self.account_dir()?;
-        let dir = self.dir(report);
-        make_private_dirs(&dir)?;
-        Ok(dir)
+        make_own_dirs(&self.root, self.dir(report))
     }
 
     /// What a file of `report`'s `[lo, hi)` holding `count` events (or pages) of `body` says.
@@ -462,7 +463,7 @@ impl Cache {
 
     /// The segments held of `report`'s events (or all events), by start.
     pub fn segments(&self, report: Option<&str>) -> Vec<Segment> {
-        let Ok(entries) = std::fs::read_dir(self.dir(report)) else {
+        let Some(entries) = read_own_dir(&self.root, &self.dir(report)) else {
             return Vec::new();
         };
         let mut out: Vec<Segment> = entries.filter_map(|e| segment_of(e.ok()?.path())).collect();
@@ -569,7 +570,9 @@ impl Cache {
     /// kept; a file that does not read as one gives None (and is written again when a fetch
     /// finds something).
     pub fn seen(&self) -> Option<Seen> {
-        let data = std::fs::read(self.root.join(&self.account).join(SEEN_FILE)).ok()?;
+        let path = self.root.join(&self.account).join(SEEN_FILE);
+        refuse_links(&self.root, &path).ok()?;
+        let data = std::fs::read(path).ok()?;
         let mut seen: Seen = serde_json::from_slice(&data).ok()?;
         seen.density.retain(|(_, d)| d.is_finite() && *d > 0.0);
         Some(seen)
@@ -612,7 +615,7 @@ impl Cache {
 
     /// The carried windows of `report` (see [`Cache::carry`]).
     fn carried(&self, report: Option<&str>) -> Vec<CarriedFile> {
-        let Ok(entries) = std::fs::read_dir(self.dir(report)) else {
+        let Some(entries) = read_own_dir(&self.root, &self.dir(report)) else {
             return Vec::new();
         };
         entries

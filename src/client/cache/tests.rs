@@ -514,3 +514,73 @@ fn a_report_id_is_kept_exactly_as_given() {
     assert_eq!(shown.entries[0].report_id.as_deref(), Some(id));
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A user's folder holding what a cache's account holds (`account.json`, `shape.json`, an
+/// `events/` folder of a segment and carried pages); every path under it, with its contents.
+#[cfg(unix)]
+fn users_account(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+    std::fs::create_dir_all(dir.join("events")).expect("mkdir");
+    for (name, text) in [
+        ("account.json", "{\"user\": \"me\"}"),
+        ("shape.json", "{}"),
+        ("events/10_20_1_1.json", "{}"),
+        ("events/10_20.pages", "{}"),
+        ("events/notes.txt", "mine"),
+    ] {
+        std::fs::write(dir.join(name), text).expect("write");
+    }
+    listing(dir)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_link_below_the_root_is_never_followed_to_write_read_or_remove() {
+    use std::os::unix::fs::symlink;
+    let base = temp_root("links");
+    let (root, mine) = (base.join("cache"), base.join("mine"));
+    std::fs::create_dir_all(&mine).expect("mkdir");
+    let before = users_account(&mine);
+    let c = account(&root, "k");
+    c.write(None, 0, 10, 1, ["{}"].into_iter())
+        .expect("written");
+    let account_dir = root.join(c.account());
+    // The account's folder replaced by a link to the user's folder.
+    std::fs::remove_dir_all(&account_dir).expect("rm");
+    symlink(&mine, &account_dir).expect("symlink");
+    let refused = c
+        .write(None, 10, 20, 1, ["{}"].into_iter())
+        .expect_err("a link is refused");
+    assert!(refused.to_string().contains("symbolic link"), "{refused}");
+    let seen = Seen {
+        unsorted: true,
+        ..Seen::default()
+    };
+    assert!(c.keep_seen(seen).is_err());
+    assert!(c.carry(None, 0, 50, &[]).is_err());
+    assert!(c.segments(None).is_empty() && c.carried_end(None, 10).is_none());
+    assert_eq!(c.seen(), None);
+    assert_eq!(c.take_carried(None, 10, 20).expect("none"), None);
+    c.forget(None, 0, 100);
+    c.evict();
+    assert_eq!(info(&root).expect("info").files, 0);
+    assert_eq!(listing(&mine), before);
+    // Cleared: the link goes, never what it points to.
+    assert_eq!(clear(&root).expect("cleared"), 0);
+    assert!(std::fs::symlink_metadata(&account_dir).is_err());
+    assert_eq!(listing(&mine), before);
+
+    // The endpoint's folder of a real account replaced by a link.
+    c.write(None, 0, 10, 1, ["{}"].into_iter())
+        .expect("written");
+    let events = c.dir(None);
+    std::fs::remove_dir_all(&events).expect("rm");
+    symlink(mine.join("events"), &events).expect("symlink");
+    assert!(c.write(None, 10, 20, 1, ["{}"].into_iter()).is_err());
+    assert!(c.segments(None).is_empty());
+    c.forget(None, 0, 100);
+    c.evict();
+    assert_eq!(clear(&root).expect("cleared"), 0);
+    assert!(std::fs::symlink_metadata(&events).is_err());
+    assert_eq!(listing(&mine), before);
+    let _ = std::fs::remove_dir_all(&base);
+}
