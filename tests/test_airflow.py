@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -375,3 +376,22 @@ def test_the_package_is_an_airflow_provider_with_the_connection_type():
         hooks = ProvidersManager().hooks
         assert "surveillance" in hooks
         assert hooks["surveillance"].hook_class_name == "surveillance.airflow.SurveillanceHook"
+
+
+def guide_block(marker: str) -> str:
+    """The code block of the scheduling guide that holds ``marker``."""
+    page = Path(__file__).resolve().parent.parent / "docs" / "guide" / "scheduling.md"
+    blocks = re.findall(r"^```\w*\n(.*?)^```", page.read_text(), re.S | re.M)
+    (block,) = [b for b in blocks if marker in b]
+    return block
+
+
+def test_the_guides_dag_runs_as_written(emu, airflow_env, tmp_path):
+    """The scheduling guide's DAG, as a DAG file run with ``python dag.py`` (its
+    ``dag.test()``): the day before its logical date, exactly."""
+    dag_file = Path(airflow_env["AIRFLOW__CORE__DAGS_FOLDER"]) / "guide_dag.py"
+    dag_file.write_text(guide_block("SyncEventsOperator("))
+    out = subprocess.run([sys.executable, str(dag_file)], env=airflow_env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=110)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert sorted(dataset_ids(tmp_path / "events")) == sorted(emu.truth(START, START + DAY))
