@@ -135,6 +135,10 @@ def events_asset(
         max_retries: how many quota stops a run retries (``RetryRequested``'s).
         **asset_kwargs: any other argument of ``dagster.asset`` (``description``, ``tags``...).
 
+    Raises:
+        ValueError: ``start`` or ``end`` is not a time, or ``name`` is empty.
+        TypeError: an argument of the wrong type.
+
     Example:
         >>> from surveillance.dagster import events_asset
         >>> events_asset().partitions_def.get_first_partition_key()

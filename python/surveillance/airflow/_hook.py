@@ -123,7 +123,11 @@ class SurveillanceHook(BaseHook):  # type: ignore[misc, unused-ignore]
 
     def get_async_client(self, **kwargs: Any) -> AsyncClient:
         """An :class:`~surveillance.AsyncClient` of the connection's settings, for a trigger
-        or other asyncio code (see :meth:`get_client`)."""
+        or other asyncio code (see :meth:`get_client`).
+
+        Raises:
+            ConfigError: see :meth:`settings`.
+        """
         return AsyncClient(**{**self.settings(), **kwargs})
 
     def get_conn(self) -> Client:

@@ -101,12 +101,26 @@ class SyncEventsOperator(BaseOperator):  # type: ignore[misc, unused-ignore]
         self.deferrable = deferrable
 
     def execute(self, context: Any) -> dict[str, Any]:
-        """Syncs the interval; defers on a quota stop (see the class)."""
+        """Syncs the interval; defers on a quota stop (see the class).
+
+        Raises:
+            TaskDeferred: the day's quota stopped the sync (Airflow defers the task).
+            QuotaExhaustedError: the same, with ``deferrable=False``.
+            ValueError: the run has no data interval, nor ``start`` and ``end``.
+            ConfigError: the connection lacks a field, or the dataset's report differs.
+            SurveillanceError: any other failure of the sync, typed (``AuthError``,
+                ``TransportError``, ``ApiError`` ...), as ``sync_events`` raises it.
+        """
         return self._sync(context, requests=0, events=0, replaced=0)
 
     def execute_complete(self, context: Any, event: Any = None, **before: int) -> dict[str, Any]:
         """Resumes after the quota's reset, where the deferred part stopped (``before`` holds
-        its figures, added to the summary)."""
+        its figures, added to the summary).
+
+        Raises:
+            TaskDeferred: the quota stopped it again (a range larger than a day's quota).
+            SurveillanceError: as :meth:`execute`.
+        """
         return self._sync(context, **before)
 
     def _sync(self, context: Any, *, requests: int, events: int, replaced: int) -> dict[str, Any]:
@@ -246,7 +260,15 @@ class PublishOperator(BaseOperator):  # type: ignore[misc, unused-ignore]
         self.surveillance_conn_id = surveillance_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        """Publishes the file; fails on more failures than ``max_rejected`` (see the class)."""
+        """Publishes the file; fails on more failures than ``max_rejected`` (see the class).
+
+        Raises:
+            PublishError: more records than ``max_rejected`` were not accepted, or the publish
+                was interrupted (``.report`` holds every failure).
+            ConfigError: the connection lacks a field.
+            OSError: the file cannot be read, or the failures cannot be written.
+            SurveillanceError: any other failure, typed, as ``publish`` raises it.
+        """
         hook = SurveillanceHook(self.surveillance_conn_id)
         with hook.get_client() as client, _readable(self.path) as source:
             report = client.publish(
