@@ -56,3 +56,10 @@ def test_the_cron_script_skips_a_quota_stop_and_the_next_run_completes(tmp_path)
 
         ids = ds.dataset(data, partitioning="hive").to_table(columns=["id"]).column("id")
         assert sorted(ids.to_pylist()) == sorted(emu.truth(emu.start, emu.end))
+
+
+def test_importing_the_package_imports_no_scheduler():
+    code = "import sys, surveillance; print(sorted({'airflow', 'dagster'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
