@@ -18,6 +18,7 @@ import ssl
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import threading
 import time
@@ -30,6 +31,15 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 import pytest
 import surveillance as sv
+
+# Airflow and Dagster (surveillance.airflow, surveillance.dagster) keep their configuration,
+# metadata database and logs under a home of their own: a temporary one, never the user's, set
+# before either is imported (the doctests of the package import them at collection).
+_SCHEDULERS_HOME = tempfile.mkdtemp(prefix="surveillance-schedulers-")
+os.environ["AIRFLOW_HOME"] = os.path.join(_SCHEDULERS_HOME, "airflow")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["DAGSTER_HOME"] = os.path.join(_SCHEDULERS_HOME, "dagster")
+os.makedirs(os.environ["DAGSTER_HOME"], exist_ok=True)
 
 TIMEOUT = 10.0
 PAGE = 100

@@ -30,6 +30,8 @@ PUBLIC_MODULES = [
     "surveillance.analysis",
     "surveillance.dask",
     "surveillance.dlt",
+    "surveillance.airflow",
+    "surveillance.dagster",
     "surveillance.client",
     "surveillance.aio",
     "surveillance.emulator",
