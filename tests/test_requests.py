@@ -282,3 +282,61 @@ def test_what_an_async_iteration_spent_is_told(day):
         day.reset_stats()
         got = asyncio.run(drain(method(start, start + HOUR)))
         assert got and client.last_cost.requests == reads(day) > 1
+
+
+def test_concurrent_callers_of_one_client_each_read_their_own_cost(day):
+    """``last_cost`` is the caller's own: two threads, and two asyncio tasks, on one client at
+    the same time each read the requests of their own call (an hour's fetch beside a day's),
+    not the client's total over the time their calls overlapped."""
+    import asyncio
+    import threading
+
+    day.set_faults(latency_ms=20)  # the calls overlap for most of their course
+    try:
+        client = day.client(limits=sv.Limits.unlimited())
+        client.access_token()  # the token is no call's
+        start = day.start + 20 * HOUR
+        day.reset_stats()
+        costs: dict = {}
+
+        def read(name, hours):
+            client.events(start, start + hours * HOUR, progress=False)
+            costs[name] = client.last_cost.requests
+
+        def read_sites():
+            for _ in range(3):
+                client.sites()
+            costs["sites"] = client.last_cost.requests
+
+        threads = [
+            threading.Thread(target=read, args=("hour", 1)),
+            threading.Thread(target=read, args=("day", 4)),
+            threading.Thread(target=read_sites),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        day_reads = reads(day)
+        assert costs["sites"] == 1
+        assert costs["hour"] > 1 and costs["day"] > costs["hour"]
+        assert costs["hour"] + costs["day"] == day_reads
+        # The main thread made no call: it reads the client's latest.
+        assert client.last_cost.requests in costs.values()
+
+        aclient = day.async_client(limits=sv.Limits.unlimited())
+        aclient._inner.access_token()
+
+        async def aread(hours):
+            await aclient.events(start, start + hours * HOUR, progress=False)
+            return aclient.last_cost.requests
+
+        async def both():
+            return await asyncio.gather(aread(1), aread(4), aclient.sites())
+
+        day.reset_stats()
+        hour, whole, _ = asyncio.run(both())
+        assert hour == costs["hour"] and whole == costs["day"]
+        assert hour + whole == reads(day)
+    finally:
+        day.set_faults()

@@ -4,6 +4,7 @@ The public, documented classes are :class:`surveillance.Client` and
 :class:`surveillance.Emulator`, which hold these native objects.
 """
 
+import contextvars
 from typing import (
     Any,
     Awaitable,
@@ -53,6 +54,8 @@ __all__ = [
     "REGIONS",
     "PUBLISHED_LIMITS",
     "BatchStream",
+    "CALL",
+    "CallScope",
     "CacheEntry",
     "CacheInfo",
     "Cost",
@@ -337,6 +340,27 @@ class Emulator:
         """Zeroes the statistics."""
     def stop(self) -> None:
         """Stops the server; idempotent."""
+
+@final
+class CallScope:
+    """What one public call sends, counted apart from the client's other calls: the Python
+    layer makes one per call (within the caller's current call, if any) and sets it in
+    :data:`CALL` while the call starts its work."""
+
+    def __new__(cls, parent: Optional[CallScope] = None) -> CallScope: ...
+    @property
+    def requests(self) -> int:
+        """Requests that left the machine during the call (retries and token requests
+        included)."""
+    @property
+    def retries(self) -> int:
+        """Requests sent again after a failure."""
+    @property
+    def rate_limited(self) -> int:
+        """429 answers received."""
+
+#: The public call running now, per thread and per asyncio task (None outside one).
+CALL: contextvars.ContextVar[Optional[CallScope]]
 
 @final
 class InterruptWatch:

@@ -6,6 +6,7 @@ the windows complete. :meth:`~surveillance.Client.plan_events` and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any, AsyncIterator, Callable, Iterator, Optional
 
 from . import _check, _core, _output, _overloads, _progress
@@ -128,16 +129,19 @@ class Events:
         """
         asked = query(start, end, report_id, refresh)
         callback, close = _progress.make(progress, "events", self._inner.quota()["limit"])
-        # Counted from before the stream starts: it sends its first requests at once.
+        # The stream's requests are the call's: it starts them at once, in the call's scope,
+        # which is left before the first yield (the caller's code between events is not the
+        # call's); what it spent is in `last_cost` once the iteration ends or is closed.
         meter = self._meter()
-        stream = self._inner.events_stream(asked, callback)
+        with meter:
+            stream = self._inner.events_stream(asked, callback)
         try:
-            with meter:
-                for window in stream:
-                    yield from window
+            for window in stream:
+                yield from window
         finally:
             stream.close()
             close()
+            meter.settle()
 
     @raises(RANGE, DENSE, REQUEST)
     def event_batches(
@@ -221,9 +225,14 @@ class AsyncEvents:
             close()
 
     async def _chunks(
-        self, asked: _core.EventQuery, progress: Optional[Callable[[dict[str, Any]], Any]] = None
+        self,
+        asked: _core.EventQuery,
+        progress: Optional[Callable[[dict[str, Any]], Any]] = None,
+        meter: Optional[Meter] = None,
     ) -> AsyncIterator[list[Any]]:
-        stream = self._inner.events_stream(asked, progress)
+        # The stream starts its requests in `meter`'s call when given (else in the caller's).
+        with meter if meter is not None else contextlib.nullcontext():
+            stream = self._inner.events_stream(asked, progress)
         async for chunk in _pulled(stream, progress, lambda: stream.next_async(_CHUNK)):
             yield chunk
 
@@ -248,10 +257,13 @@ class AsyncEvents:
         """
         asked = query(start, end, report_id, refresh)
         # What the iteration spent is in ``last_cost`` once it ends or is closed.
-        with self._meter():
-            async for chunk in self._chunks(asked):
+        meter = self._meter()
+        try:
+            async for chunk in self._chunks(asked, meter=meter):
                 for event in chunk:
                     yield event
+        finally:
+            meter.settle()
 
     @raises(RANGE, DENSE, REQUEST)
     async def event_batches(
@@ -273,12 +285,16 @@ class AsyncEvents:
         asked = query(start, end, report_id, refresh)
         if progress is not None and not callable(progress):
             raise TypeError(f"`progress` must be a callable or None, got {type(progress).__name__}")
-        # What the iteration spent is in ``last_cost`` once it ends or is closed (counted from
-        # before the stream starts its requests).
-        with self._meter():
+        # What the iteration spent is in ``last_cost`` once it ends or is closed (the stream
+        # starts its requests in the call's scope, left before the first yield).
+        meter = self._meter()
+        with meter:
             stream = self._inner.events_arrow(asked, progress, stream=True, awaitable=True)
+        try:
             async for batch in _pulled(stream, progress, stream.next_async):
                 yield batch
+        finally:
+            meter.settle()
 
 
 async def _pulled(

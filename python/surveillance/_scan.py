@@ -276,18 +276,19 @@ def _frames(
         for _ in range(_PADDING):
             yield empty
 
-    # Counted from before the first request, and left in `last_cost` before each frame:
-    # polars may never resume, nor close, the source once it has the rows it needs.
-    before = client._sent()
+    # The requests are the call's (each native call that starts some runs in its scope), and
+    # what they cost is left in `last_cost` before each frame: polars may never resume, nor
+    # close, the source once it has the rows it needs.
+    meter = client._meter()
     if threading.current_thread() is threading.main_thread():
         watch = None  # polars' in-memory engine: Python sees the signal here itself
     try:
         asked = _event_requests(client)
-        first, given, density = client._inner.events_peek(
-            _core.EventQuery(lo, hi, report_id), interrupt=watch
-        )
+        with meter:
+            first, given, density = client._inner.events_peek(
+                _core.EventQuery(lo, hi, report_id), interrupt=watch
+            )
         peeked = _event_requests(client) > asked
-        client._settle_cost(before)
         yield from frames(first, lo, _PROBE_FRAMES)
         if left == 0 or given >= hi:
             return
@@ -305,10 +306,11 @@ def _frames(
             parts = [(lo, probe, lo), (lo if peeked or wide else probe, hi, probe)]
         for i, (a, b, after) in enumerate(parts):
             part = _core.EventQuery(a, b, report_id)
-            stream = client._inner.events_stream(part, None, 2, True, interrupt=watch)
+            with meter:
+                stream = client._inner.events_stream(part, None, 2, True, interrupt=watch)
             try:
                 for batch in stream:
-                    client._settle_cost(before)
+                    meter.settle()
                     count = _PROBE_FRAMES if i == 0 and len(parts) > 1 else 1
                     yield from frames(batch, after, count)
                     if left == 0:
@@ -324,7 +326,7 @@ def _frames(
         # be raised twice, the second time inside the caller's handler of the first.
         return
     finally:
-        client._settle_cost(before)
+        meter.settle()
 
 
 def _event_requests(client: Any) -> int:

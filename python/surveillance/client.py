@@ -12,12 +12,15 @@ from . import sync as _sync
 from ._core import Cost, EventPlan
 from ._events import Events
 from ._lists import Lists
-from ._meter import Meter, metered
+from ._meter import Costs, Meter, metered
 from ._progress import ProgressArg
 from ._raises import RANGE, REQUEST, raises
 from ._time import TimeLike
 from .sync import SettleLike
 from .types import CacheInfo, Quota, Stats
+
+#: ``last_cost`` before a client's first call.
+_NO_COST = Cost(requests=0)
 
 __all__ = ["Client", "Limits", "EventPlan", "Cost"]
 
@@ -144,9 +147,22 @@ class _BaseClient:
         )
         self._inner = _core.Client(**settings)
 
-    #: What the last fetch, sync, list or publish of this client spent (:class:`Cost`); a
-    #: zero ``Cost(requests=0)`` before the first.
-    last_cost: Cost = Cost(requests=0)
+    @property
+    def last_cost(self) -> Cost:
+        """What the caller's last fetch, sync, list or publish on this client spent
+        (:class:`Cost`): the requests of that call alone, counted apart from the calls that
+        other threads or asyncio tasks make on the same client at the same time. A thread or
+        task that has made no call reads the client's latest; ``Cost(requests=0)`` before the
+        first.
+
+        >>> import surveillance as sv
+        >>> with sv.Emulator(sites=3, days=1, events_per_day=10) as emu:
+        ...     client = emu.client()
+        ...     _ = client.sites()
+        ...     client.last_cost.requests  # a token and the page of sites
+        2
+        """
+        return Costs.of(self).get(_NO_COST)
 
     def _sent(self) -> int:
         """Requests this client has sent, every endpoint together."""
@@ -155,8 +171,9 @@ class _BaseClient:
     def _meter(self) -> Meter:
         return Meter(self)
 
-    def _settle_cost(self, before: int) -> None:
-        self.last_cost = Cost(self._sent() - before, self.quota())
+    def _settle_cost(self, requests: int) -> None:
+        """Leaves `requests`, what the caller's call sent, in ``last_cost``."""
+        Costs.of(self).set(Cost(requests, self.quota()))
 
     @classmethod
     def _of(cls, inner: Any) -> Any:

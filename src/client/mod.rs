@@ -20,6 +20,7 @@ pub mod publish;
 pub mod quota;
 pub mod redact;
 pub mod retry;
+pub mod scope;
 pub mod stats;
 pub mod uses;
 pub mod words;
@@ -264,7 +265,9 @@ impl Client {
         for (i, site) in sites.into_iter().enumerate() {
             let me = self.clone();
             let per_device = site_id.is_some();
-            tasks.spawn(async move { (i, me.site_cameras(site, per_device).await) });
+            tasks.spawn(scope::inherit(async move {
+                (i, me.site_cameras(site, per_device).await)
+            }));
         }
         let mut chunks = Vec::new();
         while let Some(joined) = tasks.join_next().await {

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use super::scope::{self, Counted};
+
 /// Counters shared by every task of a client.
 #[derive(Debug, Default)]
 pub struct Stats {
@@ -45,8 +47,10 @@ pub struct Snapshot {
 }
 
 impl Stats {
-    /// Counts one request sent to `route` (`"GET /v2/events"`).
+    /// Counts one request sent to `route` (`"GET /v2/events"`), in the totals and in the
+    /// call it belongs to.
     pub fn request(&self, route: &str) {
+        scope::count(Counted::Sent);
         let mut r = self.requests.lock().unwrap_or_else(|e| e.into_inner());
         match r.get_mut(route) {
             Some(n) => *n += 1,
@@ -59,6 +63,7 @@ impl Stats {
     /// Takes back one request counted for `route` that never left the machine (its
     /// connection was refused).
     pub fn unsent(&self, route: &str) {
+        scope::count(Counted::Unsent);
         let mut r = self.requests.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(n) = r.get_mut(route) {
             *n = n.saturating_sub(1);
@@ -68,17 +73,21 @@ impl Stats {
         }
     }
 
-    /// Counts a retry, in the totals and in the tally of the operation it belongs to.
+    /// Counts a retry, in the totals, in the tally of the operation it belongs to and in its
+    /// call's.
     pub fn retry(&self, tally: Option<&Tally>) {
         self.retries.fetch_add(1, Ordering::Relaxed);
+        scope::count(Counted::Retry);
         if let Some(t) = tally {
             t.retries.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// Counts a 429, in the totals and in the tally of the operation it belongs to.
+    /// Counts a 429, in the totals, in the tally of the operation it belongs to and in its
+    /// call's.
     pub fn rate_limited(&self, tally: Option<&Tally>) {
         self.rate_limited.fetch_add(1, Ordering::Relaxed);
+        scope::count(Counted::RateLimited);
         if let Some(t) = tally {
             t.rate_limited.fetch_add(1, Ordering::Relaxed);
         }

@@ -60,6 +60,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<events::stream::EventStream>()?;
     m.add_class::<events::batches::BatchStream>()?;
     m.add_class::<runtime::sigint::InterruptWatch>()?;
+    // The call running now, per thread and per asyncio task (`runtime::call`).
+    m.add_class::<runtime::call::PyCallScope>()?;
+    m.add("CALL", runtime::call::variable(m.py())?.clone_ref(m.py()))?;
     // The results' classes are also the module `surveillance._core_results`, whose stub
     // (`_core_results.pyi`) holds theirs apart from the rest of the module's.
     let results = PyModule::new(m.py(), "surveillance._core_results")?;

@@ -18,6 +18,7 @@ use super::{
 use crate::client::cache::{Damage, Piece};
 use crate::client::error::{Error, Result};
 use crate::client::lists::{OFFSET_CEILING, PAGE};
+use crate::client::scope;
 use crate::client::Client;
 use crate::time::format_ms;
 
@@ -356,12 +357,12 @@ impl Fetch {
             let keep = self.keep;
             let counting = self.counting;
             self.sent += 1;
-            self.tasks.spawn(async move {
+            self.tasks.spawn(scope::inherit(async move {
                 let hold = if counting { Reuse::Settled } else { Reuse::No };
                 let result =
                     fetch_page(&client, qs, qe, report.as_deref(), offset, keep, hold).await;
                 (id, kind, result)
-            });
+            }));
         }
     }
 

@@ -11,6 +11,7 @@ use super::{check, order_of, Completed, Event, EventForm, Fetch, PageOrder, Prog
 use crate::client::cache::Piece;
 use crate::client::error::{Error, Result};
 use crate::client::lists::PAGE;
+use crate::client::scope;
 use crate::client::Client;
 
 /// Fetches every event of the query, sending each completed window (sorted, in time order) to
@@ -81,7 +82,9 @@ fn spawn_stream(
     tx: mpsc::Sender<Result<Completed>>,
     sink: Option<ProgressSink>,
 ) -> AbortOnDrop {
-    AbortOnDrop(tokio::spawn(stream(client, query, keep, tx, sink)))
+    AbortOnDrop(tokio::spawn(scope::inherit(stream(
+        client, query, keep, tx, sink,
+    ))))
 }
 
 /// Every event of the query, sorted by (startTime, id).
@@ -189,7 +192,9 @@ pub async fn fetch_batches(
     sink: Option<ProgressSink>,
 ) -> Result<Vec<arrow_array::RecordBatch>> {
     let (tx, mut rx) = mpsc::channel(64);
-    let _producer = AbortOnDrop(tokio::spawn(stream_batches(client, query, tx, sink)));
+    let _producer = AbortOnDrop(tokio::spawn(scope::inherit(stream_batches(
+        client, query, tx, sink,
+    ))));
     let mut all = Vec::new();
     while let Some(batch) = rx.recv().await {
         all.push(batch?);

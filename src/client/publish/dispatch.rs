@@ -19,6 +19,7 @@ use super::{
 };
 use crate::client::error::Error;
 use crate::client::http::Arrays;
+use crate::client::scope;
 
 /// Hashes of upsert keys are already mixed: they are their own hash.
 #[derive(Default)]
@@ -133,11 +134,11 @@ impl Dispatcher {
         self.batches.insert(id, batch.clone());
         let shared = self.shared.clone();
         let as_array = self.batch_size() > 1;
-        self.tasks.spawn(async move {
+        self.tasks.spawn(scope::inherit(async move {
             let idx: Vec<usize> = (0..batch.recs.len()).collect();
             let end = post_range(&shared, &batch, idx, as_array, None).await;
             (id, end)
-        });
+        }));
     }
 
     /// Records per body now: one once the service refused arrays ("auto").

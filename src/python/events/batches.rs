@@ -140,7 +140,7 @@ pub fn event_batches(
     let (tx, mut rx) = mpsc::channel(2);
     let cell = ProgressCell::of(&client);
     let sink = progress.as_ref().map(|_| cell.sink());
-    let task = rt.spawn(events::stream_batches(client, query, tx, sink));
+    let task = runtime::call::spawn(&rt, events::stream_batches(client, query, tx, sink));
     let first = async move {
         let first = rx.recv().await.transpose()?;
         Ok((rx, first))
@@ -183,7 +183,7 @@ impl BatchStream {
         let (tx, rx) = mpsc::channel(2);
         let cell = ProgressCell::of(&client);
         let sink = progress.as_ref().map(|_| cell.sink());
-        let task = rt.spawn(events::stream_batches(client, query, tx, sink));
+        let task = runtime::call::spawn(&rt, events::stream_batches(client, query, tx, sink));
         Ok(BatchStream {
             rx: Arc::new(AsyncMutex::new(rx)),
             task,

@@ -69,11 +69,14 @@ impl EventStream {
         };
         let frontier = Arc::new(AtomicI64::new(query.start_ms));
         let fetch = events::stream(client, query, keep, tx, sink);
-        let task = match interrupt.clone() {
-            // Dropping the fetch at the signal ends the channel: `__next__` then raises.
-            Some(watch) => rt.spawn(async move { watch.unless_fired(fetch).await.unwrap_or(()) }),
-            None => rt.spawn(fetch),
-        };
+        let task =
+            match interrupt.clone() {
+                // Dropping the fetch at the signal ends the channel: `__next__` then raises.
+                Some(watch) => runtime::call::spawn(&rt, async move {
+                    watch.unless_fired(fetch).await.unwrap_or(())
+                }),
+                None => runtime::call::spawn(&rt, fetch),
+            };
         Ok(EventStream {
             rx: Arc::new(AsyncMutex::new(Receiving {
                 rx,

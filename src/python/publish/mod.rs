@@ -26,6 +26,7 @@ use crate::client::publish::{self as core, Input, Options, PublishProgress, Repo
 use crate::python::client::PyClient;
 use crate::python::conversions::errors;
 use crate::python::conversions::keywords::Keywords;
+use crate::python::runtime;
 use crate::python::runtime::progress::{self, Update};
 use report::PyPublishReport;
 use unread::Reread;
@@ -169,7 +170,11 @@ impl Publishing {
             cancelled,
             ..
         } = self;
-        let task = rt.spawn(async move { core.publish(rx, options, sink, cancel).await });
+        let task =
+            runtime::call::spawn(
+                rt,
+                async move { core.publish(rx, options, sink, cancel).await },
+            );
         Started {
             task,
             stop,

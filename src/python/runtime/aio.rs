@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3_async_runtimes::generic::{self, ContextExt, JoinError, Runtime};
 use pyo3_async_runtimes::TaskLocals;
 
-use super::{self as runtime, log, Work};
+use super::{self as runtime, call, log, Work};
 use crate::python::conversions::errors;
 
 tokio::task_local! {
@@ -90,6 +90,7 @@ where
     // The runtime is built here, on the caller's thread, so a failure is an exception now.
     runtime::get().map_err(errors::internal)?;
     log::refresh(py);
+    let work = call::scoped(py, work);
     generic::future_into_py::<Rt, _, T>(py, async move {
         let result = work.await;
         Python::attach(log::flush);

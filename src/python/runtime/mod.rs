@@ -5,6 +5,7 @@
 //! (`log`), progress cells (`progress`) and Ctrl-C seen off the main thread (`sigint`).
 
 pub(super) mod aio;
+pub(super) mod call;
 pub(super) mod log;
 pub(super) mod progress;
 pub(super) mod sigint;

@@ -13,7 +13,7 @@ use tokio::runtime::Runtime;
 use tokio::task::{JoinError, JoinHandle};
 
 use super::progress::{Cell, Sink, Update};
-use super::{self as runtime, log, Work};
+use super::{self as runtime, call, log, Work};
 use crate::python::conversions::errors;
 
 /// The longest the Python thread waits without looking at signals and progress.
@@ -120,7 +120,7 @@ pub fn wait_with<T: Send + 'static>(
 ) -> PyResult<T> {
     let rt = runtime::get().map_err(errors::internal)?;
     log::refresh(py);
-    let mut task = rt.spawn(work);
+    let mut task = call::spawn(&rt, work);
     match until_done(py, &rt, &mut task, tick, None) {
         Waited::Ended(Ok(result), None) => result.map_err(errors::to_py),
         Waited::Ended(Err(join), None) => Err(errors::internal(join)),

@@ -1,0 +1,83 @@
+//! The call a binding's work belongs to: the Python layer marks each public call with a
+//! [`PyCallScope`] in the context variable `_core.CALL` (per thread and per asyncio task), and
+//! the work spawned for it runs inside the core's [`Scope`], which counts what the call sends.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::IntoPyDict;
+use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
+
+use crate::client::scope::{self, Scope};
+
+/// What one call sent: made by the Python layer for each public call, within the call that
+/// runs now if any (a call inside another counts in both).
+#[pyclass(name = "CallScope", module = "surveillance._core", frozen)]
+pub struct PyCallScope(Arc<Scope>);
+
+#[pymethods]
+impl PyCallScope {
+    #[new]
+    #[pyo3(signature = (parent=None))]
+    fn new(parent: Option<PyRef<'_, PyCallScope>>) -> Self {
+        PyCallScope(Scope::new(parent.map(|p| p.0.clone())))
+    }
+
+    /// Requests that left the machine during the call (retries and token requests included).
+    #[getter]
+    fn requests(&self) -> u64 {
+        self.0.requests()
+    }
+
+    /// Requests sent again after a failure.
+    #[getter]
+    fn retries(&self) -> u64 {
+        self.0.retries()
+    }
+
+    /// 429 answers received.
+    #[getter]
+    fn rate_limited(&self) -> u64 {
+        self.0.rate_limited()
+    }
+}
+
+/// The context variable that holds the call running now (None outside a public call).
+static CALL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// `_core.CALL`, made once.
+pub fn variable(py: Python<'_>) -> PyResult<&Py<PyAny>> {
+    CALL.get_or_try_init(py, || {
+        let var = py.import("contextvars")?.getattr("ContextVar")?.call(
+            ("surveillance.call",),
+            Some(&[("default", py.None())].into_py_dict(py)?),
+        )?;
+        Ok(var.unbind())
+    })
+}
+
+/// The scope of the caller's current call, if it is in one.
+pub fn current(py: Python<'_>) -> Option<Arc<Scope>> {
+    let var = variable(py).ok()?.bind(py);
+    let now = var.call_method0("get").ok()?;
+    let scope = now.cast::<PyCallScope>().ok()?;
+    Some(scope.get().0.clone())
+}
+
+/// `fut` inside the caller's current call: what a binding hands to the runtime.
+pub fn scoped<F: Future>(py: Python<'_>, fut: F) -> impl Future<Output = F::Output> {
+    scope::within(current(py), fut)
+}
+
+/// Spawns `fut` on `rt` inside the caller's current call.
+pub fn spawn<F>(rt: &Runtime, fut: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let scope = Python::attach(current);
+    rt.spawn(scope::within(scope, fut))
+}
