@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
+import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -16,7 +19,7 @@ import time
 import pytest
 import surveillance as sv
 
-from conftest import T0, interrupt_after, retail, service_env
+from conftest import T0, interrupt_after, retail, service_env, sigint_default
 
 
 def tx_ids(records) -> list:
@@ -496,6 +499,76 @@ def test_cli_publish_with_region_batch_size_and_failures_file(emu, tmp_path):
     assert _cli(["publish", str(src)], emu).returncode == 0
     assert len(emu.published(region="us")) == 5
     emu.clear_published()
+
+
+def _closed_port() -> str:
+    """The URL of a loopback port where nothing listens (connections are refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("stop", ["outage", "quota", "ctrl-c", "refusal"])
+def test_cli_publish_writes_the_failures_file_on_every_stop(make_emu, tmp_path, stop):
+    # Whatever stops a publish (the service unreachable past --max-outage, the service's daily
+    # quota, Ctrl-C, a refusal of every body), the command prints the report's summary and
+    # writes every record not accepted to --failures, with the exit status of the stop; the
+    # file then completes the job. A stop on an outage or a refusal wrote neither (one error
+    # line, exit status 1), though the error carried the report.
+    emu = make_emu()
+    rows = [retail(i) for i in range(2000)]
+    src, failures = tmp_path / "in.jsonl", tmp_path / "failed.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = service_env(emu)
+    args = ["publish", str(src), "--failures", str(failures), "--no-progress"]
+    if stop == "outage":
+        closed = _closed_port()
+        env.update(SURVEILLANCE_BASE_URL=closed, SURVEILLANCE_EU_BASE_URL=closed + "/eu")
+        args += ["--max-outage", "0.1"]
+    elif stop == "quota":
+        emu.set_limits(daily_requests=6)  # a token and 5 arrays
+    elif stop == "refusal":
+        emu.set_hostile("status", path="/v2/webhook", status=400)
+    else:
+        args += ["--batch-size", "10", "--publish-per-second", "20"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "surveillance.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=sigint_default,
+    )
+    if stop == "ctrl-c":
+        deadline = time.monotonic() + 30
+        while len(emu.published()) < 100 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    status = {"outage": 1, "quota": 75, "ctrl-c": 130, "refusal": 1}[stop]
+    assert proc.returncode == status, out + err
+    summary = re.search(r"^2,000 records, ([\d,]+) accepted", out, re.MULTILINE)
+    assert summary, out + err
+    accepted = int(summary[1].replace(",", ""))
+    written = [json.loads(line) for line in failures.read_text().splitlines()]
+    assert f"wrote {len(written):,} records not accepted to {failures}" in out
+    assert len(written) == 2000 - accepted
+    assert set(tx_ids(written)) | set(tx_ids(emu.published())) == set(tx_ids(rows))
+    assert err.count("\n") == 1, err  # the stop's one line
+    emu.set_hostile()
+    emu.set_limits()
+    env = service_env(emu)
+    if stop == "quota":  # the next day, as this machine's ledger of the key would see it
+        env.update(SURVEILLANCE_QUOTA_DIR=str(tmp_path / "next-day"))
+    again = subprocess.run(
+        [sys.executable, "-m", "surveillance.cli", "publish", str(failures), "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert tx_ids(emu.published()) == tx_ids(rows)
 
 
 #: A program that ends while its daemon threads publish from a generator and read events
