@@ -406,3 +406,53 @@ def test_the_interpreter_exits_cleanly_while_a_worker_hands_asyncio_a_result():
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "True"
     assert "the worker's call ended" in done.stderr
+
+
+#: A program whose daemon threads each run AsyncClient calls in ``asyncio.run`` (two publishes
+#: of 3,000 records, one a request, at 100 requests a second, and reads in a loop) and that ends
+#: with ``sys.exit(7)`` ``sys.argv[1]`` seconds in.
+EXIT_DURING_ASYNC_CALLS = """
+import asyncio, sys, threading, time
+import surveillance as sv
+
+emu = sv.Emulator(sites=2, days=1, events_per_day=2000)
+client = emu.async_client(limits=sv.Limits(publish_per_second=100.0, daily_requests=None))
+
+def rows(prefix):
+    return ({"dataType": "other", "schemaVersion": "1", "startTime": 1794891600000 + i,
+             "locationId": "s", "dataSourceId": "d", "eventUniqueId": f"{prefix}-{i}",
+             "eventType": "x"} for i in range(3000))
+
+def publish(prefix):
+    asyncio.run(client.publish(rows(prefix), batch_size=1, progress=False))
+
+async def reads():
+    while True:
+        await client.events(emu.start, emu.end)
+        await client.sites()
+
+def read():
+    asyncio.run(reads())
+
+for target, args in ((publish, ("a",)), (publish, ("b",)), (read, ())):
+    threading.Thread(target=target, args=args, daemon=True).start()
+time.sleep(float(sys.argv[1]))
+sys.exit(7)
+"""
+
+
+def test_a_program_ends_at_once_while_daemon_threads_run_async_calls():
+    # AsyncClient.publish ran in the loop's default executor, whose threads the interpreter's
+    # exit joins: the program above ended after its two publishes were done (30 s), not when
+    # it said. Its threads are now held where they let go of the GIL, as the sync client's are,
+    # and the exit status is the program's own.
+    for wait in (0.3, 0.8, 0.5, 1.0):
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-c", EXIT_DURING_ASYNC_CALLS, str(wait)],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert done.returncode == 7, (wait, done.stderr[-2000:])
+        assert time.monotonic() - started < wait + 10, wait

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from . import _events, _overloads
 from . import publish as _publish
@@ -23,6 +23,38 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = ["AsyncClient"]
+
+_T = TypeVar("_T")
+
+
+def _in_daemon_thread(call: Callable[[], _T]) -> asyncio.Future[_T]:
+    """A future of the running loop for ``call()``, run by a daemon thread of its own.
+
+    Not the loop's default executor: the interpreter's exit joins its threads, so a program
+    that ends (``sys.exit``) while a publish runs would wait for the whole publish. A daemon
+    thread inside the binding is held once the exit begins, as the sync client's threads are,
+    and the program ends at once with its own status."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[_T] = loop.create_future()
+
+    def settle(outcome: Callable[[], Any]) -> None:
+        if not future.done():  # a cancelled caller no longer waits for it
+            outcome()
+
+    def run() -> None:
+        try:
+            result = call()
+        except BaseException as e:  # handed to the caller, whatever it is
+            outcome = functools.partial(future.set_exception, e)
+        else:
+            outcome = functools.partial(future.set_result, result)
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:  # the loop is closed: nobody awaits the outcome any more
+            pass
+
+    threading.Thread(target=run, name="surveillance-publish", daemon=True).start()
+    return future
 
 
 class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
@@ -94,11 +126,10 @@ class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
             asyncio.CancelledError: the task was cancelled; the posts in flight are abandoned.
         """
         stop = threading.Event()
-        work = asyncio.get_running_loop().run_in_executor(
-            None,
+        work = _in_daemon_thread(
             functools.partial(
                 _publish.publish, self._inner, records, cancelled=stop.is_set, **options
-            ),
+            )
         )
         try:
             return await asyncio.shield(work)

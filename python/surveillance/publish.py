@@ -89,10 +89,11 @@ class PublishInterrupted(KeyboardInterrupt):
 
     Attributes:
         report: the partial :class:`~surveillance.PublishReport`: every record taken from the
-            source is accepted or in ``report.rejected`` (those not yet accepted with
-            ``status`` None), and ``report.write_failures(path)`` writes every record not yet
-            accepted (with the unread rest of a list, DataFrame or file source), ready to
-            publish again.
+            source is accepted, in ``report.rejected`` (those not yet accepted with
+            ``status`` None) or, when its request was in flight (the service may have stored
+            it), in ``report.unconfirmed``; ``report.write_failures(path)`` writes every
+            record not yet accepted (with the unread rest of a list, DataFrame or file
+            source), ready to publish again.
 
     >>> import surveillance as sv
     >>> issubclass(sv.PublishInterrupted, KeyboardInterrupt)

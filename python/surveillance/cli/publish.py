@@ -10,7 +10,6 @@ from .. import _records
 from .._writers import (
     _writable,
 )
-from ..errors import QuotaExhaustedError
 from ..publish import PublishInterrupted, PublishReport, validate
 from ._common import _client, _client_arguments, _progress
 
@@ -84,7 +83,8 @@ def _publish_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--failures",
         metavar="PATH",
-        help="write the records not accepted here (JSON Lines), ready to publish again",
+        help="write the records not accepted here (JSON Lines), ready to publish again, also "
+        "when publishing stops early (an outage, the quota, a refusal of every body, Ctrl-C)",
     )
     p.add_argument(
         "--no-validate", action="store_true", help="send records without checking them first"
@@ -100,7 +100,7 @@ def _publish(args: argparse.Namespace) -> int:
         _writable(args.failures, "--failures")
     client = _client(args)
     status = 0
-    stopped: Optional[QuotaExhaustedError] = None
+    stopped: Optional[Exception] = None
     try:
         report = client.publish(
             args.file,
@@ -112,14 +112,17 @@ def _publish(args: argparse.Namespace) -> int:
         if e.report is None:
             raise
         report, status = e.report, 130
-    except QuotaExhaustedError as e:
-        # A publish the quota stopped hands its partial report on the error.
-        partial: Optional[PublishReport] = getattr(e, "report", None)
-        if partial is None:
+    except Exception as e:
+        # Whatever stopped a publish (the service unreachable past `--max-outage`, the day's
+        # quota, credentials refused, a refusal found systematic) hands its partial report on
+        # the error: the summary and the failures file come first, then the error's line and
+        # its exit status, from main().
+        partial = getattr(e, "report", None)
+        if not isinstance(partial, PublishReport):
             raise
         report, stopped = partial, e
-    # After Ctrl-C or the quota, the records merely not reached yet are counted, not listed
-    # (the reason is said once, below).
+    # After a stop, the records merely not reached yet are counted, not listed (the reason is
+    # said once, below).
     listed = [f for f in report.failures if f.kind not in ("interrupted", "not sent")]
     for failure in listed[:_SHOWN]:
         print(f"{args.file}: {failure}")

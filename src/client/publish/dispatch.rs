@@ -296,9 +296,10 @@ impl Dispatcher {
 
     /// Reports every record not yet accepted (in flight, waiting, or still in the channel):
     /// those never sent as failures of `kind`, with `why`. Stopped by an error, the requests in
-    /// flight are given [`DRAIN`] to bring their answers, which count as they say; a request
-    /// that left and got no answer leaves its records unconfirmed (interrupted, when
-    /// cancelled).
+    /// flight are given [`DRAIN`] to bring their answers, which count as they say; cancelled,
+    /// they are dropped at once. A request that left and whose answer was not read leaves its
+    /// records unconfirmed, cancelled or not: the service may have stored them, so they are
+    /// never reported as interrupted or not sent.
     pub(super) async fn stop(
         &mut self,
         rx: &mut mpsc::Receiver<Vec<Input>>,
@@ -330,12 +331,14 @@ impl Dispatcher {
                         let outcome = match outcome {
                             Some(o) => o,
                             None if unanswered.contains(&i) => {
-                                let (k, m) = if kind == FailureKind::Interrupted {
-                                    (kind, "not confirmed: publishing was interrupted while its request was in flight (it may have been stored)".to_owned())
+                                // Its request left and its answer was not awaited: the service
+                                // may have stored it, whatever stopped publishing.
+                                let m = if kind == FailureKind::Interrupted {
+                                    "sent, but publishing was interrupted while its request was in flight (it may have been stored)".to_owned()
                                 } else {
-                                    (FailureKind::Unconfirmed, format!("sent, but no answer came before publishing stopped (it may have been stored): {why}"))
+                                    format!("sent, but no answer came before publishing stopped (it may have been stored): {why}")
                                 };
-                                RecordOutcome::failed(k, None, m)
+                                RecordOutcome::failed(FailureKind::Unconfirmed, None, m)
                             }
                             None => RecordOutcome::failed(kind, None, why.to_owned()),
                         };

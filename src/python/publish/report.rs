@@ -62,10 +62,11 @@ fn severity(name: &str) -> PyResult<Severity> {
 ///     kind: why, in one word: ``"invalid"`` (kept back by validation), ``"refused"`` (the
 ///         service answered 4xx, or its answer listed the record as failed), ``"failed"`` (no
 ///         success after every retry), ``"interrupted"`` (Ctrl-C came before the service
-///         accepted it), ``"not sent"`` (publishing stopped on an error before it left) or
-///         ``"unconfirmed"`` (sent, but nothing proves whether the service stored it: every
-///         answer was a page that is not the API's, such as a proxy's or a captive portal's
-///         HTML, none came before publishing stopped, or its body was refused with the words
+///         accepted it, with no request of it in flight), ``"not sent"`` (publishing stopped on
+///         an error before it left) or ``"unconfirmed"`` (sent, but nothing proves whether the
+///         service stored it: every answer was a page that is not the API's, such as a proxy's
+///         or a captive portal's HTML, publishing stopped or was interrupted while its request
+///         was in flight, before its answer was read, or its body was refused with the words
 ///         of a refusal found systematic, naming no record, and it was not posted alone;
 ///         publishing it again is safe).
 ///
@@ -279,7 +280,8 @@ fn severity_name(s: Severity) -> &'static str {
 ///     rate_limited: 429 answers to this publish's requests.
 ///     elapsed: wall time in seconds.
 ///     interrupted: stopped by Ctrl-C; records taken but not yet accepted are in
-///         ``rejected``.
+///         ``rejected``, but those whose request was in flight, which the service may have
+///         stored, in ``unconfirmed``.
 ///     error: the message of an error that stopped publishing (e.g. refused credentials),
 ///         or None.
 ///     region: the region published to, as given (None: the client's).
