@@ -183,7 +183,9 @@ def test_emulator_environment_gives_a_quick_client():
         assert out.returncode == 0, out.stderr
         assert len(out.stdout.splitlines()) == 2000
     with emulator_command("--provider-limits") as emulator:
-        assert "SURVEILLANCE_READ_PER_SECOND" not in emulator.exports
+        # The clients are given the limits the emulator enforces: the published ones.
+        assert float(emulator.exports["SURVEILLANCE_READ_PER_SECOND"]) == 1.0
+        assert emulator.exports["SURVEILLANCE_READ_CONCURRENCY"] == "3"
         assert emulator.exports["SURVEILLANCE_DAILY_REQUESTS"] == "2400"
 
 

@@ -168,9 +168,9 @@ def _panel(
             a, b = ys[hour], ys[hour + 1]
             if a is not None and b is not None:
                 canvas.line(at(hour, a), at(hour + 1, b), color)
-        for hour, y in enumerate(ys):
-            if y is not None:
-                canvas.dot(*at(hour, y), radius, color)
+        for hour, share in enumerate(ys):
+            if share is not None:
+                canvas.dot(*at(hour, share), radius, color)
     for x0, y0, x1, y1 in (
         (left, top, right, top + 1),
         (left, bottom, right + 1, bottom + 1),
