@@ -409,7 +409,7 @@ impl Matcher {
                 found.open |= (escape_begun(rest) && (n != ROOT || rest.len() >= MIN_RUN))
                     || split_pair(rest).is_some_and(|u| self.step(n, &u).is_some());
             }
-            if n != ROOT && skipped < inserted::MOST {
+            if n != ROOT && skipped < inserted::MOST && inserted::may_start(t[j]) {
                 let pieces = inserted::Pieces::at(t, j);
                 found.open |= pieces.begun;
                 stack.extend(pieces.ends().iter().map(|&e| (n, e, skipped + 1)));

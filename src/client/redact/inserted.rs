@@ -12,6 +12,7 @@ pub(super) const MOST: u8 = 8;
 pub(super) const WIDEST: usize = 64;
 
 /// Whether a piece may start with the byte `b` (as it is, or the first byte of an escape).
+#[inline]
 pub(super) fn may_start(b: u8) -> bool {
     b < 0x20 || matches!(b, 0x7F | 0xC2 | 0xE2 | 0xEF | b'%' | b'\\' | b'&')
 }
