@@ -89,7 +89,7 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 value = setting.check(value)
             except ValueError as e:
-                raise ConfigError(f"{setting.flag} {e}") from None
+                raise ConfigError(f"`{setting.flag}` {e}") from None
         given[setting.name] = value
     return given
 
@@ -100,6 +100,7 @@ def _client(args: argparse.Namespace) -> Client:
     option and the variable."""
     profile = getattr(args, "profile", None)
     resolved = _config.resolve(_given(args), profile=profile)
+    _config.require_credentials(resolved, path=_config.config_file())
     for option, dest, variable, _ in _SETTINGS:
         if dest in _REQUIRED and resolved[dest].value is None:
             raise ConfigError(
