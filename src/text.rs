@@ -2,15 +2,24 @@
 //! characters escaped, cut to a readable length (a 10 MB argument is not copied whole).
 
 /// Characters of a value shown, at most.
-const MAX_CHARS: usize = 60;
+pub const MAX_CHARS: usize = 60;
+/// What ends a value that was cut.
+pub const CUT: char = '…';
 
 /// `s` fit for a one-line message.
 #[must_use]
 pub fn shown(s: &str) -> String {
-    let mut out = String::with_capacity(s.len().min(MAX_CHARS * 4));
+    shown_within(s, MAX_CHARS)
+}
+
+/// `s` on one line, its control characters escaped, cut to `max` characters (then ended by
+/// [`CUT`]).
+#[must_use]
+pub fn shown_within(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max * 4));
     for (n, c) in s.chars().enumerate() {
-        if n == MAX_CHARS {
-            out.push('…');
+        if n == max {
+            out.push(CUT);
             break;
         }
         if c.is_control() {

@@ -70,6 +70,16 @@ def test_relative_times_are_utc_instants_before_now(run, tmp_path):
     assert bad.returncode == 2
 
 
+@pytest.mark.parametrize("start", ["-" + "1" * 30 + "d", "-999999999d", "-1w999999999d"])
+def test_a_relative_time_before_the_year_1_is_one_line_and_exit_2(run, start):
+    """A relative time past the calendar is a usage error in one line (it was a 47-line
+    `OverflowError` traceback, exit 1), in either form of the option."""
+    for args in (["--start", start], [f"--start={start}"]):
+        out = run("events", *args, "--end", "now")
+        assert out.returncode == 2, out.stderr
+        assert out.stderr.count("\n") == 1 and "before the year 1" in out.stderr, out.stderr
+
+
 def test_limit_keeps_the_first_rows_of_lists_and_events(run, tmp_path):
     out = run("cameras", "--limit", "2", "--format", "jsonl")
     assert out.returncode == 0, out.stderr

@@ -118,6 +118,151 @@ def test_a_secret_in_a_file_others_can_read_is_refused(tmp_path, clean_env):
     )
 
 
+def test_a_secret_in_a_profile_not_selected_of_a_readable_file_is_refused(tmp_path, clean_env):
+    """The rule holds for the whole file, as the guide says: a secret in any profile of a file
+    that others can read refuses it, whichever profile is selected."""
+    config = _write(
+        tmp_path / "config.toml",
+        '[default]\nregion = "us"\n[profiles.other]\nclient_secret = "s-very-secret-value"\n',
+        mode=0o644,
+    )
+    env = {"SURVEILLANCE_CONFIG_FILE": str(config)}
+    for profile in (None, "other"):
+        with pytest.raises(sv.ConfigError, match="chmod 600") as e:
+            _config.resolve(profile=profile, environ=env)
+        assert "very-secret" not in str(e.value)
+    os.chmod(config, 0o600)
+    assert _config.resolve(environ=env)["region"] == ("us", "[default]")
+
+
+@pytest.mark.parametrize(
+    "line", ["timeout = inf", "timeout = 0", "max_outage = inf", "read_per_second = inf"]
+)
+def test_a_value_the_client_refuses_is_refused_where_it_is_read(tmp_path, line):
+    """`surveillance config` showed `timeout = inf`, which `Client` then refused: the table's
+    checks are the core's bounds, so the file's line is named at once."""
+    config = _write(tmp_path / "config.toml", f"[default]\n{line}\n")
+    env = {"SURVEILLANCE_CONFIG_FILE": str(config)}
+    key = line.split()[0]
+    with pytest.raises(sv.ConfigError, match=rf"`{key}` in \[default\] of .*must be"):
+        _config.resolve(environ=env)
+    with pytest.raises(sv.ConfigError, match=rf"`SURVEILLANCE_{key.upper()}`"):
+        _config.resolve(
+            environ={
+                f"SURVEILLANCE_{key.upper()}": line.split()[-1],
+                "SURVEILLANCE_CONFIG_FILE": str(tmp_path / "none.toml"),
+            }
+        )
+    out = _run(["config"], service_env(SURVEILLANCE_CONFIG_FILE=str(config)))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+
+
+def _accounts(tmp_path, emu, profile_lines=""):
+    """A config file whose `[default]` is another account at another address, and whose
+    profile `staging` sets the emulator's address (and `profile_lines`)."""
+    return _write(
+        tmp_path / "config.toml",
+        f"""
+[default]
+base_url = "https://api.example.test"
+api_key = "{REAL_KEY}"
+client_id = "real-client"
+client_secret = "{REAL_SECRET}"
+
+[profiles.staging]
+base_url = "{emu.url}"
+read_per_second = 0
+{profile_lines}
+""",
+    )
+
+
+REAL_KEY = "real-account-key-" + "4242"
+REAL_SECRET = "real-account-secret-" + "2424"
+
+
+def test_a_profile_with_its_own_address_takes_no_credential_from_default(
+    config_emu, tmp_path, clean_env
+):
+    """A secret goes only to the address it was configured with: a profile that sets its own
+    `base_url` takes no credential from `[default]` (it sent them to the profile's address),
+    and the error names the profile and each missing one; the library, the command line and
+    `surveillance config` alike. With its own credentials, the profile works."""
+    config = _accounts(tmp_path, config_emu)
+    clean_env.setenv("SURVEILLANCE_CONFIG_FILE", str(config))
+    before = config_emu.stats()["tokens_issued"]
+    with pytest.raises(sv.ConfigError) as e:
+        sv.Client(profile="staging")
+    message = str(e.value)
+    assert "profile staging" in message and "[profiles.staging]" in message, message
+    for name in ("`api_key`", "`client_id`", "`client_secret`"):
+        assert name in message, message
+    assert REAL_KEY not in message and REAL_SECRET not in message
+    resolved = _config.resolve(profile="staging")
+    assert resolved["api_key"].value is None and resolved["base_url"].value == config_emu.url
+    assert resolved["api_key"].origin.startswith("not taken from [default]")
+
+    env = service_env(SURVEILLANCE_CONFIG_FILE=str(config))
+    out = _run(["--profile", "staging", "sites"], env)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "profile staging" in out.stderr, out.stderr
+    out = _run(["--profile", "staging", "config"], env)
+    assert out.returncode == 0, out.stderr
+    rows = {line.split()[0]: line for line in out.stdout.splitlines() if line.startswith("  ")}
+    for name in ("api_key", "client_id", "client_secret"):
+        assert rows[name].split()[1] == "-", rows[name]
+        assert "not taken from [default]: profile staging sets its own `base_url`" in rows[name]
+    assert config_emu.stats()["tokens_issued"] == before, "a token was asked with [default]'s"
+
+    # Environment variables are the user's choice for this run: they go with the profile.
+    for name, value in service_env(config_emu).items():
+        if name in ("SURVEILLANCE_API_KEY", "SURVEILLANCE_CLIENT_ID", "SURVEILLANCE_CLIENT_SECRET"):
+            clean_env.setenv(name, value)
+    clean_env.setenv("SURVEILLANCE_AUDIENCE", config_emu.audience)
+    with sv.Client(profile="staging") as client:
+        assert len(client.sites()) == 2
+    for name in ("SURVEILLANCE_API_KEY", "SURVEILLANCE_CLIENT_ID", "SURVEILLANCE_CLIENT_SECRET"):
+        clean_env.delenv(name)
+
+    # A profile that carries its own credentials works, and shows them as its own.
+    _accounts(
+        tmp_path,
+        config_emu,
+        f'api_key = "{config_emu.api_key}"\nclient_id = "{config_emu.client_id}"\n'
+        f'client_secret = "{config_emu.client_secret}"\naudience = "{config_emu.audience}"\n',
+    )
+    clean_env.delenv("SURVEILLANCE_AUDIENCE")
+    with sv.Client(profile="staging") as client:
+        assert len(client.sites()) == 2
+    assert _config.resolve(profile="staging")["api_key"].origin == "profile staging"
+
+
+def test_default_credentials_go_to_no_other_address_given_by_the_environment(
+    config_emu, tmp_path, clean_env
+):
+    """`[default]`'s credentials belong with `[default]`'s address: an address given by an
+    argument or a variable (an emulator's `SURVEILLANCE_BASE_URL`) does not take them; a
+    `[default]` without an address lends its credentials to any."""
+    config = _accounts(tmp_path, config_emu)
+    clean_env.setenv("SURVEILLANCE_CONFIG_FILE", str(config))
+    clean_env.setenv("SURVEILLANCE_BASE_URL", config_emu.url)
+    with pytest.raises(sv.ConfigError, match=r"missing `api_key`, `client_id`, `client_secret`"):
+        sv.Client()
+    with pytest.raises(sv.ConfigError, match="`base_url` is another, given by an argument"):
+        sv.Client(base_url=config_emu.url + "/v2/")
+    # The same address, written with `/v2`, is the same.
+    clean_env.setenv("SURVEILLANCE_BASE_URL", "https://api.example.test/v2/")
+    assert _config.resolve()["api_key"] == (REAL_KEY, "[default]")
+    clean_env.delenv("SURVEILLANCE_BASE_URL")
+    _write(
+        config,
+        f'[default]\napi_key = "{config_emu.api_key}"\nclient_id = "{config_emu.client_id}"\n'
+        f'client_secret = "{config_emu.client_secret}"\naudience = "{config_emu.audience}"\n',
+    )
+    with sv.Client(base_url=config_emu.url, limits=sv.Limits.unlimited()) as client:
+        assert len(client.sites()) == 2
+
+
 def test_bad_file_keys_and_values_are_config_errors(tmp_path):
     config = _write(tmp_path / "config.toml", "[default]\ntimout = 3\n")
     env = {"SURVEILLANCE_CONFIG_FILE": str(config)}

@@ -5,6 +5,12 @@ key), one ``SURVEILLANCE_*`` variable and one CLI flag. A value comes from the f
 argument (or flag), the environment, the selected profile (``[profiles.NAME]``), the file's
 ``[default]`` table, the built-in default. The library, the CLI, the dlt source and the Dask
 helpers all resolve through :func:`resolve`.
+
+A secret goes only to the address it was configured with: a profile that sets its own
+``base_url`` or ``eu_base_url`` takes no credential (``api_key``, ``client_id``,
+``client_secret``) from ``[default]``, as awscli's profiles are whole, and a table's credentials
+are not sent to another address given as an argument or in the environment. The credentials
+held back are missing: :func:`require_credentials` names them.
 """
 
 from __future__ import annotations
@@ -25,12 +31,27 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - 3.9 and 3.10
     import tomli as tomllib
 
-__all__ = ["Setting", "SETTINGS", "Resolved", "config_file", "resolve", "PROFILE_VARIABLE"]
+__all__ = [
+    "Setting",
+    "SETTINGS",
+    "Resolved",
+    "config_file",
+    "resolve",
+    "require_credentials",
+    "PROFILE_VARIABLE",
+    "CREDENTIALS",
+]
 
 #: The variable that selects a profile, as ``--profile`` and ``profile=`` do.
 PROFILE_VARIABLE = "SURVEILLANCE_PROFILE"
 #: The variable that names the config file, as ``AWS_CONFIG_FILE`` does for awscli.
 FILE_VARIABLE = "SURVEILLANCE_CONFIG_FILE"
+#: The account's credentials: a table's go only to the address it sets.
+CREDENTIALS = ("api_key", "client_id", "client_secret")
+#: The addresses the credentials are sent to.
+_ADDRESSES = ("base_url", "eu_base_url")
+#: How the origin of a credential held back begins (its value is None).
+_HELD_BACK = "not taken from "
 
 
 def _short(value: Any) -> str:
@@ -55,6 +76,34 @@ def _number(value: Any) -> float:
     if number != number or number < 0:
         raise ValueError(f"must be 0 or more, got {_short(value)}")
     return number
+
+
+def _seconds(name: str) -> Callable[[Any], float]:
+    """The check of the duration setting ``name``: a number, within the core's bounds."""
+
+    def check(value: Any) -> float:
+        number = _number(value)
+        try:
+            _core.check_seconds(name, number)
+        except ConfigError as e:
+            raise ValueError(str(e).removeprefix(f"`{name}` ")) from None
+        return number
+
+    return check
+
+
+def _limited(name: str, check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The check of the limit ``name``: ``check``, then the core's bounds (0: no limit)."""
+
+    def checked(value: Any) -> Any:
+        number = check(value)
+        try:
+            _core.check_limits(**{name: number or None})
+        except ConfigError as e:
+            raise ValueError(str(e).removeprefix(f"`{name}` ")) from None
+        return number
+
+    return checked
 
 
 def _count(value: Any) -> int:
@@ -112,7 +161,7 @@ def _limit(
 ) -> tuple[str, Any, Callable[[Any], Any], bool, str]:
     """The row of the limit ``name``, its default the provider's published limit as the core
     states it (``_core.PUBLISHED_LIMITS``), never restated here."""
-    return (name, _core.PUBLISHED_LIMITS[name], check, False, help)
+    return (name, _core.PUBLISHED_LIMITS[name], _limited(name, check), False, help)
 
 
 #: Every setting, in the order ``surveillance config`` shows them; the defaults of the timeout,
@@ -128,11 +177,11 @@ SETTINGS: tuple[Setting, ...] = tuple(
         ("region", "us", _region, False, "us or eu: where publish posts"),
         ("audience", None, _text, False, "the token audience (default: the base URL)"),
         ("ca_bundle", None, _text, False, "extra trusted certificates (a PEM file)"),
-        ("timeout", _core.DEFAULT_TIMEOUT_S, _number, False, "seconds per request"),
+        ("timeout", _core.DEFAULT_TIMEOUT_S, _seconds("timeout"), False, "seconds per request"),
         (
             "max_outage",
             _core.DEFAULT_MAX_OUTAGE_S,
-            _number,
+            _seconds("max_outage"),
             False,
             "seconds a call rides out an unreachable service",
         ),
@@ -156,7 +205,9 @@ _BY_NAME = {s.name: s for s in SETTINGS}
 
 class Resolved(NamedTuple):
     """A setting's effective value and where it came from: ``"argument"``, ``"environment"``,
-    ``"profile NAME"``, ``"[default]"`` or ``"default"`` (built in)."""
+    ``"profile NAME"``, ``"[default]"`` or ``"default"`` (built in); a credential of the file
+    held back (its value None) says why: ``"not taken from [default]: profile NAME sets its
+    own `base_url`"``."""
 
     value: Any
     origin: str
@@ -190,7 +241,25 @@ def _read_file(path: str) -> dict[str, Any]:
     return data
 
 
-def _table(data: Mapping[str, Any], path: str, where: str, table: Any) -> dict[str, Any]:
+def _refuse_shared_secrets(data: Mapping[str, Any], path: str) -> None:
+    """Refuses a file that other users can read and that holds a secret in any of its tables,
+    the profiles not selected included (as ssh refuses such a key file)."""
+    if data.get("__private__", True):
+        return
+    profiles = data.get("profiles")
+    tables = [data.get("default")]
+    tables += list(profiles.values()) if isinstance(profiles, dict) else []
+    for table in tables:
+        for key in table if isinstance(table, dict) else ():
+            setting = _BY_NAME.get(key)
+            if setting is not None and setting.secret:
+                raise ConfigError(
+                    f"{path} holds the secret `{key}` but other users can read it: "
+                    f"run `chmod 600 {path}`"
+                )
+
+
+def _table(path: str, where: str, table: Any) -> dict[str, Any]:
     if not isinstance(table, dict):
         raise ConfigError(f"{where} in {path} must be a table")
     out = {}
@@ -199,11 +268,6 @@ def _table(data: Mapping[str, Any], path: str, where: str, table: Any) -> dict[s
         if setting is None:
             known = ", ".join(_BY_NAME)
             raise ConfigError(f"unknown key `{key}` in {where} of {path} (known: {known})")
-        if setting.secret and not data["__private__"]:
-            raise ConfigError(
-                f"{path} holds the secret `{key}` but other users can read it: "
-                f"run `chmod 600 {path}`"
-            )
         out[key] = _checked(setting, value, f"`{key}` in {where} of {path}")
     return out
 
@@ -230,6 +294,8 @@ def resolve(
     """Every setting's effective value and origin: the argument in ``given`` (None: not
     given), else its ``SURVEILLANCE_*`` variable, else the selected profile (``profile``,
     else ``SURVEILLANCE_PROFILE``), else the file's ``[default]``, else the built-in default.
+    A credential is held back (None) where it would go to another address than that of the
+    table it comes from (see the module).
 
     Raises:
         ConfigError: the file is not valid TOML, has an unknown key or a bad value, holds a
@@ -239,6 +305,7 @@ def resolve(
     given = given or {}
     path = config_file(env)
     data = _read_file(path)
+    _refuse_shared_secrets(data, path)
     tables: list[tuple[str, dict[str, Any]]] = []
     name = profile if profile is not None else env.get(PROFILE_VARIABLE) or None
     if name is not None:
@@ -248,9 +315,9 @@ def resolve(
                 f"no profile `{name}` in {path}: add a [profiles.{name}] table, or choose "
                 f"another with --profile or {PROFILE_VARIABLE}"
             )
-        tables.append((f"profile {name}", _table(data, path, f"[profiles.{name}]", profiles[name])))
+        tables.append((f"profile {name}", _table(path, f"[profiles.{name}]", profiles[name])))
     if "default" in data:
-        tables.append(("[default]", _table(data, path, "[default]", data["default"])))
+        tables.append(("[default]", _table(path, "[default]", data["default"])))
     out = {}
     for s in SETTINGS:
         if given.get(s.name) is not None:
@@ -267,7 +334,72 @@ def resolve(
                 break
         else:
             out[s.name] = Resolved(s.default, "default")
+    for key, why in _held_back(tables, out).items():
+        out[key] = Resolved(None, why)
     return out
+
+
+def _address(value: Any) -> Optional[str]:
+    """A base URL as written, compared without the ``/v2`` and ``/`` that may end it."""
+    if value is None:
+        return None
+    text = str(value).strip().rstrip("/")
+    return text[: -len("/v2")].rstrip("/") if text.endswith("/v2") else text
+
+
+def _held_back(
+    tables: list[tuple[str, dict[str, Any]]], out: Mapping[str, Resolved]
+) -> dict[str, str]:
+    """The credentials that ``out`` takes from a table of the file but that would go to another
+    address than the table's, each with why (the origin ``surveillance config`` shows)."""
+    origins = [origin for origin, _ in tables]
+    profile = tables[0] if origins and origins[0].startswith("profile ") else None
+    own = [a for a in _ADDRESSES if profile is not None and a in profile[1]]
+    held = {}
+    for key in CREDENTIALS:
+        origin = out[key].origin
+        if origin not in origins:
+            continue
+        if origin == "[default]" and profile is not None and own:
+            addresses = " and ".join(f"`{a}`" for a in own)
+            held[key] = f"{_HELD_BACK}[default]: {profile[0]} sets its own {addresses}"
+            continue
+        # The addresses the table sets, or inherits from [default].
+        chain = [table for _, table in tables[origins.index(origin) :]]
+        for a in _ADDRESSES:
+            configured = next((t[a] for t in chain if a in t), None)
+            if configured is not None and _address(out[a].value) != _address(configured):
+                given = "an argument" if out[a].origin == "argument" else "the environment"
+                held[key] = f"{_HELD_BACK}{origin}: `{a}` is another, given by {given}"
+                break
+    return held
+
+
+def require_credentials(resolved: Mapping[str, Resolved], *, path: Optional[str] = None) -> None:
+    """Raises :class:`ConfigError` when :func:`resolve` held back credentials of the config
+    file (a secret goes only to the address it was configured with), naming the profile and
+    each of them, and where to give them."""
+    held = [k for k in CREDENTIALS if resolved[k].value is None and _held(resolved[k].origin)]
+    if not held:
+        return
+    why = resolved[held[0]].origin.removeprefix(_HELD_BACK)
+    names = ", ".join(f"`{k}`" for k in held)
+    variables = ", ".join(_BY_NAME[k].variable for k in held)
+    table, reason = why.split(": ", 1)
+    if reason.startswith("profile "):
+        name = reason.split(" ")[1]
+        where = f"add them to [profiles.{name}]" + (f" of {path}" if path else "")
+    else:
+        where = "give them with that address (argument or environment)"
+    raise ConfigError(
+        f"missing {names}: not taken from {table}, as {reason} (a secret goes only to the "
+        f"address it was configured with); {where}, or set {variables}"
+    )
+
+
+def _held(origin: str) -> bool:
+    """Whether ``origin`` is that of a credential held back."""
+    return origin.startswith(_HELD_BACK)
 
 
 def shown(setting: Setting, value: Any) -> str:

@@ -65,6 +65,7 @@ __all__ = [
     "Stats",
     "cache_info_at",
     "check_limits",
+    "check_seconds",
     "cache_location",
     "clear_cache_at",
     "Client",
@@ -459,6 +460,11 @@ def check_limits(**limits: Optional[float]) -> None:
     """Checks limits given by their field names (``read_per_second``, ``read_concurrency``,
     ``publish_per_second``, ``publish_concurrency``, ``daily_requests``) against the core's
     bounds, for ``surveillance.Limits``, which checks only their types."""
+
+def check_seconds(name: str, value: float) -> None:
+    """Checks the duration setting ``name`` (``timeout``, ``max_wait``, ``max_outage``,
+    ``settle``) of ``value`` seconds against the core's bounds, as ``Client`` does: a
+    ``ConfigError`` names the setting and its range."""
 
 def to_json(record: Any) -> str:
     """The JSON text of a record, as ``publish`` writes it."""

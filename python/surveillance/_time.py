@@ -93,7 +93,7 @@ def relative(text: str, now: Optional[_dt.datetime] = None) -> Optional[_dt.date
     """The instant a relative time of the command line names, in UTC, or None when ``text``
     is none (an ISO-8601 time, say): ``now``; ``today`` and ``yesterday`` (their midnight,
     UTC); ``-7d``, ``-2h``, ``-30m``, ``-1h30m`` (that long before now; units ``w``, ``d``,
-    ``h``, ``m``, ``s``).
+    ``h``, ``m``, ``s``). A time before the year 1 is a ``ValueError``.
 
     >>> now = _dt.datetime(2026, 1, 7, 15, 30, tzinfo=_dt.timezone.utc)
     >>> [relative(t, now).isoformat() for t in ("now", "today", "yesterday", "-7d", "-1h30m")]
@@ -113,5 +113,11 @@ def relative(text: str, now: Optional[_dt.datetime] = None) -> Optional[_dt.date
         return midnight - _dt.timedelta(days=1)
     if RELATIVE.fullmatch(word):
         seconds = sum(float(n) * _UNIT_S[u] for n, u in _PART.findall(word))
-        return now - _dt.timedelta(seconds=seconds)
+        try:
+            return now - _dt.timedelta(seconds=seconds)
+        except OverflowError:  # past a datetime's range (before the year 1)
+            shown = word if len(word) <= 20 else word[:17] + "..."
+            raise ValueError(
+                f"the time `{shown}` is before the year 1: give a time within the calendar"
+            ) from None
     return None

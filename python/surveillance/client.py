@@ -106,6 +106,7 @@ class _BaseClient:
         _check.text("profile", profile, optional=True, config=True)
         # One resolution for every setting: argument, environment, profile, [default].
         resolved = _config.resolve(settings, profile=profile)
+        _config.require_credentials(resolved, path=_config.config_file())
         for name in _CONNECTION:
             settings[name] = resolved[name].value
         api_key, client_secret = settings["api_key"], settings["client_secret"]

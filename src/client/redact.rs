@@ -13,6 +13,11 @@
 use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
+mod escapes;
+mod inserted;
+
+use escapes::{escape_begun, hex, split_pair, Unit, Units};
+
 /// Shorter values are not scrubbed: replacing every occurrence of two or three characters would
 /// garble messages, and no real key, secret or token is that short.
 pub const MIN_LEN: usize = 4;
@@ -157,6 +162,26 @@ fn head_with(m: Option<&Matcher>, text: &str, max: usize) -> String {
     }
 }
 
+/// A short text from the network that a message quotes (a header's value: a redirect's
+/// `Location`) as [`crate::text::shown`] shows it, on one line and cut to a readable length,
+/// scrubbed before the cut as a body is (see [`head`]): every known secret in any form, and a
+/// run of one that the cut leaves at its end.
+pub fn shown(text: &str) -> String {
+    let m = matcher();
+    shown_with(m.as_deref(), text, crate::text::MAX_CHARS)
+}
+
+fn shown_with(m: Option<&Matcher>, text: &str, chars: usize) -> String {
+    let scrubbed = scrub_with(m, text);
+    let line = crate::text::shown_within(&scrubbed, chars);
+    match (line.strip_suffix(crate::text::CUT), m) {
+        (Some(cut), Some(m)) if scrubbed.chars().nth(chars).is_some() => {
+            format!("{}{}", m.mask_cut(cut, false, true), crate::text::CUT)
+        }
+        _ => line,
+    }
+}
+
 /// `text`, a part of a longer text cut at its start (`start`) or at its end (`end`), with any
 /// run of [`MIN_RUN`] or more characters of a secret that a cut leaves at those ends masked
 /// (the text is not otherwise scrubbed).
@@ -242,195 +267,6 @@ fn patterns(secret: &str) -> Vec<Vec<u8>> {
     out
 }
 
-/// One character or byte of a secret as a text may write it at some place: its bytes, and the
-/// length of the text that writes it.
-#[derive(Clone, Copy, Default)]
-struct Unit {
-    bytes: [u8; 4],
-    n: u8,
-    len: u8,
-}
-
-impl Unit {
-    fn byte(b: u8, len: usize) -> Unit {
-        Unit {
-            bytes: [b, 0, 0, 0],
-            n: 1,
-            len: len as u8,
-        }
-    }
-
-    fn char(code: u32, len: usize) -> Option<Unit> {
-        let c = char::from_u32(code)?;
-        let mut bytes = [0u8; 4];
-        let n = c.encode_utf8(&mut bytes).len() as u8;
-        Some(Unit {
-            bytes,
-            n,
-            len: len as u8,
-        })
-    }
-}
-
-/// The ways the text at `j` may write a character or a byte: as it is, and decoded from the
-/// escape that starts there.
-#[derive(Default)]
-struct Units {
-    all: [Unit; 4],
-    n: usize,
-}
-
-impl Units {
-    fn push(&mut self, u: Option<Unit>) {
-        if let Some(u) = u {
-            if self.n < self.all.len() {
-                self.all[self.n] = u;
-                self.n += 1;
-            }
-        }
-    }
-
-    fn at(t: &[u8], j: usize) -> Units {
-        let mut out = Units::default();
-        out.push(Some(Unit::byte(t[j], 1)));
-        match t[j] {
-            b'+' => out.push(Some(Unit::byte(b' ', 1))),
-            b'%' => {
-                // Twice encoded (`%252F`), and `%2B`: a `+` that stood for a space.
-                let twice = t.get(j + 1..j + 3) == Some(b"25");
-                let (at, len) = if twice { (j + 3, 5) } else { (j + 1, 3) };
-                if twice {
-                    out.push(hex(t, j + 1, 2).map(|v| Unit::byte(v as u8, 3)));
-                }
-                if let Some(v) = hex(t, at, 2) {
-                    out.push(Some(Unit::byte(v as u8, len)));
-                    if v == u32::from(b'+') {
-                        out.push(Some(Unit::byte(b' ', len)));
-                    }
-                }
-                if matches!(t.get(j + 1), Some(b'u' | b'U')) {
-                    out.push(hex(t, j + 2, 4).and_then(|v| Unit::char(v, 6)));
-                }
-            }
-            b'\\' => out.push(backslash(t, j)),
-            b'&' => out.push(entity(t, j)),
-            _ => {}
-        }
-        out
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &Unit> {
-        self.all[..self.n].iter()
-    }
-}
-
-/// The value of the `digits` hexadecimal digits (either case) at `at`.
-fn hex(t: &[u8], at: usize, digits: usize) -> Option<u32> {
-    t.get(at..at + digits)?
-        .iter()
-        .try_fold(0u32, |v, &c| Some(v * 16 + char::from(c).to_digit(16)?))
-}
-
-/// A JSON or Python escape at `j` (`\/`, `\"`, `\n`, `\u00e9`, a surrogate pair, `\x41` ...).
-fn backslash(t: &[u8], j: usize) -> Option<Unit> {
-    let byte = |b: u8| Some(Unit::byte(b, 2));
-    match *t.get(j + 1)? {
-        c @ (b'/' | b'"' | b'\\' | b'\'') => byte(c),
-        b'b' => byte(8),
-        b'f' => byte(12),
-        b'n' => byte(b'\n'),
-        b'r' => byte(b'\r'),
-        b't' => byte(b'\t'),
-        b'x' => hex(t, j + 2, 2).map(|v| Unit::byte(v as u8, 4)),
-        b'U' => hex(t, j + 2, 8).and_then(|v| Unit::char(v, 10)),
-        b'u' => {
-            let high = hex(t, j + 2, 4)?;
-            if !(0xD800..0xDC00).contains(&high) {
-                return Unit::char(high, 6);
-            }
-            if t.get(j + 6..j + 8) != Some(b"\\u") {
-                return None;
-            }
-            let low = hex(t, j + 8, 4).filter(|v| (0xDC00..0xE000).contains(v))?;
-            Unit::char(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00), 12)
-        }
-        _ => None,
-    }
-}
-
-/// An HTML entity at `j` (`&amp;`, `&quot;`, `&#43;`, `&#x2B;` ...).
-fn entity(t: &[u8], j: usize) -> Option<Unit> {
-    let rest = t.get(j + 1..t.len().min(j + WIDEST))?;
-    let semi = rest.iter().position(|&c| c == b';')?;
-    let name = &rest[..semi];
-    let code = match name {
-        b"amp" => u32::from(b'&'),
-        b"lt" => u32::from(b'<'),
-        b"gt" => u32::from(b'>'),
-        b"quot" => u32::from(b'"'),
-        b"apos" => u32::from(b'\''),
-        [b'#', b'x' | b'X', digits @ ..] if !digits.is_empty() => hex(digits, 0, digits.len())?,
-        [b'#', digits @ ..] if !digits.is_empty() => {
-            std::str::from_utf8(digits).ok()?.parse().ok()?
-        }
-        _ => return None,
-    };
-    Unit::char(code, semi + 2)
-}
-
-/// Whether `rest`, the end of a text, is the start of an escape that a cut interrupted.
-fn escape_begun(rest: &[u8]) -> bool {
-    let hexes = |s: &[u8], most: usize| s.len() <= most && s.iter().all(u8::is_ascii_hexdigit);
-    match rest {
-        [b'%', tail @ ..] => match tail {
-            [b'u' | b'U', h @ ..] => hexes(h, 3),
-            [b'2', b'5', h @ ..] => hexes(h, 1),
-            h => hexes(h, 1),
-        },
-        [b'\\', tail @ ..] => match tail {
-            [] => true,
-            [b'u', h @ ..] => hexes(h, 3) || split_pair(rest).is_some(),
-            [b'x', h @ ..] => hexes(h, 1),
-            [b'U', h @ ..] => hexes(h, 7),
-            _ => false,
-        },
-        [b'&', tail @ ..] => match tail {
-            [b'#', b'x' | b'X', h @ ..] => hexes(h, 6),
-            [b'#', d @ ..] => d.len() <= 7 && d.iter().all(u8::is_ascii_digit),
-            name => [&b"amp"[..], b"lt", b"gt", b"quot", b"apos"]
-                .iter()
-                .any(|n| n.starts_with(name)),
-        },
-        _ => false,
-    }
-}
-
-/// The first two bytes (the UTF-8 of the high surrogate's bits) of a character whose surrogate
-/// pair `rest`, the end of a text, begins (`\uD83D\uDE`): a cut split it.
-fn split_pair(rest: &[u8]) -> Option<Unit> {
-    if rest.get(..2) != Some(b"\\u") || rest.len() >= 12 {
-        return None;
-    }
-    let high = hex(rest, 2, 4).filter(|v| (0xD800..0xDC00).contains(v))?;
-    let low = rest.get(6..)?;
-    let begun = b"\\u".iter().zip(low).all(|(a, b)| a == b)
-        && low.iter().skip(2).all(u8::is_ascii_hexdigit);
-    if !begun {
-        return None;
-    }
-    let code = 0x10000 + ((high - 0xD800) << 10);
-    Some(Unit {
-        bytes: [
-            0xF0 | (code >> 18) as u8,
-            0x80 | ((code >> 12) & 0x3F) as u8,
-            0,
-            0,
-        ],
-        n: 2,
-        len: rest.len() as u8,
-    })
-}
-
 /// Every known secret in every pattern, in a trie of bytes walked over the characters of a
 /// text (each as it is or decoded from an escape).
 struct Matcher {
@@ -449,6 +285,10 @@ struct Matcher {
     /// none, and are passed over on this alone).
     pairs: Vec<u64>,
 }
+
+/// The readings a walk has still to follow: a node, where in the text, and how many inserted
+/// pieces it skipped.
+type Stack = Vec<(u32, usize, u8)>;
 
 /// What one walk found: the end of the longest pattern matched, and whether a match was still
 /// under way where the text ends.
@@ -522,11 +362,12 @@ impl Matcher {
             .try_fold(node, |n, &b| self.child(n, b))
     }
 
-    /// Whether no pattern can start at `i`: its two bytes are no escape and start none.
+    /// Whether no pattern can start at `i`: its two bytes are no escape and start none, and
+    /// the second starts nothing a text may insert into a secret.
     fn passed_over(&self, t: &[u8], i: usize) -> bool {
         let escape = |b: u8| matches!(b, b'%' | b'\\' | b'&' | b'+');
         match (t[i], t.get(i + 1)) {
-            (a, Some(&b)) if !escape(a) && !escape(b) => {
+            (a, Some(&b)) if !escape(a) && !escape(b) && !inserted::may_start(b) => {
                 let pair = usize::from(a) << 8 | usize::from(b);
                 self.pairs[pair / 64] & (1 << (pair % 64)) == 0
             }
@@ -536,19 +377,20 @@ impl Matcher {
 
     /// How many bytes of text a match can span.
     fn reach(&self) -> usize {
-        self.longest * WIDEST + WIDEST
+        self.longest * WIDEST + WIDEST + usize::from(inserted::MOST) * inserted::WIDEST
     }
 
-    /// Every way of reading `t` from `i` on from `node` on.
-    fn walk(&self, t: &[u8], i: usize, node: u32, stack: &mut Vec<(u32, usize)>) -> Walk {
+    /// Every way of reading `t` from `i` on from `node` on; inside a secret, past the pieces
+    /// a text may insert into it (at most [`inserted::MOST`]).
+    fn walk(&self, t: &[u8], i: usize, node: u32, stack: &mut Stack) -> Walk {
         let mut found = Walk {
             full: None,
             open: false,
         };
         stack.clear();
-        stack.push((node, i));
+        stack.push((node, i, 0));
         let mut steps = 0;
-        while let Some((n, j)) = stack.pop() {
+        while let Some((n, j, skipped)) = stack.pop() {
             steps += 1;
             if steps > STEPS {
                 break;
@@ -567,9 +409,14 @@ impl Matcher {
                 found.open |= (escape_begun(rest) && (n != ROOT || rest.len() >= MIN_RUN))
                     || split_pair(rest).is_some_and(|u| self.step(n, &u).is_some());
             }
+            if n != ROOT && skipped < inserted::MOST && inserted::may_start(t[j]) {
+                let pieces = inserted::Pieces::at(t, j);
+                found.open |= pieces.begun;
+                stack.extend(pieces.ends().iter().map(|&e| (n, e, skipped + 1)));
+            }
             for u in Units::at(t, j).iter() {
                 if let Some(next) = self.step(n, u) {
-                    stack.push((next, j + usize::from(u.len)));
+                    stack.push((next, j + usize::from(u.len), skipped));
                 }
             }
         }
@@ -609,7 +456,7 @@ impl Matcher {
 
     /// Where the run of a secret that reaches the end of `t` begins, when it is [`MIN_RUN`]
     /// bytes long or more.
-    fn open_end(&self, text: &str, stack: &mut Vec<(u32, usize)>) -> Option<usize> {
+    fn open_end(&self, text: &str, stack: &mut Stack) -> Option<usize> {
         let t = text.as_bytes();
         let last = t.len().checked_sub(MIN_RUN)?;
         let first = t.len().saturating_sub(self.reach());
@@ -621,26 +468,40 @@ impl Matcher {
     /// Where the run of a secret that `t` starts with (past the rest of an escape the cut
     /// interrupted) ends, when it is [`MIN_RUN`] bytes long or more; with `open_end`, a run
     /// that also reaches the end of `t` counts.
-    fn open_start(
-        &self,
-        text: &str,
-        open_end: bool,
-        stack: &mut Vec<(u32, usize)>,
-    ) -> Option<usize> {
+    fn open_start(&self, text: &str, open_end: bool, stack: &mut Stack) -> Option<usize> {
         let t = text.as_bytes();
         // Where the first whole character may begin: past the rest of an escape (`2F`,
-        // `#x2F;`), or of a surrogate pair (`\uDE00`).
+        // `#x2F;`, an ANSI escape's `[31m`), of a surrogate pair (`\uDE00`), and past the
+        // pieces a text inserts (a line break).
         let mut starts: Vec<usize> = Vec::new();
-        for p in 0..t.len().min(WIDEST + 2) {
+        let (mut p, mut passed) = (0, 0);
+        let most = WIDEST + 2 + usize::from(inserted::MOST) * inserted::WIDEST;
+        while p < t.len().min(most) && passed < WIDEST + 2 {
             starts.push(p);
             if t.get(p..p + 2) == Some(b"\\u")
                 && hex(t, p + 2, 4).is_some_and(|v| (0xDC00..0xE000).contains(&v))
             {
                 starts.push(p + 6);
             }
-            if !(t[p].is_ascii_alphanumeric() || matches!(t[p], b'#' | b';')) {
+            if let Some(&end) = inserted::Pieces::at(t, p).ends().iter().max() {
+                p = end;
+                continue;
+            }
+            if !(t[p].is_ascii_alphanumeric() || matches!(t[p], b'#' | b';' | b'%' | b'[')) {
                 break;
             }
+            p += 1;
+            passed += 1;
+        }
+        // A piece inserted right after such a start (`\uDE00` then a line break).
+        let mut i = 0;
+        while i < starts.len() && starts.len() < 4 * WIDEST {
+            for &end in inserted::Pieces::at(t, starts[i]).ends() {
+                if !starts.contains(&end) {
+                    starts.push(end);
+                }
+            }
+            i += 1;
         }
         // Walks to try: from each node with a child on a first byte there...
         let mut from: Vec<(u32, usize)> = Vec::new();

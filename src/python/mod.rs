@@ -90,6 +90,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(publish::check::check_record, m)?)?;
     }
     m.add_function(wrap_pyfunction!(conversions::keywords::check_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(client::check_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(publish::publish, m)?)?;
     m.add_class::<publish::lines::JsonLines>()?;
     m.add_function(wrap_pyfunction!(publish::lines::columns_json, m)?)?;

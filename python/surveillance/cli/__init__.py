@@ -227,7 +227,12 @@ def _logging(debug: bool) -> None:
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point of the ``surveillance`` console script (and ``python -m surveillance``);
     returns the exit status."""
-    args = build_parser().parse_args(_relative_values(sys.argv[1:] if argv is None else argv))
+    try:
+        given = _relative_values(sys.argv[1:] if argv is None else argv)
+    except ValueError as e:  # a relative time out of the calendar: a usage error
+        print(f"surveillance: error: {e}", file=sys.stderr)
+        return 2
+    args = build_parser().parse_args(given)
     _logging(args.debug)
     try:
         status: int = args.run(args)

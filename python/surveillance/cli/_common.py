@@ -89,7 +89,7 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 value = setting.check(value)
             except ValueError as e:
-                raise ConfigError(f"{setting.flag} {e}") from None
+                raise ConfigError(f"`{setting.flag}` {e}") from None
         given[setting.name] = value
     return given
 
@@ -100,6 +100,7 @@ def _client(args: argparse.Namespace) -> Client:
     option and the variable."""
     profile = getattr(args, "profile", None)
     resolved = _config.resolve(_given(args), profile=profile)
+    _config.require_credentials(resolved, path=_config.config_file())
     for option, dest, variable, _ in _SETTINGS:
         if dest in _REQUIRED and resolved[dest].value is None:
             raise ConfigError(
@@ -142,7 +143,10 @@ def _when(text: str) -> str:
     """A time option's value: a relative time (``now``, ``today``, ``yesterday``, ``-7d``:
     see :func:`._time.relative`) as the ISO-8601 UTC instant it names; other text as it is
     (the library checks it)."""
-    at = relative(text)
+    try:
+        at = relative(text)
+    except ValueError as e:  # `main` says it in one line before parsing; here, as argparse does
+        raise argparse.ArgumentTypeError(str(e)) from None
     if at is None:
         return text
     return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
@@ -150,9 +154,16 @@ def _when(text: str) -> str:
 
 def _relative_values(argv: list[str]) -> list[str]:
     """``argv`` with each relative time after an option joined to it (``--start -7d`` becomes
-    ``--start=-7d``): argparse takes a value that starts with ``-`` for an option."""
+    ``--start=-7d``): argparse takes a value that starts with ``-`` for an option.
+
+    Raises:
+        ValueError: a relative time before the year 1.
+    """
     out: list[str] = []
     for arg in argv:
+        value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
+        if RELATIVE.fullmatch(value):
+            relative(value)
         if out and out[-1] in ("--start", "--end", "--until") and RELATIVE.fullmatch(arg):
             out[-1] = f"{out[-1]}={arg}"
         else:

@@ -176,7 +176,7 @@ impl Http {
                         let to = headers
                             .get(LOCATION)
                             .and_then(|l| l.to_str().ok())
-                            .map(|l| format!(" to `{}`", crate::text::shown(l)))
+                            .map(|l| format!(" to `{}`", redact::shown(l)))
                             .unwrap_or_default();
                         let what = if status.is_redirection() {
                             format!("was redirected ({status}{to})")

@@ -86,6 +86,89 @@ fn url_encoded_and_base64_echoes_are_masked() {
     assert_eq!(scrub(&text), "trace eyJrZXkiOiAi***SJ9 and eDp***");
 }
 
+/// A key of 26 characters, as the provider's.
+const KEY26: &str = "k3yQ-8fZr2mW9xT4vB7nC1pL6d";
+
+#[test]
+fn a_header_value_is_scrubbed_before_it_is_cut() {
+    let m = Matcher::new(std::iter::once(KEY26));
+    let encoded = percent(KEY26, |_| false, false, false);
+    // A cut of 60 characters would fall inside the encoded key: scrubbed first, it needs none.
+    let location = format!("https://sso.example.test/retry?secret={encoded}");
+    let shown = shown_with(Some(&m), &location, crate::text::MAX_CHARS);
+    assert_eq!(shown, "https://sso.example.test/retry?secret=***");
+    // Shorter cuts leave none of it either.
+    for chars in 20..60 {
+        let shown = shown_with(Some(&m), &location, chars);
+        assert!(
+            leak(&shown, encoded.as_bytes()).is_none(),
+            "{chars}: {shown}"
+        );
+    }
+    // Whole, it is scrubbed as a body is.
+    let whole = shown_with(Some(&m), &format!("/retry?secret={encoded}"), 200);
+    assert_eq!(whole, "/retry?secret=***");
+    // Short and free of secrets, it shows as it is.
+    assert_eq!(shown_with(Some(&m), "/v2/login", 60), "/v2/login");
+}
+
+/// What servers and log formatters insert into a line, as they write it (plain, JSON-escaped,
+/// percent-encoded, as a Python repr writes it).
+const INSERTED: &[&str] = &[
+    "\n",
+    "\r\n",
+    "\t",
+    "\u{0}",
+    "\u{7}",
+    "\u{7f}",
+    "\u{85}",
+    "\u{1b}[31m",
+    "\u{1b}[0;1m",
+    "\u{200b}",
+    "\u{feff}",
+    "\\n",
+    "\\r\\n",
+    "\\t",
+    "\\u001b[31m",
+    "\\u200b",
+    "\\x1b[0m",
+    "%0A",
+    "%0D%0A",
+    "%09",
+    "%1B%5B31m",
+    "%E2%80%8B",
+    "&#8203;",
+];
+
+#[test]
+fn a_secret_split_by_what_a_text_inserts_is_masked() {
+    let m = Matcher::new(std::iter::once(KEY26));
+    let encoded = percent(KEY26, unreserved, false, false);
+    let basic = base64(format!("emu-client-1:{KEY26}").as_bytes(), STANDARD, true);
+    for ins in INSERTED {
+        for form in [
+            KEY26.to_owned(),
+            json(KEY26),
+            encoded.clone(),
+            basic.clone(),
+        ] {
+            for k in 1..form.len() {
+                let text = format!("said: {}{ins}{} (end)", &form[..k], &form[k..]);
+                let out = scrub_with(Some(&m), &text);
+                let seen = out.replace(ins, "");
+                assert!(
+                    leak(&seen, KEY26.as_bytes()).is_none(),
+                    "{text:?} -> {out:?}"
+                );
+                assert!(
+                    out.contains("***") && out.ends_with(" (end)"),
+                    "{text:?} -> {out:?}"
+                );
+            }
+        }
+    }
+}
+
 /// Lifts the hex digits of `%XX` to `case`.
 fn percent(text: &str, keep: impl Fn(char) -> bool, lower: bool, plus: bool) -> String {
     let mut out = String::new();
@@ -271,18 +354,21 @@ proptest::proptest! {
         std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(32)
     ))]
 
-    /// Random secrets, echoed in every encoding inside a text, cut at every position
-    /// across the echo: scrubbed then cut ([`head`]), cut then scrubbed ([`scrub`] and
-    /// [`mask_cut`] at the cut end), and cut at the start, no run of [`MIN_RUN`]
-    /// characters of the echo is left.
+    /// Random secrets, echoed in every encoding inside a text, as they are and with a piece
+    /// that a text inserts ([`INSERTED`]: a line break, a control character, an ANSI escape, a
+    /// zero-width space, each as it is or escaped) between two of the echo's characters, cut
+    /// at every position across the echo: scrubbed then cut ([`head`]), cut then scrubbed
+    /// ([`scrub`] and [`mask_cut`] at the cut end), cut at the start, and quoted as a header's
+    /// value cut short ([`shown`]): no run of [`MIN_RUN`] characters of the echo is left.
     #[test]
-    fn no_run_of_a_secret_survives_any_encoding_or_cut(
+    fn no_run_of_a_secret_survives_any_encoding_insertion_or_cut(
         secret in proptest::collection::vec(proptest::sample::select(SECRET_CHARS), 6..40),
         others in proptest::collection::vec(proptest::collection::vec(proptest::sample::select(SECRET_CHARS), 8..30), 0..4),
         before in proptest::collection::vec(proptest::sample::select(FILLER_CHARS), 0..30),
         after in proptest::collection::vec(proptest::sample::select(FILLER_CHARS), 0..30),
         around in ("[ -~]{0,6}", "[ -~]{0,6}"),
         mix in proptest::prelude::any::<u64>(),
+        piece in proptest::sample::select(INSERTED),
     ) {
         let secret: String = secret.into_iter().collect();
         let others: Vec<String> = others.into_iter().map(|o| o.into_iter().collect()).collect();
@@ -290,32 +376,101 @@ proptest::proptest! {
         let after: String = after.into_iter().collect();
         let m = Matcher::new(std::iter::once(secret.as_str()).chain(others.iter().map(String::as_str)));
         for way in 0.. {
-            let Some((echoed, form, at_form, last)) = echo(way, &secret, (&around.0, &around.1), mix) else {
+            let Some((plain, form, at_form, last)) = echo(way, &secret, (&around.0, &around.1), mix) else {
                 break;
             };
-            // Where the form is in the text; a cut there leaves a part of it on each side.
-            let from = before.len() + at_form;
-            let part = |at: usize| form.split_at(at.saturating_sub(from).min(form.len()));
-            let text = format!("{before}{echoed}{after}");
-            let whole = scrub_with(Some(&m), &text);
-            proptest::prop_assert!(leak(&whole, &form).is_none(), "way {}: {:?} -> {:?}", way, text, whole);
-            for at in before.len().saturating_sub(1)..=(before.len() + echoed.len() + 1).min(text.len()) {
-                if !text.is_char_boundary(at) {
-                    continue;
+            for ins in [None, Some(piece)] {
+                // The piece goes between two characters of the echo, as the echo writes them.
+                let cuts = boundaries(&plain);
+                let (k, ins) = match (ins, cuts.len()) {
+                    (Some(_), 0) => continue,
+                    (_, n) => (cuts.get((mix >> 40) as usize % n.max(1)).copied().unwrap_or(0), ins),
+                };
+                let echoed = match ins {
+                    Some(ins) => format!("{}{ins}{}", &plain[..k], &plain[k..]),
+                    None => plain.clone(),
+                };
+                let (ins_at, ins_len) = (before.len() + k, ins.map_or(0, str::len));
+                // Where the form is in the text; a cut there leaves a part of it on each side
+                // (a cut inside the piece, the parts on its sides).
+                let from = before.len() + at_form;
+                let offset = |at: usize| {
+                    let at = if at >= ins_at + ins_len { at - ins_len } else { at.min(ins_at) };
+                    at.saturating_sub(from).min(form.len())
+                };
+                let part = |at: usize| form.split_at(offset(at));
+                let text = format!("{before}{echoed}{after}");
+                let seen = |out: &str, start: bool, end: bool| unseen(out, ins, start, end);
+                let whole = scrub_with(Some(&m), &text);
+                proptest::prop_assert!(leak(&seen(&whole, false, false), &form).is_none(), "way {}: {:?} -> {:?}", way, text, whole);
+                for at in before.len().saturating_sub(1)..=(before.len() + echoed.len() + 1).min(text.len()) {
+                    if !text.is_char_boundary(at) {
+                        continue;
+                    }
+                    let cut = head_with(Some(&m), &text, at);
+                    proptest::prop_assert!(leak(&seen(&cut, false, true), &form).is_none(), "way {} head {}: {:?} -> {:?}", way, at, text, cut);
+                    let (left, right) = part(at);
+                    let scrubbed = scrub_with(Some(&m), &text[..at]);
+                    let end = m.mask_cut(&scrubbed, false, true);
+                    proptest::prop_assert!(leak(&seen(&end, false, true), left).is_none(), "way {} end {}: {:?} -> {:?}", way, at, text, end);
+                    let scrubbed = scrub_with(Some(&m), &text[at..]);
+                    let start = m.mask_cut(&scrubbed, true, false);
+                    let one_escape = offset(at) > last;
+                    proptest::prop_assert!(one_escape || leak(&seen(&start, true, false), right).is_none(), "way {} start {}: {:?} -> {:?}", way, at, text, start);
+                    // A header's value cut to as many characters as this cut leaves.
+                    let chars = text[..at].chars().count();
+                    let value = shown_with(Some(&m), &text, chars);
+                    let value = value.strip_suffix(crate::text::CUT).unwrap_or(&value);
+                    proptest::prop_assert!(leak(&seen(value, false, true), &form).is_none(), "way {} value {}: {:?} -> {:?}", way, chars, text, value);
                 }
-                let cut = head_with(Some(&m), &text, at);
-                proptest::prop_assert!(leak(&cut, &form).is_none(), "way {} head {}: {:?} -> {:?}", way, at, text, cut);
-                let (left, right) = part(at);
-                let scrubbed = scrub_with(Some(&m), &text[..at]);
-                let end = m.mask_cut(&scrubbed, false, true);
-                proptest::prop_assert!(leak(&end, left).is_none(), "way {} end {}: {:?} -> {:?}", way, at, text, end);
-                let scrubbed = scrub_with(Some(&m), &text[at..]);
-                let start = m.mask_cut(&scrubbed, true, false);
-                let one_escape = at > from + last;
-                proptest::prop_assert!(one_escape || leak(&start, right).is_none(), "way {} start {}: {:?} -> {:?}", way, at, text, start);
             }
         }
     }
+}
+
+/// Where `echo` may be split between two of the characters it writes: where no reading of an
+/// escape before spans (never inside an escape, whichever character it writes).
+fn boundaries(echo: &str) -> Vec<usize> {
+    let t = echo.as_bytes();
+    let mut spanned = vec![false; t.len() + 1];
+    for i in 0..t.len() {
+        for u in Units::at(t, i).iter() {
+            for s in &mut spanned[i + 1..(i + usize::from(u.len)).min(t.len())] {
+                *s = true;
+            }
+        }
+    }
+    (1..t.len())
+        .filter(|&k| !spanned[k] && echo.is_char_boundary(k))
+        .collect()
+}
+
+/// `out` as a reader sees the secret in it: without the inserted piece (as it is, or as a
+/// message escapes it), nor the part of one that a cut left at its start or end.
+fn unseen(out: &str, ins: Option<&str>, start: bool, end: bool) -> String {
+    let Some(ins) = ins else {
+        return out.to_owned();
+    };
+    let escaped = crate::text::shown_within(ins, usize::MAX);
+    let mut s = out.replace(ins, "").replace(&escaped, "");
+    for form in [ins, escaped.as_str()] {
+        if end {
+            if let Some(k) = (1..form.len())
+                .rev()
+                .find(|&k| form.is_char_boundary(k) && s.ends_with(&form[..k]))
+            {
+                s.truncate(s.len() - k);
+            }
+        }
+        if start {
+            if let Some(k) =
+                (1..form.len()).find(|&k| form.is_char_boundary(k) && s.starts_with(&form[k..]))
+            {
+                s.drain(..form.len() - k);
+            }
+        }
+    }
+    s
 }
 
 /// Scrubbing 64 KiB of text that holds no secret, with 76 secrets known (6 keys, 6 client

@@ -5,6 +5,8 @@
 
 mod settings;
 
+pub use settings::check_seconds;
+
 use std::sync::Mutex;
 
 use pyo3::prelude::*;

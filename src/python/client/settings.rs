@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -11,30 +12,40 @@ use crate::client::{config, Config, Secret, Settings};
 use crate::python::conversions::errors;
 use crate::python::conversions::keywords::{self, Keywords};
 
-/// A duration setting, checked by the core (see `config::seconds`).
-fn seconds(name: &str, value: f64, positive: bool, max: f64) -> PyResult<Duration> {
+/// The duration setting `name` of `value` seconds, checked by the core (see
+/// `config::seconds`): `timeout` above 0, the others from 0, each up to its bound.
+fn seconds(name: &str, value: f64) -> PyResult<Duration> {
+    let (positive, max) = match name {
+        "timeout" => (true, config::MAX_TIMEOUT_SECS),
+        "max_wait" => (false, config::MAX_WAIT_SECS),
+        "max_outage" => (false, config::MAX_OUTAGE_SECS),
+        "settle" => (false, config::MAX_SETTLE_SECS),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "`{name}` is not a duration setting (timeout, max_wait, max_outage, settle)"
+            )))
+        }
+    };
     config::seconds(name, value, positive, max).map_err(errors::to_py)
+}
+
+/// Checks the duration setting `name` of `value` seconds against the core's bounds, as
+/// `surveillance.Client` does, for the settings read from the config file and the variables.
+#[pyfunction]
+pub fn check_seconds(name: &str, value: f64) -> PyResult<()> {
+    seconds(name, value).map(|_| ())
 }
 
 /// The configuration of the keywords `given` (`Config::resolve`; durations and counts as
 /// given, before they become a `Duration` or an unsigned number).
 pub fn from_keywords(given: Keywords<'_>) -> PyResult<Config> {
-    let timeout = given
-        .get("timeout")?
-        .map(|t| seconds("timeout", t, true, config::MAX_TIMEOUT_SECS))
-        .transpose()?;
-    let max_wait = given
-        .get("max_wait")?
-        .map(|t| seconds("max_wait", t, false, config::MAX_WAIT_SECS))
-        .transpose()?;
-    let max_outage = given
-        .get("max_outage")?
-        .map(|t| seconds("max_outage", t, false, config::MAX_OUTAGE_SECS))
-        .transpose()?;
-    let settle = given
-        .get("settle")?
-        .map(|t| seconds("settle", t, false, config::MAX_SETTLE_SECS))
-        .transpose()?;
+    let duration = |name: &str| -> PyResult<Option<Duration>> {
+        given.get(name)?.map(|t| seconds(name, t)).transpose()
+    };
+    let timeout = duration("timeout")?;
+    let max_wait = duration("max_wait")?;
+    let max_outage = duration("max_outage")?;
+    let settle = duration("settle")?;
     let limits = given
         .get::<Bound<'_, PyDict>>("limits")?
         .map(|d| keywords::limits(Keywords::new("Limits", Some(d))))
