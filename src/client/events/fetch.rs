@@ -146,7 +146,7 @@ impl Fetch {
     }
 
     /// The day's quota stopped the fetch: what the pages already in show to be complete is
-    /// kept, not asked again: carried to the next run in the cache when it can be (see
+    /// kept, not asked again: carried to the next run when the fetch is a sync's (see
     /// [`Fetch::carry_stopped`]), else the sorted prefix they show, answered here.
     pub(super) fn stop_at_quota(&mut self) -> Option<Completed> {
         self.ended = true;

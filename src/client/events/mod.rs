@@ -16,13 +16,17 @@
 //! With a cache of settled events (`cache`), a range is split into the parts its files hold,
 //! served from disk as windows already complete, and the gaps, each planned as above; a
 //! completed window's settled part (older than the client's `settle`) is written to the cache.
+//! A sync's fetch stopped early (Ctrl-C, the daily quota) carries the pages it read of the
+//! windows it did not hand out to its next run (`carry`), which plans the same windows from
+//! the same pages and asks none of them again.
 //!
 //! By concern: `run` holds the entry points (stream, count, peek) and the quota check; `fetch`
 //! the fetch loop (windows opened, pages asked and answers taken); `search` where a window ends
 //! (ceiling pages, bursts, chains and splits, a count's search); `done` the bookkeeping of a
 //! window's end (completion, held pages released, windows drained in order); `cached` the
 //! cache's part; `window` one window's state; `page` asks and parses one page; `held` keeps
-//! pages asked ahead for the fetch that takes them. This file holds the planner's types.
+//! pages asked ahead for the fetch that takes them; `carry` the blob of what a stopped sync
+//! carries. This file holds the planner's types.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::sync::Arc;
