@@ -238,6 +238,40 @@ def test_a_run_stopped_before_its_state_leaves_the_previous_one_and_the_next_com
     assert not leftovers & set(files)
 
 
+def test_a_run_interrupted_on_s3_keeps_its_pages_there_for_the_next(emu, s3, s3uri, bucket):
+    """Ctrl-C part-way through a sync to S3: the pages read past the windows stored wait in an
+    object beside the dataset; the next run takes them (both runs together ask what one run
+    asks, and a token), ends equal to the truth, and deletes that object."""
+    uri, prefix = s3uri(f"{bucket}/events"), f"{bucket}/events"
+    limits = sv.Limits(read_per_second=100.0)
+    before = events_requests(emu)
+    emu.client(limits=limits).sync_events(s3uri(f"{bucket}/whole"), START, until=emu.end)
+    once = events_requests(emu) - before
+    fired = []
+
+    def ctrl_c(update: dict) -> None:
+        if not fired and update.get("requests", 0) >= once // 2:
+            fired.append(True)
+            raise KeyboardInterrupt
+
+    before = events_requests(emu)
+    with pytest.raises(svsync.SyncInterrupted):
+        emu.client(limits=limits).sync_events(uri, START, until=emu.end, progress=ctrl_c)
+    assert "_sync_carried.bin" in listing(s3, prefix)
+    with emu.client(limits=limits) as client:
+        client.sync_events(uri, START, until=emu.end)
+        both = events_requests(emu) - before
+        got = read_live(uri)
+        assert_no_duplicates(got)
+        assert got.equals(expected(client, START, emu.end))
+    assert "_sync_carried.bin" not in listing(s3, prefix)
+    assert both <= once + 2, (both, once)
+
+
+def events_requests(emu) -> int:
+    return sum(emu.stats()["requests"].get("GET /v2/events", {}).values())
+
+
 def test_a_lock_of_another_run_refuses_a_run_until_its_lease_ends(emu, s3, s3uri, bucket):
     uri = s3uri(f"{bucket}/events")
     lock = f"{bucket}/events/{svsync.LOCK_FILE}"

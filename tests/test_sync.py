@@ -499,3 +499,55 @@ def test_the_progress_of_a_sync_is_one_bar_over_all_it_fetches(emu, tmp_path, da
     assert requests == sorted(requests) and requests[-1] <= result.requests
     expected = [u for u in updates if "expected_requests" in u]
     assert expected and all(u["expected_requests"] >= u["requests"] for u in expected)
+
+
+def _interrupt_after(requests: int):
+    """A progress callback that raises ``KeyboardInterrupt`` (as Ctrl-C does in the call) once
+    the run has sent ``requests``, once."""
+    fired = []
+
+    def bar(update: dict) -> None:
+        if not fired and update.get("requests", 0) >= requests:
+            fired.append(update["requests"])
+            raise KeyboardInterrupt
+
+    return bar
+
+
+@pytest.mark.parametrize("at", [0.3, 0.7])
+@pytest.mark.parametrize("budget", [None, 2400], ids=["no-budget", "daily-budget"])
+@pytest.mark.parametrize("cache", [False, True], ids=["no-cache", "cache"])
+def test_a_run_interrupted_part_way_and_resumed_costs_at_most_one_run_plus_two(
+    make_emu, tmp_path, cache, budget, at
+):
+    """Ctrl-C stops a sync part-way, while several windows have pages in and requests are in
+    flight (the default concurrency, 3), with a cache of settled events or without one. The
+    next run, in a new client as a new process would be, takes the pages the first read:
+    the dataset ends exact, and both runs together ask at most what one uninterrupted run
+    asks, plus 2."""
+    emu = make_emu(seed=3, sites=6, days=2, events_per_day=8000)
+    # Quick, and slow enough that the progress callback sees the run part-way.
+    limits = sv.Limits(read_per_second=200.0, daily_requests=budget)
+
+    def client(name: str) -> sv.Client:
+        return emu.client(limits=limits, cache=str(tmp_path / name) if cache else False)
+
+    before = events_requests(emu)
+    client("whole-cache").sync_events(tmp_path / "whole", emu.start, until=emu.end)
+    once = events_requests(emu) - before
+    assert once > 150
+
+    before = events_requests(emu)
+    with pytest.raises(svsync.SyncInterrupted) as stopped:
+        client("parts-cache").sync_events(
+            tmp_path / "parts", emu.start, until=emu.end, progress=_interrupt_after(int(once * at))
+        )
+    interrupted = events_requests(emu) - before
+    assert stopped.value.result.interrupted and 0 < interrupted < once
+    resumed = client("parts-cache").sync_events(tmp_path / "parts", emu.start, until=emu.end)
+    assert resumed.complete
+    both = events_requests(emu) - before
+    table = read(tmp_path / "parts")
+    assert_no_duplicates(table)
+    assert table.column("id").to_pylist() == emu.truth(emu.start, emu.end)
+    assert both <= once + 2, (interrupted, both - interrupted, once)

@@ -27,14 +27,14 @@ def service():
         yield e
 
 
-def _env(service, tmp_path, name: str, **extra: str) -> dict:
-    """The environment of a run set `name`: its own ledger of requests and cache."""
+def _env(service, tmp_path, name: str, cache: bool = True, **extra: str) -> dict:
+    """The environment of a run set `name`: its own ledger of requests and cache (or none)."""
     quota = tmp_path / name / "quota"
     quota.mkdir(parents=True, exist_ok=True)
     return service_env(
         **service.exports,
         SURVEILLANCE_QUOTA_DIR=str(quota),
-        SURVEILLANCE_CACHE=str(tmp_path / name / "cache"),
+        SURVEILLANCE_CACHE=str(tmp_path / name / "cache") if cache else "0",
         PYTHONUNBUFFERED="1",
         **extra,
     )
@@ -54,15 +54,17 @@ def _rows(path: Path) -> list:
     return sorted(zip(table.column("id").to_pylist(), table.column("startTime").to_pylist()))
 
 
+@pytest.mark.parametrize("cache", [True, False], ids=["cache", "no-cache"])
 @pytest.mark.parametrize("daily", ["2400", "0"], ids=["daily-budget", "no-budget"])
 def test_ctrl_c_keeps_what_the_sync_fetched_and_the_next_run_asks_none_of_it_again(
-    service, tmp_path, daily
+    service, tmp_path, daily, cache
 ):
-    # One request at a time: one in flight at the signal is sent (counted) but never answered,
-    # which the bound's second request allows (the first: the second process's token).
-    rate = ["--read-per-second", "25", "--read-concurrency", "1", "--daily-requests", daily]
+    # The provider's 3 requests in flight: those in flight at the signal are answered before
+    # the run ends, and kept; the bound's 2 requests: the second process's token, and one
+    # spare.
+    rate = ["--read-per-second", "25", "--read-concurrency", "3", "--daily-requests", daily]
     # One uninterrupted run: the requests it takes, and the dataset.
-    whole_env = _env(service, tmp_path, "whole")
+    whole_env = _env(service, tmp_path, "whole", cache)
     whole = tmp_path / "whole" / "data"
     out = subprocess.run(
         [*console_script(), "sync", str(whole), *RANGE, *rate],
@@ -77,7 +79,7 @@ def test_ctrl_c_keeps_what_the_sync_fetched_and_the_next_run_asks_none_of_it_aga
 
     # A run interrupted with Ctrl-C (SIGINT to a child that takes it, whatever this process
     # inherited) in the middle of a window, then a run that goes on.
-    env = _env(service, tmp_path, "parts")
+    env = _env(service, tmp_path, "parts", cache)
     data = tmp_path / "parts" / "data"
     proc = subprocess.Popen(
         [*console_script(), "sync", str(data), *RANGE, *rate],
@@ -102,8 +104,8 @@ def test_ctrl_c_keeps_what_the_sync_fetched_and_the_next_run_asks_none_of_it_aga
     interrupted = _used(env)
     assert 0 < interrupted < once
     # What was kept: the windows received, stored (a fetch without a daily budget reads the
-    # range as one large window, which may not be done); what was read past them, in the
-    # cache (the resumed run's requests say it).
+    # range as one large window, which may not be done); what was read past them, beside the
+    # dataset (the resumed run's requests say it).
     if "no window whole" not in said:
         assert "events added" in said, said
         assert list(data.glob("date=*/part-0.parquet")), "the windows received are stored"

@@ -168,10 +168,14 @@ class Client:
         buffer: int = 2,
         arrow: bool = False,
         interrupt: Optional[InterruptWatch] = None,
+        *,
+        carry: bool = False,
     ) -> EventStream:
         """The events of ``query``, window after window; at most ``buffer`` windows wait.
         ``interrupt``: once the watch fires, the fetch stops and the stream raises
-        ``KeyboardInterrupt`` (a stream consumed off the main thread)."""
+        ``KeyboardInterrupt`` (a stream consumed off the main thread). ``carry``: a sync's
+        fetch, which carries what it read to the next run when it stops early (see
+        ``EventStream.stop`` and ``EventStream.carried``)."""
     def events_peek(
         self, query: EventQuery, interrupt: Optional[InterruptWatch] = None
     ) -> tuple[Any, int, Optional[float]]:
@@ -200,9 +204,22 @@ class Client:
     def cache_info(self) -> Optional[CacheInfo]:
         """What the cache of settled events holds (its whole directory), with the requests
         this client's reads saved, as a ``CacheInfo``; None without a cache."""
-    def carried_until(self, start_ms: int, report_id: Optional[str] = None) -> Optional[int]:
-        """The end (epoch ms) of the window starting at ``start_ms`` whose pages an earlier
-        run of a sync the daily quota stopped kept in the cache, or None."""
+    def hold_carried(self, data: bytes, report_id: Optional[str] = None) -> int:
+        """Holds the pages an earlier run of a sync carried (``EventStream.carried``'s blob)
+        for this client's fetches, which take them instead of asking them again; how many.
+        ``ValueError`` (why) when the blob is damaged or of another account or report."""
+    def carry_to_cache(
+        self, data: bytes, start_ms: int, end_ms: int, report_id: Optional[str] = None
+    ) -> bool:
+        """Keeps the carried pages ``data``, read from ``start_ms`` to ``end_ms``, in the
+        cache of settled events for the next fetch from ``start_ms``; False without a cache."""
+    def carried_from_cache(
+        self, start_ms: int, report_id: Optional[str] = None
+    ) -> Optional[tuple[bytes, int]]:
+        """The pages carried in the cache from ``start_ms``, taken: the blob and the end of
+        their range; or None."""
+    def drop_carried(self, report_id: Optional[str] = None) -> int:
+        """Drops the carried pages that no fetch took; how many."""
     def clear_cache(self) -> int:
         """Empties the cache of settled events; the files removed."""
     @overload
@@ -386,6 +403,12 @@ class EventStream:
         """Hands ``progress`` the fetch's latest progress, if it moved since the last call."""
     def close(self) -> None:
         """Stops the fetch."""
+    def stop(self) -> None:
+        """A sync's fetch: asks nothing more, and ends once the answers in flight are in; the
+        windows completed before still come out of the stream."""
+    def carried(self) -> Optional[bytes]:
+        """A sync's fetch, once ended: the pages read of the windows it did not hand out
+        whole, as a blob for ``Client.hold_carried``; or None."""
     @property
     def frontier_ms(self) -> int:
         """The end of the last window handed out: every event before it has been."""

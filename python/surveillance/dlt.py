@@ -181,6 +181,7 @@ def _events(
         if hi <= lo:
             return
         progress = _sync._Progress()
+        _hold_carried(client, lo, report_id, progress)
         try:
             for table in _sync._fetch(client, pa, lo, hi, report_id, progress):
                 yield _microseconds(pa, table)
@@ -188,8 +189,14 @@ def _events(
             state.pop("frontier", None)
         except QuotaExhaustedError as e:
             # The next run fetches again only what had not settled when this one fetched it,
-            # from the end of the last window loaded (where the pages of the window the quota
+            # from the end of the last window loaded (where the pages of the windows the quota
             # stopped, carried in the client's cache, start).
+            tables: list = []
+            carried = _sync._wind_down(progress, pa, tables.append)
+            for table in tables:
+                yield _microseconds(pa, table)
+            if carried is not None:
+                client._inner.carry_to_cache(carried[0], progress.frontier, carried[1], report_id)
             state["stopped_at"] = wall_ms
             state["frontier"] = progress.frontier
             # The windows yielded are loaded and the cursor stands at the latest of them.
@@ -199,8 +206,27 @@ def _events(
                 from_ms(progress.frontier).isoformat(),
                 e.resets_at,
             )
+        finally:
+            if progress.stream is not None:
+                progress.stream.close()
 
     return events
+
+
+def _hold_carried(client: Any, lo: int, report_id: Optional[str], progress: Any) -> None:
+    """Hands the client the pages that the last run, stopped by the quota, carried in its
+    cache from ``lo`` (its fetches take them instead of asking them again), and tells
+    ``progress`` where they were read."""
+    carried = client._inner.carried_from_cache(lo, report_id)
+    if carried is None:
+        return
+    data, end = carried
+    try:
+        client._inner.hold_carried(data, report_id)
+    except ValueError as e:
+        logger.warning("the pages the last run carried in the cache %s: they are asked again", e)
+        return
+    progress.carried = (lo, end)
 
 
 def _resume_from(cursor: Any, state: Any, lag: float) -> int:

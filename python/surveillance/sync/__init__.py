@@ -8,6 +8,9 @@ Layout of a synced directory::
       date=2026-01-06/part-0.parquet
       _sync_state.json                 start, report_id, the synced instant, last run's figures
       _sync.lock                       held (flock) by the run in progress
+      _sync_carried.bin                the pages a stopped run read past what it stored, for
+                                       the next run (only after a run the quota or Ctrl-C
+                                       stopped)
 
 Readers (``pyarrow.dataset.dataset(DIR, partitioning="hive")``, ``pandas.read_parquet(DIR)``,
 duckdb, polars, Spark) see only the data files: names starting with ``_`` or ``.`` are skipped
@@ -98,6 +101,7 @@ from __future__ import annotations
 from . import _locks, _state
 from ._fetching import _fetch as _fetch
 from ._fetching import _Progress as _Progress
+from ._fetching import _wind_down as _wind_down
 from ._job import SettleLike as SettleLike
 from ._job import _open as _open
 from ._job import parse_settle, read_state, sync_events, sync_files

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from .. import _core
+from ..errors import SurveillanceError
 
 #: What the sync needs of a client (a :class:`~surveillance.Client`: named only in words, so
 #: that the sync, which the client's ``sync_events`` calls, does not import it back).
@@ -22,11 +23,18 @@ _HOUR_MS = 3_600_000
 @dataclass
 class _Progress:
     """How far a run's fetch has got: windows stored, and the end of the last one; ``bar``:
-    the progress display of the whole run, if any."""
+    the progress display of the whole run, if any; ``stream``: the fetch in progress (the
+    caller stops it with :func:`_wind_down` when the run stops before its end), of the chunk
+    that ends at ``chunk_end``; ``carried``: where the last run stopped, when it carried
+    pages to this one, and the end of the chunk it stopped in (a chunk from there ends there
+    too, so that its windows are planned again as they were, and take those pages)."""
 
     windows: int = 0
     frontier: int = 0
     bar: Optional[_Whole] = None
+    stream: Any = None
+    chunk_end: int = 0
+    carried: Optional[Tuple[int, int]] = None
 
 
 class _Whole:
@@ -101,26 +109,54 @@ def _fetch(
     by the density seen so far, so that the day's last requests complete a chunk rather than
     start a window of 10,000 events (100 requests) that cannot finish. When the quota runs
     out anyway, :class:`~surveillance.QuotaExhaustedError` propagates after the windows
-    completed before it.
+    completed before it. When the fetch raises (the quota, Ctrl-C), ``progress.stream`` is
+    still open, for the caller's :func:`_wind_down`.
     """
     progress.frontier = lo
     t = lo
     events = 0
     while t < hi:
-        u = _chunk_end(client, lo, t, hi, events, report_id)
+        carried = progress.carried[1] if progress.carried and progress.carried[0] == t else None
+        u = _chunk_end(client, lo, t, hi, events, carried)
         bar = None if progress.bar is None else progress.bar.fetch(t, u)
         asked = _core.EventQuery(t, u, report_id, partial=True)
-        stream = client._inner.events_stream(asked, bar, 2, True)
+        stream = client._inner.events_stream(asked, bar, 2, True, carry=True)
+        progress.stream, progress.chunk_end = stream, u
+        for batch in stream:
+            table = pa.Table.from_batches([pa.record_batch(batch)])
+            events += table.num_rows
+            progress.windows += 1
+            yield table
+            progress.frontier = stream.frontier_ms
+        progress.stream = None
+        stream.close()
+        progress.frontier = t = u
+
+
+def _wind_down(
+    progress: _Progress, pa: Any, consume: Callable[[Any], None]
+) -> Optional[Tuple[bytes, int]]:
+    """Stops the fetch in progress, if any, when the run stops before its end (Ctrl-C, the
+    quota): it asks nothing more and takes the answers of the requests in flight; the windows
+    it completed before are handed to ``consume``, as the fetch's are; then what it carries
+    for the next run: the pages it read of the windows it did not hand out whole (a blob for
+    ``Client.hold_carried``), and the end of its chunk. None when it carries nothing."""
+    stream, progress.stream = progress.stream, None
+    if stream is None:
+        return None
+    try:
+        stream.stop()
         try:
             for batch in stream:
-                table = pa.Table.from_batches([pa.record_batch(batch)])
-                events += table.num_rows
+                consume(pa.Table.from_batches([pa.record_batch(batch)]))
                 progress.windows += 1
-                yield table
                 progress.frontier = stream.frontier_ms
-        finally:
-            stream.close()
-        progress.frontier = t = u
+        except SurveillanceError:
+            pass  # what stopped the fetch (the quota), said again: its windows are in
+        carried = stream.carried()
+    finally:
+        stream.close()
+    return None if carried is None else (carried, progress.chunk_end)
 
 
 #: Requests of the day's remaining quota a chunk leaves aside (a token renewal, the probes).
@@ -128,19 +164,17 @@ _QUOTA_MARGIN = 3
 
 
 def _chunk_end(
-    client: Client, lo: int, t: int, hi: int, events: int, report_id: Optional[str]
+    client: Client, lo: int, t: int, hi: int, events: int, carried: Optional[int] = None
 ) -> int:
-    """The end of the next chunk from ``t``: ``hi`` without a daily budget; otherwise as far
-    as the events seen so far (``events`` in ``[lo, t)``) say the remaining quota reaches,
-    or, where the last run stopped, the end of the window whose pages it carried (the window
-    it was reading when the quota stopped it, so that none of them is asked again)."""
+    """The end of the next chunk from ``t``: where the last run stopped, the end of the chunk
+    it stopped in (``carried``, so that its windows are planned again as they were and take
+    the pages it carried); otherwise ``hi`` without a daily budget, and under one as far as
+    the events seen so far (``events`` in ``[lo, t)``) say the remaining quota reaches."""
+    if carried is not None and t < carried <= hi:
+        return int(carried)
     remaining = client.quota()["remaining"]
     if remaining is None:
         return hi
-    # Only where this range starts can the last run have stopped (its frontier).
-    carried = client._inner.carried_until(t, report_id) if t == lo else None
-    if carried is not None and carried <= hi:
-        return int(carried)
     budget = remaining - _QUOTA_MARGIN
     if budget <= 0:
         return hi  # the first request will say the quota is spent

@@ -5,6 +5,7 @@ fetches them, merges them into the partitions, records the state last); :func:`r
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 import os
 import re
 import time
@@ -15,14 +16,15 @@ from .._check import shown
 from .._progress import ProgressArg
 from .._time import TimeLike, from_ms, to_ms
 from ..errors import ConfigError, QuotaExhaustedError
-from ._fetching import Client, _fetch, _Progress, _Whole
+from ._fetching import Client, _fetch, _Progress, _Whole, _wind_down
 from ._local_store import _LocalStore
 from ._object_store import _ObjectStore
 from ._partitions import _PartitionWriter
 from ._result import SyncInterrupted, SyncResult
-from ._state import _STATE_VERSION, _iso_ms, _now_ms, _parse_iso_ms
+from ._state import _STATE_VERSION, CARRIED_FILE, _iso_ms, _now_ms, _parse_iso_ms
 
 _DAY_MS = _core.DAY_MS
+_log = logging.getLogger("surveillance")
 
 SettleLike = Union[str, _dt.timedelta, int, float]
 
@@ -96,17 +98,21 @@ def sync_events(
     (every window fetched is stored, the synced instant stands after the last one) and
     returns a result with ``complete=False``, ``remaining`` and ``resets_at``; the next
     run goes on from there. Under a daily budget the range is fetched in chunks that fit
-    what remains of the day. The pages read of the window the budget stopped are kept in
-    the client's cache, and the next run takes that window first and asks only the pages
-    it lacks (its pages are checked to make one answer with the earlier ones; if not, the
-    window is read again).
+    what remains of the day.
 
-    Interruptible without loss: Ctrl-C stores the windows received whole, records the
-    end of the last one as the synced instant, and raises
-    :class:`~surveillance.SyncInterrupted` (a ``KeyboardInterrupt``, whose ``result``
-    says what was kept); the next run goes on from there. With a cache of settled events
-    (``cache=``), the pages read of the window in progress wait in it, and the next run
-    asks none of them again; without one, that window's pages are asked again.
+    Interruptible without loss: Ctrl-C asks nothing more, waits for the answers of the
+    requests in flight (a few seconds at most; Ctrl-C again stops at once), stores the
+    windows received whole, records the end of the last one as the synced instant, and
+    raises :class:`~surveillance.SyncInterrupted` (a ``KeyboardInterrupt``, whose
+    ``result`` says what was kept); the next run goes on from there.
+
+    Whichever stops a run (the quota, Ctrl-C), the pages it read of the windows it did not
+    store whole are kept beside the dataset (``_sync_carried.bin``, which readers skip),
+    with or without a cache of settled events: the next run plans the same windows, takes
+    those pages instead of asking them again (they are checked to make one answer with the
+    pages asked now; if not, the window is read again), and deletes the file once it has
+    completed. An interrupted run and the run that resumes it cost the requests of one
+    uninterrupted run, and a token.
 
     Read the dataset with ``pyarrow.dataset.dataset(path, partitioning="hive")``,
     ``pandas.read_parquet(path)``, duckdb or polars. Needs pyarrow
@@ -189,9 +195,11 @@ def sync_events(
         writer = _PartitionWriter(store, pa, pq)
         bar, close_bar = _progress.make(progress, "sync", client.quota()["limit"])
         tracker = _Progress(bar=_Whole(bar, ranges) if bar is not None else None)
+        had_carried = _hold_carried(client, store, state, report_id, tracker)
         stopped: Optional[QuotaExhaustedError] = None
         interrupted = False
         left: Optional[Tuple[int, int]] = None
+        carried: Optional[Tuple[bytes, int]] = None
         try:
             for i, (lo, hi) in enumerate(ranges):
                 try:
@@ -200,19 +208,23 @@ def sync_events(
                         writer.consume(table)
                 except QuotaExhaustedError as e:
                     stopped = e
+                    carried = _wind_down(tracker, pa, writer.consume)
                     left = (tracker.frontier, hi)
                     ranges = ranges[: i + 1]
                     break
                 except KeyboardInterrupt:
                     # What was fetched is kept: the windows received are stored, the next
-                    # run goes on from the last one's end (and the pages read of the window
-                    # in progress wait in the client's cache).
+                    # run goes on from the last one's end, and the pages read past it (the
+                    # answers of the requests in flight included) are kept for it.
                     interrupted = True
+                    carried = _wind_down(tracker, pa, writer.consume)
                     left = (tracker.frontier, hi)
                     ranges = ranges[: i + 1]
                     break
         finally:
             close_bar()
+            if tracker.stream is not None:
+                tracker.stream.close()
         writer.finish()
         requests = client._sent() - before
         old = None if state is None else _parse_iso_ms(state["synced_until"])
@@ -227,6 +239,12 @@ def sync_events(
             if state is not None and synced >= _parse_iso_ms(state["start"]):
                 synced = max(synced, old or synced)
         elapsed = time.perf_counter() - started
+        if carried is not None:
+            store.write_carried(carried[0])
+        elif had_carried:
+            store.write_carried(None)
+        if left is None:
+            client._inner.drop_carried(report_id)
         result = SyncResult(
             path=store.shown,
             ranges=[(from_ms(a), from_ms(b)) for a, b in ranges],
@@ -251,6 +269,13 @@ def sync_events(
                 "settle_seconds": settle_ms / 1000,
                 "complete": left is None,
                 "fetched_at": _iso_ms(wall_ms),
+                # Where the pages carried to the next run were read: from the frontier to the
+                # end of the chunk the run stopped in.
+                **(
+                    {"carried": [_iso_ms(tracker.frontier), _iso_ms(carried[1])]}
+                    if carried is not None
+                    else {}
+                ),
                 "last_run": {
                     "finished_at": _iso_ms(_now_ms()),
                     "ranges": [[_iso_ms(a), _iso_ms(b)] for a, b in ranges],
@@ -263,8 +288,7 @@ def sync_events(
             },
         )
         if interrupted:
-            carried = client._inner.carried_until(tracker.frontier, report_id)
-            raise SyncInterrupted(result, None if carried is None else from_ms(carried))
+            raise SyncInterrupted(result, None if carried is None else from_ms(carried[1]))
         return result
 
 
@@ -344,6 +368,40 @@ def _plan(
         else:
             ranges.append((lo, until_ms))
     return [(a, b) for a, b in ranges if b > a], first
+
+
+def _hold_carried(
+    client: Client,
+    store: Union[_LocalStore, _ObjectStore],
+    state: Optional[dict[str, Any]],
+    report_id: Optional[str],
+    tracker: _Progress,
+) -> bool:
+    """Hands the client the pages the last run carried to this one, if it did (its fetches
+    take them instead of asking them again), and tells ``tracker`` where they were read;
+    whether there was a file of them. A damaged file is warned about: its pages are asked
+    again."""
+    data = store.read_carried()
+    if data is None:
+        return False
+    try:
+        client._inner.hold_carried(data, report_id)
+    except ValueError as e:
+        _log.warning(
+            "`%s/%s`: the pages the last run carried to this one %s: they are asked again",
+            store.shown,
+            CARRIED_FILE,
+            e,
+        )
+        return True
+    span = state.get("carried") if state is not None else None
+    if not isinstance(span, list) or len(span) != 2:
+        return True
+    try:
+        tracker.carried = (_parse_iso_ms(span[0]), _parse_iso_ms(span[1]))
+    except ConfigError:
+        pass  # the pages are held all the same; the chunks are cut as they come
+    return True
 
 
 def _open(path: str) -> Union[_LocalStore, _ObjectStore]:

@@ -13,7 +13,7 @@ from .. import _check
 from ..errors import ConfigError
 from ._locks import _Lock
 from ._partitions import _read_partition
-from ._state import STATE_FILE, _parse_state
+from ._state import CARRIED_FILE, STATE_FILE, _parse_state
 
 #: The one data file of each partition.
 PART_FILE = "part-0.parquet"
@@ -61,6 +61,25 @@ class _LocalStore:
 
     def write_state(self, state: dict[str, Any]) -> None:
         _write_state(self.root, state)
+
+    def read_carried(self) -> Optional[bytes]:
+        """The pages the last run carried to this one, if any (see :data:`CARRIED_FILE`)."""
+        try:
+            with open(os.path.join(self.root, CARRIED_FILE), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def write_carried(self, data: Optional[bytes]) -> None:
+        """Keeps ``data`` for the next run (None: nothing, the file removed)."""
+        if data is not None:
+            _atomic_write(self.root, CARRIED_FILE, lambda f: f.write(data))
+            return
+        try:
+            os.unlink(os.path.join(self.root, CARRIED_FILE))
+        except FileNotFoundError:
+            return
+        _fsync_dir(self.root)
 
     def files(self) -> List[str]:
         try:

@@ -15,7 +15,7 @@ from ..errors import ConfigError
 from ._local_store import PART_FILE
 from ._locks import _ObjectLock
 from ._partitions import _read_partition
-from ._state import STATE_FILE, _parse_state
+from ._state import CARRIED_FILE, STATE_FILE, _parse_state
 
 #: A data file that a run writes in an object store: its date, and the id of the run.
 _RUN_FILE = re.compile(r"date=(\d{4}-\d{2}-\d{2})/part-\d{8}T\d{6}Z-[0-9a-f]{8}\.parquet")
@@ -130,6 +130,17 @@ class _ObjectStore:
         self.named = dict(self.live)
         for file in replaced:
             self._delete(file)
+
+    def read_carried(self) -> Optional[bytes]:
+        """The pages the last run carried to this one, if any (see :data:`CARRIED_FILE`)."""
+        return self._get(CARRIED_FILE)
+
+    def write_carried(self, data: Optional[bytes]) -> None:
+        """Keeps ``data`` for the next run (None: nothing, the object deleted)."""
+        if data is None:
+            self._delete(CARRIED_FILE)
+        else:
+            self._put(CARRIED_FILE, lambda f: f.write(data))
 
     def files(self) -> List[str]:
         return [self._path(f) for _, f in sorted(self.live.items())]

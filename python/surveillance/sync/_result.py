@@ -145,14 +145,14 @@ class SyncInterrupted(KeyboardInterrupt):
     run (``interrupted`` true, ``remaining`` what is left); the message says what was kept.
 
     The windows received whole are in the dataset and the state records the end of the last
-    one; with a cache of settled events (see :meth:`Client.cache_info`), the pages read of the
-    window in progress wait there, and the next run takes them instead of asking them again.
+    one; the pages read past it (those of the requests in flight at the signal included) are
+    kept beside the dataset (``_sync_carried.bin``), and the next run takes them instead of
+    asking them again. ``carried``: the end of the range they were read of, or None.
     """
 
     def __init__(self, result: SyncResult, carried: Optional[_dt.datetime] = None) -> None:
         kept = (
-            f"; the pages read of the window from {_iso(result.remaining[0])} to {_iso(carried)} "
-            "wait in the cache for it"
+            f"; the pages read of {_iso(result.remaining[0])} .. {_iso(carried)} are kept for it"
             if carried is not None and result.remaining is not None
             else ""
         )

@@ -14,6 +14,10 @@ from ..errors import ConfigError
 #: Name of the state file inside the dataset directory (an object, on an object store).
 STATE_FILE = "_sync_state.json"
 
+#: Name of the file (an object, on an object store) that keeps the pages a stopped run read of
+#: the windows it did not store whole, for the next run (a checked blob of the client's).
+CARRIED_FILE = "_sync_carried.bin"
+
 _STATE_VERSION = 1
 
 

@@ -20,9 +20,10 @@
 //! unique temporary name and renamed into place, so no reader sees half of one. Reading a
 //! file touches its modification time, which the size cap evicts by (least recently used first).
 //!
-//! Beside the segments, `<qs>_<qe>.pages` files keep the pages that a fetch stopped by the
-//! daily quota read of a window it could not finish (see [`Cache::carry`]), for the next
-//! fetch of that window (a sync's next run) to take instead of asking them again.
+//! Beside the segments, `<start>_<end>.pages` files keep the pages that a fetch stopped early
+//! (a dlt load the daily quota stopped) read of the windows it did not finish, from `start`
+//! on (see [`Cache::carry`]), for its next run to take instead of asking them again: a
+//! checked blob of `events::carry`, which says whose pages it holds.
 //!
 //! By concern: `disk` says where the cache lives and how it touches the disk (private
 //! directories, the root's mark, atomic writes); `admin` what a directory holds and its
@@ -50,8 +51,6 @@ pub use disk::{default_dir, is_marked, locate, user_cache_dir};
 pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
 /// The first word of every cache file, and its format's version after it.
 const MAGIC: &str = "svcache 2";
-/// The first word of a file of carried pages, and its format's version after it.
-const CARRY_MAGIC: &str = "svpages 2";
 /// The longest header a cache file may have, bytes.
 const HEADER_MAX: usize = 1024;
 /// The endpoint whose answers the cache keeps.
@@ -163,9 +162,6 @@ impl Seen {
         self
     }
 }
-
-/// Carried pages: `(offset, body)` each.
-pub type Pages = Vec<(usize, Bytes)>;
 
 /// Why a cached file cannot be served.
 #[derive(Debug)]
@@ -589,28 +585,19 @@ impl Cache {
         Ok(all)
     }
 
-    /// Keeps the pages that a fetch stopped by the daily quota read of a window it did not
-    /// finish, the query `[qs, qe)` (settled), so that the next fetch of that query asks none
-    /// of them again: `pages` are `(offset, body)`. One file, `<qs>_<qe>.pages`: the header
-    /// line (`svpages 2`, then what it holds as a segment's does, `count` its pages), then each
-    /// page as `<offset> <length>\n` and its body.
+    /// Keeps the pages that a fetch stopped early read of the windows it did not finish, from
+    /// `start` to `end`, as the blob `data` of `events::carry` (which checks whose they are
+    /// when it is read), so that the next fetch from `start` asks none of them again. One
+    /// file, `<start>_<end>.pages`.
     pub fn carry(
         &self,
         report: Option<&str>,
-        qs: i64,
-        qe: i64,
-        pages: &[(usize, &Bytes)],
+        start: i64,
+        end: i64,
+        data: &[u8],
     ) -> std::io::Result<()> {
-        let mut body = Vec::new();
-        for (offset, page) in pages {
-            body.extend_from_slice(format!("{offset} {}\n", page.len()).as_bytes());
-            body.extend_from_slice(page);
-        }
-        let header = self
-            .header(report, qs, qe, pages.len() as u64, &body)
-            .line(CARRY_MAGIC);
         let dir = self.private_dirs(report)?;
-        write_atomic(&dir.join(format!("{qs}_{qe}.pages")), &[&header, &body])
+        write_atomic(&dir.join(format!("{start}_{end}.pages")), &[data])
     }
 
     /// The carried windows of `report` (see [`Cache::carry`]).
@@ -628,92 +615,21 @@ impl Cache {
             .collect()
     }
 
-    /// The end of the carried window of `report` that starts at `lo`, if one is kept.
-    pub fn carried_end(&self, report: Option<&str>, lo: i64) -> Option<i64> {
-        self.carried(report)
-            .into_iter()
-            .filter(|c| c.start == lo)
-            .map(|c| c.end)
-            .min()
-    }
-
-    /// Takes the carried window of `report` that starts at `lo` and ends by `hi`: its end and
-    /// its pages `(offset, body)`. Its file is removed, and so is every other carried window
-    /// that starts in `[lo, hi)` (this fetch reads that range: none will be asked again). A
-    /// damaged file gives [`Damage::Corrupt`], which says the file and why.
-    pub fn take_carried(
-        &self,
-        report: Option<&str>,
-        lo: i64,
-        hi: i64,
-    ) -> std::result::Result<Option<(i64, Pages)>, Damage> {
-        let mut found = Ok(None);
-        for CarriedFile {
-            start: qs,
-            end: qe,
-            path,
-        } in self.carried(report)
-        {
-            if qs < lo || qs >= hi {
+    /// Takes the pages of `report`'s events carried from `start` (see [`Cache::carry`]): the
+    /// end of their span and the blob. Every file of pages carried from `start` is removed
+    /// (the fetch that takes them reads that range).
+    pub fn take_carried(&self, report: Option<&str>, start: i64) -> Option<(i64, Vec<u8>)> {
+        let mut found = None;
+        for c in self.carried(report) {
+            if c.start != start {
                 continue;
             }
-            if qs == lo && qe <= hi && matches!(found, Ok(None)) {
-                found = match std::fs::read(&path) {
-                    Ok(data) => self
-                        .read_carried(report, qs, qe, data)
-                        .map(|pages| Some((qe, pages)))
-                        .map_err(|why| Damage::Corrupt(format!("`{}` {why}", path.display()))),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                    Err(e) => Err(Damage::Corrupt(format!(
-                        "`{}` cannot be read ({e})",
-                        path.display()
-                    ))),
-                };
+            if found.is_none() {
+                found = std::fs::read(&c.path).ok().map(|data| (c.end, data));
             }
-            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(&c.path);
         }
         found
-    }
-
-    /// The pages of a file of `report`'s carried window `[qs, qe)`, if its header says it holds
-    /// them and its length and checksum hold; else why not.
-    fn read_carried(
-        &self,
-        report: Option<&str>,
-        qs: i64,
-        qe: i64,
-        data: Vec<u8>,
-    ) -> std::result::Result<Pages, String> {
-        let garbled = || "holds garbled pages".to_string();
-        let (header, start) = check(&data, CARRY_MAGIC)?;
-        let count = header.count;
-        if let Some(why) = header.differs(&self.header(report, qs, qe, count, &[]), "pages") {
-            return Err(why);
-        }
-        let body = Bytes::from(data).slice(start..);
-        let mut pages = Vec::new();
-        let mut at = 0;
-        while at < body.len() {
-            let end = at
-                + body[at..]
-                    .iter()
-                    .position(|b| *b == b'\n')
-                    .ok_or_else(garbled)?;
-            let (offset, size) = std::str::from_utf8(&body[at..end])
-                .ok()
-                .and_then(|l| l.split_once(' '))
-                .ok_or_else(garbled)?;
-            let (Ok(offset), Ok(size)) = (offset.parse::<usize>(), size.parse::<usize>()) else {
-                return Err(garbled());
-            };
-            let page = body.get(end + 1..end + 1 + size).ok_or_else(garbled)?;
-            pages.push((offset, body.slice_ref(page)));
-            at = end + 1 + size;
-        }
-        if pages.len() as u64 != count {
-            return Err(garbled());
-        }
-        Ok(pages)
     }
 
     /// Removes every segment of `report` that overlaps `[lo, hi)` (a refresh of that range).

@@ -3,8 +3,7 @@
 
 use std::collections::HashSet;
 
-use bytes::Bytes;
-
+use super::carry::{self, CarriedPage};
 use super::page::{hides_first, in_order, order_of, widened, Completed, Event, Page, PageOrder};
 use super::window::{fetch_requests, holds_together};
 use super::{dense, Ask, Fetch, Mode, CEILING_PAGE};
@@ -284,43 +283,43 @@ impl Fetch {
         out
     }
 
-    /// For a sync that the daily quota (or an interruption) stops: the pages read of the
-    /// frontier window, whose query starts at the frontier, are kept in the cache when that
-    /// query has settled; false when they are not (then [`Fetch::sorted_prefix`] keeps what it
-    /// can). The next run starts at the frontier and takes that window first, so it asks none
-    /// of those pages again; when the window completes, [`holds_together`] checks that the two runs' pages make one answer.
-    pub(super) fn carry_stopped(&self) -> bool {
-        let Some(cache) = self.client.cache() else {
+    /// For a sync that the daily quota, an error or an interruption stops: the pages read of
+    /// every window not handed out (the frontier window's, and those of the windows after it,
+    /// whole or not), whose query has settled, and the carried pages that no window took yet,
+    /// go to the fetch's carry slot; false when none does (then [`Fetch::sorted_prefix`]
+    /// keeps what it can). The next run starts at the frontier and plans the same windows
+    /// from the same pages, so it asks none of them again; when a window completes,
+    /// [`holds_together`] checks that the two runs' pages make one answer.
+    pub(super) fn carry_stopped(&mut self) -> bool {
+        let Some(slot) = self.carry_to.take() else {
             return false;
         };
-        let Some(w) = self.windows.get(&self.frontier) else {
-            return false;
-        };
-        if !self.carry || w.done || w.cached.is_some() || w.qs != self.frontier {
+        if !self.carry {
             return false;
         }
-        if widened(w.qs, w.qe).1 >= self.cutoff {
-            return false;
-        }
-        let pages: Vec<(usize, &Bytes)> = w
-            .pages
-            .iter()
-            .filter_map(|(o, p)| Some((*o, p.body.as_ref()?)))
-            .collect();
-        if pages.is_empty() {
-            return false;
-        }
-        let report = self.query.report_id.as_deref();
-        match cache.carry(report, w.qs, w.qe, &pages) {
-            Ok(()) => true,
-            Err(e) => {
-                self.client.http().warn(format!(
-                    "cannot keep the pages read so far in the cache ({e}): the next run asks \
-                     them again"
-                ));
-                false
+        let mut pages = Vec::new();
+        for w in self.windows.values_mut() {
+            if w.cached.is_some() || widened(w.qs, w.qe).1 >= self.cutoff {
+                continue;
+            }
+            for (offset, page) in std::mem::take(&mut w.pages) {
+                if let Some(body) = page.body {
+                    pages.push(CarriedPage {
+                        qs: w.qs,
+                        qe: w.qe,
+                        offset,
+                        body,
+                    });
+                }
             }
         }
+        let report = self.query.report_id.as_deref();
+        pages.extend(carry::left(&self.client, report));
+        let carried = !pages.is_empty();
+        if let Ok(mut slot) = slot.lock() {
+            slot.extend(pages);
+        }
+        carried
     }
 
     /// What the incomplete frontier window's pages show to be complete, for a fetch that

@@ -2,20 +2,21 @@
 //! flight) and each answer taken, with what the fetch expects and reports on the way.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-use super::held::HELD_FOR;
 use super::page::{
-    fetch_page, order_of, page_url, projected, settled_before, Completed, EventForm, Page,
+    fetch_page_counted, order_of, page_url, projected, settled_before, Completed, EventForm, Page,
     PageOrder, Reuse,
 };
 use super::window::paged_reach;
 use super::{
-    Ask, Burst, Fetch, Mode, Progress, ProgressSink, Query, Window, CEILING_PAGE,
+    Ask, Burst, CarrySlot, Fetch, Mode, Progress, ProgressSink, Query, Window, CEILING_PAGE,
     DEFAULT_IN_FLIGHT, EXPECT_EVERY, SAFETY,
 };
-use crate::client::cache::{Damage, Piece};
+use crate::client::cache::Piece;
 use crate::client::error::{Error, Result};
 use crate::client::lists::{OFFSET_CEILING, PAGE};
 use crate::client::scope;
@@ -43,7 +44,6 @@ impl Fetch {
         let frugal = client.config().limits.daily_requests.is_some();
         let unsorted = client.shape().unsorted;
         let caching = !counting && client.cache().is_some();
-        let carry = caching && query.partial;
         let cutoff = settled_before(&client);
         let mut p = Fetch {
             progress: Progress {
@@ -71,7 +71,9 @@ impl Fetch {
             started: std::time::Instant::now(),
             expected_at: None,
             caching,
-            carry,
+            carry: false,
+            carry_to: None,
+            asked: Vec::new(),
             ended: false,
             cutoff,
             walk_pages: 0,
@@ -85,6 +87,45 @@ impl Fetch {
             }
         }
         p
+    }
+
+    /// Makes the fetch a sync's, which carries what it read to its next run when it stops
+    /// early: the pages it read of the windows it did not hand out whole go to `slot`.
+    pub(super) fn carry_to(&mut self, slot: CarrySlot) {
+        self.carry = !self.counting;
+        self.carry_to = Some(slot);
+    }
+
+    /// Stopped (Ctrl-C): asks nothing more (a request waiting for its turn under the limits
+    /// is dropped), waits at most `grace` for the answers of the requests sent (each is paid
+    /// for already), and carries every page read.
+    pub(super) async fn stop_carrying(&mut self, grace: std::time::Duration) {
+        for (task, sent) in std::mem::take(&mut self.asked) {
+            if sent.load(Ordering::SeqCst) == 0 {
+                task.abort();
+            }
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        while !self.tasks.is_empty() {
+            match tokio::time::timeout_at(deadline, self.tasks.join_next()).await {
+                Ok(Some(Ok((id, kind, Ok(page))))) => {
+                    self.progress.requests += u64::from(!page.held);
+                    let offset = match kind {
+                        Ask::Probe => CEILING_PAGE,
+                        Ask::Page(o) => o,
+                    };
+                    if let Some(w) = self.window_mut(id) {
+                        w.in_flight = w.in_flight.saturating_sub(1);
+                        w.pages.insert(offset, page);
+                    }
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+        self.tasks.abort_all();
+        self.ended = true;
+        self.carry_stopped();
     }
 
     /// Counts in the fetch's progress the requests its quota check sent (its first page is
@@ -106,7 +147,7 @@ impl Fetch {
     }
 
     /// The day's quota stopped the fetch: what the pages already in show to be complete is
-    /// kept, not asked again: carried to the next run in the cache when it can be (see
+    /// kept, not asked again: carried to the next run when the fetch is a sync's (see
     /// [`Fetch::carry_stopped`]), else the sorted prefix they show, answered here.
     pub(super) fn stop_at_quota(&mut self) -> Option<Completed> {
         self.ended = true;
@@ -174,40 +215,11 @@ impl Fetch {
         self.add_opening(ws, we, false);
     }
 
-    /// The windows of a gap the cache does not hold: one, or, when an earlier run of a sync
-    /// the quota stopped carried the pages of a window that starts here, that window first
-    /// (its pages held for it, so its query asks none of them again) and the rest after it.
+    /// The window of a gap the cache does not hold. (A stopped sync's pages carried to its
+    /// next run wait in the client's held pages for the windows they were read of: planned
+    /// again from the same pages, this fetch's windows take them instead of asking them.)
     pub(super) fn add_gap(&mut self, lo: i64, hi: i64) {
-        let report = self.query.report_id.clone();
-        let carried = match self.client.cache() {
-            Some(cache) if self.carry => match cache.take_carried(report.as_deref(), lo, hi) {
-                Ok(carried) => carried,
-                Err(damage) => {
-                    if let Damage::Corrupt(why) = damage {
-                        self.client.http().warn(format!(
-                            "the pages of the window from {} that an earlier run carried in \
-                             the cache: {why}: the file is removed and its pages asked again",
-                            format_ms(lo)
-                        ));
-                    }
-                    None
-                }
-            },
-            _ => None,
-        };
-        let Some((qe, pages)) = carried else {
-            return self.add_first_window(lo, hi);
-        };
-        for (offset, body) in pages {
-            let url = page_url(&self.client, lo, qe, report.as_deref(), offset);
-            self.client
-                .held()
-                .put(url.to_string(), body, HELD_FOR, true);
-        }
-        self.add_first_window(lo, qe);
-        if qe < hi {
-            self.add_first_window(qe, hi);
-        }
+        self.add_first_window(lo, hi);
     }
 
     /// A window that asks page 0 alone first. `safe`: sized from a sample well under the
@@ -357,12 +369,20 @@ impl Fetch {
             let keep = self.keep;
             let counting = self.counting;
             self.sent += 1;
-            self.tasks.spawn(scope::inherit(async move {
+            let sent = Arc::new(AtomicU64::new(0));
+            let told = self.carry.then(|| sent.clone());
+            let task = self.tasks.spawn(scope::inherit(async move {
                 let hold = if counting { Reuse::Settled } else { Reuse::No };
+                let report = report.as_deref();
                 let result =
-                    fetch_page(&client, qs, qe, report.as_deref(), offset, keep, hold).await;
+                    fetch_page_counted(&client, qs, qe, report, offset, keep, hold, told).await;
                 (id, kind, result)
             }));
+            if self.carry {
+                // A sync's: when it stops, what has not been sent is not waited for.
+                self.asked.retain(|(task, _)| !task.is_finished());
+                self.asked.push((task, sent));
+            }
         }
     }
 
@@ -406,7 +426,7 @@ impl Fetch {
 
     pub(super) fn on_result(&mut self, id: u64, kind: Ask, mut page: Page) -> Result<()> {
         self.progress.requests += u64::from(!page.held);
-        if !self.caching {
+        if !self.caching && !self.carry {
             page.body = None;
         }
         let frugal = self.frugal;

@@ -16,13 +16,17 @@
 //! With a cache of settled events (`cache`), a range is split into the parts its files hold,
 //! served from disk as windows already complete, and the gaps, each planned as above; a
 //! completed window's settled part (older than the client's `settle`) is written to the cache.
+//! A sync's fetch stopped early (Ctrl-C, the daily quota) carries the pages it read of the
+//! windows it did not hand out to its next run (`carry`), which plans the same windows from
+//! the same pages and asks none of them again.
 //!
 //! By concern: `run` holds the entry points (stream, count, peek) and the quota check; `fetch`
 //! the fetch loop (windows opened, pages asked and answers taken); `search` where a window ends
 //! (ceiling pages, bursts, chains and splits, a count's search); `done` the bookkeeping of a
 //! window's end (completion, held pages released, windows drained in order); `cached` the
 //! cache's part; `window` one window's state; `page` asks and parses one page; `held` keeps
-//! pages asked ahead for the fetch that takes them. This file holds the planner's types.
+//! pages asked ahead for the fetch that takes them; `carry` the blob of what a stopped sync
+//! carries. This file holds the planner's types.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::sync::Arc;
@@ -36,6 +40,7 @@ use super::Client;
 use crate::time::format_ms;
 
 mod cached;
+pub mod carry;
 mod count;
 mod done;
 mod fetch;
@@ -45,12 +50,16 @@ mod run;
 mod search;
 mod window;
 
+pub use carry::{CarriedPage, CarrySlot};
 pub use count::{count, density_seen, Count};
 pub use held::Held;
 pub(crate) use page::{order_of, PageOrder};
 pub use page::{parse_events, Completed, Event, EventForm, Page};
 use page::{MAX_MS, MIN_MS};
-pub use run::{fetch_all, fetch_batches, peek, stream, stream_batches, AbortOnDrop};
+pub use run::{
+    fetch_all, fetch_batches, peek, stream, stream_batches, stream_carrying, AbortOnDrop,
+    STOP_GRACE,
+};
 
 /// The last offset the service accepts, rounded to a page.
 pub(crate) const CEILING_PAGE: usize = OFFSET_CEILING - PAGE;
@@ -292,10 +301,15 @@ struct Fetch {
     sent: u64,
     /// Completed windows' settled parts are written to the client's cache.
     caching: bool,
-    /// A sync with a cache: the pages of a window that the daily quota, an error or an
-    /// interruption (the fetch dropped, Ctrl-C) stops are carried to its next run (see
-    /// [`Fetch::carry_stopped`]); their bodies are kept, as `caching`'s are.
+    /// A sync's fetch: the pages read of the windows not handed out whole when the daily
+    /// quota, an error or an interruption (Ctrl-C, the fetch dropped) stops it are carried to
+    /// its next run, put in `carry_to` (see [`Fetch::carry_stopped`]); their bodies are kept,
+    /// as `caching`'s are.
     carry: bool,
+    carry_to: Option<CarrySlot>,
+    /// A sync's: the requests launched and not known to be answered, with the count of their
+    /// sends (see [`Fetch::stop_carrying`]).
+    asked: Vec<(tokio::task::AbortHandle, Arc<std::sync::atomic::AtomicU64>)>,
     /// The fetch ended (completed, or stopped by the quota, which carries what it can
     /// itself): dropping it carries nothing (see the `Drop` of `Fetch`).
     ended: bool,
@@ -317,8 +331,8 @@ struct Fetch {
     expected_at: Option<std::time::Instant>,
 }
 
-/// A sync's fetch dropped before it ended (Ctrl-C, its consumer gone, an error) keeps the
-/// pages it read of its frontier window in the cache, for its next run to take instead of
+/// A sync's fetch dropped before it ended (Ctrl-C, its consumer gone, an error) carries the
+/// pages it read of the windows it did not hand out, for its next run to take instead of
 /// asking them again.
 impl Drop for Fetch {
     fn drop(&mut self) {

@@ -3,13 +3,15 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::held::{CHECKED_FOR, HELD_FOR};
+use super::held::{CARRIED_FOR, CHECKED_FOR, HELD_FOR};
 use crate::client::error::{Error, Result};
 use crate::client::http::Call;
 use crate::client::lists::{page_error, PAGE};
@@ -52,7 +54,7 @@ pub struct Page {
     /// Taken from what a plan or a quota check held (see [`Held`]): no request was sent for it
     /// by the fetch itself.
     pub(super) held: bool,
-    /// Read by an earlier run of a sync the quota stopped, and carried to this one.
+    /// Read by an earlier run of a sync that stopped, and carried to this one.
     pub(super) carried: bool,
     /// The page's body, kept until its window completes when the window may be cached (or
     /// carried to the next run).
@@ -195,6 +197,22 @@ pub(super) async fn fetch_page(
     keep: EventForm,
     hold: Reuse,
 ) -> Result<Page> {
+    fetch_page_counted(client, qs, qe, report, offset, keep, hold, None).await
+}
+
+/// As [`fetch_page`], counting in `sent` each request sent for it (a fetch that stops waits
+/// only for the answers of the requests that have gone).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn fetch_page_counted(
+    client: &Client,
+    qs: i64,
+    qe: i64,
+    report: Option<&str>,
+    offset: usize,
+    keep: EventForm,
+    hold: Reuse,
+    sent: Option<Arc<AtomicU64>>,
+) -> Result<Page> {
     let url = page_url(client, qs, qe, report, offset);
     let settled = settled(qs, qe, settled_before(client));
     let ttl = match hold {
@@ -205,27 +223,35 @@ pub(super) async fn fetch_page(
     let taken = client.held().take(url.as_str());
     if let Some((body, carried)) = taken {
         if hold != Reuse::No {
-            // A count before its fetch: the page stays for the fetch.
-            let ttl = ttl.unwrap_or(CHECKED_FOR);
+            // A count before its fetch: the page stays for the fetch (a carried one as long
+            // as it was to).
+            let ttl = match carried {
+                Some(_) => CARRIED_FOR,
+                None => ttl.unwrap_or(CHECKED_FOR),
+            };
             client
                 .held()
-                .put(url.to_string(), body.clone(), ttl, carried);
+                .put(url.to_string(), body.clone(), ttl, carried.clone());
         }
         let mut page = parse_page(&url, body, keep)?;
         page.held = true;
-        page.carried = carried;
+        page.carried = carried.is_some();
         return Ok(page);
     }
     // The page is parsed as it is received, so that an answer that is not a page of events (a
     // proxy's HTML, a cut body) is retried like a failed request.
     let (page, body) = client
         .http()
-        .send_checked(&Call::get(url.clone(), "GET /v2/events"), |body| {
-            Ok((parse_page(&url, body.clone(), keep)?, body))
-        })
+        .send_checked(
+            &Call {
+                sent,
+                ..Call::get(url.clone(), "GET /v2/events")
+            },
+            |body| Ok((parse_page(&url, body.clone(), keep)?, body)),
+        )
         .await?;
     if let Some(ttl) = ttl {
-        client.held().put(url.to_string(), body, ttl, false);
+        client.held().put(url.to_string(), body, ttl, None);
     }
     Ok(page)
 }

@@ -2,17 +2,23 @@
 //! window, all of it at once or as Arrow batches, a peek at its first page). A fetch under a
 //! daily quota is checked first (`count::quota_check_gaps`).
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::cached::pieces;
 use super::count::quota_check_gaps;
 use super::page::{fetch_page, hides_first, in_order, Reuse};
-use super::{check, order_of, Completed, Event, EventForm, Fetch, PageOrder, ProgressSink, Query};
+use super::{
+    check, order_of, CarrySlot, Completed, Event, EventForm, Fetch, PageOrder, ProgressSink, Query,
+};
 use crate::client::cache::Piece;
 use crate::client::error::{Error, Result};
 use crate::client::lists::PAGE;
 use crate::client::scope;
 use crate::client::Client;
+
+/// How long a stopped sync's fetch waits for the answers of the requests it had in flight (see
+/// [`stream_carrying`]).
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Fetches every event of the query, sending each completed window (sorted, in time order) to
 /// `tx`. Stops early, without error, when the receiver is dropped.
@@ -22,6 +28,35 @@ pub async fn stream(
     keep: EventForm,
     tx: mpsc::Sender<Result<Completed>>,
     sink: Option<ProgressSink>,
+) {
+    run_stream(client, query, keep, tx, sink, None).await;
+}
+
+/// A sync's `stream`, which carries what it read to its next run when it stops early: once
+/// `stop` turns true (Ctrl-C) it asks nothing more, waits at most [`STOP_GRACE`] for the
+/// answers of the requests in flight (each is paid for already), and ends; the windows it
+/// sent before are the caller's to keep. Stopped so, or by the daily quota, an error or being
+/// dropped, it puts the pages it read of the windows it did not send in `slot` (see
+/// [`super::carry`]).
+pub async fn stream_carrying(
+    client: Client,
+    query: Query,
+    keep: EventForm,
+    tx: mpsc::Sender<Result<Completed>>,
+    sink: Option<ProgressSink>,
+    slot: CarrySlot,
+    stop: watch::Receiver<bool>,
+) {
+    run_stream(client, query, keep, tx, sink, Some((slot, stop))).await;
+}
+
+async fn run_stream(
+    client: Client,
+    query: Query,
+    keep: EventForm,
+    tx: mpsc::Sender<Result<Completed>>,
+    sink: Option<ProgressSink>,
+    carry: Option<(CarrySlot, watch::Receiver<bool>)>,
 ) {
     let checked = match check(&query) {
         Ok(()) => quota_check_gaps(&client, &query).await,
@@ -36,8 +71,25 @@ pub async fn stream(
     };
     let mut p = Fetch::new(client, &query, keep, sink, false, pieces);
     p.count_checked(checking);
+    let mut stop = carry.map(|(slot, stop)| {
+        p.carry_to(slot);
+        stop
+    });
     loop {
-        let ready = match p.step().await {
+        let stepped = match &mut stop {
+            // A stop said, or its sender gone (the stream dropped): stopped.
+            Some(stop) => tokio::select! {
+                biased;
+                _ = stop.wait_for(|stopped| *stopped) => None,
+                stepped = p.step() => Some(stepped),
+            },
+            None => Some(p.step().await),
+        };
+        let Some(stepped) = stepped else {
+            p.stop_carrying(STOP_GRACE).await;
+            return;
+        };
+        let ready = match stepped {
             Ok(Some(ready)) => ready,
             Ok(None) => {
                 p.finish();

@@ -173,8 +173,9 @@ impl PyClient {
     /// batches); at most `buffer` completed windows wait for the consumer (bounded memory)
     /// while the next ones are fetched.
     /// `interrupt`: a watch of Ctrl-C, for a stream consumed off the main thread (see
-    /// `InterruptWatch`).
-    #[pyo3(signature = (query, progress=None, buffer=2, arrow=false, interrupt=None))]
+    /// `InterruptWatch`). `carry`: a sync's fetch, which carries what it read to its next
+    /// run when it stops early (see `EventStream.stop` and `EventStream.carried`).
+    #[pyo3(signature = (query, progress=None, buffer=2, arrow=false, interrupt=None, *, carry=false))]
     fn events_stream(
         &self,
         query: &PyEventQuery,
@@ -182,10 +183,19 @@ impl PyClient {
         buffer: usize,
         arrow: bool,
         interrupt: Option<PyRef<'_, InterruptWatch>>,
+        carry: bool,
     ) -> PyResult<EventStream> {
         let interrupt = interrupt.map(|w| w.watch.clone());
         let query = query.query.clone();
-        EventStream::start(self.core()?, query, progress, buffer, arrow, interrupt)
+        EventStream::start(
+            self.core()?,
+            query,
+            progress,
+            buffer,
+            arrow,
+            interrupt,
+            carry,
+        )
     }
 
     /// The first page of a fetch of `query`'s range, held for that fetch, and the events it
@@ -310,15 +320,70 @@ impl PyClient {
         info.map(|i| PyCacheInfo::of(py, i, saved)).transpose()
     }
 
-    /// The end (epoch ms) of the window starting at `start_ms` whose pages an earlier run of
-    /// a sync the daily quota stopped kept in the cache, or None: the next run's first chunk
-    /// ends there, so that it asks none of them again.
-    #[pyo3(signature = (start_ms, report_id=None))]
-    fn carried_until(&self, start_ms: i64, report_id: Option<String>) -> PyResult<Option<i64>> {
+    /// Holds the pages an earlier run of a sync carried (a blob that `EventStream.carried`
+    /// gave) for this client's fetches of `report_id`'s events, which take them instead of
+    /// asking them again; how many. `ValueError` saying why (to complete "the pages ...")
+    /// when the blob is damaged, or of another account or report.
+    #[pyo3(signature = (data, report_id=None))]
+    fn hold_carried(&self, data: &[u8], report_id: Option<String>) -> PyResult<usize> {
         let core = self.core()?;
-        Ok(core
+        let report = report_id.as_deref();
+        let pages = events::carry::decode(&events::carry::account(&core), report, data)
+            .map_err(pyo3::exceptions::PyValueError::new_err)?;
+        let n = pages.len();
+        events::carry::hold(&core, report, pages);
+        Ok(n)
+    }
+
+    /// Keeps in the cache of settled events the pages a fetch stopped early carried (a blob
+    /// that `EventStream.carried` gave), read from `start_ms` to `end_ms`, for the next fetch
+    /// from `start_ms` (`carried_from_cache`); false without a cache (or one that cannot be
+    /// written, with a warning).
+    #[pyo3(signature = (data, start_ms, end_ms, report_id=None))]
+    fn carry_to_cache(
+        &self,
+        data: &[u8],
+        start_ms: i64,
+        end_ms: i64,
+        report_id: Option<String>,
+    ) -> PyResult<bool> {
+        let core = self.core()?;
+        let Some(cache) = core.cache() else {
+            return Ok(false);
+        };
+        match cache.carry(report_id.as_deref(), start_ms, end_ms, data) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                core.http().warn(format!(
+                    "cannot keep the pages read so far in the cache ({e}): the next run asks \
+                     them again"
+                ));
+                Ok(false)
+            }
+        }
+    }
+
+    /// The pages carried in the cache from `start_ms` (see `carry_to_cache`), taken: the
+    /// blob, and the end of the range they were read of; None when there are none.
+    #[pyo3(signature = (start_ms, report_id=None))]
+    fn carried_from_cache<'py>(
+        &self,
+        py: Python<'py>,
+        start_ms: i64,
+        report_id: Option<String>,
+    ) -> PyResult<Option<(Bound<'py, pyo3::types::PyBytes>, i64)>> {
+        let core = self.core()?;
+        let taken = core
             .cache()
-            .and_then(|c| c.carried_end(report_id.as_deref(), start_ms)))
+            .and_then(|c| c.take_carried(report_id.as_deref(), start_ms));
+        Ok(taken.map(|(end, data)| (pyo3::types::PyBytes::new(py, &data), end)))
+    }
+
+    /// Drops the carried pages of `report_id`'s events that no fetch took (a sync that
+    /// completed); how many.
+    #[pyo3(signature = (report_id=None))]
+    fn drop_carried(&self, report_id: Option<String>) -> PyResult<usize> {
+        Ok(events::carry::left(&self.core()?, report_id.as_deref()).len())
     }
 
     /// Empties the cache of settled events; the files removed.

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use pyo3_arrow::PyRecordBatch;
-use tokio::sync::{mpsc, Mutex as AsyncMutex};
+use tokio::sync::{mpsc, watch, Mutex as AsyncMutex};
 
 use super::ProgressCell;
 use crate::client::events::{self, Event, EventForm, Query};
@@ -45,11 +46,26 @@ pub struct EventStream {
     /// A watch of Ctrl-C for a stream consumed off the main thread: once it fires, the fetch
     /// stops and the stream raises `KeyboardInterrupt`.
     interrupt: Option<Arc<Watch>>,
+    /// A sync's fetch: what it carries to the next run, and the switch that stops it.
+    carrying: Option<Carrying>,
+    /// What a wait received in the step that Ctrl-C stopped: handed out by the next call, so
+    /// that no window is lost between a sync's fetch and its dataset.
+    pending: std::sync::Mutex<Option<Next>>,
+}
+
+/// What a sync's stream needs to stop its fetch and hand over what the fetch carries.
+struct Carrying {
+    slot: events::CarrySlot,
+    stop: watch::Sender<bool>,
+    /// The account's name in a blob, and the report whose events the fetch reads.
+    account: String,
+    report: Option<String>,
 }
 
 impl EventStream {
     /// Starts the fetch; at most `buffer` completed windows wait for the consumer. With
-    /// `interrupt`, the fetch sends no request once the watch fired.
+    /// `interrupt`, the fetch sends no request once the watch fired. With `carry`, a sync's
+    /// fetch (see `stop` and `carried`).
     pub fn start(
         client: crate::client::Client,
         query: Query,
@@ -57,6 +73,7 @@ impl EventStream {
         buffer: usize,
         arrow: bool,
         interrupt: Option<Arc<Watch>>,
+        carry: bool,
     ) -> PyResult<Self> {
         let rt = runtime::get().map_err(errors::internal)?;
         let (tx, rx) = mpsc::channel(buffer.max(1));
@@ -68,7 +85,25 @@ impl EventStream {
             EventForm::Text
         };
         let frontier = Arc::new(AtomicI64::new(query.start_ms));
-        let fetch = events::stream(client, query, keep, tx, sink);
+        let carrying = carry.then(|| Carrying {
+            slot: events::CarrySlot::default(),
+            stop: watch::Sender::new(false),
+            account: events::carry::account(&client),
+            report: query.report_id.clone(),
+        });
+        let fetch: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> = match &carrying
+        {
+            Some(c) => Box::pin(events::stream_carrying(
+                client,
+                query,
+                keep,
+                tx,
+                sink,
+                c.slot.clone(),
+                c.stop.subscribe(),
+            )),
+            None => Box::pin(events::stream(client, query, keep, tx, sink)),
+        };
         let task =
             match interrupt.clone() {
                 // Dropping the fetch at the signal ends the channel: `__next__` then raises.
@@ -89,6 +124,8 @@ impl EventStream {
             arrow,
             frontier,
             interrupt,
+            carrying,
+            pending: std::sync::Mutex::new(None),
         })
     }
 
@@ -129,6 +166,33 @@ impl EventStream {
     }
 }
 
+impl EventStream {
+    /// Waits for the next window, reporting progress and checking for Ctrl-C between steps.
+    fn wait_next(&self, py: Python<'_>) -> PyResult<Option<Next>> {
+        let rt = runtime::get().map_err(errors::internal)?;
+        runtime::log::refresh(py);
+        let mut task = rt.spawn(self.next_work(usize::MAX));
+        let tick = |py: Python<'_>| {
+            self.interrupted()?;
+            self.cell.report(py, self.progress.as_ref())
+        };
+        match wait::until_done(py, &rt, &mut task, tick, None) {
+            wait::Waited::Ended(Ok(next), None) => next.map_err(errors::to_py),
+            wait::Waited::Ended(Err(join), None) => Err(errors::internal(join)),
+            wait::Waited::Ended(done, Some(stopped)) => {
+                if let (Ok(Ok(Some(next))), Some(_)) = (done, &self.carrying) {
+                    *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(next);
+                }
+                Err(stopped.unwrap_or_else(|| errors::internal("the wait stopped")))
+            }
+            wait::Waited::Stopped(stopped) => {
+                task.abort();
+                Err(stopped.unwrap_or_else(|| errors::internal("the wait stopped")))
+            }
+        }
+    }
+}
+
 impl Drop for EventStream {
     fn drop(&mut self) {
         // Stops the requests of an abandoned iteration.
@@ -143,17 +207,27 @@ impl EventStream {
     }
 
     /// The next window (or what is left of it), handing `progress` the fetch's progress while
-    /// it waits. An error (Ctrl-C, the callback's, the fetch's) ends the stream.
+    /// it waits. An error (Ctrl-C, the callback's, the fetch's) ends the stream, but a sync's
+    /// (see `stop`): what its wait received in the step that Ctrl-C stopped is kept, for the
+    /// next call.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Next>> {
-        let next = self.interrupted().and_then(|()| {
-            wait::wait_with(py, self.next_work(usize::MAX), |py| {
-                self.interrupted()?;
-                self.cell.report(py, self.progress.as_ref())
-            })
-        });
+        let pending = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(next) = pending {
+            return Ok(Some(next));
+        }
+        let next = self.interrupted().and_then(|()| self.wait_next(py));
         // A fetch stopped by the watch ends the channel: that is no end of the range.
         let next = next.and_then(|next| self.interrupted().map(|()| next));
-        next.inspect_err(|_| self.task.abort())
+        // A sync's fetch is stopped by `stop`, which lets the answers in flight come in.
+        next.inspect_err(|_| {
+            if self.carrying.is_none() {
+                self.task.abort()
+            }
+        })
     }
 
     /// An awaitable of the next events, at most `limit` of them (a window is handed out in
@@ -182,6 +256,42 @@ impl EventStream {
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
         });
+    }
+
+    /// A sync's fetch: asks nothing more, and ends once the answers of the requests in flight
+    /// are in (a few seconds at most). The windows it completed before still come out of the
+    /// stream, then `carried` hands over the pages read of the others.
+    fn stop(&self) {
+        match &self.carrying {
+            Some(c) => {
+                c.stop.send_replace(true);
+            }
+            None => self.task.abort(),
+        }
+    }
+
+    /// A sync's fetch, once it ended (waited for, a few seconds at most; Ctrl-C again stops
+    /// the wait and the answers still in flight): the pages it read of the windows it did not
+    /// hand out whole, as a blob for `Client.hold_carried` in the next run; None when there
+    /// are none.
+    fn carried<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        let c = self.carrying.as_ref()?;
+        let deadline = std::time::Instant::now() + events::STOP_GRACE + CLOSE_WAIT;
+        while !self.task.is_finished() && std::time::Instant::now() < deadline {
+            runtime::detach(py, || {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            });
+            if py.check_signals().is_err() {
+                break;
+            }
+        }
+        if !self.task.is_finished() {
+            // Dropped, the fetch carries what is in.
+            self.close(py);
+        }
+        let pages = std::mem::take(&mut *c.slot.lock().unwrap_or_else(|e| e.into_inner()));
+        let blob = events::carry::encode(&c.account, c.report.as_deref(), &pages)?;
+        Some(PyBytes::new(py, &blob))
     }
 
     /// The end (epoch ms, exclusive) of the last window handed out whole: every event of the
