@@ -35,7 +35,8 @@ const FRESH_REFUSALS: u32 = 2;
 
 impl Http {
     /// A 429 that asks for a wait longer than `max_wait` is no reason to sleep: the quota
-    /// error, raised at once (and every client of the machine waits with this one).
+    /// error, raised at once (and, once the service confirms it, every client of the machine
+    /// waits with this one: see [`Ledger::claim`](crate::client::quota::Ledger::claim)).
     pub(super) fn too_long(&self, headers: &HeaderMap, what: &str) -> Result<()> {
         match parse_retry_after(headers) {
             Some(wait) if wait > self.config.max_wait => {
@@ -45,7 +46,7 @@ impl Http {
                     wait.as_secs(),
                     self.config.max_wait.as_secs_f64()
                 );
-                Err(self.ledger.block(wait.as_millis() as i64, why))
+                Err(self.ledger.claim(wait.as_millis() as i64, why))
             }
             _ => Ok(()),
         }
