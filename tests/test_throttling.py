@@ -200,3 +200,26 @@ def test_limits_equal_to_the_services_get_no_429():
         assert stats["rate_limited"] == 0
         assert all("429" not in by_status for by_status in stats["requests"].values()), stats
         assert client.stats()["rate_limited"] == 0
+
+
+# --- Retry-After and `max_wait` ----------------------------------------------------------------
+
+
+def test_the_waits_after_429s_of_a_call_stay_within_max_wait():
+    """A service that answers every request 429 with `Retry-After: 1`: a record's waits, over
+    every retry and every round of a publish, stay within `max_wait` (they took 15 retries and
+    up to 106 s with longer waits), and so do a read's."""
+    with sv.Emulator(seed=0, sites=2, days=1, events_per_day=10) as emu:
+        client = emu.client(max_wait=3, max_retries=20)
+        client.sites()  # its token
+        emu.set_faults(rate_limit_rate=1.0, retry_after=1)
+        report, took = timed(lambda: client.publish([retail(0)], batch_size=1, progress=False))
+        assert report.accepted == 0 and [f.status for f in report.failures] == [429]
+        assert "max_wait" in report.failures[0].message
+        assert took < 3 + 2.0
+        # Three waits of a second, then one request in each of the two later rounds.
+        assert report.requests <= 6
+        with pytest.raises(sv.RateLimitError, match="max_wait"):
+            timed(client.devices)
+        emu.set_faults()
+        assert len(client.devices()) >= 1

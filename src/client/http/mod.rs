@@ -74,6 +74,10 @@ pub struct Call {
     /// Counts the times this call's request left the machine (retries included), so that its
     /// caller knows whether an unanswered request may have reached the service.
     pub sent: Option<Arc<AtomicU64>>,
+    /// The milliseconds waited after 429s by this call and by the earlier calls of the same
+    /// records (a batch posted again in a later round): their waits stay within `max_wait` in
+    /// all. None: the call's own.
+    pub waited: Option<Arc<AtomicU64>>,
 }
 
 impl Call {
@@ -87,6 +91,7 @@ impl Call {
             class: Class::Read,
             tally: None,
             sent: None,
+            waited: None,
         }
     }
 }

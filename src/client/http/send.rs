@@ -2,8 +2,8 @@
 //! size cap, and retried as its failure deserves (full-jitter backoff that honours
 //! `Retry-After`, a refused token renewed at every expiry).
 
-use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
@@ -149,6 +149,7 @@ impl Http {
         let mut seen_worked = self.worked.load(Ordering::SeqCst);
         let mut renewals = 0u32;
         let mut tries = Tries::new(call.method.as_str(), &call.url, call.tally.as_deref());
+        let waited = call.waited.clone().unwrap_or_default();
         loop {
             let Admitted {
                 token,
@@ -181,6 +182,7 @@ impl Http {
                 self.answered(&mut tries);
             }
             let outcome = told.map_err(|f| f.error);
+            let mut limited = false;
             let (err, retry_after) = match outcome {
                 Ok((status, _, body)) if status.is_success() => {
                     let size = body.len();
@@ -281,7 +283,8 @@ impl Http {
                         self.too_long(&headers, &format!("{} {}", call.method, call.url.path()))?;
                         let ra = parse_retry_after(&headers);
                         gate.on_rate_limited(started, ra);
-                        (err, ra)
+                        limited = true;
+                        (self.within_max_wait(&waited, ra, err)?, ra)
                     } else if err.is_retryable() {
                         (err, parse_retry_after(&headers))
                     } else {
@@ -298,9 +301,51 @@ impl Http {
             };
             // Answered or not, its place in the token's window is free during the wait.
             drop(token_use);
+            let before = Instant::now();
             self.retry(&mut tries, outage, err, retry_after, started)
                 .await?;
+            if limited {
+                let ms = u64::try_from(before.elapsed().as_millis()).unwrap_or(u64::MAX);
+                waited.fetch_add(ms, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// The error of a 429 (`err`) when waiting `wait` more would take the waits after 429s
+    /// (`waited` ms: this call's, and those of the earlier calls of its records) past
+    /// `max_wait`: the call ends with it rather than waiting. Else `err`, to retry after the
+    /// wait.
+    fn within_max_wait(
+        &self,
+        waited: &AtomicU64,
+        wait: Option<Duration>,
+        err: Error,
+    ) -> Result<Error> {
+        let spent = Duration::from_millis(waited.load(Ordering::Relaxed));
+        let wait = wait.unwrap_or_default();
+        if spent + wait <= self.config.max_wait {
+            return Ok(err);
+        }
+        Err(match err {
+            Error::Status {
+                status,
+                body,
+                url,
+                message,
+            } => Error::Status {
+                status,
+                body,
+                url,
+                message: format!(
+                    "{message}; not tried again: {:.0} s waited after 429s, and {:.0} s more \
+                     would be past `max_wait` ({:.0} s)",
+                    spent.as_secs_f64(),
+                    wait.as_secs_f64(),
+                    self.config.max_wait.as_secs_f64()
+                ),
+            },
+            other => other,
+        })
     }
 }
 
