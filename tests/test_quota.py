@@ -51,8 +51,8 @@ def test_a_request_past_the_budget_is_refused_before_it_is_sent(emu):
 
 def test_a_long_retry_after_raises_at_once_instead_of_sleeping(emu):
     """A client that does not know the quota: the service's 429 asks to wait until midnight,
-    longer than `max_wait`, so the client raises rather than sleeping for hours, and every
-    client of the machine with that key waits too."""
+    longer than `max_wait`, so the client raises rather than sleeping for hours; once a second
+    such answer confirms it, every client of the machine with that key waits too."""
     emu.advance_clock(3600)  # keep away from a real midnight
     emu.set_limits(daily_requests=3)
     client = emu.client(limits=sv.Limits.unlimited())
@@ -62,10 +62,52 @@ def test_a_long_retry_after_raises_at_once_instead_of_sleeping(emu):
             client.sites()
     assert time.monotonic() - started < 5
     assert err.value.resets_at > dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=1)
+    with pytest.raises(sv.QuotaExhaustedError):
+        emu.client(limits=sv.Limits.unlimited()).devices()  # the second answer
     before = emu.stats()["daily"]["used"]
     with pytest.raises(sv.QuotaExhaustedError):
         emu.client(limits=sv.Limits.unlimited()).devices()  # another client: refused here
+    with pytest.raises(sv.QuotaExhaustedError):
+        client.sites()
     assert emu.stats()["daily"]["used"] == before
+
+
+def sent(emu) -> int:
+    return sum(sum(by_status.values()) for by_status in emu.stats()["requests"].values())
+
+
+@pytest.mark.parametrize("path", ["/v2/sites", "/v2/oauth/token"])
+def test_one_long_retry_after_stops_its_call_and_a_second_one_every_client(
+    emu, tmp_path, monkeypatch, path
+):
+    """One 429 asking for an hour (a proxy's, a node's) stops the call that got it, and no other
+    client of the machine sharing the ledger; a second one, to either client, confirms it: from
+    then on no client sends."""
+    monkeypatch.setenv("SURVEILLANCE_QUOTA_DIR", str(tmp_path))
+    token = path == "/v2/oauth/token"
+    a = emu.client(limits=sv.Limits.unlimited())
+    b = emu.client(limits=sv.Limits.unlimited())
+    if not token:
+        a.sites(), b.sites()  # their tokens, before the 429s
+    emu.set_faults(rate_limit_rate=1.0, retry_after=3600, token_endpoint=token)
+    with pytest.raises(sv.QuotaExhaustedError, match="second such answer") as err:
+        a.sites()
+    assert err.value.resets_at > dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=50)
+    emu.set_faults()
+    assert len(b.sites()) == 4  # the other client goes on...
+    assert len(a.sites()) == 4  # ...and so does the next call of the one that got it
+    assert b.quota()["remaining"] is None
+    emu.set_faults(rate_limit_rate=1.0, retry_after=3600, token_endpoint=token)
+    if token:
+        b = emu.client(limits=sv.Limits.unlimited())  # a client that asks for a token
+    with pytest.raises(sv.QuotaExhaustedError):
+        b.sites()
+    emu.set_faults()
+    before = sent(emu)
+    for client in (a, b, emu.client(limits=sv.Limits.unlimited())):
+        with pytest.raises(sv.QuotaExhaustedError):
+            client.devices()
+    assert sent(emu) == before
 
 
 def test_a_short_retry_after_is_waited_for(emu):
@@ -347,8 +389,12 @@ def test_iter_events_yields_what_it_fetched_before_the_quota_error():
         assert seen == truth[: len(seen)]  # the windows completed before the budget ran out
         with pytest.raises(sv.QuotaExhaustedError):
             client.events(emu.start, emu.end, progress=False)
-        # The service's count includes the request it refused; the client sends none after.
-        assert emu.stats()["daily"]["used"] <= 151
+        # The service's count includes the requests it refused: the first, believed by its call
+        # alone, and a second that confirms it; the client sends none after.
+        assert emu.stats()["daily"]["used"] <= 152
+        with pytest.raises(sv.QuotaExhaustedError):
+            client.events(emu.start, emu.end, progress=False)
+        assert emu.stats()["daily"]["used"] <= 152
 
 
 # --- a fetch that cannot fit is refused before it spends the quota ---------------------------

@@ -92,6 +92,44 @@ def test_sporadic_429s_slow_no_call_of_a_long_lived_client(retry_after):
         assert not slow, slow
 
 
+# --- random 429s at a high share ---------------------------------------------------------------
+# Refusals at random, whatever the rate, cost retries, not rate: a publish stores about the
+# configured rate times the share accepted, and once they stop the next publish goes at the
+# configured rate; a limit the service enforces later is still found. One client throughout.
+
+
+def test_random_429s_at_a_high_share_cost_retries_not_rate_call_after_call():
+    rows = [retail(i) for i in range(300)]
+    with sv.Emulator(seed=0, sites=2, days=1, events_per_day=10) as emu:
+        # The published limits: 100 a second, 200 in flight.
+        client = emu.client(limits=sv.Limits(daily_requests=None), max_retries=10)
+        for share in (0.05, 0.3, 0.0):
+            emu.set_faults(rate_limit_rate=share, retry_after=1)
+            emu.clear_published()
+            report, took = timed(lambda: client.publish(rows, batch_size=1, progress=False))
+            assert report.accepted == 300 and len(emu.published()) == 300
+            print(f"{share:.0%} of 429s at random: {300 / took:.1f} records/s ({took:.1f} s)")
+            # 3 s at 100 a second, 4.3 s at 70: the bound leaves three times that, plus the
+            # seconds a record refused several times in a row waits (the collapse this guards
+            # against took 80 s, for the publish at 30% and for the next at 0% alike).
+            assert took < 3 * 300 / (100 * (1 - share)) + 4.0
+            emu.set_faults()
+            assert len(client.sites()) == 2  # a read between
+        # Then the service enforces half the configured rate: found (its 30% of 429s learnt as
+        # chance, the client needs a few more 429s to tell the limit), and held with few 429s.
+        emu.set_limits(publish_per_second=50)
+        emu.reset_stats()
+        emu.clear_published()
+        rows = [retail(1000 + i) for i in range(1000)]
+        report, took = timed(lambda: client.publish(rows, batch_size=1, progress=False))
+        assert report.accepted == 1000
+        final = emu.stats()["requests"]["POST /v2/webhook"]
+        ok, refused = final.get("200", 0), final.get("429", 0)
+        print(f"limit 50/s: {ok / took:.1f} records/s, {refused} 429s")
+        assert ok / took >= 0.6 * 50
+        assert refused <= 0.1 * (ok + refused)
+
+
 # --- a limit the client does not know ----------------------------------------------------------
 
 
@@ -200,3 +238,26 @@ def test_limits_equal_to_the_services_get_no_429():
         assert stats["rate_limited"] == 0
         assert all("429" not in by_status for by_status in stats["requests"].values()), stats
         assert client.stats()["rate_limited"] == 0
+
+
+# --- Retry-After and `max_wait` ----------------------------------------------------------------
+
+
+def test_the_waits_after_429s_of_a_call_stay_within_max_wait():
+    """A service that answers every request 429 with `Retry-After: 1`: a record's waits, over
+    every retry and every round of a publish, stay within `max_wait` (they took 15 retries and
+    up to 106 s with longer waits), and so do a read's."""
+    with sv.Emulator(seed=0, sites=2, days=1, events_per_day=10) as emu:
+        client = emu.client(max_wait=3, max_retries=20)
+        client.sites()  # its token
+        emu.set_faults(rate_limit_rate=1.0, retry_after=1)
+        report, took = timed(lambda: client.publish([retail(0)], batch_size=1, progress=False))
+        assert report.accepted == 0 and [f.status for f in report.failures] == [429]
+        assert "max_wait" in report.failures[0].message
+        assert took < 3 + 2.0
+        # Three waits of a second, then one request in each of the two later rounds.
+        assert report.requests <= 6
+        with pytest.raises(sv.RateLimitError, match="max_wait"):
+            timed(client.devices)
+        emu.set_faults()
+        assert len(client.devices()) >= 1

@@ -280,8 +280,10 @@ class Client(Events, Lists, _BaseClient):
         max_body_bytes: the largest answer accepted (default 64 MiB; from 1 KiB).
         max_wait: the longest ``Retry-After`` of a 429 the client waits for, in seconds (0 to
             86,400; default 60). A longer one means the quota is spent for a long while:
-            :class:`~surveillance.QuotaExhaustedError` is raised at once, and every client of
-            the machine with the same key refuses requests until then.
+            :class:`~surveillance.QuotaExhaustedError` is raised at once; once a second such
+            answer (or a ledger near the day's limit) confirms it, every client of the machine
+            with the same key refuses requests until then. The waits after 429s of one call
+            (of one record, over a publish's rounds) stay within it in all.
         max_outage: how long a call rides out the service being unreachable (connection
             refused, reset or timed out; 502, 503, 504: a restart, a deploy), in seconds (0 to
             86,400; 0 fails at once). Default: ``SURVEILLANCE_MAX_OUTAGE``, else 60. It retries

@@ -66,9 +66,16 @@ const CALM: f64 = 0.9;
 const BASELINE_PRIOR: f64 = 20.0;
 /// See [`BASELINE_PRIOR`].
 const BASELINE_429S: f64 = 1.0;
-/// The baseline share is taken as this at most: 429s below the limit at a greater share (a
-/// concurrency limit that refuses bursts, say) must not blind the test to a rate limit.
-const BASELINE_MOST: f64 = 0.1;
+/// The baseline share is taken as this at most, and a cut is undone (see [`CutTrial`]) only
+/// when the share of 429s well below its rate is this at most: refusals of most requests
+/// whatever the rate are not told apart from a limit far below the rate (a wave of requests
+/// sent at once, most of them refused), which must be cut again, not undone.
+const BASELINE_MOST: f64 = 0.5;
+/// A cut is judged once this many answers came to requests sent well below its rate...
+const JUDGED: f64 = 30.0;
+/// ... or at the end of that calm start of the recovery, with this many at least (fewer say
+/// too little: the cut stays).
+const JUDGED_LEAST: f64 = 10.0;
 /// The baseline share is taken over about this many answers (older ones weigh half, and so on).
 const BASELINE_SPAN: f64 = 1000.0;
 /// A request waiting for its turn looks at the rate again this often.
@@ -103,6 +110,15 @@ impl Detector {
             ((1.0 - over) / (1.0 - chance)).ln()
         }
     }
+}
+
+/// What a cut is judged by once its calm start is over (see [`Throttle::judge`]): the share of
+/// 429s among the answers that made it (the last ones before it, [`JUDGED`] at least), and the
+/// cut in force before it (None: the configured rate), which undoing it restores.
+#[derive(Debug, Clone, Copy)]
+struct CutTrial {
+    share: f64,
+    before: Option<Cut>,
 }
 
 /// One answer: when it came, whether it was a 429.
@@ -158,7 +174,10 @@ impl Cut {
 /// limit) cuts again, from that rate or the newly measured one when higher, and the recovery
 /// doubles (up to [`SLOWEST`] times): a limit that stays where it was is probed less and less
 /// often, each probe costing a few 429s. Answers to requests sent before a cut never make
-/// another. The rate never exceeds the configured one, and is back at it (or lifted, if
+/// another. Each cut is a trial of the rate: the answers of its calm start judge it
+/// ([`Throttle::judge`]). 429s that come at random, whatever the rate (30% of the answers,
+/// say), come there as often as before the cut: the cut is undone and their share learnt as
+/// the baseline, so that they cost retries, not rate. The rate never exceeds the configured one, and is back at it (or lifted, if
 /// unlimited, once the curve is twice what the client uses) as soon as the curve gets there:
 /// within seconds of the last cut (tens of seconds after a limit found again several times),
 /// whatever the calls and pauses in between.
@@ -170,10 +189,13 @@ pub struct Throttle {
     cut: Option<Cut>,
     last_start: Option<Instant>,
     /// The evidence of 429s over chance (see [`Detector`]), the sending instant of the first
-    /// 429 of it, and the successes since.
+    /// 429 of it, and the successes and 429s since.
     evidence: f64,
     since: Option<Instant>,
     accepted: u32,
+    refused: u32,
+    /// What the cut in force is judged by, until it is.
+    trial: Option<CutTrial>,
     /// Answers to requests sent well below the rate of a cut, and the 429s among them (decayed).
     calm: (f64, f64),
     /// The same for the recovery under way, counted in `calm` once the rate is back near that
@@ -193,6 +215,8 @@ impl Throttle {
             evidence: 0.0,
             since: None,
             accepted: 0,
+            refused: 0,
+            trial: None,
             calm: (0.0, 0.0),
             recovering: (0.0, 0.0),
         }
@@ -269,6 +293,36 @@ impl Throttle {
     fn end_cut(&mut self) {
         self.end_recovery();
         self.cut = None;
+        self.trial = None;
+    }
+
+    /// Judges the cut in force by the answers to requests sent well below its rate (`n`, `k`
+    /// of them 429s): a cut of a rate over a limit makes the 429s fall to the share that the
+    /// rate does not explain; 429s that come at random, whatever the rate, come as often as
+    /// before. When the share of 429s there is nearer the share that made the cut than the
+    /// baseline, the cut did not help: it is undone (the rate goes back to where it was), and
+    /// that share is learnt as the baseline, so that it makes no cut again. True when most of
+    /// those answers are 429s: the cut was not deep enough (a wave sent at once overstated
+    /// the rate the service took), and the rate is cut again at once.
+    fn judge(&mut self) -> bool {
+        let Some(v) = self.trial.take() else {
+            return false;
+        };
+        let (n, k) = self.recovering;
+        if n < JUDGED_LEAST {
+            return false;
+        }
+        let share = k / n;
+        if share > BASELINE_MOST {
+            return true;
+        }
+        if share >= (v.share + self.baseline()) / 2.0 {
+            self.end_recovery();
+            self.cut = v.before;
+            self.evidence = 0.0;
+            self.since = None;
+        }
+        false
     }
 
     /// Successes answered in the last `span` before `now`.
@@ -313,6 +367,17 @@ impl Throttle {
             self.recovering.0 += 1.0;
             self.recovering.1 += f64::from(u8::from(throttled));
         }
+        if self.trial.is_some() {
+            let (n, k) = self.recovering;
+            if calm && n < JUDGED && k <= BASELINE_MOST * JUDGED {
+                // The calm start of a cut tests the cut, not the rate.
+                return;
+            }
+            if self.judge() {
+                self.cut_rate(now, rate, false);
+                return;
+            }
+        }
         let again = self.cut.is_some_and(|c| c.probing(sent));
         let test = if again { AGAIN } else { FIRST };
         if self.evidence == 0.0 {
@@ -321,8 +386,11 @@ impl Throttle {
             }
             self.since = Some(sent);
             self.accepted = 0;
+            self.refused = 0;
         }
-        if !throttled {
+        if throttled {
+            self.refused += 1;
+        } else {
             self.accepted += 1;
         }
         self.evidence = (self.evidence + test.weigh(throttled, self.baseline())).max(0.0);
@@ -361,6 +429,21 @@ impl Throttle {
                 (from, base(from))
             }
         };
+        // The share of 429s of the answers that made the cut, over as many as the cut is judged
+        // by at least (the evidence's own start on a 429 and end on a run of them overstate it).
+        let counted = (self.accepted + self.refused).max(JUDGED as u32) as usize;
+        let (n, k) = self
+            .answers
+            .iter()
+            .rev()
+            .take(counted)
+            .fold((0u32, 0u32), |(n, k), a| {
+                (n + 1, k + u32::from(a.throttled))
+            });
+        self.trial = Some(CutTrial {
+            share: f64::from(k) / f64::from(n.max(1)),
+            before: self.cut,
+        });
         self.evidence = 0.0;
         self.since = None;
         self.cut = Some(Cut {

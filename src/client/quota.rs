@@ -59,9 +59,14 @@ struct LedgerFile {
     #[serde(default)]
     used: u64,
     /// No request before this instant (epoch ms): the service answered 429 with a wait longer
-    /// than a client would sleep.
+    /// than a client would sleep, and confirmed it.
     #[serde(default)]
     blocked_until_ms: i64,
+    /// Until this instant (epoch ms), a second such answer confirms the first: the service
+    /// answered 429 once with a wait longer than a client would sleep, which only the call
+    /// that got it believed.
+    #[serde(default)]
+    claimed_until_ms: i64,
 }
 
 /// The daily quota of one service and key, shared by the processes of the machine.
@@ -395,6 +400,28 @@ impl Ledger {
         }
     }
 
+    /// The service answered 429 and asked to wait `wait_ms`, longer than the client waits: the
+    /// error the call that got the answer raises. One such answer is believed by that call
+    /// alone, not written to the ledger as the quota used up: a stray answer (a proxy's, a
+    /// node's) would otherwise stop every job of the machine for up to two days. The service
+    /// confirms it with a second such answer within an hour (to any client of the
+    /// machine), or when the ledger is near its daily limit: then every client of the machine
+    /// refuses requests until the wait is over ([`block`](Self::block)).
+    pub fn claim(&self, wait_ms: i64, why: String) -> Error {
+        let limit = self.limit;
+        self.on_today(|r, now, _| {
+            let until = now + wait_ms;
+            let near = limit.is_some_and(|l| r.used.saturating_mul(10) >= l.saturating_mul(9));
+            if near || r.claimed_until_ms > now {
+                r.blocked_until_ms = r.blocked_until_ms.max(until);
+                r.claimed_until_ms = 0;
+                return quota_error(r.used, limit, until, Some(why.clone()));
+            }
+            r.claimed_until_ms = now + wait_ms.min(CONFIRM_WITHIN_MS);
+            claim_error(r.used, limit, until, &why)
+        })
+    }
+
     /// The service answered 429 and asked to wait `wait_ms`, longer than the client waits:
     /// every client of the machine refuses requests until then. The error to raise.
     pub fn block(&self, wait_ms: i64, why: String) -> Error {
@@ -425,6 +452,12 @@ impl Ledger {
         })
     }
 }
+
+/// How long a first 429 that asks for a wait longer than a client waits stands for a second
+/// one to confirm it (see [`Ledger::claim`]): a service whose quota is used up refuses every
+/// request, so the next one, from any client of the machine, gets the same answer well within
+/// the hour.
+const CONFIRM_WITHIN_MS: i64 = 3_600_000;
 
 /// Starts a new day's count when `today` is later than the record's day. A record already on
 /// a later day stays: another process saw the service's midnight first.
@@ -590,6 +623,22 @@ fn quota_error(used: u64, limit: Option<u64>, resets_at_ms: i64, why: Option<Str
         used,
         limit,
         resets_at_ms,
+    }
+}
+
+/// The quota error of the call that got a first 429 whose wait is longer than `max_wait` (see
+/// [`Ledger::claim`]).
+fn claim_error(used: u64, limit: Option<u64>, until_ms: i64, why: &str) -> Error {
+    let when = reset_time(until_ms);
+    Error::Quota {
+        message: format!(
+            "{why}: the daily quota of this API key may be used up ({used} requests counted \
+             today); the service said it would take requests again at {when}. The other \
+             clients of this machine go on until a second such answer confirms it"
+        ),
+        used,
+        limit,
+        resets_at_ms: until_ms,
     }
 }
 

@@ -114,20 +114,28 @@ impl Outage {
 /// The longest `Retry-After` taken as it is (two days; a wait that long is a quota anyway).
 const MAX_RETRY_AFTER_MS: i64 = 2 * crate::time::DAY_MS;
 
-/// Reads `Retry-After` as seconds (integer or decimal) or an HTTP date. A date is read against
-/// the answer's own `Date` when it has one (the service's clock, not this machine's, which may
-/// be off by minutes), else against this machine's clock.
+/// Reads `Retry-After` as RFC 9110 allows it: a whole number of seconds (`delay-seconds`, digits
+/// only), or an HTTP date in one of its three forms (IMF-fixdate, the obsolete RFC 850 and
+/// asctime forms). A date is read against the answer's own `Date` when it has one (the
+/// service's clock, not this machine's, which may be off by minutes), else against this
+/// machine's clock. Anything else (a negative or decimal number, `NaN`, `inf`, an empty value,
+/// text, a list of values or several headers) is taken as absent: the retry backs off as
+/// without one.
 pub fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let raw = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(secs) = raw.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Some(Duration::from_secs_f64(
-                secs.min(MAX_RETRY_AFTER_MS as f64 / 1000.0),
-            ));
-        }
+    let mut values = headers.get_all(RETRY_AFTER).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
         return None;
     }
-    let when = chrono::DateTime::parse_from_rfc2822(raw).ok()?;
+    // The spaces around a field's value are not part of it (RFC 9110, section 5.5).
+    let raw = value.to_str().ok()?.trim_matches([' ', '\t']);
+    if !raw.is_empty() && raw.bytes().all(|b| b.is_ascii_digit()) {
+        // More digits than a u64 holds is a wait longer than the longest anyway.
+        let secs = raw.parse::<u64>().unwrap_or(u64::MAX);
+        let ms = secs.saturating_mul(1000).min(MAX_RETRY_AFTER_MS as u64);
+        return Some(Duration::from_millis(ms));
+    }
+    let when = http_date(raw)?;
     let now = headers
         .get(DATE)
         .and_then(|d| d.to_str().ok())
@@ -136,10 +144,25 @@ pub fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
             || chrono::Utc::now().timestamp_millis(),
             |d| d.timestamp_millis(),
         );
-    let wait = when.timestamp_millis() - now;
+    let wait = when - now;
     Some(Duration::from_millis(
         wait.clamp(0, MAX_RETRY_AFTER_MS) as u64
     ))
+}
+
+/// An HTTP date (RFC 9110, section 5.6.7) as epoch ms: `Sun, 06 Nov 1994 08:49:37 GMT`,
+/// `Sunday, 06-Nov-94 08:49:37 GMT` or `Sun Nov  6 08:49:37 1994`, always UTC.
+fn http_date(text: &str) -> Option<i64> {
+    const FORMS: [&str; 3] = [
+        "%a, %d %b %Y %H:%M:%S GMT",
+        "%A, %d-%b-%y %H:%M:%S GMT",
+        "%a %b %e %H:%M:%S %Y",
+    ];
+    FORMS.iter().find_map(|form| {
+        chrono::NaiveDateTime::parse_from_str(text, form)
+            .ok()
+            .map(|t| t.and_utc().timestamp_millis())
+    })
 }
 
 /// Whether a 403 refuses the bearer token (expired, revoked, invalid) rather than the API key

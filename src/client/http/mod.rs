@@ -74,6 +74,10 @@ pub struct Call {
     /// Counts the times this call's request left the machine (retries included), so that its
     /// caller knows whether an unanswered request may have reached the service.
     pub sent: Option<Arc<AtomicU64>>,
+    /// The milliseconds waited after 429s by this call and by the earlier calls of the same
+    /// records (a batch posted again in a later round): their waits stay within `max_wait` in
+    /// all. None: the call's own.
+    pub waited: Option<Arc<AtomicU64>>,
 }
 
 impl Call {
@@ -87,6 +91,7 @@ impl Call {
             class: Class::Read,
             tally: None,
             sent: None,
+            waited: None,
         }
     }
 }
@@ -279,9 +284,43 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(RETRY_AFTER, "2".parse().expect("header"));
         assert_eq!(parse_retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert(RETRY_AFTER, "0.5".parse().expect("header"));
-        assert_eq!(parse_retry_after(&h), Some(Duration::from_millis(500)));
         h.insert(RETRY_AFTER, "soon".parse().expect("header"));
+        assert_eq!(parse_retry_after(&h), None);
+    }
+
+    #[test]
+    fn retry_after_is_read_as_rfc_9110_allows_and_the_rest_is_absent() {
+        let one = |value: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(RETRY_AFTER, value.parse().expect("header"));
+            h.insert(
+                reqwest::header::DATE,
+                "Sun, 06 Nov 1994 08:49:37 GMT".parse().expect("header"),
+            );
+            parse_retry_after(&h)
+        };
+        let secs = |s: u64| Some(Duration::from_secs(s));
+        assert_eq!(one("7"), secs(7));
+        assert_eq!(one("  7  "), secs(7));
+        assert_eq!(one("0"), secs(0));
+        assert_eq!(one("007"), secs(7));
+        // The longest wait at most, however many digits.
+        assert_eq!(one("99999999999999999999999"), secs(2 * 86_400));
+        // The three forms of an HTTP date, against the answer's `Date`.
+        assert_eq!(one("Sun, 06 Nov 1994 08:49:47 GMT"), secs(10));
+        assert_eq!(one("Sunday, 06-Nov-94 08:50:37 GMT"), secs(60));
+        assert_eq!(one("Sun Nov  6 08:49:57 1994"), secs(20));
+        assert_eq!(one("Sun, 06 Nov 1994 08:00:00 GMT"), secs(0));
+        for bad in [
+            "-1", "-0", "", "   ", "NaN", "nan", "inf", "-inf", "infinity", "abc", "1, 2", "1,2",
+            "1e3", "1E3", "0.5", "1.", ".5", "+5", "0x10", "7 s", "1 2",
+        ] {
+            assert_eq!(one(bad), None, "{bad:?}");
+        }
+        // Several headers are a list too.
+        let mut h = HeaderMap::new();
+        h.append(RETRY_AFTER, "1".parse().expect("header"));
+        h.append(RETRY_AFTER, "2".parse().expect("header"));
         assert_eq!(parse_retry_after(&h), None);
     }
 

@@ -2,8 +2,8 @@
 //! size cap, and retried as its failure deserves (full-jitter backoff that honours
 //! `Retry-After`, a refused token renewed at every expiry).
 
-use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
@@ -35,7 +35,8 @@ const FRESH_REFUSALS: u32 = 2;
 
 impl Http {
     /// A 429 that asks for a wait longer than `max_wait` is no reason to sleep: the quota
-    /// error, raised at once (and every client of the machine waits with this one).
+    /// error, raised at once (and, once the service confirms it, every client of the machine
+    /// waits with this one: see [`Ledger::claim`](crate::client::quota::Ledger::claim)).
     pub(super) fn too_long(&self, headers: &HeaderMap, what: &str) -> Result<()> {
         match parse_retry_after(headers) {
             Some(wait) if wait > self.config.max_wait => {
@@ -45,7 +46,7 @@ impl Http {
                     wait.as_secs(),
                     self.config.max_wait.as_secs_f64()
                 );
-                Err(self.ledger.block(wait.as_millis() as i64, why))
+                Err(self.ledger.claim(wait.as_millis() as i64, why))
             }
             _ => Ok(()),
         }
@@ -148,6 +149,7 @@ impl Http {
         let mut seen_worked = self.worked.load(Ordering::SeqCst);
         let mut renewals = 0u32;
         let mut tries = Tries::new(call.method.as_str(), &call.url, call.tally.as_deref());
+        let waited = call.waited.clone().unwrap_or_default();
         loop {
             let Admitted {
                 token,
@@ -180,6 +182,7 @@ impl Http {
                 self.answered(&mut tries);
             }
             let outcome = told.map_err(|f| f.error);
+            let mut limited = false;
             let (err, retry_after) = match outcome {
                 Ok((status, _, body)) if status.is_success() => {
                     let size = body.len();
@@ -280,7 +283,8 @@ impl Http {
                         self.too_long(&headers, &format!("{} {}", call.method, call.url.path()))?;
                         let ra = parse_retry_after(&headers);
                         gate.on_rate_limited(started, ra);
-                        (err, ra)
+                        limited = true;
+                        (self.within_max_wait(&waited, ra, err)?, ra)
                     } else if err.is_retryable() {
                         (err, parse_retry_after(&headers))
                     } else {
@@ -297,9 +301,51 @@ impl Http {
             };
             // Answered or not, its place in the token's window is free during the wait.
             drop(token_use);
+            let before = Instant::now();
             self.retry(&mut tries, outage, err, retry_after, started)
                 .await?;
+            if limited {
+                let ms = u64::try_from(before.elapsed().as_millis()).unwrap_or(u64::MAX);
+                waited.fetch_add(ms, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// The error of a 429 (`err`) when waiting `wait` more would take the waits after 429s
+    /// (`waited` ms: this call's, and those of the earlier calls of its records) past
+    /// `max_wait`: the call ends with it rather than waiting. Else `err`, to retry after the
+    /// wait.
+    fn within_max_wait(
+        &self,
+        waited: &AtomicU64,
+        wait: Option<Duration>,
+        err: Error,
+    ) -> Result<Error> {
+        let spent = Duration::from_millis(waited.load(Ordering::Relaxed));
+        let wait = wait.unwrap_or_default();
+        if spent + wait <= self.config.max_wait {
+            return Ok(err);
+        }
+        Err(match err {
+            Error::Status {
+                status,
+                body,
+                url,
+                message,
+            } => Error::Status {
+                status,
+                body,
+                url,
+                message: format!(
+                    "{message}; not tried again: {:.0} s waited after 429s, and {:.0} s more \
+                     would be past `max_wait` ({:.0} s)",
+                    spent.as_secs_f64(),
+                    wait.as_secs_f64(),
+                    self.config.max_wait.as_secs_f64()
+                ),
+            },
+            other => other,
+        })
     }
 }
 

@@ -137,7 +137,13 @@ fn sustained_429s_cut_the_rate_which_recovers_along_a_cubic() {
     let mut t = Throttle::new(Some(100.0));
     // 50 a second accepted, then every other one refused: the service takes 25 a second.
     feed(&mut t, t0, (0.0, 2.0), 100, |_| false);
-    feed(&mut t, t0, (2.0, 3.0), 50, |i| i % 2 == 1);
+    for i in 0..50 {
+        let now = at(t0, 2.0 + i as f64 / 50.0);
+        t.answer(now, now, i % 2 == 1);
+        if t.cut.is_some() {
+            break;
+        }
+    }
     let cut = t.cut.expect("a cut");
     let after = cut.at.duration_since(at(t0, 2.0)).as_secs_f64();
     assert!((0.1..1.5).contains(&after), "{after}");
@@ -350,6 +356,20 @@ fn against_an_unknown_limit(
     settle: f64,
     total: f64,
 ) -> (f64, f64) {
+    let (per_second, refused) =
+        against_a_service(configured, (limit, sporadic), in_flight, settle, total);
+    (per_second / limit, refused)
+}
+
+/// As [`against_an_unknown_limit`]: the requests accepted per second from `settle` to `total`
+/// seconds, and the share of 429s among those sent then.
+fn against_a_service(
+    configured: Option<f64>,
+    (limit, sporadic): (f64, f64),
+    in_flight: usize,
+    settle: f64,
+    total: f64,
+) -> (f64, f64) {
     let t0 = Instant::now();
     let secs = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
     let mut rng = crate::rng::Rng::new(11, 2);
@@ -393,8 +413,8 @@ fn against_an_unknown_limit(
             _ => now = next_send,
         }
     }
-    let share_of_limit = accepted as f64 / (total - settle) / limit;
-    (share_of_limit, refused as f64 / (accepted + refused) as f64)
+    let per_second = accepted as f64 / (total - settle);
+    (per_second, refused as f64 / (accepted + refused) as f64)
 }
 
 #[test]
@@ -420,6 +440,26 @@ fn settles_under_an_unknown_limit_with_few_429s() {
     eprintln!("limit 20 and 5% sporadic: {share:.3} of the limit, {refused:.3} of 429s");
     assert!(share >= 0.85, "{share}");
     assert!(refused < 0.1, "{refused}");
+}
+
+#[test]
+fn random_429s_at_any_share_cost_retries_not_rate() {
+    // No limit below the configured 100 a second: a share of the requests refused at random,
+    // whatever the rate, from 200 in flight. The service takes about the configured rate
+    // times the share it accepts, from the start and once settled.
+    for sporadic in [0.05, 0.3] {
+        for (settle, total) in [(0.0, 10.0), (10.0, 70.0)] {
+            let (per_second, refused) =
+                against_a_service(Some(100.0), (1e9, sporadic), 200, settle, total);
+            eprintln!(
+                "{sporadic} at random, {settle}-{total} s: {per_second:.1}/s, {refused:.3} of 429s"
+            );
+            assert!(
+                per_second >= 0.9 * 100.0 * (1.0 - sporadic),
+                "{sporadic}, {settle}-{total} s: {per_second}/s"
+            );
+        }
+    }
 }
 
 #[test]

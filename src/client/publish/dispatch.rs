@@ -210,6 +210,7 @@ impl Dispatcher {
             return;
         };
         let round = batch.round;
+        let waited = batch.waited.load(Ordering::Relaxed);
         let mut again = Vec::new();
         for ((mut rec, outcome), p) in batch.recs.into_iter().zip(outcomes).zip(posted) {
             self.count_sent(&mut rec, p);
@@ -227,7 +228,7 @@ impl Dispatcher {
                 }
                 None if end.singly => {
                     // Arrays refused: again, one record per body.
-                    self.again.push_back(Batch::new(vec![rec], round));
+                    self.again.push_back(Batch::again(vec![rec], round, waited));
                 }
                 outcome => {
                     let key = rec.key;
@@ -244,7 +245,7 @@ impl Dispatcher {
             }
         }
         if !again.is_empty() {
-            self.again.push_back(Batch::new(again, round + 1));
+            self.again.push_back(Batch::again(again, round + 1, waited));
         }
         if self.failed_in_a_row >= GIVE_UP_AFTER && self.report.error.is_none() {
             // Of the kind of the last failure (a 429 stays a rate limit, a 5xx a server error).

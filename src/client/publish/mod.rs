@@ -231,6 +231,8 @@ struct Batch {
     posting: Mutex<Option<Posting>>,
     /// Posted with this many rounds already used.
     round: u32,
+    /// The milliseconds its records waited after 429s, over every round: within `max_wait`.
+    waited: Arc<AtomicU64>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -246,7 +248,15 @@ impl Batch {
             posted: Mutex::new(vec![false; n]),
             posting: Mutex::new(None),
             round,
+            waited: Arc::default(),
         }
+    }
+
+    /// Records of an earlier batch posted again in round `round`, having waited `waited` ms.
+    fn again(recs: Vec<Prepared>, round: u32, waited: u64) -> Batch {
+        let batch = Batch::new(recs, round);
+        batch.waited.store(waited, Ordering::Relaxed);
+        batch
     }
 
     fn set(&self, idx: &[usize], outcome: &RecordOutcome) {
@@ -349,8 +359,9 @@ impl PublishState {
         locked(&self.judge)
     }
 
-    /// The webhook request of `body`, counted in the publish's tally (and in `sent`).
-    fn call(&self, body: Bytes, sent: Option<Arc<AtomicU64>>) -> Call {
+    /// The webhook request of `body` for records of `batch`, counted in the publish's tally
+    /// (and in `sent`).
+    fn call(&self, batch: &Batch, body: Bytes, sent: Option<Arc<AtomicU64>>) -> Call {
         Call {
             method: Method::POST,
             url: self.url.clone(),
@@ -359,6 +370,7 @@ impl PublishState {
             class: Class::Publish,
             tally: Some(self.tally.clone()),
             sent,
+            waited: Some(batch.waited.clone()),
         }
     }
 }

@@ -76,7 +76,7 @@ pub(super) fn post_range<'a>(
     Box::pin(async move {
         let recs: Vec<&Prepared> = idx.iter().map(|&i| &batch.recs[i]).collect();
         let sent = batch.begin(&idx);
-        let call = shared.call(body_of(&recs, as_array), Some(sent.clone()));
+        let call = shared.call(batch, body_of(&recs, as_array), Some(sent.clone()));
         let read = |body: Bytes| match super::answer::success(&body, &recs) {
             Stored::NoProof => Err(Error::Decode {
                 url: shared.url.path().to_owned(),
@@ -406,7 +406,7 @@ async fn arrays_refused(
         return merge(alone, rest);
     }
     let recs = [&batch.recs[first]];
-    let call = shared.call(body_of(&recs, true), None);
+    let call = shared.call(batch, body_of(&recs, true), None);
     let one = shared
         .client
         .http()

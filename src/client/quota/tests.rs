@@ -107,6 +107,53 @@ fn a_long_wait_blocks_every_client_until_it_passes() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+#[test]
+fn one_long_wait_stops_its_call_and_a_second_one_every_client() {
+    let d = dir("claim");
+    let a = Ledger::open("https://api.test/", "key-1234", None, Some(&d));
+    let b = Ledger::open("https://api.test/", "key-1234", None, Some(&d));
+    // One answer: the call that got it raises, the others of the machine go on.
+    let e = a.claim(3_600_000, "the service answered 429".into());
+    assert!(matches!(e, Error::Quota { .. }), "{e:?}");
+    assert!(e.to_string().contains("a second such answer"), "{e}");
+    b.spend().expect("one answer stops no other client");
+    a.spend().expect("nor the next call of its own client");
+    assert_eq!(b.quota().remaining, None);
+    // A second one, to any client of the machine, confirms it: every client waits.
+    let e = b.claim(3_600_000, "the service answered 429".into());
+    assert!(
+        matches!(e, Error::Quota { resets_at_ms, .. } if resets_at_ms > 0),
+        "{e:?}"
+    );
+    assert!(a.spend().is_err());
+    assert!(b.spend().is_err());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn one_long_wait_near_the_daily_limit_stops_every_client() {
+    let d = dir("claim-near");
+    let a = Ledger::open("https://api.test/", "key-1234", Some(10), Some(&d));
+    let b = Ledger::open("https://api.test/", "key-1234", Some(10), Some(&d));
+    for _ in 0..9 {
+        a.spend().expect("under the limit");
+    }
+    // 9 of 10 used: the service's own count may well be at the limit.
+    let _ = a.claim(3_600_000, "the service answered 429".into());
+    assert_eq!(b.quota().remaining, Some(0));
+    assert!(b.spend().is_err());
+    // 8 of 10 is not near: one answer stops its call alone.
+    let d2 = dir("claim-far");
+    let c = Ledger::open("https://api.test/", "key-1234", Some(10), Some(&d2));
+    for _ in 0..8 {
+        c.spend().expect("under the limit");
+    }
+    let _ = c.claim(3_600_000, "the service answered 429".into());
+    c.spend().expect("not near the limit");
+    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(&d2);
+}
+
 #[tokio::test]
 async fn an_allowance_bounds_the_requests_until_it_ends() {
     let l = Ledger::open("https://api.test/", "key-1234", None, None);
