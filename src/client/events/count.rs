@@ -147,12 +147,23 @@ async fn quota_check(client: &Client, query: &Query, budget: u64) -> Result<u64>
             last as usize,
             EventForm::Text,
             Reuse::Next,
+            None,
         )
     };
     if budget == 1 && last <= CEILING_PAGE as u64 {
         return decides(&at_last().await?);
     }
-    let page = fetch_page(client, ws, we, report, 0, EventForm::Text, Reuse::Next).await?;
+    let page = fetch_page(
+        client,
+        ws,
+        we,
+        report,
+        0,
+        EventForm::Text,
+        Reuse::Next,
+        None,
+    )
+    .await?;
     let times: Vec<i64> = page.events.iter().map(|e| e.start_ms).collect();
     if times.len() < PAGE {
         return Ok(sent(client, before));

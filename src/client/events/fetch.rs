@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::task::JoinSet;
 
 use super::page::{
-    fetch_page_counted, order_of, page_url, projected, settled_before, Completed, EventForm, Page,
+    fetch_page, order_of, page_url, projected, settled_before, Completed, EventForm, Page,
     PageOrder, Reuse,
 };
 use super::window::paged_reach;
@@ -374,8 +374,7 @@ impl Fetch {
             let task = self.tasks.spawn(scope::inherit(async move {
                 let hold = if counting { Reuse::Settled } else { Reuse::No };
                 let report = report.as_deref();
-                let result =
-                    fetch_page_counted(&client, qs, qe, report, offset, keep, hold, told).await;
+                let result = fetch_page(&client, qs, qe, report, offset, keep, hold, told).await;
                 (id, kind, result)
             }));
             if self.carry {

@@ -187,23 +187,11 @@ pub(super) enum Reuse {
     Next,
 }
 
-/// One page of the window `[qs, qe)`, held or taken as `hold` says.
-pub(super) async fn fetch_page(
-    client: &Client,
-    qs: i64,
-    qe: i64,
-    report: Option<&str>,
-    offset: usize,
-    keep: EventForm,
-    hold: Reuse,
-) -> Result<Page> {
-    fetch_page_counted(client, qs, qe, report, offset, keep, hold, None).await
-}
-
-/// As [`fetch_page`], counting in `sent` each request sent for it (a fetch that stops waits
-/// only for the answers of the requests that have gone).
+/// One page of the window `[qs, qe)`, held or taken as `hold` says, counting in `sent` (when
+/// given) each request sent for it: a fetch that stops waits only for the answers of the
+/// requests that have gone.
 #[allow(clippy::too_many_arguments)]
-pub(super) async fn fetch_page_counted(
+pub(super) async fn fetch_page(
     client: &Client,
     qs: i64,
     qe: i64,

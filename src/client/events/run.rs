@@ -206,7 +206,7 @@ pub async fn peek(
         _ => return Ok((none, None)),
     };
     let report = query.report_id.as_deref();
-    let page = fetch_page(client, lo, hi, report, 0, keep, Reuse::Next).await?;
+    let page = fetch_page(client, lo, hi, report, 0, keep, Reuse::Next, None).await?;
     let order = order_of(page.events.iter().map(|e| e.start_ms));
     let until = if page.events.len() < PAGE {
         hi

@@ -319,33 +319,23 @@ impl Http {
         &self,
         waited: &AtomicU64,
         wait: Option<Duration>,
-        err: Error,
+        mut err: Error,
     ) -> Result<Error> {
         let spent = Duration::from_millis(waited.load(Ordering::Relaxed));
         let wait = wait.unwrap_or_default();
         if spent + wait <= self.config.max_wait {
             return Ok(err);
         }
-        Err(match err {
-            Error::Status {
-                status,
-                body,
-                url,
-                message,
-            } => Error::Status {
-                status,
-                body,
-                url,
-                message: format!(
-                    "{message}; not tried again: {:.0} s waited after 429s, and {:.0} s more \
-                     would be past `max_wait` ({:.0} s)",
-                    spent.as_secs_f64(),
-                    wait.as_secs_f64(),
-                    self.config.max_wait.as_secs_f64()
-                ),
-            },
-            other => other,
-        })
+        if let Error::Status { message, .. } = &mut err {
+            message.push_str(&format!(
+                "; not tried again: {:.0} s waited after 429s, and {:.0} s more would be past \
+                 `max_wait` ({:.0} s)",
+                spent.as_secs_f64(),
+                wait.as_secs_f64(),
+                self.config.max_wait.as_secs_f64()
+            ));
+        }
+        Err(err)
     }
 }
 
