@@ -191,7 +191,7 @@ def _events(
             # The next run fetches again only what had not settled when this one fetched it,
             # from the end of the last window loaded (where the pages of the windows the quota
             # stopped, carried in the client's cache, start).
-            tables: list = []
+            tables: list[Any] = []
             carried = _sync._wind_down(progress, pa, tables.append)
             for table in tables:
                 yield _microseconds(pa, table)
