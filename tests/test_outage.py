@@ -5,12 +5,14 @@ counted in the daily quota. The emulator's ``outage`` closes its port mid-call."
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pyarrow as pa
@@ -283,3 +285,78 @@ def test_the_cli_says_the_client_waits(make_emu, tmp_path):
     status, shown = _run_in_pty(["events", *day, "-o", "day.jsonl"], _env(e), tmp_path)
     assert status == 0, shown
     assert "waiting: the service is unreachable (connection refused)" in shown, shown
+
+
+# --- a client that lives for days -------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def revoking(emu, every: int):
+    """The service revokes every token after each `every` requests it answers (of any kind),
+    and forgets them all when it restarts after an outage, as a service that keeps its tokens
+    in memory does."""
+    stop = threading.Event()
+
+    def answered() -> tuple:
+        requests = emu.stats()["requests"]
+        total = sum(sum(by_status.values()) for by_status in requests.values())
+        dropped = sum(by_status.get("dropped", 0) for by_status in requests.values())
+        return total, dropped
+
+    def run() -> None:
+        last, dropped = answered()
+        while not stop.wait(0.005):
+            total, now_dropped = answered()
+            if total - last >= every or now_dropped != dropped:
+                emu.revoke_tokens()
+                last, dropped = total, now_dropped
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_one_client_publishes_through_days_of_outages_expiries_and_revocations(make_emu):
+    """One client, as a job that runs for days meets the service: earlier calls, then an outage
+    (the port closed, the service restarted on it, its tokens forgotten), then tokens that
+    expire every two seconds and are all revoked every 150 requests, and 5% random 429s
+    throughout. Its publishes end with every record stored once, and the 401s are the
+    revocations' (the requests in flight when one came), never a storm of expired tokens.
+
+    A request takes its token when its token's window lets it out, then waits for its turn at
+    the client's rate: a queue longer than a token lives (its windows grown to the hundreds
+    of requests a token carried before, then a lower rate, or shorter tokens) sent tokens
+    expired while they waited, each refused, and the next token's too, until ``AuthError``
+    (fresh tokens refused) ended the publish."""
+    e = make_emu()
+    client = e.client(
+        limits=sv.Limits(publish_per_second=50.0, daily_requests=None), max_outage=10.0
+    )
+    e.set_faults(rate_limit_rate=0.05)
+    with revoking(e, every=150):
+        # Earlier calls: tokens live for hours, a publish carries a hundred requests on each.
+        assert len(client.sites()) == 3
+        assert len(client.events(e.start, e.end, progress=False)) == 200
+        first = client.publish([other(i) for i in range(400)], batch_size=1, progress=False)
+        assert first.accepted == 400, first
+        # Then the outage, and tokens that live two seconds.
+        e.set_token_lifetime(2)
+        e.reset_stats()
+        e.outage(2.0, after=50)
+        t = time.monotonic()
+        report = client.publish([other(i) for i in range(400, 800)], batch_size=1, progress=False)
+        took = time.monotonic() - t
+        assert report.accepted == 400 and not report.failures, report
+        assert len(client.sites()) == 3
+    stored = [r["eventUniqueId"] for r in e.published()]
+    assert len(stored) == len(set(stored)) == 800
+    webhook = e.stats()["requests"]["POST /v2/webhook"]
+    assert webhook["dropped"] == 1
+    # 400 records at 50 a second, and the outage: 10 s.
+    assert took < 30, took
+    refused = webhook.get("401", 0)
+    assert refused < 150, (webhook, e.stats()["tokens_issued"])
