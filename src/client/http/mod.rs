@@ -28,6 +28,7 @@ pub use super::retry::{
     backoff, outage_backoff, parse_retry_after, refuses_token, renewal_margin, Outage, OUTAGE_CAP,
 };
 
+pub use outage::OutageClock;
 use outage::Waiting;
 pub use shown::body_start;
 use shown::describe;
@@ -74,6 +75,9 @@ pub struct Call {
     /// Counts the times this call's request left the machine (retries included), so that its
     /// caller knows whether an unanswered request may have reached the service.
     pub sent: Option<Arc<AtomicU64>>,
+    /// The outage of the operation this call belongs to, shared by its calls (and the token
+    /// requests made for them): `max_outage` is the operation's, not each call's.
+    pub outage: Option<Arc<OutageClock>>,
 }
 
 impl Call {
@@ -87,6 +91,7 @@ impl Call {
             class: Class::Read,
             tally: None,
             sent: None,
+            outage: None,
         }
     }
 }

@@ -147,9 +147,15 @@ impl Http {
         let mut fresh_refusals = 0u32;
         let mut seen_worked = self.worked.load(Ordering::SeqCst);
         let mut renewals = 0u32;
-        let mut tries = Tries::new(call.method.as_str(), &call.url, call.tally.as_deref());
+        let outage = call.outage.as_deref();
+        let mut tries = Tries::new(
+            call.method.as_str(),
+            &call.url,
+            call.tally.as_deref(),
+            outage,
+        );
         loop {
-            let mut admitted = self.token_for_use().await?;
+            let mut admitted = self.token_for_use(outage).await?;
             let slot = gate.acquire().await?;
             if !admitted.still_good(&self.uses) {
                 // The turn came after the token was refused, replaced or due for renewal (a
@@ -159,7 +165,7 @@ impl Http {
                 // no place for it, gives its turn back and waits for one.
                 let from = admitted.generation;
                 drop(admitted);
-                match self.token_in_place_of(from).await? {
+                match self.token_in_place_of(from, outage).await? {
                     Some(current) => admitted = current,
                     None => {
                         drop(slot);

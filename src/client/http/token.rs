@@ -10,7 +10,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use url::Url;
 
-use super::outage::Tries;
+use super::outage::{OutageClock, Tries};
 use super::shown::{body_start, detail_of, shown, truncate};
 use super::{parse_retry_after, renewal_margin, Http, Level};
 use crate::client::config::Secret;
@@ -50,11 +50,13 @@ pub(super) struct Token {
 impl Http {
     /// A valid token and its generation; fetched once for all concurrent callers when needed.
     pub async fn token(&self) -> Result<(Secret, u64)> {
-        let t = self.token_inner().await.map_err(Error::scrubbed)?;
+        let t = self.token_inner(None).await.map_err(Error::scrubbed)?;
         Ok((t.value, t.generation))
     }
 
-    async fn token_inner(&self) -> Result<Token> {
+    /// The current token, fetched when there is none or it is due for renewal; the outage
+    /// of the fetch is `outage`'s, when given (the operation it is fetched for).
+    async fn token_inner(&self, outage: Option<&OutageClock>) -> Result<Token> {
         self.check_open()?;
         let refusals = self.refusals().0;
         let mut slot = self.token.lock().await;
@@ -69,7 +71,7 @@ impl Http {
                 return Err(e);
             }
         }
-        let t = match self.fetch_token().await {
+        let t = match self.fetch_token(outage).await {
             Ok(t) => t,
             Err(e) => {
                 if matches!(e, Error::Auth { .. }) {
@@ -85,10 +87,11 @@ impl Http {
     }
 
     /// A valid token for one request, once its window lets one more request carry it (see
-    /// [`Uses`]); the request counts in the window until the [`Use`] ends.
-    pub(super) async fn token_for_use(&self) -> Result<Admitted<'_>> {
+    /// [`Uses`]); the request counts in the window until the [`Use`] ends. A token request
+    /// rides out an outage within `outage`'s budget, when given.
+    pub(super) async fn token_for_use(&self, outage: Option<&OutageClock>) -> Result<Admitted<'_>> {
         loop {
-            if let Some(admitted) = self.admit_token(true).await? {
+            if let Some(admitted) = self.admit_token(true, outage).await? {
                 return Ok(admitted);
             }
         }
@@ -100,8 +103,12 @@ impl Http {
     /// [`token_for_use`](Self::token_for_use), but None where the window is full rather than
     /// waiting for it, since the request holds its turn, which requests waiting for the window
     /// may be waiting for.
-    pub(super) async fn token_in_place_of(&self, from: u64) -> Result<Option<Admitted<'_>>> {
-        let t = self.token_inner().await.map_err(Error::scrubbed)?;
+    pub(super) async fn token_in_place_of(
+        &self,
+        from: u64,
+        outage: Option<&OutageClock>,
+    ) -> Result<Option<Admitted<'_>>> {
+        let t = self.token_inner(outage).await.map_err(Error::scrubbed)?;
         if self.uses.carry(from, t.generation) {
             return Ok(Some(Admitted {
                 token: t.value,
@@ -110,14 +117,18 @@ impl Http {
                 window: Use::new(&self.uses, t.generation),
             }));
         }
-        self.admit_token(false).await
+        self.admit_token(false, outage).await
     }
 
-    async fn admit_token(&self, wait: bool) -> Result<Option<Admitted<'_>>> {
+    async fn admit_token(
+        &self,
+        wait: bool,
+        outage: Option<&OutageClock>,
+    ) -> Result<Option<Admitted<'_>>> {
         loop {
             let mut changed = std::pin::pin!(self.uses.changed());
             changed.as_mut().enable();
-            let t = self.token_inner().await.map_err(Error::scrubbed)?;
+            let t = self.token_inner(outage).await.map_err(Error::scrubbed)?;
             let generation = t.generation;
             match self.uses.admit(generation) {
                 Admit::Granted => {
@@ -170,7 +181,7 @@ impl Http {
         current
     }
 
-    async fn fetch_token(&self) -> Result<Token> {
+    async fn fetch_token(&self, outage: Option<&OutageClock>) -> Result<Token> {
         let url = self.config.url("/v2/oauth/token");
         let body = serde_json::json!({
             "audience": self.config.audience,
@@ -178,7 +189,7 @@ impl Http {
             "client_secret": self.config.client_secret.expose(),
         });
         let body = Bytes::from(body.to_string());
-        let mut tries = Tries::new("POST", &url, None);
+        let mut tries = Tries::new("POST", &url, None, outage);
         loop {
             let granted = self.unless_closed(self.ledger.take_granted()).await?;
             let day = self.ledger.spend()?;
