@@ -5,12 +5,14 @@ counted in the daily quota. The emulator's ``outage`` closes its port mid-call."
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pyarrow as pa
@@ -283,3 +285,154 @@ def test_the_cli_says_the_client_waits(make_emu, tmp_path):
     status, shown = _run_in_pty(["events", *day, "-o", "day.jsonl"], _env(e), tmp_path)
     assert status == 0, shown
     assert "waiting: the service is unreachable (connection refused)" in shown, shown
+
+
+# --- a client that lives for days -------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def revoking(emu, every: int):
+    """The service revokes every token after each `every` requests it answers (of any kind),
+    and forgets them all when it restarts after an outage, as a service that keeps its tokens
+    in memory does."""
+    stop = threading.Event()
+
+    def answered() -> tuple:
+        requests = emu.stats()["requests"]
+        total = sum(sum(by_status.values()) for by_status in requests.values())
+        dropped = sum(by_status.get("dropped", 0) for by_status in requests.values())
+        return total, dropped
+
+    def run() -> None:
+        last, dropped = answered()
+        while not stop.wait(0.005):
+            total, now_dropped = answered()
+            if total - last >= every or now_dropped != dropped:
+                emu.revoke_tokens()
+                last, dropped = total, now_dropped
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_one_client_publishes_through_days_of_outages_expiries_and_revocations(make_emu):
+    """One client, as a job that runs for days meets the service: earlier calls, then an outage
+    (the port closed, the service restarted on it, its tokens forgotten), then tokens that
+    expire every two seconds and are all revoked every 150 requests, and 5% random 429s
+    throughout. Its publishes end with every record stored once, and the 401s are the
+    revocations' (the requests in flight when one came), never a storm of expired tokens.
+
+    A request takes its token when its token's window lets it out, then waits for its turn at
+    the client's rate: a queue longer than a token lives (its windows grown to the hundreds
+    of requests a token carried before, then a lower rate, or shorter tokens) sent tokens
+    expired while they waited, each refused, and the next token's too, until ``AuthError``
+    (fresh tokens refused) ended the publish."""
+    e = make_emu()
+    client = e.client(
+        limits=sv.Limits(publish_per_second=50.0, daily_requests=None), max_outage=10.0
+    )
+    e.set_faults(rate_limit_rate=0.05)
+    with revoking(e, every=150):
+        # Earlier calls: tokens live for hours, a publish carries a hundred requests on each.
+        assert len(client.sites()) == 3
+        assert len(client.events(e.start, e.end, progress=False)) == 200
+        first = client.publish([other(i) for i in range(400)], batch_size=1, progress=False)
+        assert first.accepted == 400, first
+        # Then the outage, and tokens that live two seconds.
+        e.set_token_lifetime(2)
+        e.reset_stats()
+        e.outage(2.0, after=50)
+        t = time.monotonic()
+        report = client.publish([other(i) for i in range(400, 800)], batch_size=1, progress=False)
+        took = time.monotonic() - t
+        assert report.accepted == 400 and not report.failures, report
+        assert len(client.sites()) == 3
+    stored = [r["eventUniqueId"] for r in e.published()]
+    assert len(stored) == len(set(stored)) == 800
+    webhook = e.stats()["requests"]["POST /v2/webhook"]
+    assert webhook["dropped"] == 1
+    # 400 records at 50 a second, and the outage: 10 s.
+    assert took < 30, took
+    refused = webhook.get("401", 0)
+    assert refused < 150, (webhook, e.stats()["tokens_issued"])
+
+
+# --- one call, one budget ---------------------------------------------------------------------
+
+#: The budget of the tests below, and the slack of their bounds (a loaded machine's).
+BUDGET_S = 2.0
+SLACK_S = 1.5
+
+
+def _gives_up(call) -> tuple:
+    """Runs `call`, which must raise TransportError; the seconds it took and the error."""
+    t = time.monotonic()
+    with pytest.raises(sv.TransportError, match=r"unreachable for 2 s \(`max_outage`\)") as e:
+        call()
+    return time.monotonic() - t, e.value
+
+
+@pytest.mark.parametrize("batch_size", [1, "auto"])
+def test_a_publish_to_a_closed_port_gives_up_after_max_outage_with_every_record_not_sent(
+    batch_size,
+):
+    """The token request, each batch, each round of a batch and each token request rode out
+    `max_outage` of their own: a publish at batch size 1 took 11 times its budget (34 s for 3
+    s) and "auto" 6 times, and reported records that never left the machine as "failed". One
+    call has one budget: it ends within `max_outage` (no request's timeout here: the port
+    refuses at once), and every record is reported not sent."""
+    client = sv.Client("k", "i", "s", base_url=f"http://127.0.0.1:{closed_port()}", max_outage=2)
+    records = [other(i) for i in range(300)]
+    took, error = _gives_up(lambda: client.publish(records, batch_size=batch_size, progress=False))
+    assert BUDGET_S <= took < BUDGET_S + SLACK_S, took
+    report = error.report
+    assert report.total == 300 and report.accepted == 0 and report.sent == 0
+    assert report.counts() == {"not sent": 300}, report.counts()
+    assert client.quota()["used"] == 0
+
+
+@pytest.mark.parametrize("batch_size", [1, "auto"])
+def test_a_publish_whose_service_went_away_gives_up_after_max_outage_and_loses_nothing(
+    make_emu, batch_size
+):
+    """The service goes away in the middle of a publish (its token held, records accepted
+    before): the publish ends within `max_outage` of it, and every record is accepted (and
+    stored), or reported unconfirmed (its request left, no answer came) or not sent."""
+    e = make_emu()
+    client = e.client(limits=sv.Limits(publish_per_second=200.0), max_outage=BUDGET_S)
+    client.access_token()
+    e.outage(60.0, after=5)
+    records = [other(i) for i in range(2000)]
+    took, error = _gives_up(lambda: client.publish(records, batch_size=batch_size, progress=False))
+    assert took < BUDGET_S + SLACK_S, took
+    report = error.report
+    kinds = report.counts()
+    assert set(kinds) == {"not sent", "unconfirmed"}, kinds
+    assert report.accepted + len(report.failures) == report.total == 2000
+    key = [r["eventUniqueId"] for r in records]
+    unconfirmed = {key[f.index] for f in report.unconfirmed}
+    accepted = set(key) - {key[f.index] for f in report.failures}
+    stored = {r["eventUniqueId"] for r in e.published()}
+    # Nothing lost, nothing said to be stored that is not.
+    assert accepted <= stored <= accepted | unconfirmed
+    assert e.stats()["requests"]["POST /v2/webhook"]["dropped"] == 1
+
+
+def test_reads_to_a_closed_port_give_up_after_max_outage(make_emu):
+    """Reads have the same budget, with their token held or not: sites and events, each a
+    call of its own on one client."""
+    e = make_emu()
+    client = e.client(max_outage=BUDGET_S)
+    client.access_token()
+    e.stop()
+    for read in (client.sites, lambda: client.events(e.start, e.end, progress=False)):
+        took, _ = _gives_up(read)
+        assert BUDGET_S <= took < BUDGET_S + SLACK_S, took
+    fresh = sv.Client("k", "i", "s", base_url=f"http://127.0.0.1:{closed_port()}", max_outage=2)
+    took, _ = _gives_up(lambda: fresh.events(e.start, e.end, progress=False))
+    assert BUDGET_S <= took < BUDGET_S + SLACK_S, took

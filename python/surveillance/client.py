@@ -288,7 +288,8 @@ class Client(Events, Lists, _BaseClient):
             refused, reset or timed out; 502, 503, 504: a restart, a deploy), in seconds (0 to
             86,400; 0 fails at once). Default: ``SURVEILLANCE_MAX_OUTAGE``, else 60. It retries
             with exponential backoff and full jitter, at most 4 s between tries; a request
-            that never reached the service is not counted in the daily quota.
+            that never reached the service is not counted in the daily quota. A call has one
+            budget for all its requests (a publish's posts and token requests included).
         cache: the cache of settled events on disk (see :meth:`cache_info`): ``True`` (in the
             user's cache directory), ``False``, or a directory. Default: the environment's
             ``SURVEILLANCE_CACHE`` (``0`` turns it off, a path moves it), else on, but for a

@@ -70,6 +70,10 @@ struct WindowHistory {
     learned_from: u64,
     /// Acceptances of the token refused after working before it.
     before: Option<u64>,
+    /// The token the current one replaced, when it was not refused (renewed near its expiry):
+    /// the requests it let out that have not left yet keep their places, with the current
+    /// one. 0: none.
+    replaced: u64,
 }
 
 impl WindowHistory {
@@ -114,6 +118,7 @@ impl Uses {
     pub fn start(&self, generation: u64) {
         let mut s = self.state();
         let old = std::mem::take(&mut s.current);
+        s.replaced = if old.ended { 0 } else { old.generation };
         if old.ended {
             s.previous = Some(old);
         }
@@ -166,6 +171,27 @@ impl Uses {
         w.sent += 1;
         w.open += 1;
         Admit::Granted
+    }
+
+    /// Whether the token of `generation` is the current one and not refused.
+    pub fn is_current(&self, generation: u64) -> bool {
+        let s = self.state();
+        s.current.generation == generation && !s.current.ended
+    }
+
+    /// A request let out with the token of `from`, which was renewed near its expiry (not
+    /// refused) before the request left, goes with the current token of `to` instead: counted
+    /// in its window, over its size if need be (the place was given when the request was let
+    /// out). False, and nothing counted, when `from` was refused or is not the token `to`
+    /// replaced: the request must then be let out anew.
+    pub fn carry(&self, from: u64, to: u64) -> bool {
+        let mut s = self.state();
+        if from == 0 || s.replaced != from || s.current.generation != to || s.current.ended {
+            return false;
+        }
+        s.current.sent += 1;
+        s.current.open += 1;
+        true
     }
 
     /// Waits for a change of the windows. Made before looking at them (`enable`), so that no
@@ -359,6 +385,29 @@ mod tests {
                 assert_eq!(admit_all(&u, generation), 1);
             }
         }
+    }
+
+    #[test]
+    fn a_request_let_out_before_a_renewal_near_expiry_keeps_its_place_with_the_new_token() {
+        let u = Uses::default();
+        u.start(1);
+        assert_eq!(admit_all(&u, 1), 4);
+        answer(&u, 1, 4, Outcome::Worked);
+        assert_eq!(admit_all(&u, 1), 2);
+        // Renewed near its expiry while two requests it let out wait for their turn.
+        u.start(2);
+        assert!(!u.is_current(1) && u.is_current(2));
+        assert_eq!(admit_all(&u, 2), 4);
+        // Their places go over the new token's window: they were given before it came.
+        assert!(u.carry(1, 2) && u.carry(1, 2));
+        answer(&u, 2, 6, Outcome::Worked);
+        assert_eq!(admit_all(&u, 2), 3);
+        // A refused token's requests are let out anew, and only by the token that replaced
+        // the one they carried.
+        answer(&u, 2, 1, Outcome::Refused);
+        assert!(!u.is_current(2));
+        u.start(3);
+        assert!(!u.carry(2, 3) && !u.carry(1, 3) && !u.carry(0, 3));
     }
 
     #[test]

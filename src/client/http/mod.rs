@@ -28,6 +28,7 @@ pub use super::retry::{
     backoff, outage_backoff, parse_retry_after, refuses_token, renewal_margin, Outage, OUTAGE_CAP,
 };
 
+pub use outage::OutageClock;
 use outage::Waiting;
 pub use shown::body_start;
 use shown::describe;
@@ -78,6 +79,9 @@ pub struct Call {
     /// records (a batch posted again in a later round): their waits stay within `max_wait` in
     /// all. None: the call's own.
     pub waited: Option<Arc<AtomicU64>>,
+    /// The outage of the operation this call belongs to, shared by its calls (and the token
+    /// requests made for them): `max_outage` is the operation's, not each call's.
+    pub outage: Option<Arc<OutageClock>>,
 }
 
 impl Call {
@@ -92,6 +96,7 @@ impl Call {
             tally: None,
             sent: None,
             waited: None,
+            outage: None,
         }
     }
 }

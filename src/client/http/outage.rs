@@ -20,29 +20,72 @@ pub(super) struct Waiting {
     budget: Duration,
 }
 
-/// The failed tries of one call so far: its retries, and the outage under way (since the start
-/// of its first failed request) with its tries.
+/// The outage one operation is in: since the start of the first of its requests that met it,
+/// until one of its requests is answered. Shared by every request of an operation (a
+/// publish's posts and the token requests made for them), so that the operation rides out
+/// `max_outage` once, not once per request, per retry round or per token request.
+#[derive(Debug, Default)]
+pub struct OutageClock {
+    since: std::sync::Mutex<Option<Instant>>,
+}
+
+impl OutageClock {
+    fn since(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.since.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The start of the outage under way, which begins at `at` when none is.
+    fn begin(&self, at: Instant) -> Instant {
+        *self.since().get_or_insert(at)
+    }
+
+    /// A request was answered: the outage under way, if any, is over; when it began.
+    fn end(&self) -> Option<Instant> {
+        self.since().take()
+    }
+
+    /// Whether an outage has been under way for `budget` or longer (no request answered
+    /// since): the operation is to stop, its requests give up.
+    pub fn spent(&self, budget: Duration) -> bool {
+        self.since().is_some_and(|since| since.elapsed() >= budget)
+    }
+}
+
+/// The failed tries of one call so far: its retries, and the outage under way (its own, or
+/// the operation's it belongs to) with its tries.
 pub(super) struct Tries<'a> {
     method: &'a str,
     url: &'a Url,
     /// Counts the call's retries, besides the client's totals.
     tally: Option<&'a Tally>,
     attempt: u32,
-    outage_since: Option<Instant>,
+    /// The outage of the call alone, when it belongs to no operation's.
+    own: OutageClock,
+    shared: Option<&'a OutageClock>,
     outage_tries: u32,
 }
 
 impl<'a> Tries<'a> {
-    /// No failed try yet of `method` `url`.
-    pub(super) fn new(method: &'a str, url: &'a Url, tally: Option<&'a Tally>) -> Self {
+    /// No failed try yet of `method` `url`; its outage is `shared`'s, when given.
+    pub(super) fn new(
+        method: &'a str,
+        url: &'a Url,
+        tally: Option<&'a Tally>,
+        shared: Option<&'a OutageClock>,
+    ) -> Self {
         Tries {
             method,
             url,
             tally,
             attempt: 0,
-            outage_since: None,
+            own: OutageClock::default(),
+            shared,
             outage_tries: 0,
         }
+    }
+
+    fn clock(&self) -> &OutageClock {
+        self.shared.unwrap_or(&self.own)
     }
 
     /// The call, as the log says it: `GET /v2/sites?offset=100`.
@@ -91,7 +134,7 @@ impl Http {
     /// way is over, said in the log, and no call waits any more.
     pub(super) fn answered(&self, tries: &mut Tries<'_>) {
         tries.outage_tries = 0;
-        let Some(since) = tries.outage_since.take() else {
+        let Some(since) = tries.clock().end() else {
             return;
         };
         *self.waiting.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -144,7 +187,7 @@ impl Http {
     }
 
     /// One failure of the call of `tries` in an outage that began with the request sent at
-    /// `started` (when none is under way): waits for the next try (full-jitter backoff, at
+    /// `started` (when none is under way, for the call or its operation): waits for the next try (full-jitter backoff, at
     /// least a `Retry-After`, the last wait cut to end with `max_outage`), saying so; `err`
     /// once `max_outage` has passed since the outage began.
     async fn ride_out(
@@ -155,7 +198,7 @@ impl Http {
         retry_after: Option<Duration>,
         started: Instant,
     ) -> Result<()> {
-        let since = *tries.outage_since.get_or_insert(started);
+        let since = tries.clock().begin(started);
         let what = tries.what();
         let budget = self.config.max_outage;
         let spent = since.elapsed();
@@ -211,5 +254,28 @@ impl Http {
             Ok(())
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_operations_outage_begins_with_its_first_request_that_meets_it_and_ends_at_an_answer() {
+        let clock = OutageClock::default();
+        assert!(!clock.spent(Duration::ZERO));
+        let first = Instant::now()
+            .checked_sub(Duration::from_secs(5))
+            .expect("an instant 5 s ago");
+        assert_eq!(clock.begin(first), first);
+        // Its other requests, and their later tries, meet the same outage: one budget.
+        assert_eq!(clock.begin(Instant::now()), first);
+        assert!(clock.spent(Duration::from_secs(5)) && !clock.spent(Duration::from_secs(60)));
+        // One answered: over, and the next failure begins another.
+        assert_eq!(clock.end(), Some(first));
+        assert!(!clock.spent(Duration::ZERO));
+        let now = Instant::now();
+        assert_eq!(clock.begin(now), now);
     }
 }

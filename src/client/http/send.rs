@@ -148,15 +148,39 @@ impl Http {
         let mut fresh_refusals = 0u32;
         let mut seen_worked = self.worked.load(Ordering::SeqCst);
         let mut renewals = 0u32;
-        let mut tries = Tries::new(call.method.as_str(), &call.url, call.tally.as_deref());
         let waited = call.waited.clone().unwrap_or_default();
+        let outage = call.outage.as_deref();
+        let mut tries = Tries::new(
+            call.method.as_str(),
+            &call.url,
+            call.tally.as_deref(),
+            outage,
+        );
         loop {
+            let mut admitted = self.token_for_use(outage).await?;
+            let slot = gate.acquire().await?;
+            if !admitted.still_good(&self.uses) {
+                // The turn came after the token was refused, replaced or due for renewal (a
+                // rate cut to a few requests a second makes a queue longer than a token
+                // lives): sent, it would be refused, and judged a new token refused. The
+                // request goes with the current token instead, or, when that one's window has
+                // no place for it, gives its turn back and waits for one.
+                let from = admitted.generation;
+                drop(admitted);
+                match self.token_in_place_of(from, outage).await? {
+                    Some(current) => admitted = current,
+                    None => {
+                        drop(slot);
+                        continue;
+                    }
+                }
+            }
             let Admitted {
                 token,
                 generation,
                 window: mut token_use,
-            } = self.token_for_use().await?;
-            let slot = gate.acquire().await?;
+                ..
+            } = admitted;
             // Counted against the day's budget only when it is about to go.
             let granted = self.unless_closed(self.ledger.take_granted()).await?;
             let day = self.ledger.spend()?;

@@ -10,7 +10,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use url::Url;
 
-use super::outage::Tries;
+use super::outage::{OutageClock, Tries};
 use super::shown::{body_start, detail_of, shown, truncate};
 use super::{parse_retry_after, renewal_margin, Http, Level};
 use crate::client::config::Secret;
@@ -24,8 +24,20 @@ pub(super) struct Admitted<'a> {
     pub(super) token: Secret,
     /// Which token it is: each new token has the next number.
     pub(super) generation: u64,
+    /// When the token is due for renewal: a request that waited for its turn past it carries
+    /// the token that replaces it instead.
+    pub(super) refresh_at: Instant,
     /// The request's place in the token's window, until it ends.
     pub(super) window: Use<'a>,
+}
+
+impl Admitted<'_> {
+    /// Whether the token may still go out with a request: not refused or replaced since it
+    /// was admitted, nor due for renewal. A request waits for its turn (the rate, the
+    /// concurrency) after taking its token, and the wait can outlast the token.
+    pub(super) fn still_good(&self, uses: &crate::client::uses::Uses) -> bool {
+        Instant::now() < self.refresh_at && uses.is_current(self.generation)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -38,16 +50,19 @@ pub(super) struct Token {
 impl Http {
     /// A valid token and its generation; fetched once for all concurrent callers when needed.
     pub async fn token(&self) -> Result<(Secret, u64)> {
-        self.token_inner().await.map_err(Error::scrubbed)
+        let t = self.token_inner(None).await.map_err(Error::scrubbed)?;
+        Ok((t.value, t.generation))
     }
 
-    async fn token_inner(&self) -> Result<(Secret, u64)> {
+    /// The current token, fetched when there is none or it is due for renewal; the outage
+    /// of the fetch is `outage`'s, when given (the operation it is fetched for).
+    async fn token_inner(&self, outage: Option<&OutageClock>) -> Result<Token> {
         self.check_open()?;
         let refusals = self.refusals().0;
         let mut slot = self.token.lock().await;
         if let Some(t) = slot.as_ref() {
             if Instant::now() < t.refresh_at {
-                return Ok((t.value.clone(), t.generation));
+                return Ok(t.clone());
             }
             self.log(Level::Debug, || "access token near expiry: renewing".into());
         }
@@ -56,7 +71,7 @@ impl Http {
                 return Err(e);
             }
         }
-        let t = match self.fetch_token().await {
+        let t = match self.fetch_token(outage).await {
             Ok(t) => t,
             Err(e) => {
                 if matches!(e, Error::Auth { .. }) {
@@ -66,27 +81,64 @@ impl Http {
                 return Err(e);
             }
         };
-        let out = (t.value.clone(), t.generation);
         self.uses.start(t.generation);
-        *slot = Some(t);
-        Ok(out)
+        *slot = Some(t.clone());
+        Ok(t)
     }
 
     /// A valid token for one request, once its window lets one more request carry it (see
-    /// [`Uses`]); the request counts in the window until the [`Use`] ends.
-    pub(super) async fn token_for_use(&self) -> Result<Admitted<'_>> {
+    /// [`Uses`]); the request counts in the window until the [`Use`] ends. A token request
+    /// rides out an outage within `outage`'s budget, when given.
+    pub(super) async fn token_for_use(&self, outage: Option<&OutageClock>) -> Result<Admitted<'_>> {
+        loop {
+            if let Some(admitted) = self.admit_token(true, outage).await? {
+                return Ok(admitted);
+            }
+        }
+    }
+
+    /// A token for a request whose turn at the gate came after its token of `from` was
+    /// refused, replaced or due for renewal: the current token, in the place it had when `from`
+    /// was renewed near its expiry (see [`Uses::carry`]); else as
+    /// [`token_for_use`](Self::token_for_use), but None where the window is full rather than
+    /// waiting for it, since the request holds its turn, which requests waiting for the window
+    /// may be waiting for.
+    pub(super) async fn token_in_place_of(
+        &self,
+        from: u64,
+        outage: Option<&OutageClock>,
+    ) -> Result<Option<Admitted<'_>>> {
+        let t = self.token_inner(outage).await.map_err(Error::scrubbed)?;
+        if self.uses.carry(from, t.generation) {
+            return Ok(Some(Admitted {
+                token: t.value,
+                generation: t.generation,
+                refresh_at: t.refresh_at,
+                window: Use::new(&self.uses, t.generation),
+            }));
+        }
+        self.admit_token(false, outage).await
+    }
+
+    async fn admit_token(
+        &self,
+        wait: bool,
+        outage: Option<&OutageClock>,
+    ) -> Result<Option<Admitted<'_>>> {
         loop {
             let mut changed = std::pin::pin!(self.uses.changed());
             changed.as_mut().enable();
-            let (token, generation) = self.token().await?;
+            let t = self.token_inner(outage).await.map_err(Error::scrubbed)?;
+            let generation = t.generation;
             match self.uses.admit(generation) {
                 Admit::Granted => {
                     let window = Use::new(&self.uses, generation);
-                    return Ok(Admitted {
-                        token,
+                    return Ok(Some(Admitted {
+                        token: t.value,
                         generation,
+                        refresh_at: t.refresh_at,
                         window,
-                    });
+                    }));
                 }
                 Admit::Stale => continue,
                 Admit::Renew => {
@@ -98,6 +150,7 @@ impl Http {
                     self.invalidate(generation).await;
                     self.uses.wake();
                 }
+                Admit::Wait if !wait => return Ok(None),
                 Admit::Wait => {
                     self.unless_closed(async {
                         changed.await;
@@ -128,7 +181,7 @@ impl Http {
         current
     }
 
-    async fn fetch_token(&self) -> Result<Token> {
+    async fn fetch_token(&self, outage: Option<&OutageClock>) -> Result<Token> {
         let url = self.config.url("/v2/oauth/token");
         let body = serde_json::json!({
             "audience": self.config.audience,
@@ -136,7 +189,7 @@ impl Http {
             "client_secret": self.config.client_secret.expose(),
         });
         let body = Bytes::from(body.to_string());
-        let mut tries = Tries::new("POST", &url, None);
+        let mut tries = Tries::new("POST", &url, None, outage);
         loop {
             let granted = self.unless_closed(self.ledger.take_granted()).await?;
             let day = self.ledger.spend()?;

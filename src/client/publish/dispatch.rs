@@ -200,6 +200,13 @@ impl Dispatcher {
         } else if end.retryable || end.unconfirmed {
             self.failed_in_a_row += 1;
         }
+        if end.retryable && self.report.error.is_none() && self.outage_spent() {
+            // The service has not answered for `max_outage`: the publish's one budget is
+            // spent (a later round, another batch would only wait again), so it stops.
+            self.report.error = Some(self.last_error.clone().unwrap_or_else(|| {
+                Error::Transport("the service was unreachable for `max_outage`".to_owned())
+            }));
+        }
         let posted = batch.take_posted();
         let retry_round = end.retryable
             && batch.round < ROUNDS
@@ -232,13 +239,14 @@ impl Dispatcher {
                 }
                 outcome => {
                     let key = rec.key;
-                    let outcome = outcome.unwrap_or_else(|| {
-                        RecordOutcome::failed(
+                    let outcome = match outcome {
+                        Some(o) => unanswered(o, rec.posted),
+                        None => RecordOutcome::failed(
                             FailureKind::NotSent,
                             None,
                             "not sent: publishing stopped".to_owned(),
-                        )
-                    });
+                        ),
+                    };
                     self.fail(rec, outcome);
                     self.release(key);
                 }
@@ -269,6 +277,12 @@ impl Dispatcher {
                 None => Error::Transport(why),
             });
         }
+    }
+
+    /// Whether the publish has met no answer for `max_outage`.
+    fn outage_spent(&self) -> bool {
+        let budget = self.shared.client.config().max_outage;
+        self.shared.outage.spent(budget)
     }
 
     /// Counts a record in `sent` the first time it is known to have left the machine.
@@ -359,7 +373,16 @@ impl Dispatcher {
         self.blocked_len = 0;
         self.held.clear();
         for rec in waiting {
-            self.fail(rec, RecordOutcome::failed(kind, None, why.to_owned()));
+            let outcome = match kind {
+                // Posted before and waiting for a later round: it may have been stored.
+                FailureKind::NotSent if rec.posted => RecordOutcome::failed(
+                    FailureKind::Unconfirmed,
+                    None,
+                    format!("sent before without an answer that accepted it (it may have been stored), then {why}"),
+                ),
+                _ => RecordOutcome::failed(kind, None, why.to_owned()),
+            };
+            self.fail(rec, outcome);
         }
         rx.close();
         while let Some(chunk) = rx.recv().await {
@@ -379,5 +402,34 @@ impl Dispatcher {
             rejected: self.report.failures.len() as u64,
             requests: self.shared.tally.sent.load(Ordering::Relaxed),
         });
+    }
+}
+
+/// The outcome of a record that failed after every retry, told as what it is when the last
+/// failure was no answer at all (the service unreachable, the connection cut or timed out):
+/// not sent when none of its requests ever left the machine, unconfirmed when one did (it may
+/// have been stored).
+fn unanswered(outcome: RecordOutcome, posted: bool) -> RecordOutcome {
+    match outcome {
+        RecordOutcome::Failed {
+            kind: FailureKind::Failed,
+            status: None,
+            message,
+            problems,
+        } => {
+            let (kind, message) = if posted {
+                let m = format!("sent, but no answer came (it may have been stored): {message}");
+                (FailureKind::Unconfirmed, m)
+            } else {
+                (FailureKind::NotSent, format!("not sent: {message}"))
+            };
+            RecordOutcome::Failed {
+                kind,
+                status: None,
+                message,
+                problems,
+            }
+        }
+        other => other,
     }
 }

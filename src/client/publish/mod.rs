@@ -43,7 +43,7 @@ use url::Url;
 
 use super::config::Region;
 use super::error::{Error, Result};
-use super::http::{Call, Class};
+use super::http::{Call, Class, OutageClock};
 use super::stats::Tally;
 use super::Client;
 use crate::webhook::Problem;
@@ -352,6 +352,9 @@ struct PublishState {
     fallback: bool,
     /// What the publish has learnt of refusals that name no record.
     judge: Mutex<Judge>,
+    /// The outage the publish is in, if any: one `max_outage` for all its posts (and the token
+    /// requests made for them), after which it stops.
+    outage: Arc<OutageClock>,
 }
 
 impl PublishState {
@@ -371,6 +374,7 @@ impl PublishState {
             tally: Some(self.tally.clone()),
             sent,
             waited: Some(batch.waited.clone()),
+            outage: Some(self.outage.clone()),
         }
     }
 }
@@ -422,6 +426,7 @@ impl Client {
                 tally: Arc::default(),
                 fallback: options.fallback,
                 judge: Mutex::new(Judge::default()),
+                outage: Arc::default(),
             }),
             options,
             in_flight_max,

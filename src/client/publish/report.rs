@@ -17,18 +17,20 @@ pub enum FailureKind {
     Invalid,
     /// The service refused it (a 4xx other than 429).
     Refused,
-    /// No success after every retry (429, 5xx, network).
+    /// No success after every retry, the last answer a 429 or a 5xx.
     Failed,
     /// Publishing was cancelled (Ctrl-C) before the service accepted it, with no request of
     /// it in flight.
     Interrupted,
-    /// Publishing stopped on an error that concerns every record before it was sent.
+    /// Never left the machine: publishing stopped on an error that concerns every record
+    /// before it was sent, or every request of it found the service unreachable.
     NotSent,
     /// Sent, but nothing proves either way whether the service stored it: every answer was
-    /// a page that is not the API's (a proxy, a captive portal), none was read before
-    /// publishing stopped (or was cancelled) with its request in flight, or its body was
-    /// refused with the words of a refusal found systematic, naming no record, and it was not
-    /// posted alone. Publishing it again is safe (the service upserts).
+    /// a page that is not the API's (a proxy, a captive portal), none came (the service
+    /// unreachable, the connection cut, or publishing stopped or was cancelled with its request
+    /// in flight), or its body was refused with the words of a refusal found systematic, naming
+    /// no record, and it was not posted alone. Publishing it again is safe (the service
+    /// upserts).
     Unconfirmed,
 }
 

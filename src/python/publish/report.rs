@@ -61,14 +61,15 @@ fn severity(name: &str) -> PyResult<Severity> {
 ///         it.
 ///     kind: why, in one word: ``"invalid"`` (kept back by validation), ``"refused"`` (the
 ///         service answered 4xx, or its answer listed the record as failed), ``"failed"`` (no
-///         success after every retry), ``"interrupted"`` (Ctrl-C came before the service
-///         accepted it, with no request of it in flight), ``"not sent"`` (publishing stopped on
-///         an error before it left) or ``"unconfirmed"`` (sent, but nothing proves whether the
+///         success after every retry, the last answer a 429 or a 5xx), ``"interrupted"``
+///         (Ctrl-C came before the service accepted it, with no request of it in flight),
+///         ``"not sent"`` (it never left: publishing stopped on an error before, or the service
+///         could not be reached) or ``"unconfirmed"`` (sent, but nothing proves whether the
 ///         service stored it: every answer was a page that is not the API's, such as a proxy's
-///         or a captive portal's HTML, publishing stopped or was interrupted while its request
-///         was in flight, before its answer was read, or its body was refused with the words
-///         of a refusal found systematic, naming no record, and it was not posted alone;
-///         publishing it again is safe).
+///         or a captive portal's HTML, none came (the service unreachable, the connection cut,
+///         or publishing stopped or was interrupted while its request was in flight), or its
+///         body was refused with the words of a refusal found systematic, naming no record,
+///         and it was not posted alone; publishing it again is safe).
 ///
 /// >>> import surveillance as sv
 /// >>> f = sv.Failure(3, "t-3", 400, [], "bad request")
