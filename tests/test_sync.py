@@ -514,6 +514,48 @@ def _interrupt_after(requests: int):
     return bar
 
 
+@pytest.mark.parametrize("lands", ["as-it-begins", "as-it-ends"])
+def test_ctrl_c_while_a_window_is_stored_keeps_that_window(make_emu, tmp_path, monkeypatch, lands):
+    """Ctrl-C lands while the first window the fetch handed out is being stored (the stream
+    counts it as handed out, and carries none of its pages): the run stores it all the same,
+    so that the next run, on the same client, asks none of it again."""
+    from surveillance.sync import _partitions
+
+    emu = make_emu(seed=5, sites=4, days=3, events_per_day=1500)
+    client = emu.client(limits=sv.Limits(read_per_second=200.0, daily_requests=2400), cache=False)
+    before = events_requests(emu)
+    client.sync_events(tmp_path / "whole", emu.start, until=emu.end)
+    once = events_requests(emu) - before
+    assert once > 30
+
+    consume = _partitions._PartitionWriter.consume
+    fired: list = []
+
+    def interrupted_once(self, table):
+        if not fired:
+            fired.append(table.num_rows)
+            if lands == "as-it-ends":
+                consume(self, table)
+            raise KeyboardInterrupt
+        consume(self, table)
+
+    monkeypatch.setattr(_partitions._PartitionWriter, "consume", interrupted_once)
+    before = events_requests(emu)
+    with pytest.raises(svsync.SyncInterrupted) as stopped:
+        client.sync_events(tmp_path / "parts", emu.start, until=emu.end)
+    kept = stopped.value.result
+    assert fired and kept.added >= fired[0] > 0 and kept.windows >= 1, (fired, kept)
+    assert kept.synced_until > emu.start  # the next run goes on after that window
+    monkeypatch.undo()
+    resumed = client.sync_events(tmp_path / "parts", emu.start, until=emu.end)
+    assert resumed.complete
+    both = events_requests(emu) - before
+    table = read(tmp_path / "parts")
+    assert_no_duplicates(table)
+    assert table.column("id").to_pylist() == emu.truth(emu.start, emu.end)
+    assert both <= once + 2, (kept.requests, both - kept.requests, once)
+
+
 @pytest.mark.parametrize("at", [0.3, 0.7])
 @pytest.mark.parametrize("budget", [None, 2400], ids=["no-budget", "daily-budget"])
 @pytest.mark.parametrize("cache", [False, True], ids=["no-cache", "cache"])

@@ -27,7 +27,10 @@ class _Progress:
     caller stops it with :func:`_wind_down` when the run stops before its end), of the chunk
     that ends at ``chunk_end``; ``carried``: where the last run stopped, when it carried
     pages to this one, and the end of the chunk it stopped in (a chunk from there ends there
-    too, so that its windows are planned again as they were, and take those pages)."""
+    too, so that its windows are planned again as they were, and take those pages);
+    ``handed``: the window the fetch handed out last (a record batch, and its end) until
+    the caller has stored it (:meth:`taken`): Ctrl-C while it is being stored leaves it to
+    :func:`_wind_down` (the stream counts it as handed out, and carries none of its pages)."""
 
     windows: int = 0
     frontier: int = 0
@@ -35,6 +38,14 @@ class _Progress:
     stream: Any = None
     chunk_end: int = 0
     carried: Optional[Tuple[int, int]] = None
+    handed: Optional[Tuple[Any, int]] = None
+
+    def taken(self) -> None:
+        """The window handed out last is stored: the frontier moves to its end."""
+        if self.handed is not None:
+            self.frontier = self.handed[1]
+            self.windows += 1
+            self.handed = None
 
 
 class _Whole:
@@ -101,8 +112,9 @@ class _Whole:
 def _fetch(
     client: Client, pa: Any, lo: int, hi: int, report_id: Optional[str], progress: _Progress
 ) -> Iterator[Any]:
-    """The events of ``[lo, hi)`` as Arrow tables, one per window, in time order; after each,
-    ``progress.frontier`` is the end of that window (every event before it has been yielded).
+    """The events of ``[lo, hi)`` as Arrow tables, one per window, in time order; once the
+    caller has stored one (:meth:`_Progress.taken`), ``progress.frontier`` is the end of that
+    window (every event before it has been stored).
 
     Without a daily budget, the range is one fetch (memory stays bounded: a window at a
     time). Under one, it is fetched in chunks that fit what remains of the day's quota, sized
@@ -123,11 +135,13 @@ def _fetch(
         stream = client._inner.events_stream(asked, bar, 2, True, carry=True)
         progress.stream, progress.chunk_end = stream, u
         for batch in stream:
+            # Held at once: from here to its end in the caller's store, the window is in
+            # no other place (the stream handed it out whole, and carries none of it).
+            progress.handed = (batch, stream.frontier_ms)
             table = pa.Table.from_batches([pa.record_batch(batch)])
             events += table.num_rows
-            progress.windows += 1
             yield table
-            progress.frontier = stream.frontier_ms
+            progress.taken()
         progress.stream = None
         stream.close()
         progress.frontier = t = u
@@ -137,15 +151,20 @@ def _wind_down(
     progress: _Progress, pa: Any, consume: Callable[[Any], None]
 ) -> Optional[Tuple[bytes, int]]:
     """Stops the fetch in progress, if any, when the run stops before its end (Ctrl-C, the
-    quota): it asks nothing more and takes the answers of the requests in flight; the windows
-    it completed before are handed to ``consume``, as the fetch's are; then what it carries
+    quota): it asks nothing more and takes the answers of the requests in flight; the window
+    handed out that the caller had not stored yet (Ctrl-C while it was being stored), then
+    the windows the fetch completed before, are handed to ``consume``; then what it carries
     for the next run: the pages it read of the windows it did not hand out whole (a blob for
     ``Client.hold_carried``), and the end of its chunk. None when it carries nothing."""
     stream, progress.stream = progress.stream, None
-    if stream is None:
-        return None
     try:
-        stream.stop()
+        if stream is not None:
+            stream.stop()  # first: nothing more is asked while the window handed out is stored
+        if progress.handed is not None:
+            consume(pa.Table.from_batches([pa.record_batch(progress.handed[0])]))
+            progress.taken()
+        if stream is None:
+            return None
         try:
             for batch in stream:
                 consume(pa.Table.from_batches([pa.record_batch(batch)]))
@@ -155,7 +174,8 @@ def _wind_down(
             pass  # what stopped the fetch (the quota), said again: its windows are in
         carried = stream.carried()
     finally:
-        stream.close()
+        if stream is not None:
+            stream.close()
     return None if carried is None else (carried, progress.chunk_end)
 
 

@@ -206,6 +206,7 @@ def sync_events(
                     for table in _fetch(client, pa, lo, hi, report_id, tracker):
                         store.heartbeat()
                         writer.consume(table)
+                        tracker.taken()
                 except QuotaExhaustedError as e:
                     stopped = e
                     carried = _wind_down(tracker, pa, writer.consume)
