@@ -357,7 +357,7 @@ def test_the_package_is_an_airflow_provider_with_the_connection_type():
     root = Path(__file__).resolve().parent.parent / "pyproject.toml"
     points = tomllib.loads(root.read_text())["project"]["entry-points"]
     assert points["apache_airflow_provider"] == {
-        "provider_info": "surveillance.airflow:get_provider_info"
+        "provider_info": "surveillance._airflow_provider:get_provider_info"
     }
     # Installed (not from a source tree), Airflow's providers manager finds it.
     from importlib.metadata import PackageNotFoundError, entry_points
@@ -371,7 +371,12 @@ def test_the_package_is_an_airflow_provider_with_the_connection_type():
     except PackageNotFoundError:  # pragma: no cover
         found = []
     if found:
-        from airflow.providers_manager import ProvidersManager
+        try:  # Airflow 3.3+: the task SDK's manager (the core's `hooks` is deprecated there)
+            from airflow.sdk.providers_manager_runtime import (
+                ProvidersManagerTaskRuntime as ProvidersManager,
+            )
+        except ImportError:
+            from airflow.providers_manager import ProvidersManager
 
         hooks = ProvidersManager().hooks
         assert "surveillance" in hooks

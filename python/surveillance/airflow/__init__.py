@@ -57,51 +57,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
-from .._core import __version__
+from .._airflow_provider import get_provider_info
 from ._hook import SurveillanceHook
 from ._operators import PublishOperator, SyncEventsOperator
 
 __all__ = ["SurveillanceHook", "SyncEventsOperator", "PublishOperator", "get_provider_info"]
-
-
-def get_provider_info() -> dict[str, Any]:
-    """What Airflow's providers manager reads of this package (the ``apache_airflow_provider``
-    entry point): its name, version and the connection type ``surveillance``.
-
-    >>> [t["hook-class-name"] for t in get_provider_info()["connection-types"]]
-    ['surveillance.airflow.SurveillanceHook']
-    """
-    return {
-        "package-name": "surveillance",
-        "name": "Surveillance",
-        "description": "The video-surveillance cloud API: its events synced to Parquet, "
-        "records published to its webhook",
-        "versions": [__version__],
-        "connection-types": [
-            {
-                "connection-type": SurveillanceHook.conn_type,
-                "hook-class-name": "surveillance.airflow.SurveillanceHook",
-                "hook-name": SurveillanceHook.hook_name,
-            }
-        ],
-        "integrations": [
-            {
-                "integration-name": "Surveillance",
-                "tags": ["service"],
-            }
-        ],
-        "operators": [
-            {
-                "integration-name": "Surveillance",
-                "python-modules": ["surveillance.airflow"],
-            }
-        ],
-        "hooks": [
-            {
-                "integration-name": "Surveillance",
-                "python-modules": ["surveillance.airflow"],
-            }
-        ],
-    }

@@ -6,6 +6,7 @@ import json
 from typing import Any, Optional, Tuple
 
 from .. import _scheduling
+from .._airflow_provider import CONN_TYPE, HOOK_NAME
 from ..aio import AsyncClient
 from ..client import Client
 from ..errors import ConfigError
@@ -62,8 +63,8 @@ class SurveillanceHook(BaseHook):  # type: ignore[misc, unused-ignore]
 
     conn_name_attr = "surveillance_conn_id"
     default_conn_name = "surveillance_default"
-    conn_type = "surveillance"
-    hook_name = "Surveillance"
+    conn_type = CONN_TYPE
+    hook_name = HOOK_NAME
 
     def __init__(self, surveillance_conn_id: str = default_conn_name, **kwargs: Any) -> None:
         super().__init__(**kwargs)
