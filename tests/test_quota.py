@@ -53,7 +53,11 @@ def test_a_long_retry_after_raises_at_once_instead_of_sleeping(emu):
     """A client that does not know the quota: the service's 429 asks to wait until midnight,
     longer than `max_wait`, so the client raises rather than sleeping for hours; once a second
     such answer confirms it, every client of the machine with that key waits too."""
-    emu.advance_clock(3600)  # keep away from a real midnight
+    # The emulator's clock at noon of a coming day, whatever the time of the run: its answer
+    # then asks for about 12 hours, never the few seconds left before a midnight.
+    now = dt.datetime.now(dt.timezone.utc)
+    noon = now.replace(hour=12, minute=0, second=0, microsecond=0) + dt.timedelta(days=1)
+    emu.advance_clock((noon - now).total_seconds())
     emu.set_limits(daily_requests=3)
     client = emu.client(limits=sv.Limits.unlimited())
     started = time.monotonic()
