@@ -150,6 +150,19 @@ def upload(local: str, location: Location) -> None:
     )
 
 
+def download(location: Location, local: str) -> None:
+    """Copies the object at ``location`` to the local file ``local`` (:func:`upload`'s
+    converse)."""
+    import pyarrow.fs as pafs  # optional: pyarrow
+
+    pafs.copy_files(
+        location.path,
+        local,
+        source_filesystem=location.filesystem,
+        destination_filesystem=pafs.LocalFileSystem(),
+    )
+
+
 def uploaded(local: str, location: Location) -> bool:
     """Whether the object at ``location`` has the size of ``local`` (an upload interrupted by
     Ctrl-C has completed); False when that cannot be told."""

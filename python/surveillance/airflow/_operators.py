@@ -316,16 +316,9 @@ def _readable(path: str) -> Iterator[str]:
     if location.filesystem is None:
         yield location.path
         return
-    import pyarrow.fs as pafs  # optional: pyarrow (resolve needed it for the URI)
-
     with tempfile.TemporaryDirectory(prefix="surveillance-") as tmp:
         local = os.path.join(tmp, os.path.basename(location.path) or "records.jsonl")
-        pafs.copy_files(
-            location.path,
-            local,
-            source_filesystem=location.filesystem,
-            destination_filesystem=pafs.LocalFileSystem(),
-        )
+        _store.download(location, local)
         yield local
 
 
