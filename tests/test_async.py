@@ -332,6 +332,30 @@ def test_publish_equals_the_sync_client(emu):
     assert (sync.accepted, len(sync.rejected)) == (report.accepted, len(report.rejected))
 
 
+def test_an_async_publish_leaves_its_own_cost_in_last_cost(emu):
+    """The publish runs in a worker thread of its own; its requests still count in the calling
+    task's call, so ``last_cost`` says what the publish sent, beside a read of another task."""
+    emu.clear_published()
+
+    async def main():
+        async with emu.async_client() as client:
+            await client.sites()
+
+            async def publish():
+                report = await client.publish(_records(250, "cost"), progress=False)
+                return report, client.last_cost.requests
+
+            async def read():
+                await client.sites()
+                return client.last_cost.requests
+
+            return await asyncio.gather(publish(), read())
+
+    (report, published), read = run(main())
+    assert report.accepted == 250
+    assert published == report.requests >= 3 and read == 1
+
+
 def test_publish_keeps_the_loop_free_and_stops_when_cancelled(emu):
     emu.clear_published()
     emu.set_faults(latency_ms=5000)

@@ -5,6 +5,7 @@ the core's own threads, and results are handed over in small chunks."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
@@ -33,8 +34,10 @@ def _in_daemon_thread(call: Callable[[], _T]) -> asyncio.Future[_T]:
     Not the loop's default executor: the interpreter's exit joins its threads, so a program
     that ends (``sys.exit``) while a publish runs would wait for the whole publish. A daemon
     thread inside the binding is held once the exit begins, as the sync client's threads are,
-    and the program ends at once with its own status."""
+    and the program ends at once with its own status. ``call`` runs in a copy of the caller's
+    context, so that its requests count in the caller's call (``last_cost``)."""
     loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
     future: asyncio.Future[_T] = loop.create_future()
 
     def settle(outcome: Callable[[], Any]) -> None:
@@ -43,7 +46,7 @@ def _in_daemon_thread(call: Callable[[], _T]) -> asyncio.Future[_T]:
 
     def run() -> None:
         try:
-            result = call()
+            result = context.run(call)
         except BaseException as e:  # handed to the caller, whatever it is
             outcome = functools.partial(future.set_exception, e)
         else:
