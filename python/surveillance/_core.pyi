@@ -135,7 +135,9 @@ class Client:
 
     def __new__(cls, **settings: Any) -> Client:
         """The arguments of :class:`surveillance.Client`, as keywords: their types checked
-        there, their values here, by the core."""
+        there, their values here, by the core; and ``quota_dir``, the directory of the daily
+        quota's ledgers (None: the user's cache directory's). Every setting is as
+        ``surveillance._config`` resolved it: no ``SURVEILLANCE_*`` variable is read here."""
     def list(
         self,
         kind: str,
@@ -271,7 +273,8 @@ class Emulator:
 
     def __new__(cls, **settings: Any) -> Emulator:
         """The arguments of :class:`surveillance.Emulator`, checked there, as keywords (the
-        start day as ``YYYY-MM-DD``)."""
+        start day as ``YYYY-MM-DD``), and ``quota_dir``, where its clients' ledgers are
+        (None: the user's cache directory's), forgotten when it stops."""
     def set_hostile(
         self,
         mode: Optional[str] = None,
@@ -492,10 +495,10 @@ def check_seconds(name: str, value: float) -> None:
 def to_json(record: Any) -> str:
     """The JSON text of a record, as ``publish`` writes it."""
 
-def cache_location() -> Optional[str]:
+def cache_location(cache: Optional[str] = None) -> Optional[str]:
     """The directory of the cache of settled events that a client of a remote service uses by
-    default: ``SURVEILLANCE_CACHE`` when it names a directory, else the user's cache
-    directory's."""
+    default: ``cache`` (the setting, as ``SURVEILLANCE_CACHE`` gives it) when it names a
+    directory, else the user's cache directory's."""
 
 def cache_info_at(path: str) -> CacheInfo:
     """What the cache of settled events that ``path`` names holds (its root ``path``, or the

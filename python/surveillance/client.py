@@ -140,6 +140,7 @@ class _BaseClient:
         settings.update(
             cache=_cache_setting(cache),
             settle=_sync.parse_settle(settle).total_seconds(),
+            quota_dir=_config.quota_dir(),
             timeout=_check.a_number("timeout", timeout),
             max_wait=_check.a_number("max_wait", max_wait),
             max_outage=None if max_outage is None else _check.a_number("max_outage", max_outage),

@@ -7,7 +7,7 @@ import os
 import tempfile
 from typing import TYPE_CHECKING, Any, Optional
 
-from . import _check, _core
+from . import _check, _config, _core
 from ._time import TimeLike, from_ms, time_range, to_ms
 from .aio import AsyncClient
 from .client import Client, Limits
@@ -63,6 +63,8 @@ class Emulator:
         # them as keywords.
         settings = dict(locals())
         del settings["self"]
+        # Where its clients' ledgers are, forgotten when it stops.
+        settings["quota_dir"] = _config.quota_dir()
         _check.integer("seed", seed, 0, 2**64 - 1, config=True)
         _check.integer("sites", sites, 1, 10_000, config=True)
         _check.integer("days", days, 1, 3_660, config=True)
