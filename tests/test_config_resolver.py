@@ -4,13 +4,18 @@ the CLI, the dlt source and a worker, and ``surveillance config`` shows what a c
 
 from __future__ import annotations
 
+import ast
+import inspect
+import pathlib
 import pickle
 import subprocess
 import sys
 
 import pytest
 import surveillance as sv
-from surveillance import _config, _core
+from surveillance import _config, _core, sync
+from surveillance.cli import build_parser
+from surveillance.publish import OPTION_DEFAULTS
 
 from conftest import emulator_fixture, service_env
 
@@ -146,3 +151,53 @@ def test_the_profile_shown_is_the_one_resolved(clean_env, tmp_path):
     assert _config.selected_profile(None, {"SURVEILLANCE_PROFILE": "a"}) == "a"
     assert _config.selected_profile("b", {"SURVEILLANCE_PROFILE": "a"}) == "b"
     assert _config.selected_profile(None, {"SURVEILLANCE_PROFILE": ""}) is None
+
+
+#: Parameters whose default the package states once, and the name every user reads it by.
+SHARED = {"settle": "DEFAULT_SETTLE", "batch_size": "OPTION_DEFAULTS"}
+
+
+def test_each_default_is_stated_once_and_read_by_its_users():
+    """The settle period, the cache's on and off words, the emulator's data and the regions
+    are the core's, the publish options' defaults the publish module's: every user reads them
+    from there."""
+    assert sync.DEFAULT_SETTLE.total_seconds() == _core.DEFAULT_SETTLE_S == 3600.0
+    for reader in (sv.Client, sv.AsyncClient, sync.sync_events):
+        assert inspect.signature(reader).parameters["settle"].default is sync.DEFAULT_SETTLE
+    # No reader (the dlt source and the Airflow operator too) writes a default of its own.
+    package = pathlib.Path(sv.__file__).parent
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.arguments):
+                names = [a.arg for a in node.args + node.kwonlyargs]
+                defaults = [None] * (len(node.args) - len(node.defaults)) + node.defaults
+                defaults += node.kw_defaults
+                for name, default in zip(names, defaults):
+                    if name in SHARED and default is not None:
+                        assert SHARED[name] in ast.unparse(default), (path, name)
+    publish = inspect.signature(sv.Client.publish).parameters
+    assert {name: publish[name].default for name in OPTION_DEFAULTS} == OPTION_DEFAULTS
+    parsed = build_parser().parse_args(["sync", "d", "--start", "2026-01-05"])
+    assert sync.parse_settle(parsed.settle) == sync.DEFAULT_SETTLE
+    assert _core.CACHE_SWITCHES == {
+        **dict.fromkeys(("1", "true", "on", "yes"), True),
+        **dict.fromkeys(("0", "false", "off", "no"), False),
+    }
+    data = sv.Emulator.DATA_DEFAULTS
+    assert data == {
+        "seed": 0,
+        "sites": 20,
+        "days": 14,
+        "events_per_day": 5000,
+        "start": "2026-01-05",
+    }
+    emulator = inspect.signature(sv.Emulator).parameters
+    assert {name: emulator[name].default for name in data} == data
+    parsed = build_parser().parse_args(["emulator"])
+    assert (parsed.seed, parsed.sites, parsed.days, parsed.events_per_day, parsed.start) == (
+        tuple(data.values())
+    )
+    demo = build_parser().parse_args(["demo"])
+    assert (demo.sites, demo.events_per_day) == (data["sites"], data["events_per_day"])
+    region = next(s for s in _config.SETTINGS if s.name == "region")
+    assert region.default == _core.REGIONS[0] == "us"

@@ -132,8 +132,8 @@ def _count(value: Any) -> int:
 
 def _region(value: Any) -> str:
     region = _text(value).strip().lower()
-    if region not in ("us", "eu"):
-        raise ValueError(f"must be us or eu, got {_short(value)}")
+    if region not in _core.REGIONS:
+        raise ValueError(f"must be {' or '.join(_core.REGIONS)}, got {_short(value)}")
     return region
 
 
@@ -186,7 +186,7 @@ SETTINGS: tuple[Setting, ...] = tuple(
         ("client_id", None, _text, False, "OAuth client id"),
         ("client_secret", None, _text, True, "OAuth client secret"),
         ("eu_base_url", None, _text, False, "the EU webhook's address"),
-        ("region", "us", _region, False, "us or eu: where publish posts"),
+        ("region", _core.REGIONS[0], _region, False, "us or eu: where publish posts"),
         ("audience", None, _text, False, "the token audience (default: the base URL)"),
         ("ca_bundle", None, _text, False, "extra trusted certificates (a PEM file)"),
         ("timeout", _core.DEFAULT_TIMEOUT_S, _seconds("timeout"), False, "seconds per request"),

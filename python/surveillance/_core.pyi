@@ -50,6 +50,8 @@ __all__ = [
     "DEFAULT_MAX_WAIT_S",
     "DEFAULT_TIMEOUT_S",
     "MAX_SETTLE_S",
+    "DEFAULT_SETTLE_S",
+    "CACHE_SWITCHES",
     "LISTS",
     "REGIONS",
     "PUBLISHED_LIMITS",
@@ -103,6 +105,11 @@ DEFAULT_MAX_WAIT_S: float
 DEFAULT_MAX_OUTAGE_S: float
 #: The longest ``settle``, seconds (30 days).
 MAX_SETTLE_S: float
+#: The default ``settle``, seconds (an hour): how long after it starts an event may change.
+DEFAULT_SETTLE_S: float
+#: The words of ``cache`` that turn it on (True) or off (False), lower case; any other text
+#: names the directory.
+CACHE_SWITCHES: dict[str, bool]
 #: The core's list table: each list's ``name``, what it holds (``about``) and the keywords of
 #: its ``filters``.
 LISTS: list[dict[str, Any]]
@@ -313,6 +320,9 @@ class Emulator:
     DIALECTS: ClassVar[dict[str, tuple[Any, ...]]]
     """Each dialect setting and its values, the default first: a tuple of names, or for
     ``token_requests`` ``(None, int)``."""
+    DATA_DEFAULTS: ClassVar[dict[str, Any]]
+    """The defaults of the data: ``seed``, ``sites``, ``days``, ``events_per_day`` and
+    ``start`` (``YYYY-MM-DD``)."""
     def set_dialect(self, **dialect: Optional[Union[str, int]]) -> None:
         """Replaces the dialect, given by the names of :meth:`surveillance.Emulator.set_dialect`'s
         arguments (each one left out is its default)."""

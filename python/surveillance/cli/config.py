@@ -55,10 +55,10 @@ def _cache_rule(value: Optional[str], base_url: Optional[str]) -> str:
         if host in ("localhost", "127.0.0.1", "[::1]") or host.startswith("127."):
             return "off (loopback base URL; set cache = 1 to keep one)"
         return "on (the user's cache directory)"
-    word = value.strip().lower()
-    if word in ("0", "false", "off", "no"):
+    on = _core.CACHE_SWITCHES.get(value.strip().lower())
+    if on is False:
         return f"off ({value})"
-    if word in ("1", "true", "on", "yes"):
+    if on:
         return f"on ({value}: the user's cache directory)"
     return f"on, in {value}"
 

@@ -184,6 +184,14 @@ impl PyEmulator {
         settings::dialects(py)
     }
 
+    /// The defaults of its data (`DataConfig::default`): `seed`, `sites`, `days`,
+    /// `events_per_day` and `start` (`YYYY-MM-DD`).
+    #[classattr]
+    #[pyo3(name = "DATA_DEFAULTS")]
+    fn data_defaults(py: Python<'_>) -> PyResult<Py<PyDict>> {
+        settings::data_defaults(py)
+    }
+
     /// Replaces the dialect, given by setting name (each one left out is its default).
     #[pyo3(signature = (**dialect))]
     fn set_dialect(&self, dialect: Option<Bound<'_, PyDict>>) -> PyResult<()> {

@@ -49,6 +49,18 @@ pub fn start(given: Keywords<'_>) -> PyResult<(Start, Option<PathBuf>)> {
     Ok((start, quota_dir))
 }
 
+/// The defaults of the emulator's data, by the names of `surveillance.Emulator`'s settings.
+pub fn data_defaults(py: Python<'_>) -> PyResult<Py<PyDict>> {
+    let data = DataConfig::default();
+    let d = PyDict::new(py);
+    d.set_item("seed", data.seed)?;
+    d.set_item("sites", data.sites)?;
+    d.set_item("days", data.days)?;
+    d.set_item("events_per_day", data.events_per_day)?;
+    d.set_item("start", data.start.format("%Y-%m-%d").to_string())?;
+    Ok(d.unbind())
+}
+
 /// A hostile answer for the next `count` requests whose path starts with `path` (all, when
 /// None), by the name of its `mode`; None lifts it.
 pub fn hostile(
