@@ -25,6 +25,13 @@
    returns a tuple of three or more (``TUPLES`` names the exceptions); ``@overload`` stands
    only in ``_overloads.py`` (the ``output=`` typing of each family, shared by both clients),
    ``_check.py`` and the stubs; a binding lets go of the GIL through ``runtime::detach`` only.
+8. One resolver reads the settings: ``python/surveillance/_config.py`` alone reads the
+   environment (``os.environ``, ``os.getenv``) in the Python package, and no Rust code (the
+   core, the emulator or the bindings) reads a ``SURVEILLANCE_*`` variable (a lookup, through
+   ``std::env`` or a function or closure of the environment, of a ``"SURVEILLANCE_..."``
+   literal): the native client takes what the resolver resolved. The Rust code reads only
+   the platform's variables (``HOME``, ``XDG_CACHE_HOME``, ``SSL_CERT_FILE``, proxies...).
+   The emulator reads none of its own.
 
 Run as ``python3 tests/check_layers.py`` from the project's root; exits 1 naming each breach.
 """
@@ -419,6 +426,49 @@ def python_long_files() -> list[str]:
     return bad
 
 
+#: The one Python module that reads the environment.
+RESOLVER = "python/surveillance/_config.py"
+#: A lookup of a `SURVEILLANCE_*` variable in Rust: `std::env::var("SURVEILLANCE_X")`, a call
+#: of a function or closure of the environment (`env(..)`, `var(..)`, `from_env(env, ..)`)
+#: with such a literal, or any call that hands the environment (`env`) and such a literal.
+RUST_ENV_READ = re.compile(
+    r"\b(?:var|var_os|env|from_env|\w*_env)\s*\(\s*(?:[\w&]+\s*,\s*)?\"SURVEILLANCE_\w*\""
+    r"|\b\w+\s*\((?:[^()\"]|\"[^\"]*\")*?\benv\b(?:[^()\"]|\"[^\"]*\")*?\"SURVEILLANCE_\w*\""
+)
+
+
+def environment_reads() -> list[str]:
+    """The places that read the environment besides the one resolver (rule 8)."""
+    bad = []
+    for f, text in product_code().items():
+        for m in RUST_ENV_READ.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            bad.append(
+                f"{f}:{line}: reads a SURVEILLANCE_ variable: the setting is resolved by "
+                f"{RESOLVER} and given to the core"
+            )
+    for f in python_files():
+        if f.as_posix() == RESOLVER:
+            continue
+        for node in ast.walk(ast.parse(f.read_text())):
+            read = (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("environ", "environb", "getenv", "getenvb")
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "os"
+            ) or (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "os"
+                and any(a.name in ("environ", "getenv") for a in node.names)
+            )
+            if read:
+                bad.append(
+                    f"{f}:{node.lineno}: reads the environment: read it in {RESOLVER} "
+                    "(the one resolver of the settings)"
+                )
+    return bad
+
+
 def cycles(graph: dict[pathlib.Path, set[pathlib.Path]]) -> list[list[pathlib.Path]]:
     """One loop through each strongly connected group of more than one file."""
     index: dict[pathlib.Path, int] = {}
@@ -469,6 +519,7 @@ def main() -> int:
     bad += long_files(code) + shared_type_names(code) + long_tuples(code) + bare_detaches(code)
     python = python_imports()
     bad += python_long_files() + local_import_breaches(python) + overload_ladders()
+    bad += environment_reads()
     for kind, graph in (("Rust", rust), ("Python", python)):
         for group in cycles(graph):
             bad.append(f"{kind} import loop: " + " <-> ".join(map(str, group)))

@@ -5,6 +5,7 @@ emulator, the core naming the bindings."""
 from __future__ import annotations
 
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -116,5 +117,38 @@ def test_a_late_import_with_its_reason_passes(tree):
         "\n\ndef f():\n    from . import _time  # cycle: _time imports _check\n"
         "    import pandas  # optional: pandas\n\n    return _time, pandas\n",
     )
+    done = check(tree)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "file, code",
+    [
+        (
+            "src/client/cache/disk.rs",
+            'fn f() -> Option<String> { std::env::var("SURVEILLANCE_X").ok() }',
+        ),
+        (
+            "src/python/client/mod.rs",
+            "fn f(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {\n"
+            '    env(\n        "SURVEILLANCE_CACHE",\n    )\n}',
+        ),
+        ("src/client/config.rs", 'fn f(e: E) { let _ = from_env(env, "SURVEILLANCE_REGION"); }'),
+        ("src/client/config.rs", 'fn f() { let _ = required(s.x, env, "x", "SURVEILLANCE_X"); }'),
+        ("python/surveillance/cli/config.py", "import os\nX = os.environ.get('SURVEILLANCE_X')"),
+        ("python/surveillance/dlt.py", "from os import getenv"),
+    ],
+)
+def test_a_second_reader_of_the_variables_fails(tree, file, code):
+    prepend(tree / file, code)
+    done = check(tree)
+    assert done.returncode == 1
+    assert re.search(rf"^{file}:[12]: reads .*_config\.py", done.stderr, re.M), done.stderr
+
+
+def test_a_variable_named_in_a_message_is_no_read(tree):
+    # The core names a setting's variable in its errors; the resolver reads it.
+    message = 'fn f(arg: &str) -> String { format!("pass `{arg}=` or set `SURVEILLANCE_X`") }'
+    prepend(tree / "src/client/config.rs", message)
     done = check(tree)
     assert done.returncode == 0, done.stderr

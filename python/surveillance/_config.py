@@ -6,6 +6,12 @@ argument (or flag), the environment, the selected profile (``[profiles.NAME]``),
 ``[default]`` table, the built-in default. The library, the CLI, the dlt source and the Dask
 helpers all resolve through :func:`resolve`.
 
+This module is the one reader of the ``SURVEILLANCE_*`` variables: the native client takes
+the settings it resolved and reads none (``tests/check_layers.py`` holds it so). Besides the
+settings, it reads the variables of the config file (:func:`config_file`), of the profile
+(:func:`selected_profile`) and of the quota's ledgers (:func:`quota_dir`), and a setting's
+variable alone where a command takes nothing else (:func:`variable`).
+
 A secret goes only to the address it was configured with: a profile that sets its own
 ``base_url`` or ``eu_base_url`` takes no credential (``api_key``, ``client_id``,
 ``client_secret``) from ``[default]``, as awscli's profiles are whole, and a table's credentials
@@ -40,12 +46,18 @@ __all__ = [
     "require_credentials",
     "PROFILE_VARIABLE",
     "CREDENTIALS",
+    "selected_profile",
+    "quota_dir",
+    "variable",
 ]
 
 #: The variable that selects a profile, as ``--profile`` and ``profile=`` do.
 PROFILE_VARIABLE = "SURVEILLANCE_PROFILE"
 #: The variable that names the config file, as ``AWS_CONFIG_FILE`` does for awscli.
 FILE_VARIABLE = "SURVEILLANCE_CONFIG_FILE"
+#: The variable of the directory of the daily quota's ledgers (a location of this machine, not
+#: a setting of the account: no flag, no key in the file).
+QUOTA_DIR_VARIABLE = "SURVEILLANCE_QUOTA_DIR"
 #: The account's credentials: a table's go only to the address it sets.
 CREDENTIALS = ("api_key", "client_id", "client_secret")
 #: The addresses the credentials are sent to.
@@ -120,8 +132,8 @@ def _count(value: Any) -> int:
 
 def _region(value: Any) -> str:
     region = _text(value).strip().lower()
-    if region not in ("us", "eu"):
-        raise ValueError(f"must be us or eu, got {_short(value)}")
+    if region not in _core.REGIONS:
+        raise ValueError(f"must be {' or '.join(_core.REGIONS)}, got {_short(value)}")
     return region
 
 
@@ -174,7 +186,7 @@ SETTINGS: tuple[Setting, ...] = tuple(
         ("client_id", None, _text, False, "OAuth client id"),
         ("client_secret", None, _text, True, "OAuth client secret"),
         ("eu_base_url", None, _text, False, "the EU webhook's address"),
-        ("region", "us", _region, False, "us or eu: where publish posts"),
+        ("region", _core.REGIONS[0], _region, False, "us or eu: where publish posts"),
         ("audience", None, _text, False, "the token audience (default: the base URL)"),
         ("ca_bundle", None, _text, False, "extra trusted certificates (a PEM file)"),
         ("timeout", _core.DEFAULT_TIMEOUT_S, _seconds("timeout"), False, "seconds per request"),
@@ -213,17 +225,42 @@ class Resolved(NamedTuple):
     origin: str
 
 
+def _environ(environ: Optional[Mapping[str, str]]) -> Mapping[str, str]:
+    return os.environ if environ is None else environ
+
+
 def config_file(environ: Optional[Mapping[str, str]] = None) -> str:
     """The config file's path: ``SURVEILLANCE_CONFIG_FILE``, else ``config.toml`` in the
     user's config directory (platformdirs: ``~/.config/surveillance`` on Linux)."""
-    env = os.environ if environ is None else environ
-    named = env.get(FILE_VARIABLE)
+    named = _environ(environ).get(FILE_VARIABLE)
     if named:
         return os.path.expanduser(named)
 
     return os.path.join(
         platformdirs.user_config_dir("surveillance", appauthor=False), "config.toml"
     )
+
+
+def selected_profile(
+    profile: Optional[str] = None, environ: Optional[Mapping[str, str]] = None
+) -> Optional[str]:
+    """The profile chosen: ``profile``, else ``SURVEILLANCE_PROFILE``, else None (the file's
+    ``[default]`` alone)."""
+    return profile if profile is not None else _environ(environ).get(PROFILE_VARIABLE) or None
+
+
+def quota_dir(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """The directory of the daily quota's ledgers that ``SURVEILLANCE_QUOTA_DIR`` names, or
+    None (blank too) for the user's cache directory's, as the native client places it."""
+    named = _environ(environ).get(QUOTA_DIR_VARIABLE)
+    return named if named is not None and named.strip() else None
+
+
+def variable(name: str, environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """The text of the variable of the setting ``name`` alone, stripped, or None when it is
+    unset or blank: for a command that reads no config file (``surveillance cache``)."""
+    raw = _environ(environ).get(_BY_NAME[name].variable)
+    return raw.strip() if raw is not None and raw.strip() else None
 
 
 def _read_file(path: str) -> dict[str, Any]:
@@ -301,13 +338,13 @@ def resolve(
         ConfigError: the file is not valid TOML, has an unknown key or a bad value, holds a
             secret while other users can read it, or the selected profile is not in it.
     """
-    env = os.environ if environ is None else environ
+    env = _environ(environ)
     given = given or {}
     path = config_file(env)
     data = _read_file(path)
     _refuse_shared_secrets(data, path)
     tables: list[tuple[str, dict[str, Any]]] = []
-    name = profile if profile is not None else env.get(PROFILE_VARIABLE) or None
+    name = selected_profile(profile, env)
     if name is not None:
         profiles = data.get("profiles", {})
         if not isinstance(profiles, dict) or name not in profiles:

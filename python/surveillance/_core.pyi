@@ -50,6 +50,8 @@ __all__ = [
     "DEFAULT_MAX_WAIT_S",
     "DEFAULT_TIMEOUT_S",
     "MAX_SETTLE_S",
+    "DEFAULT_SETTLE_S",
+    "CACHE_SWITCHES",
     "LISTS",
     "REGIONS",
     "PUBLISHED_LIMITS",
@@ -103,6 +105,11 @@ DEFAULT_MAX_WAIT_S: float
 DEFAULT_MAX_OUTAGE_S: float
 #: The longest ``settle``, seconds (30 days).
 MAX_SETTLE_S: float
+#: The default ``settle``, seconds (an hour): how long after it starts an event may change.
+DEFAULT_SETTLE_S: float
+#: The words of ``cache`` that turn it on (True) or off (False), lower case; any other text
+#: names the directory.
+CACHE_SWITCHES: dict[str, bool]
 #: The core's list table: each list's ``name``, what it holds (``about``) and the keywords of
 #: its ``filters``.
 LISTS: list[dict[str, Any]]
@@ -135,7 +142,9 @@ class Client:
 
     def __new__(cls, **settings: Any) -> Client:
         """The arguments of :class:`surveillance.Client`, as keywords: their types checked
-        there, their values here, by the core."""
+        there, their values here, by the core; and ``quota_dir``, the directory of the daily
+        quota's ledgers (None: the user's cache directory's). Every setting is as
+        ``surveillance._config`` resolved it: no ``SURVEILLANCE_*`` variable is read here."""
     def list(
         self,
         kind: str,
@@ -271,7 +280,8 @@ class Emulator:
 
     def __new__(cls, **settings: Any) -> Emulator:
         """The arguments of :class:`surveillance.Emulator`, checked there, as keywords (the
-        start day as ``YYYY-MM-DD``)."""
+        start day as ``YYYY-MM-DD``), and ``quota_dir``, where its clients' ledgers are
+        (None: the user's cache directory's), forgotten when it stops."""
     def set_hostile(
         self,
         mode: Optional[str] = None,
@@ -310,6 +320,9 @@ class Emulator:
     DIALECTS: ClassVar[dict[str, tuple[Any, ...]]]
     """Each dialect setting and its values, the default first: a tuple of names, or for
     ``token_requests`` ``(None, int)``."""
+    DATA_DEFAULTS: ClassVar[dict[str, Any]]
+    """The defaults of the data: ``seed``, ``sites``, ``days``, ``events_per_day`` and
+    ``start`` (``YYYY-MM-DD``)."""
     def set_dialect(self, **dialect: Optional[Union[str, int]]) -> None:
         """Replaces the dialect, given by the names of :meth:`surveillance.Emulator.set_dialect`'s
         arguments (each one left out is its default)."""
@@ -492,10 +505,10 @@ def check_seconds(name: str, value: float) -> None:
 def to_json(record: Any) -> str:
     """The JSON text of a record, as ``publish`` writes it."""
 
-def cache_location() -> Optional[str]:
+def cache_location(cache: Optional[str] = None) -> Optional[str]:
     """The directory of the cache of settled events that a client of a remote service uses by
-    default: ``SURVEILLANCE_CACHE`` when it names a directory, else the user's cache
-    directory's."""
+    default: ``cache`` (the setting, as ``SURVEILLANCE_CACHE`` gives it) when it names a
+    directory, else the user's cache directory's."""
 
 def cache_info_at(path: str) -> CacheInfo:
     """What the cache of settled events that ``path`` names holds (its root ``path``, or the

@@ -95,7 +95,7 @@ class _BaseClient:
         max_wait: float = _core.DEFAULT_MAX_WAIT_S,
         max_outage: Optional[float] = None,
         cache: Union[bool, str, os.PathLike[str], None] = None,
-        settle: SettleLike = "1h",
+        settle: SettleLike = _sync.DEFAULT_SETTLE,
         cache_max_bytes: Optional[int] = None,
         profile: Optional[str] = None,
     ) -> None:
@@ -140,6 +140,7 @@ class _BaseClient:
         settings.update(
             cache=_cache_setting(cache),
             settle=_sync.parse_settle(settle).total_seconds(),
+            quota_dir=_config.quota_dir(),
             timeout=_check.a_number("timeout", timeout),
             max_wait=_check.a_number("max_wait", max_wait),
             max_outage=None if max_outage is None else _check.a_number("max_outage", max_outage),
@@ -381,10 +382,10 @@ class Client(Events, Lists, _BaseClient):
         self,
         records: Any,
         *,
-        region: Optional[str] = None,
-        batch_size: _publish.BatchSize = "auto",
-        validate: bool = True,
-        progress: ProgressArg = "auto",
+        region: Optional[str] = _publish.OPTION_DEFAULTS["region"],
+        batch_size: _publish.BatchSize = _publish.OPTION_DEFAULTS["batch_size"],
+        validate: bool = _publish.OPTION_DEFAULTS["validate"],
+        progress: ProgressArg = _publish.OPTION_DEFAULTS["progress"],
     ) -> _publish.PublishReport:
         """Posts point-of-sale records to the service's webhook, fast and without losing any.
 
@@ -496,10 +497,6 @@ _CONNECTION = (
     "audience",
     "ca_bundle",
 )
-#: The words of ``cache`` that turn it on or off (the others name a directory).
-_ON_OFF = {w: True for w in ("1", "true", "on", "yes")} | {
-    w: False for w in ("0", "false", "off", "no")
-}
 #: Settings that make the :class:`Limits`.
 _LIMITS = tuple(f.name for f in fields(Limits))
 
@@ -509,8 +506,9 @@ def _cache_setting(cache: Any) -> Optional[str]:
     None (as the environment and the base URL say)."""
     if cache is None:
         return None
-    if isinstance(cache, str) and cache.strip().lower() in _ON_OFF:
-        cache = _ON_OFF[cache.strip().lower()]
+    # The words that turn it on or off are the core's (the others name a directory).
+    if isinstance(cache, str) and cache.strip().lower() in _core.CACHE_SWITCHES:
+        cache = _core.CACHE_SWITCHES[cache.strip().lower()]
     if isinstance(cache, bool):
         return "1" if cache else "0"
     if not isinstance(cache, (str, os.PathLike)):

@@ -108,7 +108,7 @@ def _dlt_settings() -> dict[str, Any]:
 def surveillance_source(
     client: Optional[Client] = None,
     start: Optional[TimeLike] = None,
-    settle: _sync.SettleLike = "1h",
+    settle: _sync.SettleLike = _sync.DEFAULT_SETTLE,
     report_id: Optional[str] = None,
     until: Optional[TimeLike] = None,
 ) -> Any:

@@ -7,7 +7,7 @@ import os
 import tempfile
 from typing import TYPE_CHECKING, Any, Optional
 
-from . import _check, _core
+from . import _check, _config, _core
 from ._time import TimeLike, from_ms, time_range, to_ms
 from .aio import AsyncClient
 from .client import Client, Limits
@@ -46,16 +46,19 @@ class Emulator:
     #: Each setting of :meth:`set_dialect` and its values, the default first (``token_requests``:
     #: ``(None, int)``, None or a number of requests).
     DIALECTS: dict[str, tuple[Any, ...]] = dict(_core.Emulator.DIALECTS)
+    #: The defaults of the data (``seed``, ``sites``, ``days``, ``events_per_day``, ``start``),
+    #: as the native emulator states them; ``surveillance emulator`` and ``demo`` take them too.
+    DATA_DEFAULTS: dict[str, Any] = dict(_core.Emulator.DATA_DEFAULTS)
 
     def __init__(
         self,
-        seed: int = 0,
-        sites: int = 20,
-        days: int = 14,
-        events_per_day: int = 5000,
+        seed: int = DATA_DEFAULTS["seed"],
+        sites: int = DATA_DEFAULTS["sites"],
+        days: int = DATA_DEFAULTS["days"],
+        events_per_day: int = DATA_DEFAULTS["events_per_day"],
         latency_ms: int = 0,
         *,
-        start: TimeLike = "2026-01-05",
+        start: TimeLike = DATA_DEFAULTS["start"],
         port: int = 0,
         tls: bool = False,
     ) -> None:
@@ -63,6 +66,8 @@ class Emulator:
         # them as keywords.
         settings = dict(locals())
         del settings["self"]
+        # Where its clients' ledgers are, forgotten when it stops.
+        settings["quota_dir"] = _config.quota_dir()
         _check.integer("seed", seed, 0, 2**64 - 1, config=True)
         _check.integer("sites", sites, 1, 10_000, config=True)
         _check.integer("days", days, 1, 3_660, config=True)
@@ -677,7 +682,7 @@ class Emulator:
         Raises:
             ValueError: ``region`` is neither ``"us"`` nor ``"eu"``.
         """
-        _check.choice("region", region, ("us", "eu"), optional=True)
+        _check.choice("region", region, tuple(_core.REGIONS), optional=True)
         return self._inner.published(region)
 
     def clear_published(self) -> None:

@@ -32,6 +32,16 @@ class PublishOptions(TypedDict, total=False):
     progress: ProgressArg
 
 
+#: The defaults of the options, written once: :meth:`Client.publish
+#: <surveillance.Client.publish>`'s, which the async client and the Airflow operator take too.
+OPTION_DEFAULTS: PublishOptions = {
+    "region": None,
+    "batch_size": "auto",
+    "validate": True,
+    "progress": "auto",
+}
+
+
 def validate(record: Any) -> list[Problem]:
     """The problems of ``record`` under its webhook standard model (``retail``,
     ``restaurant`` or ``other``, from its ``dataType``); an empty list when it conforms.
@@ -165,10 +175,10 @@ def publish(
     inner: Any,
     records: Any,
     *,
-    region: Optional[str] = None,
-    batch_size: BatchSize = "auto",
-    validate: bool = True,
-    progress: ProgressArg = "auto",
+    region: Optional[str] = OPTION_DEFAULTS["region"],
+    batch_size: BatchSize = OPTION_DEFAULTS["batch_size"],
+    validate: bool = OPTION_DEFAULTS["validate"],
+    progress: ProgressArg = OPTION_DEFAULTS["progress"],
     cancelled: Optional[Callable[[], bool]] = None,
 ) -> PublishReport:
     """The body of :meth:`Client.publish <surveillance.Client.publish>` (and, in a worker

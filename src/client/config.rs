@@ -1,5 +1,6 @@
-//! Configuration: explicit arguments first, then `SURVEILLANCE_*` environment variables; base
-//! URL checks (https, or http on loopback only); secrets that never print.
+//! Configuration: the settings as given (the Python layer's one resolver reads the
+//! `SURVEILLANCE_*` variables, the config file and its profiles), the defaults of those left
+//! out; base URL checks (https, or http on loopback only); secrets that never print.
 
 use std::fmt;
 use std::net::IpAddr;
@@ -39,7 +40,8 @@ impl fmt::Display for Secret {
     }
 }
 
-/// What the caller gave; `None` means "read it from the environment".
+/// What the caller gave, each setting as resolved (the variable named beside it is read by the
+/// Python layer's resolver, never here); `None` means its default.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     /// `x-api-key` (`SURVEILLANCE_API_KEY`).
@@ -83,6 +85,9 @@ pub struct Settings {
     pub settle: Option<Duration>,
     /// The cap of the cache directory's size, bytes (default 2 GiB).
     pub cache_max_bytes: Option<u64>,
+    /// Where the daily quota's ledger lives (`SURVEILLANCE_QUOTA_DIR`); None: the user's cache
+    /// directory's.
+    pub quota_dir: Option<PathBuf>,
 }
 
 /// The region whose webhook `publish` posts to by default.
@@ -95,7 +100,7 @@ pub enum Region {
 }
 
 impl Region {
-    /// Every region, as its name.
+    /// Every region, as its name, the default (`Us`) first.
     pub const NAMES: [&'static str; 2] = ["us", "eu"];
 
     /// Parses `us` or `eu` (any case).
@@ -166,25 +171,44 @@ pub struct Config {
 /// The default settle period, ms: an hour, as `sync_events`'s.
 pub const DEFAULT_SETTLE_MS: i64 = 3_600_000;
 
-/// The cache directory that `given` (or `SURVEILLANCE_CACHE`) asks for; None: no cache. Left
-/// unset, a loopback base URL (an emulator, whose data another seed on the same port changes)
-/// has none.
+/// The words of `cache` that turn it on (in the default directory) or off, any case; any other
+/// text names the directory.
+pub const CACHE_SWITCHES: [(&str, bool); 8] = [
+    ("1", true),
+    ("true", true),
+    ("on", true),
+    ("yes", true),
+    ("0", false),
+    ("false", false),
+    ("off", false),
+    ("no", false),
+];
+
+/// Whether `word` turns the cache on or off (see [`CACHE_SWITCHES`]); None: it names a
+/// directory.
+pub fn cache_switch(word: &str) -> Option<bool> {
+    let word = word.trim().to_ascii_lowercase();
+    CACHE_SWITCHES
+        .iter()
+        .find(|(w, _)| *w == word)
+        .map(|(_, on)| *on)
+}
+
+/// The cache directory that `given` asks for; None: no cache. Left unset (or blank), a
+/// loopback base URL (an emulator, whose data another seed on the same port changes) has none.
+/// `env` gives the platform's variables of the user's cache directory.
 fn cache_dir(
     given: Option<String>,
     env: &dyn Fn(&str) -> Option<String>,
     base_url: &Url,
 ) -> Option<PathBuf> {
-    let asked = given.or_else(|| from_env(env, "SURVEILLANCE_CACHE"));
-    match asked
-        .as_deref()
-        .map(|v| v.trim().to_ascii_lowercase())
-        .as_deref()
-    {
-        Some("0" | "false" | "off" | "no") => None,
-        Some("1" | "true" | "on" | "yes") => super::cache::default_dir(env),
+    let asked = given.filter(|v| !v.trim().is_empty());
+    match asked.as_deref().map(cache_switch) {
+        Some(Some(false)) => None,
+        Some(Some(true)) => super::cache::default_dir(env),
         None if is_loopback(base_url) => None,
         None => super::cache::default_dir(env),
-        Some(_) => asked.map(|v| PathBuf::from(v.trim())),
+        Some(None) => asked.map(|v| PathBuf::from(v.trim())),
     }
 }
 
@@ -237,21 +261,13 @@ fn from_env(env: &dyn Fn(&str) -> Option<String>, var: &str) -> Option<String> {
     env(var).filter(|v| !v.trim().is_empty())
 }
 
-fn required<T>(
-    given: Option<T>,
-    env: &dyn Fn(&str) -> Option<String>,
-    arg: &str,
-    var: &str,
-    wrap: impl Fn(String) -> T,
-) -> Result<T> {
-    match given {
-        Some(v) => Ok(v),
-        None => from_env(env, var).map(wrap).ok_or_else(|| {
-            Error::Config(format!(
-                "missing `{arg}`: pass `{arg}=` or set the environment variable `{var}`"
-            ))
-        }),
-    }
+/// The setting `arg`, given; its absence named with its argument and its variable.
+fn required<T>(given: Option<T>, arg: &str, var: &str) -> Result<T> {
+    given.ok_or_else(|| {
+        Error::Config(format!(
+            "missing `{arg}`: pass `{arg}=` or set the environment variable `{var}`"
+        ))
+    })
 }
 
 /// Refuses a credential an HTTP header cannot carry (empty, or with control characters: a
@@ -329,28 +345,17 @@ pub fn parse_base_url(raw: &str, arg: &str, var: &str) -> Result<Url> {
 }
 
 impl Config {
-    /// Resolves `settings` with `env` (normally `std::env::var`) for what is missing.
+    /// Checks `settings` and gives those left out their defaults; `env` (normally
+    /// `std::env::var`) gives only the platform's variables: the user's cache directory
+    /// (`XDG_CACHE_HOME`, `HOME`, `LOCALAPPDATA`) and, with `trust_env`, `SSL_CERT_FILE` and
+    /// `REQUESTS_CA_BUNDLE`. No `SURVEILLANCE_*` variable is read here.
     pub fn resolve(s: Settings, env: &dyn Fn(&str) -> Option<String>) -> Result<Config> {
-        let api_key = required(
-            s.api_key,
-            env,
-            "api_key",
-            "SURVEILLANCE_API_KEY",
-            Secret::new,
-        )?;
-        let client_id = required(
-            s.client_id,
-            env,
-            "client_id",
-            "SURVEILLANCE_CLIENT_ID",
-            |v| v,
-        )?;
+        let api_key = required(s.api_key, "api_key", "SURVEILLANCE_API_KEY")?;
+        let client_id = required(s.client_id, "client_id", "SURVEILLANCE_CLIENT_ID")?;
         let client_secret = required(
             s.client_secret,
-            env,
             "client_secret",
             "SURVEILLANCE_CLIENT_SECRET",
-            Secret::new,
         )?;
         header_safe(api_key.expose(), "api_key", "SURVEILLANCE_API_KEY")?;
         header_safe(&client_id, "client_id", "SURVEILLANCE_CLIENT_ID")?;
@@ -359,12 +364,9 @@ impl Config {
             "client_secret",
             "SURVEILLANCE_CLIENT_SECRET",
         )?;
-        let base_raw = required(s.base_url, env, "base_url", "SURVEILLANCE_BASE_URL", |v| v)?;
+        let base_raw = required(s.base_url, "base_url", "SURVEILLANCE_BASE_URL")?;
         let base_url = parse_base_url(&base_raw, "base_url", "SURVEILLANCE_BASE_URL")?;
-        let eu_base_url = match s
-            .eu_base_url
-            .or_else(|| from_env(env, "SURVEILLANCE_EU_BASE_URL"))
-        {
+        let eu_base_url = match s.eu_base_url {
             Some(raw) => Some(parse_base_url(
                 &raw,
                 "eu_base_url",
@@ -372,7 +374,7 @@ impl Config {
             )?),
             None => None,
         };
-        let region = match s.region.or_else(|| from_env(env, "SURVEILLANCE_REGION")) {
+        let region = match s.region {
             Some(r) => Region::parse(&r)?,
             None => Region::Us,
         };
@@ -383,7 +385,6 @@ impl Config {
         }
         let audience = s
             .audience
-            .or_else(|| from_env(env, "SURVEILLANCE_AUDIENCE"))
             .unwrap_or_else(|| format!("{}/", base_url.as_str().trim_end_matches('/')));
         header_safe(&audience, "audience", "SURVEILLANCE_AUDIENCE")?;
         // Each setting against its one bound (the bindings check a value as given, before it
@@ -392,22 +393,7 @@ impl Config {
         seconds("timeout", timeout.as_secs_f64(), true, MAX_TIMEOUT_SECS)?;
         let max_wait = s.max_wait.unwrap_or(DEFAULT_MAX_WAIT);
         seconds("max_wait", max_wait.as_secs_f64(), false, MAX_WAIT_SECS)?;
-        let max_outage = match s.max_outage {
-            Some(d) => d,
-            None => match from_env(env, "SURVEILLANCE_MAX_OUTAGE") {
-                Some(raw) => raw
-                    .trim()
-                    .parse::<f64>()
-                    .map_err(|_| {
-                        Error::Config(format!(
-                            "`SURVEILLANCE_MAX_OUTAGE` must be a number of seconds, got `{}`",
-                            crate::text::shown(raw.trim())
-                        ))
-                    })
-                    .and_then(|v| seconds("max_outage", v, false, MAX_OUTAGE_SECS))?,
-                None => DEFAULT_MAX_OUTAGE,
-            },
-        };
+        let max_outage = s.max_outage.unwrap_or(DEFAULT_MAX_OUTAGE);
         seconds(
             "max_outage",
             max_outage.as_secs_f64(),
@@ -449,7 +435,7 @@ impl Config {
             max_body_bytes,
             max_wait,
             max_outage,
-            quota_dir: super::quota::ledger_dir(env),
+            quota_dir: super::quota::ledger_dir(s.quota_dir, env),
             cache_dir,
             settle_ms: s.settle.map_or(DEFAULT_SETTLE_MS, |d| {
                 i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
@@ -458,7 +444,7 @@ impl Config {
         })
     }
 
-    /// Resolves `settings` with the process environment.
+    /// Checks `settings`, the platform's variables read from the process environment.
     pub fn from_settings(s: Settings) -> Result<Config> {
         Config::resolve(s, &|var| std::env::var(var).ok())
     }
@@ -505,16 +491,37 @@ mod tests {
         }
     }
 
-    const FULL: &[(&str, &str)] = &[
-        ("SURVEILLANCE_API_KEY", "k"),
-        ("SURVEILLANCE_CLIENT_ID", "id"),
-        ("SURVEILLANCE_CLIENT_SECRET", "s3cret"),
-        ("SURVEILLANCE_BASE_URL", "https://api.example.test/v2/"),
+    /// The credentials and base URL, as the Python layer's resolver hands them over.
+    fn given(base_url: &str) -> Settings {
+        Settings {
+            api_key: Some(Secret::new("k")),
+            client_id: Some("id".into()),
+            client_secret: Some(Secret::new("s3cret")),
+            base_url: Some(base_url.into()),
+            ..Settings::default()
+        }
+    }
+
+    /// Every variable of a setting, each set to what would change the configuration.
+    const EVERY_VARIABLE: &[(&str, &str)] = &[
+        ("SURVEILLANCE_API_KEY", "env-k"),
+        ("SURVEILLANCE_CLIENT_ID", "env-id"),
+        ("SURVEILLANCE_CLIENT_SECRET", "env-s3cret"),
+        ("SURVEILLANCE_BASE_URL", "https://env.example.test"),
+        ("SURVEILLANCE_EU_BASE_URL", "https://eu.example.test"),
+        ("SURVEILLANCE_REGION", "eu"),
+        ("SURVEILLANCE_AUDIENCE", "env-audience"),
+        ("SURVEILLANCE_MAX_OUTAGE", "5"),
+        ("SURVEILLANCE_CACHE", "/env/cache"),
+        ("SURVEILLANCE_QUOTA_DIR", "/env/quota"),
+        ("HOME", "/h"),
+        ("XDG_CACHE_HOME", "/h/.cache"),
     ];
 
     #[test]
-    fn reads_environment_and_normalises_base() {
-        let c = Config::resolve(Settings::default(), &env_of(FULL)).expect("config");
+    fn normalises_base() {
+        let c =
+            Config::resolve(given("https://api.example.test/v2/"), &env_of(&[])).expect("config");
         assert_eq!(c.base_url.as_str(), "https://api.example.test/");
         assert_eq!(
             c.url("/v2/sites").as_str(),
@@ -522,6 +529,32 @@ mod tests {
         );
         assert_eq!(c.audience, "https://api.example.test/");
         assert_eq!(c.region, Region::Us);
+    }
+
+    #[test]
+    fn reads_no_variable_of_a_setting() {
+        // The Python layer's resolver reads them; the core takes what it resolved.
+        let env = env_of(EVERY_VARIABLE);
+        let err = Config::resolve(Settings::default(), &env).expect_err("missing");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("`api_key`") && msg.contains("SURVEILLANCE_API_KEY"),
+            "{msg}"
+        );
+        let c = Config::resolve(given("https://api.example.test"), &env).expect("config");
+        assert_eq!(c.api_key.expose(), "k");
+        assert_eq!(c.client_id, "id");
+        assert_eq!(c.base_url.as_str(), "https://api.example.test/");
+        assert_eq!(c.eu_base_url, None);
+        assert_eq!(c.region, Region::Us);
+        assert_eq!(c.audience, "https://api.example.test/");
+        assert_eq!(c.max_outage, DEFAULT_MAX_OUTAGE);
+        if cfg!(all(unix, not(target_os = "macos"))) {
+            let cache = Some(PathBuf::from("/h/.cache/surveillance/events"));
+            assert_eq!(c.cache_dir, cache);
+            let quota = Some(PathBuf::from("/h/.cache/surveillance/quota"));
+            assert_eq!(c.quota_dir, quota);
+        }
     }
 
     #[test]
@@ -551,26 +584,18 @@ mod tests {
     fn secrets_do_not_print() {
         let s = Secret::new("hunter2");
         assert_eq!(format!("{s} {s:?}"), "*** '***'");
-        let c = Config::resolve(Settings::default(), &env_of(FULL)).expect("config");
+        let c = Config::resolve(given("https://api.example.test"), &env_of(&[])).expect("config");
         assert!(!format!("{c:?}").contains("s3cret"));
     }
 
     #[test]
     fn the_cache_is_on_by_default_but_for_loopback_unless_asked() {
-        const HOME: &[(&str, &str)] = &[
-            ("SURVEILLANCE_API_KEY", "k"),
-            ("SURVEILLANCE_CLIENT_ID", "id"),
-            ("SURVEILLANCE_CLIENT_SECRET", "s3cret"),
-            ("SURVEILLANCE_BASE_URL", "https://api.example.test"),
-            ("HOME", "/h"),
-            ("XDG_CACHE_HOME", "/h/.cache"),
-        ];
+        const HOME: &[(&str, &str)] = &[("HOME", "/h"), ("XDG_CACHE_HOME", "/h/.cache")];
         let env = env_of(HOME);
         let of = |cache: Option<&str>, base: &str| {
             let s = Settings {
                 cache: cache.map(String::from),
-                base_url: Some(base.into()),
-                ..Settings::default()
+                ..given(base)
             };
             Config::resolve(s, &env).expect("config").cache_dir
         };
@@ -578,9 +603,11 @@ mod tests {
         if cfg!(all(unix, not(target_os = "macos"))) {
             assert_eq!(of(None, "https://api.example.test"), default);
             assert_eq!(of(Some("1"), "http://127.0.0.1:1"), default);
+            assert_eq!(of(Some(" On "), "http://127.0.0.1:1"), default);
         }
         assert_eq!(of(None, "http://127.0.0.1:1"), None);
         assert_eq!(of(Some("0"), "https://api.example.test"), None);
+        assert_eq!(of(Some("NO"), "https://api.example.test"), None);
         assert_eq!(
             of(Some("/tmp/c"), "http://127.0.0.1:1"),
             Some(PathBuf::from("/tmp/c"))
@@ -588,41 +615,38 @@ mod tests {
     }
 
     #[test]
-    fn max_outage_is_a_minute_unless_given_or_set() {
-        let c = Config::resolve(Settings::default(), &env_of(FULL)).expect("config");
+    fn the_cache_switches_are_eight_words() {
+        let on: Vec<_> = CACHE_SWITCHES.iter().filter(|(_, on)| *on).collect();
+        assert_eq!(on.len(), 4);
+        assert_eq!(cache_switch(" TRUE "), Some(true));
+        assert_eq!(cache_switch("off"), Some(false));
+        assert_eq!(cache_switch("/var/cache"), None);
+    }
+
+    #[test]
+    fn max_outage_is_a_minute_unless_given() {
+        let c = Config::resolve(given("https://api.example.test"), &env_of(&[])).expect("config");
         assert_eq!(c.max_outage, Duration::from_secs(60));
-        const SET: &[(&str, &str)] = &[
-            ("SURVEILLANCE_API_KEY", "k"),
-            ("SURVEILLANCE_CLIENT_ID", "id"),
-            ("SURVEILLANCE_CLIENT_SECRET", "s3cret"),
-            ("SURVEILLANCE_BASE_URL", "https://api.example.test"),
-            ("SURVEILLANCE_MAX_OUTAGE", " 0 "),
-        ];
-        let c = Config::resolve(Settings::default(), &env_of(SET)).expect("config");
-        assert_eq!(c.max_outage, Duration::ZERO);
-        let given = Settings {
-            max_outage: Some(Duration::from_secs(300)),
-            ..Settings::default()
+        let s = Settings {
+            max_outage: Some(Duration::ZERO),
+            ..given("https://api.example.test")
         };
-        let c = Config::resolve(given, &env_of(SET)).expect("config");
-        assert_eq!(c.max_outage, Duration::from_secs(300));
-        const BAD: &[(&str, &str)] = &[
-            ("SURVEILLANCE_API_KEY", "k"),
-            ("SURVEILLANCE_CLIENT_ID", "id"),
-            ("SURVEILLANCE_CLIENT_SECRET", "s3cret"),
-            ("SURVEILLANCE_BASE_URL", "https://api.example.test"),
-            ("SURVEILLANCE_MAX_OUTAGE", "a minute"),
-        ];
-        let err = Config::resolve(Settings::default(), &env_of(BAD)).expect_err("refused");
-        assert!(err.to_string().contains("SURVEILLANCE_MAX_OUTAGE"), "{err}");
+        let c = Config::resolve(s, &env_of(&[])).expect("config");
+        assert_eq!(c.max_outage, Duration::ZERO);
+        let s = Settings {
+            max_outage: Some(Duration::from_secs(2 * 86_400)),
+            ..given("https://api.example.test")
+        };
+        let err = Config::resolve(s, &env_of(&[])).expect_err("refused");
+        assert!(err.to_string().contains("`max_outage`"), "{err}");
     }
 
     #[test]
     fn eu_region_needs_eu_base() {
         let s = Settings {
             region: Some("EU".into()),
-            ..Settings::default()
+            ..given("https://api.example.test")
         };
-        assert!(Config::resolve(s, &env_of(FULL)).is_err());
+        assert!(Config::resolve(s, &env_of(&[])).is_err());
     }
 }

@@ -2,9 +2,10 @@
 //! together): a ledger that every client of the machine shares, which counts each request
 //! before it is sent and refuses the one past the budget.
 //!
-//! The ledger is a small JSON file per service and key, in `SURVEILLANCE_QUOTA_DIR` or the
-//! user's cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on
-//! macOS, `%LOCALAPPDATA%` on Windows, then `surveillance/quota`). Its name is a hash of the
+//! The ledger is a small JSON file per service and key, in the directory given (`quota_dir`,
+//! which the Python layer reads from `SURVEILLANCE_QUOTA_DIR`) or the user's cache directory
+//! (`$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on
+//! Windows, then `surveillance/quota`). Its name is a hash of the
 //! base URL and the API key, never the key. Every update happens under an exclusive file lock,
 //! so concurrent processes never spend the same request twice. Where no such directory can be
 //! used, the ledger lives in the process's memory (and says so in `diagnose()`).
@@ -135,17 +136,14 @@ impl std::fmt::Debug for Clock {
     }
 }
 
-/// The directory of the ledgers: `SURVEILLANCE_QUOTA_DIR`, else the user's cache directory.
-pub fn ledger_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    let var = |name: &str| {
-        env(name)
-            .filter(|v| !v.trim().is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(dir) = var("SURVEILLANCE_QUOTA_DIR") {
-        return Some(dir);
+/// The directory of the ledgers: `given` (the setting `quota_dir`, which the Python layer
+/// reads from `SURVEILLANCE_QUOTA_DIR`), else `surveillance/quota` in the user's cache
+/// directory, which `env` (the platform's variables) places.
+pub fn ledger_dir(given: Option<PathBuf>, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    match given.filter(|dir| !dir.as_os_str().is_empty()) {
+        Some(dir) => Some(dir),
+        None => super::cache::user_cache_dir(env).map(|c| c.join("surveillance").join("quota")),
     }
-    super::cache::user_cache_dir(env).map(|c| c.join("surveillance").join("quota"))
 }
 
 /// Removes the ledger of `base_url` (as [`parse_base_url`](super::config::parse_base_url)

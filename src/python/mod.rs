@@ -48,6 +48,15 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         config::DEFAULT_MAX_OUTAGE.as_secs_f64(),
     )?;
     m.add("MAX_SETTLE_S", config::MAX_SETTLE_SECS)?;
+    m.add(
+        "DEFAULT_SETTLE_S",
+        config::DEFAULT_SETTLE_MS as f64 / 1000.0,
+    )?;
+    let switches = pyo3::types::PyDict::new(m.py());
+    for (word, on) in config::CACHE_SWITCHES {
+        switches.set_item(word, on)?;
+    }
+    m.add("CACHE_SWITCHES", switches)?;
     m.add("LISTS", client::lists(m.py())?)?;
     m.add("REGIONS", config::Region::NAMES.to_vec())?;
     m.add(

@@ -9,6 +9,7 @@ import tempfile
 from typing import Any, Iterator, Optional, Sequence, Tuple
 
 from .. import _store
+from .. import publish as _publish
 from .. import sync as _sync
 from .._time import from_ms, to_ms
 from ._hook import SurveillanceHook
@@ -83,7 +84,7 @@ class SyncEventsOperator(BaseOperator):  # type: ignore[misc, unused-ignore]
         start: Any = None,
         end: Any = None,
         report_id: Optional[str] = None,
-        settle: _sync.SettleLike = "1h",
+        settle: _sync.SettleLike = _sync.DEFAULT_SETTLE,
         surveillance_conn_id: str = SurveillanceHook.default_conn_name,
         deferrable: bool = True,
         **kwargs: Any,
@@ -240,9 +241,9 @@ class PublishOperator(BaseOperator):  # type: ignore[misc, unused-ignore]
         path: str,
         failures_path: Optional[str] = None,
         max_rejected: int = 0,
-        region: Optional[str] = None,
-        batch_size: Any = "auto",
-        validate: bool = True,
+        region: Optional[str] = _publish.OPTION_DEFAULTS["region"],
+        batch_size: Any = _publish.OPTION_DEFAULTS["batch_size"],
+        validate: bool = _publish.OPTION_DEFAULTS["validate"],
         surveillance_conn_id: str = SurveillanceHook.default_conn_name,
         **kwargs: Any,
     ) -> None:

@@ -38,7 +38,7 @@ def _config_show(args: argparse.Namespace) -> int:
         if setting.name == "cache":
             shown = _cache_rule(value, resolved["base_url"].value)
         rows.append((setting.name, shown, where))
-    chosen = profile or os.environ.get(_config.PROFILE_VARIABLE) or "-"
+    chosen = _config.selected_profile(profile) or "-"
     print(f"config file: {path}{'' if os.path.exists(path) else ' (none)'}")
     print(f"profile: {chosen}")
     width = max(len(r[0]) for r in rows)
@@ -55,10 +55,10 @@ def _cache_rule(value: Optional[str], base_url: Optional[str]) -> str:
         if host in ("localhost", "127.0.0.1", "[::1]") or host.startswith("127."):
             return "off (loopback base URL; set cache = 1 to keep one)"
         return "on (the user's cache directory)"
-    word = value.strip().lower()
-    if word in ("0", "false", "off", "no"):
+    on = _core.CACHE_SWITCHES.get(value.strip().lower())
+    if on is False:
         return f"off ({value})"
-    if word in ("1", "true", "on", "yes"):
+    if on:
         return f"on ({value}: the user's cache directory)"
     return f"on, in {value}"
 
@@ -120,7 +120,7 @@ def _cache_arguments(p: argparse.ArgumentParser) -> None:
 def _cache(args: argparse.Namespace) -> int:
     """Shows or empties the cache of settled events; no request is sent."""
 
-    where = args.dir if args.dir else _core.cache_location()
+    where = args.dir if args.dir else _core.cache_location(_config.variable("cache"))
     if where is None:
         raise ValueError("no cache directory: pass --dir DIR or set SURVEILLANCE_CACHE")
     # The cache's root: `where`, or the cache's own folder in it (a file is refused).

@@ -26,27 +26,24 @@ from ..emulator import Emulator
 from ._common import _progress
 from .plot import _plot
 
+#: The emulator's data defaults, the options' defaults.
+_DATA = Emulator.DATA_DEFAULTS
+
+
+def _data_argument(p: argparse.ArgumentParser, name: str, help: str) -> None:
+    """The option of the emulator's data setting ``name``, its default the emulator's."""
+    flag = "--" + name.replace("_", "-")
+    p.add_argument(flag, type=int, default=_DATA[name], help=f"{help} (default %(default)s)")
+
 
 def _emulator_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--port", type=int, default=8080, help="loopback port (default %(default)s; 0: any port)"
     )
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        help="seed of the generated sites, cameras and events (default %(default)s)",
-    )
-    p.add_argument("--sites", type=int, default=20, help="sites to generate (default %(default)s)")
-    p.add_argument(
-        "--days", type=int, default=14, help="days of events, from 2026-01-05 (default %(default)s)"
-    )
-    p.add_argument(
-        "--events-per-day",
-        type=int,
-        default=5000,
-        help="events a day over all sites (default %(default)s)",
-    )
+    _data_argument(p, "seed", "seed of the generated sites, cameras and events")
+    _data_argument(p, "sites", "sites to generate")
+    _data_argument(p, "days", f"days of events, from {_DATA['start']}")
+    _data_argument(p, "events_per_day", "events a day over all sites")
     p.add_argument(
         "--daily-requests",
         type=int,
@@ -75,7 +72,7 @@ def _fault_arguments(p: argparse.ArgumentParser) -> None:
         "what sv.Emulator's set_faults, outage, set_limits, set_semantics, set_dialect, "
         "set_webhook, set_token_lifetime and advance_clock set, applied at start",
     )
-    g.add_argument("--start", default="2026-01-05", help="first day of events (%(default)s)")
+    g.add_argument("--start", default=_DATA["start"], help="first day of events (%(default)s)")
     g.add_argument("--latency-ms", type=int, default=0, help="added before every answer")
     g.add_argument("--tls", action="store_true", help="serve HTTPS; prints SURVEILLANCE_CA_BUNDLE")
     for name, help in (
@@ -228,8 +225,8 @@ def _emulator(args: argparse.Namespace) -> int:
 
 
 def _demo_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sites", type=int, default=20, help="sites in the emulator (default 20)")
-    p.add_argument("--events-per-day", type=int, default=5000, help="events a day (default 5000)")
+    _data_argument(p, "sites", "sites in the emulator")
+    _data_argument(p, "events_per_day", "events a day")
     p.add_argument(
         "-o",
         "--output",

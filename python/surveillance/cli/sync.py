@@ -6,9 +6,11 @@ import argparse
 import sys
 
 from .. import _store
+from .._progress import _duration
 from .._writers import (
     _writable_dir,
 )
+from ..sync import DEFAULT_SETTLE
 from ._common import (
     _EXIT_STATUSES,
     _TIMES,
@@ -18,6 +20,9 @@ from ._common import (
     _progress,
     _when,
 )
+
+#: ``--settle``'s default, the readers' one, as the option reads it (``1h00m``).
+_SETTLE = _duration(DEFAULT_SETTLE.total_seconds())
 
 
 def _sync_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,9 +41,9 @@ def _sync_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report", metavar="ID", help="only the events of this report")
     p.add_argument(
         "--settle",
-        default="1h",
+        default=_SETTLE,
         help="how long after its start an event may still be created, fetched again on each "
-        "run: 1h, 30m, 2d or seconds (default 1h)",
+        f"run: 1h, 30m, 2d or seconds (default {_SETTLE})",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     _client_arguments(p)

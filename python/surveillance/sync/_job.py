@@ -27,6 +27,9 @@ _DAY_MS = _core.DAY_MS
 _log = logging.getLogger("surveillance")
 
 SettleLike = Union[str, _dt.timedelta, int, float]
+#: The default ``settle`` of every reader that takes one (the clients, :func:`sync_events`, the
+#: dlt source, the Airflow operator, ``surveillance sync``): the core's, an hour.
+DEFAULT_SETTLE = _dt.timedelta(seconds=_core.DEFAULT_SETTLE_S)
 
 _SETTLE_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|w|d|h|m|s)", re.I)
 _UNITS_MS = {"w": 7 * _DAY_MS, "d": _DAY_MS, "h": 3_600_000, "m": 60_000, "s": 1_000, "ms": 1}
@@ -74,7 +77,7 @@ def sync_events(
     *,
     report_id: Optional[str] = None,
     until: Optional[TimeLike] = None,
-    settle: SettleLike = "1h",
+    settle: SettleLike = DEFAULT_SETTLE,
     progress: ProgressArg = False,
 ) -> SyncResult:
     """Keeps a Parquet dataset of events at ``path`` up to date, fetching only what it lacks.

@@ -243,7 +243,7 @@ fn without_a_directory_the_ledger_is_in_memory() {
 }
 
 #[test]
-fn the_directory_follows_the_environment() {
+fn the_directory_is_the_one_given_else_the_user_cache_directory() {
     let env = |pairs: &'static [(&'static str, &'static str)]| {
         move |k: &str| {
             pairs
@@ -253,14 +253,16 @@ fn the_directory_follows_the_environment() {
         }
     };
     assert_eq!(
-        ledger_dir(&env(&[("SURVEILLANCE_QUOTA_DIR", "/q"), ("HOME", "/h")])),
+        ledger_dir(Some(PathBuf::from("/q")), &env(&[("HOME", "/h")])),
         Some(PathBuf::from("/q"))
     );
     if cfg!(target_os = "linux") {
+        // The variable is the Python layer's to read: the core takes the directory given.
+        let both = &[("SURVEILLANCE_QUOTA_DIR", "/q"), ("HOME", "/h")];
         assert_eq!(
-            ledger_dir(&env(&[("HOME", "/h")])),
+            ledger_dir(None, &env(both)),
             Some(PathBuf::from("/h/.cache/surveillance/quota"))
         );
     }
-    assert_eq!(ledger_dir(&env(&[])), None);
+    assert_eq!(ledger_dir(None, &env(&[])), None);
 }

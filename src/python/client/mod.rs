@@ -460,22 +460,17 @@ impl PyClient {
 }
 
 /// The directory of the cache of settled events that a client of a remote service uses by
-/// default: `SURVEILLANCE_CACHE` when it names a directory, else the user's cache directory's.
+/// default: `cache` (the setting, as `SURVEILLANCE_CACHE` gives it) when it names a directory,
+/// else the user's cache directory's.
 #[pyfunction]
-pub fn cache_location() -> Option<String> {
-    let env = |var: &str| std::env::var(var).ok();
-    let named = env("SURVEILLANCE_CACHE")
+#[pyo3(signature = (cache=None))]
+pub fn cache_location(cache: Option<String>) -> Option<String> {
+    let named = cache
         .map(|v| v.trim().to_string())
-        .filter(|v| {
-            !v.is_empty()
-                && !matches!(
-                    v.to_ascii_lowercase().as_str(),
-                    "0" | "1" | "false" | "true" | "off" | "on" | "no" | "yes"
-                )
-        });
+        .filter(|v| !v.is_empty() && client::config::cache_switch(v).is_none());
     named
         .map(std::path::PathBuf::from)
-        .or_else(|| client::cache::default_dir(&env))
+        .or_else(|| client::cache::default_dir(&|var| std::env::var(var).ok()))
         .map(|p| p.display().to_string())
 }
 

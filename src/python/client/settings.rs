@@ -73,13 +73,15 @@ pub fn from_keywords(given: Keywords<'_>) -> PyResult<Config> {
         cache: given.get("cache")?,
         settle,
         cache_max_bytes: given.count("cache_max_bytes", config::CACHE_BYTES)?,
+        quota_dir: given.get("quota_dir")?,
     };
     given.done()?;
     Config::from_settings(settings).map_err(errors::to_py)
 }
 
 /// The resolved configuration, secrets included (for pickling; never printed), as the
-/// keywords that [`from_keywords`] takes.
+/// keywords that [`from_keywords`] takes; but `quota_dir`, which a worker reads from its own
+/// environment (a ledger per machine).
 pub fn to_keywords<'py>(py: Python<'py>, c: &Config) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("api_key", c.api_key.expose())?;

@@ -22,6 +22,9 @@ use crate::python::runtime;
 #[pyclass(name = "Emulator", module = "surveillance._core", frozen)]
 pub struct PyEmulator {
     handle: Handle,
+    /// The directory of the daily quota's ledgers of its clients (the setting `quota_dir`,
+    /// given by `surveillance.Emulator`); None: the user's cache directory's.
+    quota_dir: Option<std::path::PathBuf>,
 }
 
 impl Drop for PyEmulator {
@@ -45,7 +48,7 @@ impl PyEmulator {
         use crate::client::{config, quota};
         let url = self.handle.url();
         if let Ok(url) = config::parse_base_url(&url, "base_url", "SURVEILLANCE_BASE_URL") {
-            let dir = quota::ledger_dir(&|var| std::env::var(var).ok());
+            let dir = quota::ledger_dir(self.quota_dir.clone(), &|var| std::env::var(var).ok());
             quota::forget(
                 url.as_str(),
                 &self.handle.state.creds.api_key,
@@ -58,13 +61,14 @@ impl PyEmulator {
 #[pymethods]
 impl PyEmulator {
     /// The settings of `surveillance.Emulator`, as keywords (checked there), the start day as
-    /// `YYYY-MM-DD`.
+    /// `YYYY-MM-DD`, and `quota_dir`, where its clients' ledgers are (forgotten when it stops).
     #[new]
     #[pyo3(signature = (**settings))]
     fn new(py: Python<'_>, settings: Option<Bound<'_, PyDict>>) -> PyResult<Self> {
-        let start = settings::start(Keywords::new("Emulator", settings))?;
+        let (start, quota_dir) = settings::start(Keywords::new("Emulator", settings))?;
         Ok(PyEmulator {
             handle: spawn(py, start)?,
+            quota_dir,
         })
     }
 
@@ -178,6 +182,14 @@ impl PyEmulator {
     #[pyo3(name = "DIALECTS")]
     fn dialects(py: Python<'_>) -> PyResult<Py<PyDict>> {
         settings::dialects(py)
+    }
+
+    /// The defaults of its data (`DataConfig::default`): `seed`, `sites`, `days`,
+    /// `events_per_day` and `start` (`YYYY-MM-DD`).
+    #[classattr]
+    #[pyo3(name = "DATA_DEFAULTS")]
+    fn data_defaults(py: Python<'_>) -> PyResult<Py<PyDict>> {
+        settings::data_defaults(py)
     }
 
     /// Replaces the dialect, given by setting name (each one left out is its default).

@@ -2,6 +2,8 @@
 //! emulator's own types (its data, faults, dialect, hostile answers, events semantics), each
 //! name the emulator does not know refused in words that list the ones it does.
 
+use std::path::PathBuf;
+
 use chrono::NaiveDate;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -22,8 +24,8 @@ pub struct Start {
 }
 
 /// The settings of `surveillance.Emulator`, as keywords (checked there), the start day as
-/// `YYYY-MM-DD`.
-pub fn start(given: Keywords<'_>) -> PyResult<Start> {
+/// `YYYY-MM-DD`; and the directory of its clients' quota ledgers (`quota_dir`).
+pub fn start(given: Keywords<'_>) -> PyResult<(Start, Option<PathBuf>)> {
     let start: String = given.need("start")?;
     let data = DataConfig {
         seed: given.need("seed")?,
@@ -42,8 +44,21 @@ pub fn start(given: Keywords<'_>) -> PyResult<Start> {
         port: given.need("port")?,
         tls: given.need("tls")?,
     };
+    let quota_dir = given.get("quota_dir")?;
     given.done()?;
-    Ok(start)
+    Ok((start, quota_dir))
+}
+
+/// The defaults of the emulator's data, by the names of `surveillance.Emulator`'s settings.
+pub fn data_defaults(py: Python<'_>) -> PyResult<Py<PyDict>> {
+    let data = DataConfig::default();
+    let d = PyDict::new(py);
+    d.set_item("seed", data.seed)?;
+    d.set_item("sites", data.sites)?;
+    d.set_item("days", data.days)?;
+    d.set_item("events_per_day", data.events_per_day)?;
+    d.set_item("start", data.start.format("%Y-%m-%d").to_string())?;
+    Ok(d.unbind())
 }
 
 /// A hostile answer for the next `count` requests whose path starts with `path` (all, when
