@@ -240,6 +240,25 @@ def test_errors_name_the_flags_not_the_python_arguments(tmp_path, words_emu, arg
     assert flag in line and python not in line, line
 
 
+@pytest.mark.parametrize(
+    "args, flag, value",
+    [
+        (["cameras", "--site", "end"], "`--site`", "`end`"),
+        (["events", *DAY, "--report", "timeout"], "`--report`", "`timeout`"),
+        (["cameras", "--device", "records"], "`--device`", "`records`"),
+    ],
+)
+def test_a_value_that_looks_like_an_argument_is_said_as_given(
+    tmp_path, words_emu, args, flag, value
+):
+    """The CLI names what an error is about (its wording), never words of its text: a value
+    that reads like a Python argument is the user's, and stays as they gave it."""
+    out = _run(args, _env(words_emu), cwd=tmp_path)
+    assert out.returncode == 2
+    line = _one_error_line(out)
+    assert flag in line and f"got {value}" in line, line
+
+
 HUGE = "1" + "0" * 400
 
 

@@ -136,9 +136,13 @@ class _Target:
     def open(self) -> Any:
         if self._partial is None:
             return sys.stdout.buffer if self._binary else sys.stdout
-        if self._binary:
-            return open(self._partial, "wb")
-        return open(self._partial, "w", encoding="utf-8", newline="")
+        try:
+            if self._binary:
+                return open(self._partial, "wb")
+            return open(self._partial, "w", encoding="utf-8", newline="")
+        except OSError as e:
+            # The temporary name is the writer's business: the error names the user's file.
+            raise OSError(e.errno, e.strerror, self.path) from None
 
     @property
     def name(self) -> str:
