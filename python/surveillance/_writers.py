@@ -164,7 +164,9 @@ class _Target:
             os.replace(self._partial, self.path)
 
     def discard(self) -> None:
-        if self._partial is not None and os.path.exists(self._partial):
+        # A file: a directory in the way of the temporary name is not the writer's to remove
+        # (and its error would hide the one that says why nothing was written).
+        if self._partial is not None and os.path.isfile(self._partial):
             os.remove(self._partial)
 
 
