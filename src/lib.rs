@@ -8,6 +8,7 @@ pub mod rng;
 pub mod text;
 pub mod time;
 pub mod webhook;
+pub mod wording;
 
 #[cfg(feature = "python")]
 mod python;

@@ -2,6 +2,8 @@
 //! itself by them (`client::limits`), and the emulator enforces them when asked
 //! (`emulator::State::set_limits`). Neither owns the type, so neither imports the other.
 
+use crate::wording::Wording;
+
 /// Requests per second and requests in flight, for reads and for publishing, and requests a
 /// day; None lifts one.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,7 +50,7 @@ impl Limits {
 
     /// What is wrong with these limits, in words naming the field (see [`check_rate`] and
     /// [`check_count`]).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Wording> {
         for (name, v) in [
             ("read_per_second", self.read_per_second),
             ("publish_per_second", self.publish_per_second),
@@ -75,20 +77,19 @@ pub const CONCURRENCY: (u64, u64) = (1, 10_000);
 pub const DAILY: (u64, u64) = (1, 1_000_000_000);
 
 /// Whether `v` is a rate the limit `name` may be (see [`RATE`]), in words naming it if not.
-pub fn check_rate(name: &str, v: f64) -> Result<(), String> {
+pub fn check_rate(name: &str, v: f64) -> Result<(), Wording> {
     let (low, high) = RATE;
     if v.is_finite() && (low..=high).contains(&v) {
         return Ok(());
     }
-    Err(format!(
-        "`{name}` must be a number of requests a second from 1/3600 (one an hour) to 1,000,000, \
-         got {v}"
-    ))
+    Err(Wording::new().arg(name).text(format!(
+        " must be a number of requests a second from 1/3600 (one an hour) to 1,000,000, got {v}"
+    )))
 }
 
 /// Whether `v` is a count the limit `name` may be, from `low` to `high`, in words naming it if
 /// not.
-pub fn check_count(name: &str, v: i128, bounds: (u64, u64)) -> Result<(), String> {
+pub fn check_count(name: &str, v: i128, bounds: (u64, u64)) -> Result<(), Wording> {
     if (i128::from(bounds.0)..=i128::from(bounds.1)).contains(&v) {
         return Ok(());
     }
@@ -101,12 +102,12 @@ pub fn count_out_of_range(
     name: &str,
     (low, high): (u64, u64),
     shown: &dyn std::fmt::Display,
-) -> String {
-    format!(
-        "`{name}` must be from {} to {}, got {shown}",
+) -> Wording {
+    Wording::new().arg(name).text(format!(
+        " must be from {} to {}, got {shown}",
         crate::text::thousands(low),
         crate::text::thousands(high)
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -121,22 +122,38 @@ mod tests {
             read_concurrency: Some(0),
             ..Limits::NONE
         };
-        assert!(zero.check().unwrap_err().contains("read_concurrency"));
+        assert!(zero
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("read_concurrency"));
         let many = Limits {
             publish_concurrency: Some(10_001),
             ..Limits::NONE
         };
-        assert!(many.check().unwrap_err().contains("from 1 to 10,000"));
+        assert!(many
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("from 1 to 10,000"));
         let slow = Limits {
             read_per_second: Some(1.0 / 7200.0),
             ..Limits::NONE
         };
-        assert!(slow.check().unwrap_err().contains("read_per_second"));
+        assert!(slow
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("read_per_second"));
         assert!(super::check_count("daily_requests", -1, super::DAILY).is_err());
         let nan = Limits {
             publish_per_second: Some(f64::NAN),
             ..Limits::NONE
         };
-        assert!(nan.check().unwrap_err().contains("publish_per_second"));
+        assert!(nan
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("publish_per_second"));
     }
 }

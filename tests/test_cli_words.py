@@ -83,6 +83,16 @@ def test_a_destination_that_cannot_be_written_fails_before_any_request(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "good.jsonl"]
 
 
+def test_a_file_that_cannot_be_opened_is_named_as_the_user_gave_it(tmp_path, words_emu):
+    """The writer's temporary file (``FILE.partial``, renamed when complete) is its own
+    business: when it cannot be opened, the error names the user's file."""
+    (tmp_path / "sites.csv.partial").mkdir()  # what the writer would open is taken
+    out = _run(["sites", "-o", "sites.csv"], _env(words_emu), cwd=tmp_path)
+    assert out.returncode == 1, out.stderr
+    line = _one_error_line(out)
+    assert "'sites.csv'" in line and ".partial" not in line, line
+
+
 def test_a_uri_pyarrow_does_not_open_for_o_is_refused_before_any_request(tmp_path, words_emu):
     # Object stores that pyarrow opens (s3://, gs://) are written to: tests/test_object_store.py.
     words_emu.reset_stats()
@@ -238,6 +248,25 @@ def test_errors_name_the_flags_not_the_python_arguments(tmp_path, words_emu, arg
     assert out.returncode == 2
     line = _one_error_line(out)
     assert flag in line and python not in line, line
+
+
+@pytest.mark.parametrize(
+    "args, flag, value",
+    [
+        (["cameras", "--site", "end"], "`--site`", "`end`"),
+        (["events", *DAY, "--report", "timeout"], "`--report`", "`timeout`"),
+        (["cameras", "--device", "records"], "`--device`", "`records`"),
+    ],
+)
+def test_a_value_that_looks_like_an_argument_is_said_as_given(
+    tmp_path, words_emu, args, flag, value
+):
+    """The CLI names what an error is about (its wording), never words of its text: a value
+    that reads like a Python argument is the user's, and stays as they gave it."""
+    out = _run(args, _env(words_emu), cwd=tmp_path)
+    assert out.returncode == 2
+    line = _one_error_line(out)
+    assert flag in line and f"got {value}" in line, line
 
 
 HUGE = "1" + "0" * 400

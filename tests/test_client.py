@@ -180,6 +180,50 @@ def test_cameras_malformed_id_is_a_value_error(emu, arg, value):
     assert served(emu, "GET /v2/cameras") == {}
 
 
+def test_an_error_names_what_it_is_about_apart_from_its_text(emu, tmp_path):
+    """A refused setting, argument or quota keeps the names it is about apart from its text
+    (``wording``), whichever layer refused it, so that another surface (the command line)
+    names them in its own words; ``str()`` is the library's words."""
+    from surveillance.errors import Name, wording
+
+    def named(error: BaseException) -> list:
+        said = wording(error)
+        assert str(error) == said.say(), error  # the library's words
+        return [n.key for n in said.names]
+
+    client = emu.client()
+    cases = [
+        # the core's checks
+        (lambda: client.cameras(site_id="end"), ValueError, ["site_id"]),
+        (lambda: client.events("2026-01-06", "2026-01-05"), ValueError, ["end", "start"]),
+        (lambda: sv.Client("k", "i", "s", base_url="ftp://h"), sv.ConfigError, ["base_url"]),
+        (lambda: sv.Client("k", "i", "s", base_url=emu.url, timeout=0), ValueError, ["timeout"]),
+        # the package's
+        (lambda: sv.Client("k", "", "s", base_url=emu.url), sv.ConfigError, ["client_id"]),
+        (lambda: client.events("soon", "2026-01-05"), ValueError, ["start"]),
+        (lambda: sv.sync.parse_settle("soon"), ValueError, ["settle"]),
+        (lambda: client.events(1, "2026-01-05"), TypeError, ["start"]),
+    ]
+    for call, error, keys in cases:
+        with pytest.raises(error) as caught:
+            call()
+        assert named(caught.value) == keys, caught.value
+    with pytest.raises(sv.ConfigError) as caught:
+        sv.Client("k", "i", "s", base_url="ftp://base_url")
+    again = pickle.loads(pickle.dumps(caught.value))
+    assert again.wording == caught.value.wording and str(again) == str(caught.value)
+    # A value in backticks is the user's, not a name: it is never said in other words.
+    said = wording(caught.value).say({"base_url": "`--base-url`"}.get)
+    assert said == "`--base-url` must be an https URL, got scheme `ftp`", said
+    with sv.Emulator(seed=1, sites=1, days=1, events_per_day=10) as quota_emu:
+        tight = quota_emu.client(limits=sv.Limits(read_per_second=None, daily_requests=2))
+        tight.sites()  # a token and a page
+        with pytest.raises(sv.QuotaExhaustedError) as caught:
+            tight.sites()
+    assert wording(caught.value).names == (Name("daily_requests", "`Limits(daily_requests=...)`"),)
+    assert "`Limits(daily_requests=...)`" in str(caught.value)
+
+
 def test_cameras_past_the_offset_ceiling(make_emu):
     e = make_emu(seed=0, sites=1300, days=1, events_per_day=100)
     expected = e.resources("cameras")

@@ -165,6 +165,38 @@ def test_each_worker_process_reuses_one_client_and_token(cluster, big):
     assert big.stats()["tokens_issued"] - issued <= 2
 
 
+def sent(emu) -> int:
+    """Every request the emulator answered (tokens included) since its counts were reset."""
+    return sum(n for answers in emu.stats()["requests"].values() for n in answers.values())
+
+
+def test_a_runs_cost_is_summed_over_its_tasks_wherever_they_ran(cluster, big):
+    """``svd.cost`` of a frame is what its partitions sent, summed over the tasks of two worker
+    processes, or of the local scheduler's threads: the requests the emulator counted."""
+    client = big.client(timeout=27.0)  # its own configuration: the workers fetch a token for it
+    start, end = "2026-01-05T10:00:00Z", "2026-01-05T22:00:00Z"
+    big.reset_stats()
+    ddf = svd.events(client, start, end, partition="2h")
+    assert svd.cost(ddf).requests == 0
+    assert len(ddf.compute()) == len(big.truth(start, end))
+    on_cluster = sent(big)
+    assert on_cluster > 6 * 20  # six partitions of 2,500 events, and two tokens or so
+    assert svd.cost(ddf).requests == on_cluster
+    assert svd.cost(ddf.reset_index().loc[lambda f: f["id"] != ""]).requests == on_cluster
+    assert svd.cost(ddf).quota == client.quota()
+    # A second compute reads again: the cost is every compute's.
+    ddf.compute()
+    assert svd.cost(ddf).requests == sent(big) > on_cluster
+    for scheduler in ("threads", "sync"):
+        big.reset_stats()
+        local = svd.events(client, start, end, partition="2h")
+        with dask.config.set(scheduler=scheduler):
+            assert len(local.compute()) == len(big.truth(start, end))
+        assert svd.cost(local).requests == sent(big) >= 6 * 25, scheduler
+    with pytest.raises(ValueError, match="not made by surveillance.dask.events"):
+        svd.cost(dd.from_pandas(pd.DataFrame({"a": [1]}), npartitions=1))
+
+
 def test_events_meta_is_the_client_schema(big):
     table = pa.table(big.client().events("2026-01-05", "2026-01-05T01:00:00Z", output="arrow"))
     assert table.schema.equals(svd._events_schema())
@@ -228,6 +260,17 @@ def test_publish_100k_records_through_dask_each_once(cluster, big):
     # tokens is answered before anything is stored); a partition's last array may be short
     assert n // 100 <= stats["requests"]["POST /v2/webhook"]["200"] <= n // 100 + 8
     assert stats["tokens_issued"] <= 2
+
+
+def test_a_publish_leaves_its_whole_cost_summed_over_its_tasks_in_last_cost(cluster, big):
+    client = big.client(timeout=26.0)  # its own configuration: the workers fetch a token for it
+    big.clear_published()
+    big.reset_stats()
+    rows = [record(i) for i in range(400)]
+    report = svd.publish(client, db.from_sequence(rows, npartitions=4), batch_size=10)
+    assert report.ok and report.accepted == 400
+    assert client.last_cost.requests == sent(big) >= 40
+    assert client.last_cost.quota == client.quota()
 
 
 def test_publish_bag_combines_failures_in_collection_order(cluster, big, tmp_path):

@@ -16,7 +16,7 @@ pytest.importorskip("duckdb")
 pa = pytest.importorskip("pyarrow")
 pc = pytest.importorskip("pyarrow.compute")
 
-from surveillance.dlt import surveillance_source  # noqa: E402
+from surveillance.dlt import cost, surveillance_source  # noqa: E402
 
 UTC = dt.timezone.utc
 H = dt.timedelta(hours=1)
@@ -71,6 +71,37 @@ def test_two_runs_load_each_event_once_and_the_lists(tmp_path):
         state = p.state["sources"]["surveillance"]["resources"]["events"]["incremental"]
         last = state["startTime"]["last_value"]
         assert last <= emu.end and last >= emu.end - H
+
+
+def sent(emu) -> int:
+    """Every request the emulator answered (tokens included) since its counts were reset."""
+    return sum(n for answers in emu.stats()["requests"].values() for n in answers.values())
+
+
+def test_a_run_reports_its_whole_cost_summed_over_its_resources(tmp_path):
+    """Each resource counts its own requests in dlt's trace, apart from the others' that dlt
+    interleaves with it, and ``cost(pipeline)`` sums them: the requests the emulator counted,
+    run after run (a run with little to fetch costs little)."""
+    with sv.Emulator(seed=5, sites=4, days=2, events_per_day=1500) as emu:
+        p = pipeline(tmp_path)
+        assert cost(p) == sv.Cost(0)
+        client = emu.client()
+        for until, events_least in ((emu.end, 30), (emu.end, 1)):
+            emu.reset_stats()
+            p.run(surveillance_source(client, start=emu.start, until=until))
+            spent = sent(emu)
+            assert cost(p) == sv.Cost(spent)
+            per = {
+                name: metrics.custom_metrics["surveillance.requests"]
+                for step in p.last_trace.last_extract_info.metrics.values()
+                for extract in step
+                for name, metrics in extract["resource_metrics"].items()
+                if "surveillance.requests" in metrics.custom_metrics  # not dlt's own state
+            }
+            assert set(per) == {"events", "sites", "devices", "cameras", "reports"}
+            assert per["events"] >= events_least and sum(per.values()) == spent
+            lists = [per[kind] for kind in ("sites", "devices", "cameras", "reports")]
+            assert all(1 <= n <= 2 for n in lists), per  # a page each, and one the token
 
 
 def load_day_after_day(p, emu, **client) -> list:

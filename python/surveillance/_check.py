@@ -2,6 +2,8 @@
 refusal names the argument, says what it got (shortened, never a secret) and what it accepts.
 A value of the wrong type is a `TypeError`; one out of range a `ValueError` (a
 :class:`~surveillance.ConfigError`, which is one, for a client's or an emulator's settings).
+Each names the argument apart from its text (:func:`~surveillance.errors.worded`), so that
+the command line names its option instead.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import math
 import os
 from typing import Any, Literal, Optional, Sequence, Union, overload
 
-from .errors import ConfigError
+from .errors import ConfigError, arg, worded
 
 #: Characters of a value shown in a message, at most.
 SHOWN = 60
@@ -59,15 +61,19 @@ def text(
         return None
     if not isinstance(value, str):
         alternatives = " or None" if optional else ""
-        raise TypeError(f"`{name}` must be a string{alternatives}, got {kind(value)}")
+        raise worded(TypeError, arg(name), f" must be a string{alternatives}, got {kind(value)}")
     error = _error(config)
     got = "" if secret else f", got {shown(value)}"
     if not empty and not value.strip():
-        raise error(f"`{name}` must not be empty{got}")
+        raise worded(error, arg(name), f" must not be empty{got}")
     if len(value) > longest:
-        raise error(f"`{name}` is {len(value):,} characters long, more than {longest:,}{got}")
+        raise worded(
+            error, arg(name), f" is {len(value):,} characters long, more than {longest:,}{got}"
+        )
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise error(f"`{name}` must not contain control characters (newlines, tabs, NUL){got}")
+        raise worded(
+            error, arg(name), f" must not contain control characters (newlines, tabs, NUL){got}"
+        )
     return value
 
 
@@ -93,7 +99,9 @@ def integer(
     if value is None:
         return None
     if not low <= value <= high:
-        raise _error(config)(f"`{name}` must be from {low:,} to {high:,}, got {shown(value)}")
+        raise worded(
+            _error(config), arg(name), f" must be from {low:,} to {high:,}, got {shown(value)}"
+        )
     return int(value)
 
 
@@ -104,7 +112,7 @@ def an_integer(name: str, value: Any, *, optional: bool = False) -> Optional[int
     # An int, or another integer type (numpy's); never a bool, whose int value is an accident.
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         alternatives = " or None" if optional else ""
-        raise TypeError(f"`{name}` must be an int{alternatives}, got {kind(value)}")
+        raise worded(TypeError, arg(name), f" must be an int{alternatives}, got {kind(value)}")
     return int(value.__index__())
 
 
@@ -118,7 +126,7 @@ def a_number(name: str, value: Any, *, optional: bool = False) -> Optional[float
 
 def _float(name: str, value: Any, alternatives: str = "") -> float:
     if isinstance(value, (bool, str, bytes)) or not hasattr(value, "__float__"):
-        raise TypeError(f"`{name}` must be a number{alternatives}, got {kind(value)}")
+        raise worded(TypeError, arg(name), f" must be a number{alternatives}, got {kind(value)}")
     try:
         return float(value)
     except OverflowError:  # an int past a float's range (10**400) is out of every range
@@ -146,14 +154,16 @@ def number(
     ok = math.isfinite(v) and (low < v if above else low <= v) and v <= high
     if not ok:
         start = f"above {low:g}" if above else f"from {low:g}"
-        raise _error(config)(f"`{name}` must be a number {start} to {high:g}, got {shown(value)}")
+        raise worded(
+            _error(config), arg(name), f" must be a number {start} to {high:g}, got {shown(value)}"
+        )
     return v
 
 
 def flag(name: str, value: Any) -> bool:
     """A bool argument (an int or a string is refused: `validate="no"` is true)."""
     if not isinstance(value, bool):
-        raise TypeError(f"`{name}` must be True or False, got {kind(value)}")
+        raise worded(TypeError, arg(name), f" must be True or False, got {kind(value)}")
     return value
 
 
@@ -170,10 +180,14 @@ def choice(
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise TypeError(f"`{name}` must be a string, one of {', '.join(map(repr, choices))}")
+        raise worded(
+            TypeError, arg(name), f" must be a string, one of {', '.join(map(repr, choices))}"
+        )
     if (value.lower() if fold else value) not in choices:
-        raise _error(config)(
-            f"`{name}` must be one of {', '.join(map(repr, choices))}, got {shown(value)}"
+        raise worded(
+            _error(config),
+            arg(name),
+            f" must be one of {', '.join(map(repr, choices))}, got {shown(value)}",
         )
     return value
 
@@ -187,16 +201,20 @@ def path(name: str, value: Any, *, optional: bool = False) -> Optional[str]:
     if value is None and optional:
         return None
     if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"`{name}` must be a path (str or os.PathLike), got {kind(value)}")
+        raise worded(
+            TypeError, arg(name), f" must be a path (str or os.PathLike), got {kind(value)}"
+        )
     p = os.fspath(value)
     if isinstance(p, bytes):
-        raise TypeError(f"`{name}` must be a str path, got bytes")
+        raise worded(TypeError, arg(name), " must be a str path, got bytes")
     if not p.strip():
-        raise ValueError(f"`{name}` must not be empty")
+        raise worded(ValueError, arg(name), " must not be empty")
     if "\x00" in p:
-        raise ValueError(f"`{name}` must not contain a NUL character, got {shown(p)}")
+        raise worded(ValueError, arg(name), f" must not contain a NUL character, got {shown(p)}")
     if len(p) > 4096:
-        raise ValueError(f"`{name}` is {len(p):,} characters long: no path is, got {shown(p)}")
+        raise worded(
+            ValueError, arg(name), f" is {len(p):,} characters long: no path is, got {shown(p)}"
+        )
     return p
 
 

@@ -25,12 +25,12 @@ import os
 import stat
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Union
 
 import platformdirs
 
 from . import _core
-from .errors import ConfigError
+from .errors import ConfigError, Name, Wording, arg, worded, wording
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -90,6 +90,15 @@ def _number(value: Any) -> float:
     return number
 
 
+def _about(e: ConfigError, name: str) -> str:
+    """What the core's error ``e`` says of the setting ``name`` after naming it (``must be
+    ...``), for a message that names it in its own way."""
+    said = wording(e)
+    if said.names and said.names[0].key == name and said.template.startswith("{} "):
+        return Wording(said.template[3:], said.names[1:]).say()
+    return said.say()
+
+
 def _seconds(name: str) -> Callable[[Any], float]:
     """The check of the duration setting ``name``: a number, within the core's bounds."""
 
@@ -98,7 +107,7 @@ def _seconds(name: str) -> Callable[[Any], float]:
         try:
             _core.check_seconds(name, number)
         except ConfigError as e:
-            raise ValueError(str(e).removeprefix(f"`{name}` ")) from None
+            raise ValueError(_about(e, name)) from None
         return number
 
     return check
@@ -112,7 +121,7 @@ def _limited(name: str, check: Callable[[Any], Any]) -> Callable[[Any], Any]:
         try:
             _core.check_limits(**{name: number or None})
         except ConfigError as e:
-            raise ValueError(str(e).removeprefix(f"`{name}` ")) from None
+            raise ValueError(_about(e, name)) from None
         return number
 
     return checked
@@ -312,14 +321,16 @@ def _table(path: str, where: str, table: Any) -> dict[str, Any]:
 def check(setting: Setting, value: Any, where: str) -> Any:
     """``value`` checked as ``setting`` says; a bad one is a :class:`ConfigError` that names
     ``where`` it came from and the setting."""
-    return _checked(setting, value, f"`{setting.name}` of {where}")
+    return _checked(setting, value, arg(setting.name), f" of {where}")
 
 
-def _checked(setting: Setting, value: Any, where: str) -> Any:
+def _checked(setting: Setting, value: Any, *where: Union[str, Name]) -> Any:
+    """``setting.check(value)``; a bad value is a :class:`ConfigError` saying ``where`` (text,
+    and the names it holds) it came from, then what is wrong."""
     try:
         return setting.check(value)
     except ValueError as e:
-        raise ConfigError(f"{where} {e}") from None
+        raise worded(ConfigError, *where, f" {e}") from None
 
 
 def resolve(
@@ -362,8 +373,8 @@ def resolve(
             continue
         raw = env.get(s.variable)
         if raw is not None and raw.strip() != "":
-            where = f"`{s.variable}` (the variable of `{s.name}`)"
-            out[s.name] = Resolved(_checked(s, raw, where), "environment")
+            where = (f"`{s.variable}` (the variable of ", arg(s.name), ")")
+            out[s.name] = Resolved(_checked(s, raw, *where), "environment")
             continue
         for origin, table in tables:
             if s.name in table:

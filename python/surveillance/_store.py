@@ -10,7 +10,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, NamedTuple, Optional
 
-from .errors import ConfigError
+from .errors import ConfigError, arg, worded
 
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -71,9 +71,10 @@ def local_path(path: str, name: str) -> Optional[str]:
     if parts.scheme.lower() != "file":
         return None
     if parts.netloc not in ("", "localhost") or not parts.path or parts.query:
-        raise ConfigError(
-            f"`{name}` {shown(path)}: a file URI names a file of this machine, as "
-            "file:///absolute/path"
+        raise worded(
+            ConfigError,
+            arg(name),
+            f" {shown(path)}: a file URI names a file of this machine, as file:///absolute/path",
         )
     return urllib.request.url2pathname(parts.path)
 
@@ -90,9 +91,11 @@ def resolve(path: str, name: str) -> Location:
     try:
         import pyarrow.fs as pafs  # optional: pyarrow
     except ImportError:
-        raise ImportError(
-            f"`{name}` {shown(path)}: a {scheme}:// destination is opened with pyarrow: "
-            "pip install 'surveillance[pandas]'"
+        raise worded(
+            ImportError,
+            arg(name),
+            f" {shown(path)}: a {scheme}:// destination is opened with pyarrow: "
+            "pip install 'surveillance[pandas]'",
         ) from None
     try:
         # A scheme is case-insensitive (RFC 3986), pyarrow's are lowercase: S3:// is s3://.
@@ -104,14 +107,16 @@ def resolve(path: str, name: str) -> Location:
                 f"pyarrow does not know the scheme `{scheme}`: name a local path or a URI "
                 "that pyarrow opens (s3://, gs://, file://, hdfs://, abfs://)"
             )
-        raise ConfigError(f"`{name}` {shown(path)}: {why}") from None
+        raise worded(ConfigError, arg(name), f" {shown(path)}: {why}") from None
     except OSError as e:  # e.g. the bucket's region could not be asked
-        raise OSError(f"`{name}` {shown(path)}: {clean(str(e), path)}") from None
+        raise worded(OSError, arg(name), f" {shown(path)}: {clean(str(e), path)}") from None
     if isinstance(filesystem, pafs.LocalFileSystem):
         return Location(None, inner, shown(path))
     inner = inner.rstrip("/")
     if not inner:
-        raise ConfigError(f"`{name}` {shown(path)} names no bucket: name one, as s3://bucket/key")
+        raise worded(
+            ConfigError, arg(name), f" {shown(path)} names no bucket: name one, as s3://bucket/key"
+        )
     return Location(filesystem, inner, shown(path).rstrip("/"))
 
 

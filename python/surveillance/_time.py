@@ -8,6 +8,7 @@ import re
 from typing import Any, Optional, Union
 
 from ._check import shown, text
+from .errors import arg, worded
 
 TimeLike = Union[_dt.datetime, _dt.date, str]
 
@@ -23,7 +24,7 @@ def to_datetime(value: TimeLike, name: str = "time") -> _dt.datetime:
     '2026-01-05T00:00:00+00:00'
     """
     if _missing(value):
-        raise ValueError(f"`{name}` is a missing time ({value!r}): give a time")
+        raise worded(ValueError, arg(name), f" is a missing time ({value!r}): give a time")
     if isinstance(value, _dt.datetime):  # pandas.Timestamp is a datetime subclass
         dt = value
     elif isinstance(value, _dt.date):
@@ -35,21 +36,27 @@ def to_datetime(value: TimeLike, name: str = "time") -> _dt.datetime:
         try:
             dt = _dt.datetime.fromisoformat(text)
         except ValueError:
-            raise ValueError(
-                f"`{name}` must be an ISO-8601 timestamp such as `2026-01-05T09:00:00Z`, "
-                f"got {shown(value)}"
+            raise worded(
+                ValueError,
+                arg(name),
+                " must be an ISO-8601 timestamp such as `2026-01-05T09:00:00Z`, "
+                f"got {shown(value)}",
             ) from None
     else:
-        raise TypeError(
-            f"`{name}` must be a datetime, date, pandas Timestamp or ISO-8601 string, "
-            f"got {type(value).__name__}"
+        raise worded(
+            TypeError,
+            arg(name),
+            " must be a datetime, date, pandas Timestamp or ISO-8601 string, "
+            f"got {type(value).__name__}",
         )
     if dt.tzinfo is None or dt.tzinfo.utcoffset(dt) is None:
         dt = dt.replace(tzinfo=_dt.timezone.utc)
     try:
         return dt.astimezone(_dt.timezone.utc)
     except (OverflowError, ValueError) as e:  # the year 1 or 9999 pushed past by an offset
-        raise ValueError(f"`{name}` is out of the range of dates ({value!r}): {e}") from None
+        raise worded(
+            ValueError, arg(name), f" is out of the range of dates ({value!r}): {e}"
+        ) from None
 
 
 def _missing(value: object) -> bool:

@@ -136,9 +136,13 @@ class _Target:
     def open(self) -> Any:
         if self._partial is None:
             return sys.stdout.buffer if self._binary else sys.stdout
-        if self._binary:
-            return open(self._partial, "wb")
-        return open(self._partial, "w", encoding="utf-8", newline="")
+        try:
+            if self._binary:
+                return open(self._partial, "wb")
+            return open(self._partial, "w", encoding="utf-8", newline="")
+        except OSError as e:
+            # The temporary name is the writer's business: the error names the user's file.
+            raise OSError(e.errno, e.strerror, self.path) from None
 
     @property
     def name(self) -> str:
@@ -160,7 +164,9 @@ class _Target:
             os.replace(self._partial, self.path)
 
     def discard(self) -> None:
-        if self._partial is not None and os.path.exists(self._partial):
+        # A file: a directory in the way of the temporary name is not the writer's to remove
+        # (and its error would hide the one that says why nothing was written).
+        if self._partial is not None and os.path.isfile(self._partial):
             os.remove(self._partial)
 
 

@@ -16,6 +16,7 @@ from ._meter import Costs, Meter, metered
 from ._progress import ProgressArg
 from ._raises import RANGE, REQUEST, raises
 from ._time import TimeLike
+from .errors import arg, worded
 from .sync import SettleLike
 from .types import CacheInfo, Quota, Stats
 
@@ -512,7 +513,11 @@ def _cache_setting(cache: Any) -> Optional[str]:
     if isinstance(cache, bool):
         return "1" if cache else "0"
     if not isinstance(cache, (str, os.PathLike)):
-        raise TypeError(f"`cache` must be True, False or a directory, got {type(cache).__name__}")
+        raise worded(
+            TypeError,
+            arg("cache"),
+            f" must be True, False or a directory, got {type(cache).__name__}",
+        )
     return os.path.abspath(_check.path("cache", cache))
 
 

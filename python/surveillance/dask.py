@@ -26,6 +26,12 @@ the key, never the key):
 Each machine's own ledger still counts as well. Without ``dask.distributed`` (the local
 schedulers), tasks share the process's one client, and with it its limits.
 
+What a run spends is summed over its tasks, wherever they ran: :func:`cost` of a frame that
+:func:`events` made is the requests its partitions have sent (every compute of it), and after
+:func:`publish` the client's :attr:`~surveillance.Client.last_cost` is the whole publish's.
+Off ``dask.distributed``, the local schedulers (threads, synchronous) count it in this process;
+the ``processes`` scheduler's tasks count nowhere the caller can read.
+
 Example:
     >>> import surveillance as sv, surveillance.dask as svd
     >>> with sv.Emulator(sites=3, days=2, events_per_day=500) as emu:
@@ -43,15 +49,19 @@ import hashlib
 import math
 import os
 import pickle
+import sys
 import threading
 import time
+import uuid
+import weakref
 from typing import Any, Optional, Union
 
 from . import _core, _output
+from ._core import Cost
 from ._time import TimeLike, from_ms, to_ms
 from .client import Client
 
-__all__ = ["events", "publish", "events_meta"]
+__all__ = ["events", "publish", "events_meta", "cost"]
 
 PartitionLike = Union[str, _dt.timedelta, Any]
 
@@ -142,12 +152,13 @@ class _Budget:
     """The state of one service and key that the scheduler holds for the cluster: the day's
     requests drawn (``used``, of ``limit``, on the service's UTC ``day``) and, per kind of
     request, when the next turn may start (``free_at``, wall-clock seconds). Every change is
-    made under one ``distributed.Lock``."""
+    made under one ``distributed.Lock``. (With ``kind="cost"``, the requests of one run of
+    :func:`events`, ``spent``, which its tasks add to.)"""
 
-    def __init__(self, dask_client: Any, digest: str) -> None:
+    def __init__(self, dask_client: Any, digest: str, kind: str = "budget") -> None:
         from distributed import Lock, Variable  # optional: distributed
 
-        name = f"surveillance-budget-{digest}"
+        name = f"surveillance-{kind}-{digest}"
         self._lock = Lock(f"{name}-lock")  # type: ignore[no-untyped-call, unused-ignore]
         self._state = Variable(name, client=dask_client)  # type: ignore[no-untyped-call, unused-ignore]
 
@@ -395,6 +406,125 @@ def _slices(lo: int, hi: int, partition: PartitionLike) -> list[Any]:
     return [lo, *inner, hi]
 
 
+# --- what a run spends ----------------------------------------------------------------------------
+class _Run:
+    """One frame made by :func:`events`, to which its tasks add what they send: on this
+    object in this process (the local schedulers), or in the scheduler's state (a cluster).
+    Only its id travels to the workers; the client stays here, for the cost's quota."""
+
+    def __init__(self, client: Any) -> None:
+        self.id = uuid.uuid4().hex
+        self._client: Any = client
+        self._spent = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"id": self.id}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.id, self._client, self._spent = state["id"], None, 0
+
+    def __dask_tokenize__(self) -> Any:
+        return ("surveillance.run", self.id)
+
+    def __repr__(self) -> str:
+        return f"<events run {self.id[:12]}>"
+
+    def add(self, requests: int) -> None:
+        """Adds what one task of the run sent."""
+        dask_client = _cluster()
+        if dask_client is None:
+            with _CLIENTS_LOCK:
+                self._spent += requests
+            return
+
+        def change(state: dict[str, Any]) -> None:
+            state["spent"] = int(state.get("spent", 0)) + requests
+
+        _Budget(dask_client, self.id, "cost").update(change)
+
+    def spent(self) -> int:
+        """What the run's tasks have sent: here, and on the cluster of this process's
+        ``distributed`` client if it has one."""
+        with _CLIENTS_LOCK:
+            total = self._spent
+        dask_client = _cluster() or _default_client()
+        if dask_client is not None:
+            on_cluster = _Budget(dask_client, self.id, "cost").update(
+                lambda state: int(state.get("spent", 0))
+            )
+            total += int(on_cluster)
+        return total
+
+
+#: The runs of the frames :func:`events` made, by the frame's name.
+_RUNS: weakref.WeakValueDictionary[str, _Run] = weakref.WeakValueDictionary()
+
+
+def _default_client() -> Any:
+    """This process's default ``distributed`` client, or None (``distributed`` is not even
+    imported when nothing here has used it)."""
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import default_client  # optional: distributed
+
+    try:
+        return default_client()  # type: ignore[no-untyped-call, unused-ignore]
+    except ValueError:
+        return None
+
+
+def _run_of(frame: Any) -> _Run:
+    """The run of a frame that :func:`events` made, or of one computed from it."""
+    names = [getattr(frame, "_name", None)]
+    expr = getattr(frame, "expr", None)
+    if expr is not None:
+        names += [e._name for e in expr.walk()]
+    for name in names:
+        run = _RUNS.get(name) if isinstance(name, str) else None
+        if run is not None:
+            return run
+    raise ValueError(
+        "`frame` was not made by surveillance.dask.events (nor computed from a frame it "
+        f"made), got {type(frame).__name__}"
+    )
+
+
+def cost(frame: Any) -> Cost:
+    """What computing a frame made by :func:`events` has spent: the requests its partitions
+    sent, summed over every task wherever it ran (threads of this process or workers of a
+    ``dask.distributed`` cluster, each with its own client), token requests and retries
+    included, over every compute of it so far (a frame computed twice reads twice, unless the
+    cache of settled events serves the second). ``quota`` is where the key's daily quota
+    stands by this machine's ledger.
+
+    Args:
+        frame: the frame :func:`events` returned, or one computed from it (``ddf.loc[...]``,
+            ``ddf.reset_index()``): the cost is that of the reads of the frame
+            :func:`events` made.
+
+    Returns:
+        :class:`~surveillance.Cost`, as :attr:`Client.last_cost
+        <surveillance.Client.last_cost>` tells a single call's.
+
+    Raises:
+        ValueError: ``frame`` was not made by :func:`events`.
+
+    Example:
+        >>> import surveillance as sv, surveillance.dask as svd
+        >>> with sv.Emulator(sites=3, days=2, events_per_day=500) as emu:
+        ...     ddf = svd.events(emu.client(), emu.start, emu.end)
+        ...     before = svd.cost(ddf).requests
+        ...     _ = ddf.compute()
+        ...     spent = svd.cost(ddf).requests
+        ...     sent = sum(sum(n.values()) for n in emu.stats()["requests"].values())
+        >>> before, spent == sent
+        (0, True)
+    """
+    run = _run_of(frame)
+    client = run._client
+    return Cost(run.spent(), None if client is None else client.quota())
+
+
 # --- events --------------------------------------------------------------------------------------
 def _events_schema() -> Any:
     """The Arrow schema of ``client.events(..., output="arrow")``, from the core's one
@@ -422,13 +552,23 @@ def events_meta() -> Any:
     return _indexed(_output.to_pandas(_events_schema().empty_table()))
 
 
-def _fetch_slice(bounds: tuple[Any, ...], ref: _ClientRef, report_id: Optional[str]) -> Any:
+def _fetch_slice(
+    bounds: tuple[Any, ...], ref: _ClientRef, report_id: Optional[str], run: _Run
+) -> Any:
     """One partition: the events of ``[lo, hi)`` by the client's windowed algorithm, within
-    the key's limits for the whole cluster (the table becomes pandas after the turn)."""
+    the key's limits for the whole cluster (the table becomes pandas after the turn); what it
+    sent is added to ``run``, whether it ends or raises."""
 
     lo, hi = bounds
     with _limited(ref, "read") as client:
-        table = client.events(from_ms(lo), from_ms(hi), report_id, output="arrow", progress=False)
+        meter = client._meter()
+        try:
+            with meter:
+                table = client.events(
+                    from_ms(lo), from_ms(hi), report_id, output="arrow", progress=False
+                )
+        finally:
+            run.add(meter.requests)
     return _indexed(_output.convert(table, "pandas"))
 
 
@@ -470,7 +610,8 @@ def events(
             and last slices are cut at ``start`` and ``end``.
 
     Returns:
-        A ``dask.dataframe.DataFrame`` (built with ``dask.dataframe.from_map``).
+        A ``dask.dataframe.DataFrame`` (built with ``dask.dataframe.from_map``); what
+        computing it spends, summed over its tasks: :func:`cost`.
 
     Raises:
         ValueError: ``end`` is not after ``start``, or ``partition`` is not a positive
@@ -496,41 +637,46 @@ def events(
     if hi <= lo:
         raise ValueError(f"`end` must be after `start`, got [{start}, {end})")
     ref = _ClientRef(client)
+    run = _Run(client)
     bounds = _slices(lo, hi, partition)
     pairs = list(zip(bounds[:-1], bounds[1:]))
     meta = events_meta()
     unit = getattr(meta.index.dtype, "unit", "ns")  # "ms" (pandas 2+; 1.5 has only "ns")
     stamps = [pd.Timestamp(b, unit="ms", tz="UTC") for b in bounds]
     divisions = tuple(t.as_unit(unit) if hasattr(t, "as_unit") else t for t in stamps)  # type: ignore[arg-type, unused-ignore]
-    return dd.from_map(  # type: ignore[no-untyped-call, unused-ignore]
+    frame = dd.from_map(  # type: ignore[no-untyped-call, unused-ignore]
         _fetch_slice,
         pairs,
-        args=(ref, report_id),
+        args=(ref, report_id, run),
         meta=meta,
         divisions=divisions,
         label="surveillance-events",
         enforce_metadata=True,
     )
+    _RUNS[frame._name] = run
+    return frame
 
 
 # --- publishing ------------------------------------------------------------------------------
 def _publish_part(part: Any, ref: _ClientRef, kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """Publishes one partition; returns ``(report, size, error)``: an error that stopped the
-    publish (e.g. refused credentials) comes back with its report rather than losing the
-    other partitions' reports."""
+    """Publishes one partition; returns ``(report, size, error, requests)``: an error that
+    stopped the publish (e.g. refused credentials) comes back with its report rather than
+    losing the other partitions' reports, and ``requests`` is what the task sent either way."""
     records = part
     if not isinstance(part, (list, tuple)) and not hasattr(part, "iloc"):
         records = list(part)  # a bag partition may be any iterable: its size is needed
     size = len(records)
-    try:
-        with _limited(ref, "publish") as client:
-            report = client.publish(records, **kwargs)
-    except Exception as exc:
-        report = getattr(exc, "report", None)
-        if report is None:
-            raise
-        return report, size, exc
-    return report, size, None
+    with _limited(ref, "publish") as client:
+        meter = client._meter()
+        try:
+            with meter:
+                report = client.publish(records, **kwargs)
+        except Exception as exc:
+            report = getattr(exc, "report", None)
+            if report is None:
+                raise
+            return report, size, exc, meter.requests
+    return report, size, None, meter.requests
 
 
 def publish(client: Any, data: Any, **publish_kwargs: Any) -> Any:
@@ -554,7 +700,8 @@ def publish(client: Any, data: Any, **publish_kwargs: Any) -> Any:
             Dask's own progress bars).
 
     Returns:
-        :class:`~surveillance.PublishReport`.
+        :class:`~surveillance.PublishReport`; ``client.last_cost`` is then what the whole
+        publish sent, summed over its tasks (token requests included).
 
     Raises:
         AuthError: the service refused the credentials (``.report`` is the combined report).
@@ -586,9 +733,10 @@ def publish(client: Any, data: Any, **publish_kwargs: Any) -> Any:
     results = dask.compute(*parts)  # type: ignore[attr-defined, no-untyped-call, unused-ignore]
     elapsed = time.perf_counter() - t0
     report = _core.PublishReport.combine(
-        [r for r, _, _ in results], sizes=[n for _, n, _ in results], elapsed=elapsed
+        [r for r, _, _, _ in results], sizes=[n for _, n, _, _ in results], elapsed=elapsed
     )
-    errors = [e for _, _, e in results if e is not None]
+    client._settle_cost(sum(sent for _, _, _, sent in results))
+    errors = [e for _, _, e, _ in results if e is not None]
     if errors:
         error = errors[0]
         try:

@@ -22,6 +22,11 @@ day) goes on from there, taking first the window the budget stopped, with the pa
 of it, which the client's cache carries (as for a sync). A list the budget stops is left as it
 was loaded last.
 
+What a run spends is in dlt's trace: each resource counts the requests it sent (token requests
+and retries included) in its custom metric ``surveillance.requests``
+(``pipeline.last_trace.last_extract_info``'s ``resource_metrics``), and :func:`cost` sums them
+over the resources of the pipeline's last run.
+
 Example:
     >>> import dlt, tempfile, surveillance as sv
     >>> from surveillance.dlt import surveillance_source
@@ -40,12 +45,13 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Generator, Iterator, Optional
 
 import dlt
 
 from . import _check, _config, _core
 from . import sync as _sync
+from ._core import Cost
 from ._time import TimeLike, from_ms, to_ms
 from .client import _LIMITS, Client
 from .errors import QuotaExhaustedError
@@ -55,7 +61,7 @@ if TYPE_CHECKING:
 
     from .client import Client
 
-__all__ = ["surveillance_source"]
+__all__ = ["surveillance_source", "cost"]
 
 logger = logging.getLogger("surveillance.dlt")
 
@@ -67,6 +73,8 @@ logger = logging.getLogger("surveillance.dlt")
 #: difference is not logged (see ``_DeclaredDetails``); every other hint matches the Arrow
 #: schema (``_microseconds``).
 _DETAILS_AS_JSON: TTableSchemaColumns = {"details": {"data_type": "json"}}
+#: The custom metric of each resource (in dlt's trace) that counts the requests it sent.
+REQUESTS_METRIC = "surveillance.requests"
 #: dlt's warning, logged once a run, that the events' Arrow schema and hints differ.
 _HINTS_DIFFER = "In resource: events, when merging arrow schema with dlt schema, several column"
 
@@ -172,6 +180,9 @@ def _events(
     )
     def events(cursor: Any = cursor) -> Iterator[Any]:
         """The events from where the last run got to (less ``settle``), a window at a time."""
+        yield from _metered(client, fetched(cursor))
+
+    def fetched(cursor: Any) -> Generator[Any, None, None]:
         import pyarrow as pa  # optional: pyarrow
 
         wall_ms = time.time_ns() // 1_000_000
@@ -246,6 +257,9 @@ def _resume_from(cursor: Any, state: Any, lag: float) -> int:
 def _listing(client: Any, kind: str) -> Any:
     @dlt.resource(name=kind, primary_key="id", write_disposition="replace")
     def listing() -> Iterator[Any]:
+        yield from _metered(client, listed())
+
+    def listed() -> Generator[Any, None, None]:
         import pyarrow as pa  # optional: pyarrow
 
         try:
@@ -257,6 +271,67 @@ def _listing(client: Any, kind: str) -> Any:
 
     listing.__doc__ = f"Every record of ``client.{kind}()``, replacing the last load."
     return listing
+
+
+def _metered(client: Any, items: Generator[Any, None, None]) -> Iterator[Any]:
+    """The items of a resource's generator, each made within one call scope of the
+    resource's own (its requests counted apart from the other resources' that dlt
+    interleaves with it, and from what dlt does between items), the count kept in the
+    resource's custom metric ``surveillance.requests`` as it goes."""
+    meter = client._meter()
+    metrics = dlt.current.resource_metrics()
+    try:
+        while True:
+            with meter:
+                try:
+                    item = next(items)
+                except StopIteration:
+                    return
+                finally:
+                    metrics[REQUESTS_METRIC] = meter.requests
+            yield item
+    finally:
+        with meter:
+            items.close()
+        metrics[REQUESTS_METRIC] = meter.requests
+
+
+def cost(pipeline: Any) -> Cost:
+    """What the last run of ``pipeline`` spent on the service: the requests of every resource
+    of :func:`surveillance_source` it extracted (token requests and retries included), summed
+    from the custom metric ``surveillance.requests`` that each keeps in dlt's trace.
+
+    Args:
+        pipeline: a ``dlt.Pipeline`` that has run (or extracted) the source.
+
+    Returns:
+        :class:`~surveillance.Cost` (``quota`` is None: read it from the client,
+        :meth:`Client.quota <surveillance.Client.quota>`); ``Cost(requests=0)`` before a run.
+
+    Raises nothing of its own: a pipeline that has not run the source has spent nothing.
+
+    Example:
+        >>> import dlt, tempfile, surveillance as sv
+        >>> from surveillance.dlt import cost, surveillance_source
+        >>> work = tempfile.mkdtemp()
+        >>> with sv.Emulator(sites=3, days=2, events_per_day=500) as emu:
+        ...     source = surveillance_source(emu.client(), start=emu.start, until=emu.end)
+        ...     pipeline = dlt.pipeline("cost", destination=dlt.destinations.duckdb(
+        ...         f"{work}/cost.duckdb"), pipelines_dir=work, dataset_name="cloud")
+        ...     _ = pipeline.run(source)
+        ...     sent = sum(sum(n.values()) for n in emu.stats()["requests"].values())
+        >>> cost(pipeline).requests == sent
+        True
+    """
+    trace = pipeline.last_trace
+    info = None if trace is None else trace.last_extract_info
+    requests = 0
+    if info is not None:
+        for step in info.metrics.values():
+            for extract in step:
+                for resource in extract["resource_metrics"].values():
+                    requests += int(resource.custom_metrics.get(REQUESTS_METRIC, 0))
+    return Cost(requests)
 
 
 def _microseconds(pa: Any, table: Any) -> Any:

@@ -27,12 +27,19 @@ The two that carry a publish report are defined beside it, in :mod:`surveillance
 and ``surveillance.SyncInterrupted`` name them, as they name these.
 
 Messages never contain a secret, an API key or a token.
+
+An error about a setting, an argument or a call knows what it names: its :attr:`wording`
+(:class:`Wording`) is its message as a template and the names in it (:class:`Name`: the
+Python name, and how the library writes it), so that another surface names them in its own
+words (the command line says ``--report`` where the library says ``report_id``) without
+rewriting the text. Errors of the standard types (``ValueError``, ``TypeError``) raised for a
+bad argument carry it too; :func:`wording` reads it of any exception.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional, TypeVar, Union
 
 __all__ = [
     "SurveillanceError",
@@ -70,13 +77,103 @@ class Problem(NamedTuple):
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
+class Name(NamedTuple):
+    """A setting, argument or call that an error's message names.
+
+    Attributes:
+        key: its Python name (``"client_id"``, ``"daily_requests"``, ``"sync_events"``), by
+            which another surface finds its own word for it.
+        said: how the library writes it in the message, backticks included
+            (``"`client_id=`"``, ``"`Limits(daily_requests=...)`"``).
+    """
+
+    key: str
+    said: str
+
+
+class Wording(NamedTuple):
+    """An error's message as a template and what it names.
+
+    Attributes:
+        template: the message as a :meth:`str.format` template, with one ``{}`` where each
+            name goes (literal braces doubled).
+        names: the :class:`Name` of each ``{}``, in order.
+
+    >>> from surveillance.errors import Name, Wording
+    >>> w = Wording("{} must be after {}", (Name("end", "`end`"), Name("start", "`start`")))
+    >>> w.say()
+    '`end` must be after `start`'
+    >>> w.say({"end": "`--end`", "start": "`--start`"}.get)
+    '`--end` must be after `--start`'
+    """
+
+    template: str
+    names: tuple[Name, ...] = ()
+
+    def say(self, word: Optional[Callable[[str], Optional[str]]] = None) -> str:
+        """The message with each name in ``word(key)``'s words, or in the library's where
+        ``word`` is None or returns None."""
+        said = [(None if word is None else word(n.key)) or n.said for n in self.names]
+        return self.template.format(*said)
+
+    def __str__(self) -> str:
+        return self.say()
+
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def arg(name: str) -> Name:
+    """The :class:`Name` of a Python name written as the library writes it: ``"start"``
+    (`` `start` ``), ``"client_id="`` (the keyword: `` `client_id=` ``)."""
+    return Name(name.removesuffix("="), f"`{name}`")
+
+
+def worded(error: Callable[..., _E], *parts: Union[str, Name], **extra: Any) -> _E:
+    """An error made by ``error`` whose message is ``parts`` one after the other: text, and
+    the :class:`Name` of each setting, argument or call it names (:func:`arg`), which it keeps
+    apart in its ``wording``. ``extra`` goes to ``error``.
+
+    >>> from surveillance.errors import arg, worded
+    >>> e = worded(ValueError, arg("end"), " must be after ", arg("start"), " {here}")
+    >>> str(e), e.wording.names[0].key
+    ('`end` must be after `start` {here}', 'end')
+    """
+    template = "".join(
+        "{}" if isinstance(p, Name) else p.replace("{", "{{").replace("}", "}}") for p in parts
+    )
+    wording = Wording(template, tuple(p for p in parts if isinstance(p, Name)))
+    e = error(wording.say(), **extra)
+    e.wording = wording  # type: ignore[attr-defined]
+    return e
+
+
+def wording(e: BaseException) -> Wording:
+    """What ``e`` says and what it names: its ``wording``, or its text, naming nothing.
+
+    >>> from surveillance.errors import wording
+    >>> wording(KeyError("x{y}")).say()
+    "'x{y}'"
+    """
+    found = getattr(e, "wording", None)
+    if isinstance(found, Wording):
+        return found
+    return Wording(str(e).replace("{", "{{").replace("}", "}}"))
+
+
 class SurveillanceError(Exception):
     """Base class of every error raised by :mod:`surveillance`.
+
+    Attributes:
+        wording: the message as a :class:`Wording`, when it names settings, arguments or
+            calls (None otherwise; :func:`wording` reads it of any exception).
 
     >>> import surveillance as sv
     >>> issubclass(sv.ApiError, sv.SurveillanceError)
     True
     """
+
+    wording: Optional[Wording] = None
 
 
 class ConfigError(SurveillanceError, ValueError):

@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, TypedDict, Union
 from . import _check, _core, _frames, _progress, _records
 from ._core import Failure, PublishReport
 from ._progress import ProgressArg, _wanted
-from .errors import Problem, SurveillanceError
+from .errors import Problem, SurveillanceError, arg, worded
 
 __all__ = ["Problem", "Failure", "PublishReport", "PublishError", "PublishInterrupted", "validate"]
 
@@ -185,8 +185,10 @@ def publish(
     thread, of :meth:`AsyncClient.publish <surveillance.AsyncClient.publish>`: ``cancelled``
     is asked between waits whether the caller gave up)."""
     if batch_size != "auto" and (isinstance(batch_size, bool) or not isinstance(batch_size, int)):
-        raise TypeError(
-            f'`batch_size` must be "auto" or an int from 1 to 100, got {type(batch_size).__name__}'
+        raise worded(
+            TypeError,
+            arg("batch_size"),
+            f' must be "auto" or an int from 1 to 100, got {type(batch_size).__name__}',
         )
     path: Optional[PathLike] = None
     source: Any = None
@@ -203,10 +205,12 @@ def publish(
     if isinstance(records, (str, os.PathLike)):
         path = _check.path("records", records)
         if not os.path.isfile(path):
-            raise ValueError(
-                f"`records` is a path, but no file {_check.shown(path)} exists: give the path "
-                "of a JSON Lines, Parquet or CSV file, or the records (a dict, a list or "
-                "iterable of dicts, a DataFrame, Arrow data)"
+            raise worded(
+                ValueError,
+                arg("records"),
+                f" is a path, but no file {_check.shown(path)} exists: give the path of a JSON "
+                "Lines, Parquet or CSV file, or the records (a dict, a list or iterable of "
+                "dicts, a DataFrame, Arrow data)",
             )
         with open(path, "rb"):  # an unreadable file fails here, as OSError
             pass
@@ -231,10 +235,12 @@ def publish(
     elif isinstance(records, (list, tuple)):
         source, size, rereadable = records, len(records), True
     elif isinstance(records, (bytes, bytearray)) or not hasattr(records, "__iter__"):
-        raise TypeError(
-            "`records` must be a dict, an iterable of dicts, a pandas DataFrame, Arrow data "
+        raise worded(
+            TypeError,
+            arg("records"),
+            " must be a dict, an iterable of dicts, a pandas DataFrame, Arrow data "
             "(`__arrow_c_stream__`), or the path of a JSON Lines or Parquet file, got "
-            f"{type(records).__name__}"
+            f"{type(records).__name__}",
         )
     else:
         source = iter(records)

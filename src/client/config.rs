@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use url::Url;
 
-use super::error::{Error, Result};
+use super::error::{Error, Result, Wording};
 use super::limits::Limits;
 
 /// A value that must never appear in a log, a repr or an error.
@@ -108,10 +108,16 @@ impl Region {
         match s.trim().to_ascii_lowercase().as_str() {
             "us" => Ok(Region::Us),
             "eu" => Ok(Region::Eu),
-            _ => Err(Error::Config(format!(
-                "`region` must be `us` or `eu`, got `{}` (argument `region`, variable `SURVEILLANCE_REGION`)",
-                crate::text::shown(s)
-            ))),
+            _ => Err(Error::config(
+                Wording::new()
+                    .arg("region")
+                    .text(format!(
+                        " must be `us` or `eu`, got `{}` (argument ",
+                        crate::text::shown(s)
+                    ))
+                    .arg("region")
+                    .text(", variable `SURVEILLANCE_REGION`)"),
+            )),
         }
     }
 
@@ -244,17 +250,18 @@ pub fn seconds(name: &str, value: f64, positive: bool, max: f64) -> Result<Durat
     let low = if positive { value > 0.0 } else { value >= 0.0 };
     if !(value.is_finite() && low && value <= max) {
         let from = if positive { "above 0" } else { "from 0" };
-        return Err(Error::Config(format!(
-            "`{name}` must be a number of seconds {from} up to {max}, got `{value}`"
-        )));
+        return Err(Error::config(Wording::new().arg(name).text(format!(
+            " must be a number of seconds {from} up to {max}, got `{value}`"
+        ))));
     }
     Ok(Duration::from_secs_f64(value))
 }
 
 /// A count setting `name` from `low` to `high` (see [`crate::limits::check_count`]).
 pub fn count(name: &str, value: i128, bounds: (u64, u64)) -> Result<u64> {
-    crate::limits::check_count(name, value, bounds).map_err(Error::Config)?;
-    u64::try_from(value).map_err(|_| Error::Config(format!("`{name}` must not be negative")))
+    crate::limits::check_count(name, value, bounds).map_err(Error::config)?;
+    u64::try_from(value)
+        .map_err(|_| Error::config(Wording::new().arg(name).text(" must not be negative")))
 }
 
 fn from_env(env: &dyn Fn(&str) -> Option<String>, var: &str) -> Option<String> {
@@ -264,9 +271,14 @@ fn from_env(env: &dyn Fn(&str) -> Option<String>, var: &str) -> Option<String> {
 /// The setting `arg`, given; its absence named with its argument and its variable.
 fn required<T>(given: Option<T>, arg: &str, var: &str) -> Result<T> {
     given.ok_or_else(|| {
-        Error::Config(format!(
-            "missing `{arg}`: pass `{arg}=` or set the environment variable `{var}`"
-        ))
+        Error::config(
+            Wording::new()
+                .text("missing ")
+                .arg(arg)
+                .text(": pass ")
+                .keyword(arg)
+                .text(format!(" or set the environment variable `{var}`")),
+        )
     })
 }
 
@@ -275,15 +287,25 @@ fn required<T>(given: Option<T>, arg: &str, var: &str) -> Result<T> {
 /// later, as a transport error, after every retry.
 fn header_safe(value: &str, arg: &str, var: &str) -> Result<()> {
     if value.trim().is_empty() {
-        return Err(Error::Config(format!(
-            "`{arg}` is empty: pass `{arg}=` or set the environment variable `{var}`"
-        )));
+        return Err(Error::config(
+            Wording::new()
+                .arg(arg)
+                .text(" is empty: pass ")
+                .keyword(arg)
+                .text(format!(" or set the environment variable `{var}`")),
+        ));
     }
     if value.chars().any(char::is_control) {
-        return Err(Error::Config(format!(
-            "`{arg}` contains control characters (a newline, a tab?), which no HTTP header can \
-             carry: check argument `{arg}` or variable `{var}`"
-        )));
+        return Err(Error::config(
+            Wording::new()
+                .arg(arg)
+                .text(
+                    " contains control characters (a newline, a tab?), which no HTTP header can \
+                     carry: check argument ",
+                )
+                .arg(arg)
+                .text(format!(" or variable `{var}`")),
+        ));
     }
     Ok(())
 }
@@ -314,25 +336,41 @@ pub fn parse_base_url(raw: &str, arg: &str, var: &str) -> Result<Url> {
     let trimmed = shown.as_str();
     let raw = raw.trim();
     let mut url = Url::parse(raw).map_err(|e| {
-        Error::Config(format!(
-            "`{arg}` is not a URL (`{trimmed}`: {e}); argument `{arg}`, variable `{var}`"
-        ))
+        Error::config(
+            Wording::new()
+                .arg(arg)
+                .text(format!(" is not a URL (`{trimmed}`: {e}); argument "))
+                .arg(arg)
+                .text(format!(", variable `{var}`")),
+        )
     })?;
     match url.scheme() {
         "https" => {}
         "http" if is_loopback(&url) => {}
         "http" => {
-            return Err(Error::Config(format!(
-                "`{arg}` must use https (plain http is allowed for loopback addresses only), got `{trimmed}`"
-            )))
+            return Err(Error::config(Wording::new().arg(arg).text(format!(
+            " must use https (plain http is allowed for loopback addresses only), got `{trimmed}`"
+        ))))
         }
-        other => return Err(Error::Config(format!("`{arg}` must be an https URL, got scheme `{other}`"))),
+        other => {
+            return Err(Error::config(
+                Wording::new()
+                    .arg(arg)
+                    .text(format!(" must be an https URL, got scheme `{other}`")),
+            ))
+        }
     }
     if url.host().is_none() {
-        return Err(Error::Config(format!("`{arg}` has no host: `{trimmed}`")));
+        return Err(Error::config(
+            Wording::new()
+                .arg(arg)
+                .text(format!(" has no host: `{trimmed}`")),
+        ));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(Error::Config(format!("`{arg}` must not carry credentials")));
+        return Err(Error::config(
+            Wording::new().arg(arg).text(" must not carry credentials"),
+        ));
     }
     url.set_query(None);
     url.set_fragment(None);
@@ -379,8 +417,11 @@ impl Config {
             None => Region::Us,
         };
         if region == Region::Eu && eu_base_url.is_none() {
-            return Err(Error::Config(
-                "region `eu` needs the EU base URL: pass `eu_base_url=` or set `SURVEILLANCE_EU_BASE_URL`".into(),
+            return Err(Error::config(
+                Wording::new()
+                    .text("region `eu` needs the EU base URL: pass ")
+                    .keyword("eu_base_url")
+                    .text(" or set `SURVEILLANCE_EU_BASE_URL`"),
             ));
         }
         let audience = s
@@ -417,7 +458,7 @@ impl Config {
             }
         });
         let limits = s.limits.unwrap_or(Limits::PUBLISHED);
-        limits.check().map_err(Error::Config)?;
+        limits.check().map_err(Error::config)?;
         let cache_dir = cache_dir(s.cache, env, &base_url);
         Ok(Config {
             api_key,
@@ -463,8 +504,11 @@ impl Config {
                 .as_ref()
                 .map(|b| join(b, "/v2/webhook"))
                 .ok_or_else(|| {
-                    Error::Config(
-                        "region `eu` needs `eu_base_url` (or `SURVEILLANCE_EU_BASE_URL`)".into(),
+                    Error::config(
+                        Wording::new()
+                            .text("region `eu` needs ")
+                            .arg("eu_base_url")
+                            .text(" (or `SURVEILLANCE_EU_BASE_URL`)"),
                     )
                 }),
         }

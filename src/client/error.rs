@@ -1,15 +1,18 @@
 //! The client's one error type. Messages are lowercase, name the offending value in backticks,
-//! and never contain a secret, an API key or a token.
+//! and never contain a secret, an API key or a token. A message about settings or arguments
+//! keeps their names apart ([`Wording`]), for each surface to say in its own words.
+
+pub use crate::wording::Wording;
 
 /// Anything that can go wrong in the client.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// A setting is missing or invalid.
     #[error("{0}")]
-    Config(String),
+    Config(Wording),
     /// An argument of a call is invalid (nothing was sent).
     #[error("{0}")]
-    Argument(String),
+    Argument(Wording),
     /// Credentials refused: token creation failed, or 401/403 on a data call after a renewal.
     #[error("{message}")]
     Auth {
@@ -64,7 +67,7 @@ pub enum Error {
     #[error("{message}")]
     Quota {
         /// What happened and when the quota comes back.
-        message: String,
+        message: Wording,
         /// Requests counted today with this key.
         used: u64,
         /// Requests a day, when known.
@@ -102,8 +105,8 @@ impl Error {
             std::borrow::Cow::Owned(o) => o,
         };
         match self {
-            Error::Config(m) => Error::Config(s(m)),
-            Error::Argument(m) => Error::Argument(s(m)),
+            Error::Config(m) => Error::Config(m.map_text(s)),
+            Error::Argument(m) => Error::Argument(m.map_text(s)),
             Error::Auth { message, status } => Error::Auth {
                 message: s(message),
                 status,
@@ -140,12 +143,22 @@ impl Error {
                 limit,
                 resets_at_ms,
             } => Error::Quota {
-                message: s(message),
+                message: message.map_text(s),
                 used,
                 limit,
                 resets_at_ms,
             },
         }
+    }
+
+    /// A [`Error::Config`] of `words` (text, or [`Wording`] naming settings).
+    pub fn config(words: impl Into<Wording>) -> Error {
+        Error::Config(words.into())
+    }
+
+    /// An [`Error::Argument`] of `words` (text, or [`Wording`] naming arguments).
+    pub fn argument(words: impl Into<Wording>) -> Error {
+        Error::Argument(words.into())
     }
 
     /// True for errors worth another attempt (the request may succeed if sent again).

@@ -124,7 +124,7 @@ impl List {
             .find(|l| l.name() == name)
             .ok_or_else(|| {
                 let names: Vec<&str> = List::ALL.iter().map(|l| l.name()).collect();
-                Error::Config(format!(
+                Error::config(format!(
                     "no list `{}`: the lists are {}",
                     crate::text::shown(name),
                     names.join(", ")

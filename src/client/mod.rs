@@ -33,7 +33,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 pub use config::{Config, Region, Secret, Settings};
-pub use error::{Error, Result};
+pub use error::{Error, Result, Wording};
 pub use http::{Level, LogSink};
 pub use limits::Limits;
 pub use lists::{List, Record};
@@ -62,10 +62,11 @@ fn filter_params<'a>(
     for (keyword, value) in [("site_id", site_id), ("device_id", device_id)] {
         let Some(value) = value else { continue };
         let Some(filter) = list.spec().filters.iter().find(|f| f.keyword == keyword) else {
-            return Err(Error::Config(format!(
-                "the {} list takes no `{keyword}`",
-                list.name()
-            )));
+            return Err(Error::config(
+                Wording::new()
+                    .text(format!("the {} list takes no ", list.name()))
+                    .arg(keyword),
+            ));
         };
         check_uuid(value, keyword)?;
         params.push((filter.param, value));
@@ -83,10 +84,10 @@ pub(crate) fn check_uuid(value: &str, name: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::Argument(format!(
-            "`{name}` must be a UUID such as `3f2b8c1e-5d4a-4e6b-9c7d-2a1b0c9d8e7f`, got `{}`",
+        Err(Error::argument(Wording::new().arg(name).text(format!(
+            " must be a UUID such as `3f2b8c1e-5d4a-4e6b-9c7d-2a1b0c9d8e7f`, got `{}`",
             crate::text::shown(value)
-        )))
+        ))))
     }
 }
 

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use reqwest::header::{HeaderMap, DATE};
 use serde::{Deserialize, Serialize};
 
-use super::error::{Error, Result};
+use super::error::{Error, Result, Wording};
 use crate::time::{civil_from_days, days_from_civil};
 
 use crate::time::DAY_MS;
@@ -276,7 +276,8 @@ impl Ledger {
                     "the daily quota of this API key is used up by the clients that share its \
                      budget (the requests granted to this one are spent, and the budget has no \
                      more); it comes back at {when}"
-                ),
+                )
+                .into(),
                 used: r.used,
                 limit,
                 resets_at_ms: (day + 1) * DAY_MS,
@@ -604,17 +605,20 @@ pub(crate) fn reset_time(resets_at_ms: i64) -> String {
 fn quota_error(used: u64, limit: Option<u64>, resets_at_ms: i64, why: Option<String>) -> Error {
     let when = reset_time(resets_at_ms);
     let message = match (why, limit) {
-        (Some(why), _) => format!(
+        (Some(why), _) => Wording::from(format!(
             "{why}: the daily quota of this API key is probably used up ({used} requests \
              counted today); no request is sent before {when}, when the service said it \
              would take them again"
-        ),
-        (None, Some(limit)) => format!(
-            "the daily quota of {limit} requests of this API key is used up ({used} sent \
-             today, counted by every client on this machine); it comes back at {when}: try \
-             again then, or set `Limits(daily_requests=...)` to your key's real quota"
-        ),
-        (None, None) => format!("requests are refused until {when}"),
+        )),
+        (None, Some(limit)) => Wording::new()
+            .text(format!(
+                "the daily quota of {limit} requests of this API key is used up ({used} sent \
+                 today, counted by every client on this machine); it comes back at {when}: try \
+                 again then, or set "
+            ))
+            .name("daily_requests", "`Limits(daily_requests=...)`")
+            .text(" to your key's real quota"),
+        (None, None) => Wording::from(format!("requests are refused until {when}")),
     };
     Error::Quota {
         message,
@@ -633,7 +637,8 @@ fn claim_error(used: u64, limit: Option<u64>, until_ms: i64, why: &str) -> Error
             "{why}: the daily quota of this API key may be used up ({used} requests counted \
              today); the service said it would take requests again at {when}. The other \
              clients of this machine go on until a second such answer confirms it"
-        ),
+        )
+        .into(),
         used,
         limit,
         resets_at_ms: until_ms,

@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import sys
 from typing import Any, Optional
 
 from .. import __version__, _core
-from ..errors import QuotaExhaustedError, SurveillanceError
+from ..errors import QuotaExhaustedError, SurveillanceError, wording
 from ._common import (
     _EXIT_STATUSES,
     _SETTINGS,
@@ -151,26 +150,18 @@ _FLAGS = {
     "timeout": "--timeout",
     "max_outage": "--max-outage",
     "ca_bundle": "--ca-bundle",
+    # The library's way to sync is the command's.
+    "sync_events": "surveillance sync",
 }
 _COMMAND_FLAGS = {"sync": {"path": "DIR"}, "events": {"path": "-o"}}
 
 
-def _cli_words(message: str, args: argparse.Namespace) -> str:
-    """``message`` with the CLI's words: the option (or, when the value came from it, the
-    variable) in place of each Python argument it names."""
-    flags = {**_FLAGS, **_COMMAND_FLAGS.get(args.command, {})}
-
-    def word(m: re.Match[str]) -> str:
-        name = m.group(1)
-        return f"`{flags[name]}`" if name in flags else m.group(0)
-
-    # The library's way to sync is the command's: `surveillance sync`.
-    message = message.replace("`sync_events`, `surveillance sync`", "`surveillance sync`")
-    message = message.replace("`sync_events`", "`surveillance sync`")
-    message = re.sub(r"`([a-z_]+)=?`", word, message)
-    message = re.sub(r"`Limits\(([a-z_]+)=\.\.\.\)`", word, message)  # the quota's
-    # A file's temporary name is the writer's business: say the user's.
-    return re.sub(r"\.partial\b", "", message)
+def _cli_words(e: BaseException, args: argparse.Namespace) -> str:
+    """What ``e`` says, in the CLI's words: each setting, argument or call it names (its
+    :class:`~surveillance.errors.Wording`) said as the option, the operand or the command
+    that gives it here; the rest of its text as it is."""
+    words = {**_FLAGS, **_COMMAND_FLAGS.get(args.command, {})}
+    return wording(e).say(lambda key: f"`{words[key]}`" if key in words else None)
 
 
 class _LogLines(logging.Filter):
@@ -238,17 +229,17 @@ def main(argv: Optional[list[str]] = None) -> int:
         status: int = args.run(args)
         return status
     except ValueError as e:  # ConfigError, or a bad argument: a usage error
-        print(f"surveillance: error: {_cli_words(str(e), args)}", file=sys.stderr)
+        print(f"surveillance: error: {_cli_words(e, args)}", file=sys.stderr)
         return 2
     except QuotaExhaustedError as e:  # nothing more can be sent today: try again later
-        print(f"surveillance: error: {_cli_words(str(e), args)}", file=sys.stderr)
+        print(f"surveillance: error: {_cli_words(e, args)}", file=sys.stderr)
         return EXIT_QUOTA
     except BrokenPipeError:  # `surveillance events ... | head`: the reader has had enough
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
         return 0
     except (SurveillanceError, OSError, ImportError) as e:
-        print(f"surveillance: error: {_cli_words(str(e), args)}", file=sys.stderr)
+        print(f"surveillance: error: {_cli_words(e, args)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as e:
         # An export says what Ctrl-C threw away, and how not to lose it next time.

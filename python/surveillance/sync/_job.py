@@ -15,7 +15,7 @@ from .. import _check, _core, _progress, _store
 from .._check import shown
 from .._progress import ProgressArg
 from .._time import TimeLike, from_ms, to_ms
-from ..errors import ConfigError, QuotaExhaustedError
+from ..errors import ConfigError, QuotaExhaustedError, arg, worded
 from ._fetching import Client, _fetch, _Progress, _Whole, _wind_down
 from ._local_store import _LocalStore
 from ._object_store import _ObjectStore
@@ -48,11 +48,11 @@ def parse_settle(value: SettleLike) -> _dt.timedelta:
         ValueError: a text that is no duration, or one outside 0 to 30 days (``TypeError`` for
             another type).
     """
-    what = "`settle` must be a duration such as `1h`, `30m`, `2d`, a timedelta or seconds"
+    what = " must be a duration such as `1h`, `30m`, `2d`, a timedelta or seconds"
     if isinstance(value, _dt.timedelta):
         seconds = value.total_seconds()
     elif isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise TypeError(f"{what}, got {type(value).__name__}")
+        raise worded(TypeError, arg("settle"), f"{what}, got {type(value).__name__}")
     elif isinstance(value, str):
         text = value.strip()
         try:
@@ -60,13 +60,13 @@ def parse_settle(value: SettleLike) -> _dt.timedelta:
         except ValueError:
             parts = _SETTLE_PART.findall(text[:200])
             if not parts or len(text) > 200 or _SETTLE_PART.sub("", text).strip():
-                raise ValueError(f"{what}, got {shown(value)}") from None
+                raise worded(ValueError, arg("settle"), f"{what}, got {shown(value)}") from None
             seconds = sum(float(n) * _UNITS_MS[u.lower()] for n, u in parts) / 1000
     else:
         seconds = float(value) if abs(value) < 1e18 else float("inf")
     # At most 30 days: every run fetches that much again.
     if not (0 <= seconds <= _core.MAX_SETTLE_S):  # NaN too
-        raise ValueError(f"`settle` must be from 0 to 30 days, got {shown(value)}")
+        raise worded(ValueError, arg("settle"), f" must be from 0 to 30 days, got {shown(value)}")
     return _dt.timedelta(seconds=seconds)
 
 
@@ -190,9 +190,11 @@ def sync_events(
     with store.lock():
         state = store.begin()
         if state is not None and _norm(state.get("report_id")) != _norm(report_id):
-            raise ConfigError(
-                f"`report_id` {_show(report_id)} differs from the {_show(state.get('report_id'))} "
-                f"the dataset at `{store.shown}` was synced with: sync it into another directory"
+            raise worded(
+                ConfigError,
+                arg("report_id"),
+                f" {_show(report_id)} differs from the {_show(state.get('report_id'))} "
+                f"the dataset at `{store.shown}` was synced with: sync it into another directory",
             )
         ranges, first_ms = _plan(state, start_ms, until_ms, settle_ms)
         writer = _PartitionWriter(store, pa, pq)
@@ -349,8 +351,12 @@ def _plan(
     """The ranges to fetch, and the dataset's start to record."""
     if state is None:
         if until_ms <= start_ms:
-            raise ValueError(
-                f"`until` ({_iso_ms(until_ms)}) must be after `start` ({_iso_ms(start_ms)})"
+            raise worded(
+                ValueError,
+                arg("until"),
+                f" ({_iso_ms(until_ms)}) must be after ",
+                arg("start"),
+                f" ({_iso_ms(start_ms)})",
             )
         return [(start_ms, until_ms)], start_ms
     old_start = _parse_iso_ms(state["start"])

@@ -10,7 +10,7 @@ import secrets
 from typing import Any, Callable, List, Optional
 
 from .. import _check
-from ..errors import ConfigError
+from ..errors import ConfigError, arg, worded
 from ._locks import _Lock
 from ._partitions import _read_partition
 from ._state import CARRIED_FILE, STATE_FILE, _parse_state
@@ -32,8 +32,8 @@ class _LocalStore:
             os.makedirs(self.root, exist_ok=True)
         except OSError as e:
             why = e.strerror or type(e).__name__
-            raise ConfigError(
-                f"`path` {_check.shown(self.root)} cannot be a directory: {why}"
+            raise worded(
+                ConfigError, arg("path"), f" {_check.shown(self.root)} cannot be a directory: {why}"
             ) from None
 
     def lock(self) -> _Lock:

@@ -11,7 +11,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from .. import _store
-from ..errors import ConfigError
+from ..errors import ConfigError, arg, worded
 from ._local_store import PART_FILE
 from ._locks import _ObjectLock
 from ._partitions import _read_partition
@@ -61,7 +61,9 @@ class _ObjectStore:
     def create(self) -> None:
         why = _store.unusable(self.location)
         if why:
-            raise ConfigError(f"`path` {self.shown}: {why}: create it, or sync elsewhere")
+            raise worded(
+                ConfigError, arg("path"), f" {self.shown}: {why}: create it, or sync elsewhere"
+            )
 
     def lock(self) -> _ObjectLock:
         return self._lock
@@ -109,9 +111,11 @@ class _ObjectStore:
         try:
             source = self.fs.open_input_file(self._path(file))
         except FileNotFoundError:
-            raise ConfigError(
-                f"`path`: the dataset file `{self._show(file)}`, which the sync state names, "
-                "is missing: restore it, or sync into a new location"
+            raise worded(
+                ConfigError,
+                arg("path"),
+                f": the dataset file `{self._show(file)}`, which the sync state names, "
+                "is missing: restore it, or sync into a new location",
             ) from None
         with source:
             return _read_partition(pq, source, self._show(file))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Dict
 
-from ..errors import ConfigError
+from ..errors import ConfigError, arg, worded
 
 
 class _PartitionWriter:
@@ -99,8 +99,10 @@ def _read_partition(pq: Any, source: Any, shown: str) -> Any:
     try:
         return pq.ParquetFile(source).read()
     except Exception as e:  # pyarrow's errors name neither the file nor the remedy
-        raise ConfigError(
-            f"`path`: the dataset file `{shown}` cannot be read ({type(e).__name__}: "
+        raise worded(
+            ConfigError,
+            arg("path"),
+            f": the dataset file `{shown}` cannot be read ({type(e).__name__}: "
             f"{str(e)[:200]}): it is damaged; restore it from a copy (nothing was "
-            "written by this run), or sync into a new directory"
+            "written by this run), or sync into a new directory",
         ) from e

@@ -181,7 +181,7 @@ pub fn clear(dir: &Path) -> Result<u64> {
         return Ok(0);
     }
     if !is_marked(&root) {
-        return Err(Error::Config(format!(
+        return Err(Error::config(format!(
             "`{}` is not a cache of surveillance (it holds no `{TAG_FILE}` of the cache): \
              nothing is removed",
             dir.display()

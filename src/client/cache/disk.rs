@@ -218,7 +218,7 @@ pub fn is_marked(dir: &Path) -> bool {
 }
 
 pub(super) fn not_a_directory(path: &Path) -> Error {
-    Error::Config(format!(
+    Error::config(format!(
         "the cache directory `{}` is a file, not a directory: name a directory",
         path.display()
     ))
@@ -240,7 +240,7 @@ pub fn locate(dir: &Path) -> Result<PathBuf> {
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(dir.to_path_buf()),
-        Err(e) => Err(Error::Config(format!(
+        Err(e) => Err(Error::config(format!(
             "the cache directory `{}` cannot be read ({e})",
             dir.display()
         ))),
@@ -254,14 +254,14 @@ pub(super) fn check_root(root: &Path) -> Result<()> {
     match std::fs::metadata(root) {
         Ok(m) if !m.is_dir() => return Err(not_a_directory(root)),
         Ok(_) if !is_marked(root) => {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "`{}` exists without the cache's `{TAG_FILE}`, so it is not the cache's: the \
                  cache writes nothing there; remove it, or name another directory",
                 root.display()
             )))
         }
         Ok(m) if !private_to_user(&m) => {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "the cache directory `{}` is not private to the user ({}, or another user's): \
                  the cache keeps events only where no one else can read or write them; make it \
                  so (`chmod 700`), or name another directory",
@@ -272,7 +272,7 @@ pub(super) fn check_root(root: &Path) -> Result<()> {
         Ok(_) => return Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "the cache directory `{}` cannot be read ({e})",
                 root.display()
             )))
@@ -282,7 +282,7 @@ pub(super) fn check_root(root: &Path) -> Result<()> {
     while let Some(dir) = at.filter(|d| !d.as_os_str().is_empty()) {
         if let Ok(m) = std::fs::metadata(dir) {
             if m.is_dir() && read_only(&m) {
-                return Err(Error::Config(format!(
+                return Err(Error::config(format!(
                     "the cache directory `{}` cannot be made: `{}` is read-only ({}), and the \
                      cache writes nothing there; name a writable directory, or turn the cache \
                      off (`cache=False`, `SURVEILLANCE_CACHE=0`)",

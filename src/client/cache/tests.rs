@@ -281,9 +281,10 @@ fn listing(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
 fn clear_refuses_a_directory_without_the_mark_and_removes_only_what_the_cache_wrote() {
     let root = temp_root("clear-mark");
     let before = users_folder(&root);
-    let Err(Error::Config(why)) = clear(&root) else {
+    let Err(Error::Config(words)) = clear(&root) else {
         panic!("a folder of the user's own files is cleared")
     };
+    let why = words.to_string();
     assert!(
         why.contains("CACHEDIR.TAG") && why.contains("nothing"),
         "{why}"
@@ -301,9 +302,10 @@ fn clear_refuses_a_directory_without_the_mark_and_removes_only_what_the_cache_wr
     // A file is refused, as by `info`.
     let file = root.join("notes.txt");
     for refused in [clear(&file).err(), info(&file).err()] {
-        let Some(Error::Config(why)) = refused else {
+        let Some(Error::Config(words)) = refused else {
             panic!("a file is taken for a cache")
         };
+        let why = words.to_string();
         assert!(why.contains("not a directory"), "{why}");
     }
     assert_eq!(listing(&root), before);
@@ -357,11 +359,12 @@ fn an_existing_directory_keeps_its_mode_and_the_cache_keeps_to_its_own_folder() 
     let before = users_folder(&dir);
     set(&dir, 0o500);
     for named in [dir.clone(), dir.join("cache")] {
-        let Err(Error::Config(why)) =
+        let Err(Error::Config(words)) =
             Cache::open(&named, "https://a.test", "k", "id", DEFAULT_MAX_BYTES)
         else {
             panic!("a read-only directory is taken")
         };
+        let why = words.to_string();
         assert!(why.contains("read-only") && why.contains("0500"), "{why}");
     }
     assert_eq!(mode(&dir), 0o500);
@@ -372,21 +375,23 @@ fn an_existing_directory_keeps_its_mode_and_the_cache_keeps_to_its_own_folder() 
     std::fs::create_dir_all(&shared).expect("mkdir");
     std::fs::write(shared.join(TAG_FILE), TAG).expect("tag");
     set(&shared, 0o755);
-    let Err(Error::Config(why)) =
+    let Err(Error::Config(words)) =
         Cache::open(&shared, "https://a.test", "k", "id", DEFAULT_MAX_BYTES)
     else {
         panic!("a directory others can read is taken")
     };
+    let why = words.to_string();
     assert!(why.contains("not private") && why.contains("0755"), "{why}");
     assert_eq!(mode(&shared), 0o755);
     // A folder of the cache's name that it did not make (no mark) is not taken either.
     let squatted = base.join("squatted");
     std::fs::create_dir_all(squatted.join(OWN_DIR)).expect("mkdir");
-    let Err(Error::Config(why)) =
+    let Err(Error::Config(words)) =
         Cache::open(&squatted, "https://a.test", "k", "id", DEFAULT_MAX_BYTES)
     else {
         panic!("an unmarked folder is taken")
     };
+    let why = words.to_string();
     assert!(why.contains("without the cache's `CACHEDIR.TAG`"), "{why}");
     let _ = std::fs::remove_dir_all(&base);
 }

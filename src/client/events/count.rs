@@ -6,7 +6,7 @@ use super::cached::pieces;
 use super::page::{fetch_page, projected, Page, Reuse};
 use super::{check, order_of, EventForm, Fetch, ProgressSink, Query, CEILING_PAGE};
 use crate::client::cache::Piece;
-use crate::client::error::{Error, Result};
+use crate::client::error::{Error, Result, Wording};
 use crate::client::lists::{OFFSET_CEILING, PAGE};
 use crate::client::Client;
 use crate::text::thousands;
@@ -76,15 +76,19 @@ fn refusal(client: &Client, needs: &str, limit: u64, remaining: u64) -> Error {
     let left = quota.remaining.unwrap_or(remaining);
     let when = crate::client::quota::reset_time(quota.resets_at_ms);
     Error::Quota {
-        message: format!(
-            "this fetch needs {needs}, more than the {left} left of today's {limit}; nothing \
-             was fetched ({spent} counted it). Fetch a shorter range, or sync the range \
-             (`sync_events`, `surveillance sync`), which keeps what each day's quota fetches \
-             and resumes the next day; the quota comes back at {when}",
-            left = thousands(left),
-            limit = thousands(limit),
-            spent = requests(remaining.saturating_sub(left)),
-        ),
+        message: Wording::new()
+            .text(format!(
+                "this fetch needs {needs}, more than the {left} left of today's {limit}; nothing \
+                 was fetched ({spent} counted it). Fetch a shorter range, or sync the range (",
+                left = thousands(left),
+                limit = thousands(limit),
+                spent = requests(remaining.saturating_sub(left)),
+            ))
+            .name("sync_events", "`sync_events`, `surveillance sync`")
+            .text(format!(
+                "), which keeps what each day's quota fetches and resumes the next day; the \
+                 quota comes back at {when}"
+            )),
         used: quota.used,
         limit: Some(limit),
         resets_at_ms: quota.resets_at_ms,

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use tokio::task::JoinSet;
 
 use super::cache::{Seen, Segment};
-use super::error::{Error, Result};
+use super::error::{Error, Result, Wording};
 use super::lists::{OFFSET_CEILING, PAGE};
 use super::Client;
 use crate::time::format_ms;
@@ -352,18 +352,20 @@ fn dense(ms: i64) -> Error {
 pub fn check(query: &Query) -> Result<()> {
     for (name, ms) in [("start", query.start_ms), ("end", query.end_ms)] {
         if !(MIN_MS..=MAX_MS + 1).contains(&ms) {
-            return Err(Error::Argument(format!(
-                "`{name}` must be from 0001-01-01 to 9999-12-31 (the dates the service's \
-                 timestamps can hold), got {ms} ms since 1970"
-            )));
+            return Err(Error::argument(Wording::new().arg(name).text(format!(
+                " must be from 0001-01-01 to 9999-12-31 (the dates the service's timestamps \
+                 can hold), got {ms} ms since 1970"
+            ))));
         }
     }
     if query.end_ms <= query.start_ms {
-        return Err(Error::Argument(format!(
-            "`end` ({}) must be after `start` ({})",
-            format_ms(query.end_ms),
-            format_ms(query.start_ms)
-        )));
+        return Err(Error::argument(
+            Wording::new()
+                .arg("end")
+                .text(format!(" ({}) must be after ", format_ms(query.end_ms)))
+                .arg("start")
+                .text(format!(" ({})", format_ms(query.start_ms))),
+        ));
     }
     if let Some(r) = &query.report_id {
         super::check_uuid(r, "report_id")?;

@@ -17,7 +17,7 @@ use reqwest::Method;
 use url::Url;
 
 use super::config::{is_loopback, Config};
-use super::error::{Error, Result};
+use super::error::{Error, Result, Wording};
 use super::limits::Gate;
 use super::quota::Ledger;
 use super::redact;
@@ -164,26 +164,36 @@ impl Http {
         if let Some(path) = &config.ca_bundle {
             let shown = crate::text::shown(&path.display().to_string());
             let pem = std::fs::read(path).map_err(|e| {
-                Error::Config(format!(
-                    "cannot read the CA bundle `{shown}` (`ca_bundle`, or `SSL_CERT_FILE` / \
-                     `REQUESTS_CA_BUNDLE`): {e}"
-                ))
+                Error::config(
+                    Wording::new()
+                        .text(format!("cannot read the CA bundle `{shown}` ("))
+                        .arg("ca_bundle")
+                        .text(format!(", or `SSL_CERT_FILE` / `REQUESTS_CA_BUNDLE`): {e}")),
+                )
             })?;
             let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                Error::Config(format!(
-                    "the CA bundle `{shown}` (`ca_bundle`) is not PEM: {e}"
-                ))
+                Error::config(
+                    Wording::new()
+                        .text(format!("the CA bundle `{shown}` ("))
+                        .arg("ca_bundle")
+                        .text(format!(") is not PEM: {e}")),
+                )
             })?;
             if certs.is_empty() {
-                return Err(Error::Config(format!(
-                    "the CA bundle `{shown}` (`ca_bundle`) holds no PEM certificate \
-                     (`-----BEGIN CERTIFICATE-----`): give a file of PEM certificates"
-                )));
+                return Err(Error::config(
+                    Wording::new()
+                        .text(format!("the CA bundle `{shown}` ("))
+                        .arg("ca_bundle")
+                        .text(
+                            ") holds no PEM certificate (`-----BEGIN CERTIFICATE-----`): give a \
+                             file of PEM certificates",
+                        ),
+                ));
             }
             builder = builder.tls_certs_merge(certs);
         }
         let client = builder.build().map_err(|e| {
-            Error::Config(format!("cannot build the HTTP client: {}", describe(&e)))
+            Error::config(format!("cannot build the HTTP client: {}", describe(&e)))
         })?;
         redact::register(config.api_key.expose());
         redact::register(config.client_secret.expose());

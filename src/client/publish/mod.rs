@@ -42,7 +42,7 @@ use tokio::task::JoinSet;
 use url::Url;
 
 use super::config::Region;
-use super::error::{Error, Result};
+use super::error::{Error, Result, Wording};
 use super::http::{Call, Class, OutageClock};
 use super::stats::Tally;
 use super::Client;
@@ -187,9 +187,9 @@ impl Options {
 
 /// The error of a batch size outside 1..=100 (`n` as the caller wrote it).
 pub fn batch_size_error(n: impl std::fmt::Display) -> Error {
-    Error::Argument(format!(
-        "`batch_size` must be \"auto\" or from 1 to {MAX_BATCH}, got `{n}`"
-    ))
+    Error::argument(Wording::new().arg("batch_size").text(format!(
+        " must be \"auto\" or from 1 to {MAX_BATCH}, got `{n}`"
+    )))
 }
 
 /// The outcome of one record of a batch.

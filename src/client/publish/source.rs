@@ -103,7 +103,7 @@ pub fn jsonl_source(
 /// Reads `path` in blocks of whole lines, numbering its records; stops early when nobody waits.
 fn read_blocks(path: &PathBuf, out: &mpsc::Sender<Block>) -> Result<()> {
     let unreadable =
-        |e: std::io::Error| Error::Argument(format!("cannot read `{}`: {e}", path.display()));
+        |e: std::io::Error| Error::argument(format!("cannot read `{}`: {e}", path.display()));
     let mut file = std::fs::File::open(path).map_err(unreadable)?;
     let mut buf = BytesMut::with_capacity(BLOCK * 2);
     let (mut index, mut line) = (0u64, 0u64);

@@ -14,11 +14,27 @@ fn counts_until_the_budget_then_refuses_without_counting() {
         l.spend().expect("within budget");
     }
     let e = l.spend().expect_err("past the budget");
-    let Error::Quota { used, limit, .. } = &e else {
+    let Error::Quota {
+        used,
+        limit,
+        message,
+        ..
+    } = &e
+    else {
         panic!("{e}")
     };
     assert_eq!((*used, *limit), (3, Some(3)));
     assert!(e.to_string().contains("comes back at"), "{e}");
+    // The setting it advises is named apart from the text, for each surface to say.
+    let named: Vec<_> = message
+        .parts()
+        .iter()
+        .filter_map(|p| match p {
+            crate::wording::Part::Name { key, said } => Some((key.as_str(), said.as_str())),
+            crate::wording::Part::Text(_) => None,
+        })
+        .collect();
+    assert_eq!(named, [("daily_requests", "`Limits(daily_requests=...)`")]);
     let q = l.quota();
     assert_eq!((q.used, q.remaining), (3, Some(0)));
     // Another client of the same key and service sees the same count.

@@ -2,9 +2,12 @@
 //! `surveillance/errors.py` (so the classes carry attributes and docstrings, and pickle).
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use pyo3::{PyErr, Python};
 
 use crate::client::Error;
+use crate::wording::{Part, Wording};
 
 pyo3::import_exception!(surveillance.errors, SurveillanceError);
 pyo3::import_exception!(surveillance.errors, ConfigError);
@@ -23,6 +26,47 @@ pyo3::import_exception!(surveillance.errors, ValidationError);
 /// knows (whatever part of the core made it, and whatever server text it quotes).
 pub fn to_py(e: Error) -> PyErr {
     let e = e.scrubbed();
+    let words = match &e {
+        Error::Config(w) | Error::Argument(w) | Error::Quota { message: w, .. } => Some(w.clone()),
+        _ => None,
+    };
+    let err = exception(e);
+    if let Some(words) = words.filter(|w| w.parts().iter().any(|p| matches!(p, Part::Name { .. })))
+    {
+        Python::attach(|py| {
+            // An error whose wording cannot be attached still says what it says.
+            if let Ok(wording) = wording(py, &words) {
+                let _ = err.value(py).setattr("wording", wording);
+            }
+        });
+    }
+    err
+}
+
+/// `words` as a `surveillance.errors.Wording`: a `str.format` template (a `{}` for each name,
+/// literal braces doubled) and the `Name` of each, so that each surface names them in its
+/// own words.
+fn wording<'py>(py: Python<'py>, words: &Wording) -> PyResult<Bound<'py, PyAny>> {
+    let errors = py.import("surveillance.errors")?;
+    let name = errors.getattr("Name")?;
+    let mut template = String::new();
+    let mut names = Vec::new();
+    for part in words.parts() {
+        match part {
+            Part::Text(t) => template.push_str(&t.replace('{', "{{").replace('}', "}}")),
+            Part::Name { key, said } => {
+                template.push_str("{}");
+                names.push(name.call1((key, said))?);
+            }
+        }
+    }
+    errors
+        .getattr("Wording")?
+        .call1((template, PyTuple::new(py, names)?))
+}
+
+/// The Python exception of a core error (scrubbed), without its wording.
+fn exception(e: Error) -> PyErr {
     let message = e.to_string();
     match e {
         Error::Config(_) => ConfigError::new_err(message),

@@ -121,8 +121,8 @@ pub fn limits(given: Keywords<'_>) -> PyResult<Limits> {
 }
 
 /// The core's words on a setting, as `surveillance.ConfigError`.
-fn config_error(message: String) -> PyErr {
-    super::errors::to_py(crate::client::Error::Config(message))
+fn config_error(message: crate::wording::Wording) -> PyErr {
+    super::errors::to_py(crate::client::Error::config(message))
 }
 
 /// Checks limits given by their field names against the core's bounds, for
