@@ -46,9 +46,10 @@ import dlt
 
 from . import _check, _config, _core
 from . import sync as _sync
-from ._time import TimeLike, from_ms, to_ms
+from ._time import from_ms, to_ms
 from .client import _LIMITS, Client
 from .errors import QuotaExhaustedError
+from .types import SettleLike, TimeLike
 
 if TYPE_CHECKING:
     from dlt.common.schema.typing import TTableSchemaColumns
@@ -108,7 +109,7 @@ def _dlt_settings() -> dict[str, Any]:
 def surveillance_source(
     client: Optional[Client] = None,
     start: Optional[TimeLike] = None,
-    settle: _sync.SettleLike = "1h",
+    settle: SettleLike = "1h",
     report_id: Optional[str] = None,
     until: Optional[TimeLike] = None,
 ) -> Any:

@@ -11,14 +11,13 @@ from typing import Any, Callable, Optional, TypedDict, Union
 
 from . import _check, _core, _frames, _progress, _records
 from ._core import Failure, PublishReport
-from ._progress import ProgressArg, _wanted
+from ._progress import _wanted
 from .errors import Problem, SurveillanceError
+from .types import BatchSize, Progress
 
 __all__ = ["Problem", "Failure", "PublishReport", "PublishError", "PublishInterrupted", "validate"]
 
 PathLike = Union[str, "os.PathLike[str]"]
-#: ``"auto"`` (arrays of 100, one record per request if the service refuses arrays) or 1..100.
-BatchSize = Union[str, int]
 
 
 class PublishOptions(TypedDict, total=False):
@@ -29,10 +28,10 @@ class PublishOptions(TypedDict, total=False):
     region: Optional[str]
     batch_size: BatchSize
     validate: bool
-    progress: ProgressArg
+    progress: Progress
 
 
-def validate(record: Any) -> list[Problem]:
+def validate(record: Mapping[str, Any]) -> list[Problem]:
     """The problems of ``record`` under its webhook standard model (``retail``,
     ``restaurant`` or ``other``, from its ``dataType``); an empty list when it conforms.
 
@@ -152,7 +151,7 @@ class _Bar(_progress._Bar):
         self._show(done, postfix, line)
 
 
-def _progress_of(progress: ProgressArg, total: Optional[int]) -> tuple[Any, ...]:
+def _progress_of(progress: Progress, total: Optional[int]) -> tuple[Any, ...]:
     if callable(progress) and not isinstance(progress, bool):
         return progress, lambda: None
     if not _wanted(progress):
@@ -168,7 +167,7 @@ def publish(
     region: Optional[str] = None,
     batch_size: BatchSize = "auto",
     validate: bool = True,
-    progress: ProgressArg = "auto",
+    progress: Progress = "auto",
     cancelled: Optional[Callable[[], bool]] = None,
 ) -> PublishReport:
     """The body of :meth:`Client.publish <surveillance.Client.publish>` (and, in a worker

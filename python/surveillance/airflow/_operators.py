@@ -11,6 +11,7 @@ from typing import Any, Iterator, Optional, Sequence, Tuple
 from .. import _store
 from .. import sync as _sync
 from .._time import from_ms, to_ms
+from ..types import SettleLike
 from ._hook import SurveillanceHook
 
 try:
@@ -83,7 +84,7 @@ class SyncEventsOperator(BaseOperator):  # type: ignore[misc, unused-ignore]
         start: Any = None,
         end: Any = None,
         report_id: Optional[str] = None,
-        settle: _sync.SettleLike = "1h",
+        settle: SettleLike = "1h",
         surveillance_conn_id: str = SurveillanceHook.default_conn_name,
         deferrable: bool = True,
         **kwargs: Any,
