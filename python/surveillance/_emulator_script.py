@@ -318,8 +318,11 @@ class Scripting:
         :class:`~surveillance.Limits`.
 
         Args:
-            read_per_second, read_concurrency, publish_per_second, publish_concurrency,
-                daily_requests: as for :class:`~surveillance.Limits`; None lifts one.
+            read_per_second: requests a second to the read endpoints; None lifts it.
+            read_concurrency: read requests in flight at once.
+            publish_per_second: requests a second to the webhook.
+            publish_concurrency: webhook requests in flight at once.
+            daily_requests: the day's requests of the key, all endpoints together.
 
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:

@@ -69,10 +69,9 @@ class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
     threads, not on a loop.
 
     Args:
-        api_key, client_id, client_secret, region, base_url, eu_base_url, audience, timeout,
-            max_retries, limits, ca_bundle, trust_env, max_body_bytes, max_wait,
-            max_outage, cache, settle, cache_max_bytes, profile: as for
-            :class:`~surveillance.Client`.
+        api_key, client_id, client_secret: as for :class:`~surveillance.Client`, as every
+            other argument is (``region`` to ``profile``: the same names, defaults and
+            environment variables).
 
     Raises:
         ConfigError: a setting is missing or cannot be used (as for

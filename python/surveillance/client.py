@@ -9,7 +9,7 @@ from typing import Any, Optional, Union
 from . import _check, _config, _core, _events, _progress
 from . import publish as _publish
 from . import sync as _sync
-from ._core import Cost, EventPlan
+from ._core import Cost, EventPlan, PublishReport
 from ._events import Events
 from ._lists import Lists
 from ._meter import Costs, Meter, metered
@@ -463,7 +463,7 @@ class Client(Events, Lists, _BaseClient):
         batch_size: BatchSize = "auto",
         validate: bool = True,
         progress: Progress = "auto",
-    ) -> _publish.PublishReport:
+    ) -> PublishReport:
         """Posts point-of-sale records to the service's webhook, fast and without losing any.
 
         Records are read as they are needed (a generator of millions keeps memory bounded),
