@@ -449,8 +449,8 @@ class Client(Events, Lists, _BaseClient):
             close()
 
     # --- incremental sync ---------------------------------------------------------------
-    #: :func:`surveillance.sync.sync_events` with this client as ``client``: keeps a Parquet
-    #: dataset of events up to date, fetching only what it lacks.
+    # surveillance.sync.sync_events with this client as `client`, documented by its own
+    # docstring (a `#:` comment here would take its place in the reference).
     sync_events = metered(_sync.sync_events)
 
     # --- publishing ---------------------------------------------------------------------
