@@ -1,6 +1,7 @@
 """Fixtures for every test, the doctests of python/surveillance included."""
 
 import pytest
+import surveillance as sv
 
 
 @pytest.fixture(autouse=True)
@@ -20,3 +21,23 @@ def _dlt_offline(tmp_path_factory, monkeypatch):
     the test's own, not under the home directory."""
     monkeypatch.setenv("RUNTIME__DLTHUB_TELEMETRY", "false")
     monkeypatch.setenv("DLT_DATA_DIR", str(tmp_path_factory.mktemp("dlt")))
+
+
+@pytest.fixture(scope="session")
+def _reference_emulator():
+    """The emulator that the examples of the package's docstrings read, one per session."""
+    with sv.Emulator(seed=7, sites=3, days=1, events_per_day=200) as emu:
+        yield emu
+
+
+@pytest.fixture(autouse=True)
+def _reference_namespace(request, doctest_namespace):
+    """What the examples of the docstrings find besides their own imports: the package as
+    ``sv``, an emulator as ``emu`` and a client of each kind of it (``client``,
+    ``async_client``), as the reference says. Made for the doctests only."""
+    if type(request.node).__name__ != "DoctestItem":
+        yield
+        return
+    emu = request.getfixturevalue("_reference_emulator")
+    doctest_namespace.update(sv=sv, emu=emu, client=emu.client(), async_client=emu.async_client())
+    yield

@@ -43,7 +43,9 @@ nb_execution_mode = "off"  # the notebook is committed with its outputs; the tes
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
-autodoc_preserve_defaults = True
+# Defaults as their values (``max_retries: int = 3``), not as the source names them: the
+# constants of the native module that a signature's default is read from are not the reader's.
+autodoc_preserve_defaults = False
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_ivar = True  # "Attributes:" as fields: a NamedTuple's fields are documented once
@@ -82,6 +84,8 @@ def _output_signatures(app, what, name, obj, options, signature, return_annotati
         return None
     protocol, dicts = marked
     results = {"_D": dicts, **_RESULTS}
+    # The defaults are the method's own (an overload writes ``...`` for each).
+    defaults = inspect.signature(obj).parameters
     lines = []
     # The protocol has no implementation of __call__: its overloads are found by their name.
     name = SimpleNamespace(
@@ -96,7 +100,7 @@ def _output_signatures(app, what, name, obj, options, signature, return_annotati
             text = f"{p.name}: {p.annotation}"
             # The dicts' rung is the default; a table's rung is matched only by naming it.
             if p.default is not p.empty and not (p.name == "output" and "dicts" not in text):
-                text += " = ..."
+                text += f" = {defaults[p.name].default!r}"
             params.append(text)
         result = variant.__annotations__["return"]
         for var, shown in results.items():

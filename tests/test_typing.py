@@ -91,7 +91,6 @@ EXPECTED = {
     "async quota": r"surveillance\._core_results\.Quota",
     "async plan_events": r"surveillance\._core_results\.EventPlan",
     "events output str": rf"list\[{EVENT}\] \| {TABLE} \| {FRAME} \| {POLARS}",
-    "misspelt": rf"list\[{EVENT}\] \| {TABLE} \| {FRAME} \| {POLARS}",
     "scan_events": r"polars(\.\w+)*\.LazyFrame",
     "event_batches": r"surveillance\._batches\.EventBatches",
     "event batch": r"pyarrow(\.\w+)*\.RecordBatch",
@@ -100,6 +99,30 @@ EXPECTED = {
     "last_cost quota": optional(r"surveillance\._core_results\.Quota"),
     "quota error resets_at": optional(r"datetime\.datetime"),
     "publish error report": optional(r"surveillance\._core_results\.PublishReport"),
+    "sites output": rf"list\[{record('Site')}\] \| {TABLE} \| {FRAME} \| {POLARS}",
+    "publish frame": r"surveillance\._core_results\.PublishReport",
+    "publish path": r"surveillance\._core_results\.PublishReport",
+    "async event batch": r"pyarrow(\.\w+)*\.RecordBatch",
+    "dask events": r"dask\.dataframe(\.\w+)*\.DataFrame",
+    "dask events_meta": FRAME,
+    "dask publish": r"surveillance\._core_results\.PublishReport",
+}
+
+#: The calls of the script that mypy must refuse, by label: a misspelt ``output=`` on every
+#: method that takes it (both clients), and records of no kind that ``publish`` reads.
+REFUSED = {
+    "misspelt events",
+    "misspelt sites",
+    "misspelt devices",
+    "misspelt cameras",
+    "misspelt reports",
+    "misspelt async events",
+    "misspelt async sites",
+    "misspelt async devices",
+    "misspelt async cameras",
+    "misspelt async reports",
+    "publish a number",
+    "async publish a number",
 }
 
 
@@ -115,12 +138,15 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
+import dask.bag
+import pandas
 import surveillance as sv
+import surveillance.dask as svd
 
 rows = [{"dataType": "other"}]
 
 
-def read(client: sv.Client, start: dt.datetime, end: dt.datetime, kind: str) -> None:
+def read(client: sv.Client, start: dt.datetime, end: dt.datetime, kind: sv.Output) -> None:
     events = client.events(start, end)
     reveal_type(events)  # events
     reveal_type(client.events(start, end, output="dicts"))  # events dicts
@@ -154,8 +180,16 @@ def read(client: sv.Client, start: dt.datetime, end: dt.datetime, kind: str) -> 
     reveal_type(client.cache_info())  # cache_info
     reveal_type(client.plan_events(start, end))  # plan_events
     reveal_type(client.plan_events(start, end).events)  # plan events
-    reveal_type(client.events(start, end, output="pandsa"))  # misspelt
+    client.events(start, end, output="pandsa")  # misspelt events
+    client.sites(output="panda")  # misspelt sites
+    client.devices(output="dict")  # misspelt devices
+    client.cameras(output="pyarrow")  # misspelt cameras
+    client.reports(output="Polars")  # misspelt reports
     reveal_type(client.events(start, end, output=kind))  # events output str
+    reveal_type(client.sites(output=kind))  # sites output
+    reveal_type(client.publish(pandas.DataFrame(rows)))  # publish frame
+    reveal_type(client.publish("records.jsonl"))  # publish path
+    client.publish(3.5)  # publish a number
     reveal_type(sv.scan_events(client, start))  # scan_events
     reveal_type(client.event_batches(start, end))  # event_batches
     for batch in client.event_batches(start, end):
@@ -166,7 +200,7 @@ def read(client: sv.Client, start: dt.datetime, end: dt.datetime, kind: str) -> 
 
 
 async def read_async(
-    client: sv.AsyncClient, start: dt.datetime, end: dt.datetime, kind: str
+    client: sv.AsyncClient, start: dt.datetime, end: dt.datetime, kind: sv.Output
 ) -> None:
     reveal_type(await client.events(start, end))  # async events
     reveal_type(await client.events(start, end, output="arrow"))  # async events arrow
@@ -186,7 +220,20 @@ async def read_async(
     reveal_type(await client.publish(rows, batch_size=100, progress=False))  # async publish
     reveal_type(client.quota())  # async quota
     reveal_type(await client.plan_events(start, end))  # async plan_events
-    await client.sites(output="pandsa")  # misspelt sites
+    await client.events(start, end, output="pandsa")  # misspelt async events
+    await client.sites(output="pandsa")  # misspelt async sites
+    await client.devices(output="arow")  # misspelt async devices
+    await client.cameras(output="panda")  # misspelt async cameras
+    await client.reports(output="json")  # misspelt async reports
+    await client.publish(3.5)  # async publish a number
+    async for batch in client.event_batches(start, end):
+        reveal_type(batch)  # async event batch
+
+
+def scale_out(client: sv.Client, start: dt.datetime, end: dt.datetime, bag: dask.bag.Bag) -> None:
+    reveal_type(svd.events(client, start, end))  # dask events
+    reveal_type(svd.events_meta())  # dask events_meta
+    reveal_type(svd.publish(client, bag))  # dask publish
 
 
 def errors(client: sv.Client) -> None:
@@ -251,13 +298,19 @@ def test_mypy_strict_sees_every_result_typed(tmp_path):
     pytest.importorskip("mypy", reason="mypy is not installed (the `test` extra has it)")
     status, revealed, errors = run_mypy(tmp_path)
 
-    # The only error is the misspelt output of a list, refused as no overload's Literal; an
-    # `output=` of `events` held in a `str` matches the fallback overload (as a misspelt
-    # literal does: the call refuses it), whose type is the union of the outputs.
-    assert sorted(errors) == ["misspelt sites"], errors
-    for message in errors["misspelt sites"]:
-        assert message.startswith("No overload variant of "), message
-        assert message.endswith("[call-overload]"), message
+    # The only errors are the calls the script makes to be refused: a misspelt output of any
+    # method, refused as no overload's Literal (an `output=` held in an `sv.Output` matches
+    # the fallback overload, whose type is the union of the outputs), and records that
+    # publish does not read. The messages name only public names.
+    assert sorted(errors) == sorted(REFUSED), errors
+    for label in REFUSED:
+        for message in errors[label]:
+            if label.startswith("misspelt"):
+                assert message.startswith("No overload variant of "), message
+                assert message.endswith("[call-overload]"), message
+            else:
+                assert message.endswith("[arg-type]"), message
+            assert not re.search(r"(?<!\w)_[A-Za-z]|Rows\b", message), message
     assert status == 1
 
     assert sorted(revealed) == sorted(EXPECTED), "a reveal_type is missing or unexpected"
@@ -279,9 +332,9 @@ def test_output_literal_is_what_the_clients_accept():
 
 def test_types_are_exported():
     for name in sv.types.__all__:
-        if name != "Output":
-            assert getattr(sv, name) is getattr(sv.types, name)
-            assert name in sv.__all__
+        assert getattr(sv, name) is getattr(sv.types, name)
+        assert name in sv.__all__
+        if isinstance(getattr(sv, name), type):  # an alias is documented by its `#:` comment
             assert getattr(sv, name).__doc__
 
 

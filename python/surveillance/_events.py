@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, AsyncIterator, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Optional, Union
 
 from . import _check, _core, _output, _overloads, _progress
 from ._batches import EventBatches
 from ._gcpause import paused
 from ._meter import Meter, ametered, metered
-from ._progress import ProgressArg
 from ._raises import DENSE, RANGE, REQUEST, raises
-from ._time import TimeLike, time_range
-from .types import Event
+from ._time import time_range
+from .types import Event, Output, Progress, TimeLike
+
+if TYPE_CHECKING:
+    # The results of ``output=`` and of the Arrow streams, for the signatures shown.
+    import pandas
+    import polars
+    import pyarrow
 
 #: Completed windows that may wait for the Python thread in :meth:`Client.events`.
 _EVENTS_BUFFER = 64
@@ -35,6 +40,10 @@ def query(
     return _core.EventQuery(lo, hi, report, refresh=bool(refresh))
 
 
+#: A table that ``output=`` gives (``"arrow"``, ``"pandas"``, ``"polars"``).
+_Converted = Union["pyarrow.Table", "pandas.DataFrame", "polars.DataFrame"]
+
+
 class Events:
     """The event reads of :class:`~surveillance.Client`."""
 
@@ -49,10 +58,10 @@ class Events:
         start: TimeLike,
         end: TimeLike,
         report_id: Optional[str] = None,
-        output: str = "dicts",
-        progress: ProgressArg = "auto",
+        output: Output = "dicts",
+        progress: Progress = "auto",
         refresh: bool = False,
-    ) -> Any:
+    ) -> Union[list[Event], pyarrow.Table, pandas.DataFrame, polars.DataFrame]:
         """Every event whose ``startTime`` is in ``[start, end)``, exactly once, sorted by
         ``(startTime, id)``, however many there are.
 
@@ -83,6 +92,22 @@ class Events:
                 in words (the next try, the ``max_outage`` left), else None. The bar shows
                 these from the first request on.
             refresh: read the whole range again, past the cache, and replace what it held.
+
+        Returns:
+            A list of :class:`~surveillance.types.Event` for ``output="dicts"``; for the
+            others, one row per event in the events' typed schema (nested fields as columns
+            such as ``details.duration_sec``): a ``pyarrow.Table``, a ``pandas.DataFrame``
+            or a ``polars.DataFrame``.
+
+        Example:
+            >>> events = client.events(emu.start, emu.end)
+            >>> len(events), sorted(events[0])[:4]
+            (200, ['cameras', 'createTime', 'details', 'deviceId'])
+            >>> morning = client.events("2026-01-05", "2026-01-05T12:00Z", output="pandas")
+            >>> len(morning) == len(client.events("2026-01-05", "2026-01-05T12:00Z"))
+            True
+            >>> str(morning["startTime"].dtype)
+            'datetime64[ms, UTC]'
         """
         _output.check(output)
         asked = query(start, end, report_id, refresh)
@@ -92,7 +117,8 @@ class Events:
                 table = self._inner.events_arrow(asked, callback)
             finally:
                 close()
-            return _output.convert(table, output)
+            converted: _Converted = _output.convert(table, output)
+            return converted
         # Each window becomes dicts here while the next ones are fetched in Rust. The cyclic
         # garbage collector is paused meanwhile: events are trees (no cycles), and collecting
         # while a million containers are created would traverse them again and again.
@@ -113,19 +139,26 @@ class Events:
         start: TimeLike,
         end: TimeLike,
         report_id: Optional[str] = None,
-        progress: ProgressArg = False,
+        progress: Progress = False,
         refresh: bool = False,
     ) -> Iterator[Event]:
         """The events of :meth:`events`, one dict at a time, in the same order, with bounded
-        memory: windows are yielded as they complete, while the next ones are fetched.
-        ``refresh``: as for :meth:`events`. An error ends the iteration: what was fetched
-        before it has been yielded.
+        memory: windows are yielded as they complete, while the next ones are fetched. An
+        error ends the iteration: what was fetched before it has been yielded.
 
-        >>> import surveillance as sv
-        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
-        ...     client = emu.client()
-        ...     sum(1 for _ in client.iter_events(emu.start, emu.end))
-        50
+        Args:
+            start, end, report_id, refresh: as for :meth:`events`.
+            progress: as for :meth:`events`, but ``False`` by default.
+
+        Yields:
+            Each :class:`~surveillance.types.Event`, a dict as the service sends it.
+
+        Example:
+            >>> sum(1 for _ in client.iter_events(emu.start, emu.end))
+            200
+            >>> first = next(client.iter_events(emu.start, emu.end))
+            >>> first["id"] == emu.truth(emu.start, emu.end)[0]
+            True
         """
         asked = query(start, end, report_id, refresh)
         callback, close = _progress.make(progress, "events", self._inner.quota()["limit"])
@@ -153,21 +186,26 @@ class Events:
         refresh: bool = False,
     ) -> EventBatches:
         """The events of :meth:`events` as a stream of Arrow record batches (one per window),
-        produced as windows complete, with bounded memory: an object with
-        ``__arrow_c_stream__``, e.g. for ``pyarrow.RecordBatchReader.from_stream`` and
-        ``pyarrow.parquet.ParquetWriter``. Iterated, it yields the batches (arro3's with
-        ``arro3-core`` installed, else pyarrow's).
+        produced as windows complete, with bounded memory.
 
-        ``progress``: a callable that receives the update dicts of :meth:`events` while the
-        first window is fetched and whenever the consumer waits for the next (its exception
-        ends the stream). ``refresh``: as for :meth:`events`.
+        Args:
+            start, end, report_id, refresh: as for :meth:`events`.
+            progress: a callable that receives the update dicts of :meth:`events` while the
+                first window is fetched and whenever the consumer waits for the next (its
+                exception ends the stream), or None.
 
-        >>> import surveillance as sv, pyarrow as pa
-        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
-        ...     reader = pa.RecordBatchReader.from_stream(
-        ...         emu.client().event_batches(emu.start, emu.end))
-        ...     reader.read_all().num_rows
-        50
+        Returns:
+            :class:`~surveillance.types.EventBatches`: an object with
+            ``__arrow_c_stream__`` (read it once), e.g. for
+            ``pyarrow.RecordBatchReader.from_stream``, ``pyarrow.parquet.ParquetWriter`` or
+            :func:`~surveillance.write_parquet`. Iterated, it yields the batches (arro3's with
+            ``arro3-core`` installed, else ``pyarrow.RecordBatch``).
+
+        Example:
+            >>> import pyarrow as pa
+            >>> reader = pa.RecordBatchReader.from_stream(client.event_batches(emu.start, emu.end))
+            >>> reader.read_all().num_rows
+            200
 
         Raises:
             ImportError: pyarrow's reader is asked for and pyarrow is not installed.
@@ -193,25 +231,30 @@ class AsyncEvents:
         start: TimeLike,
         end: TimeLike,
         report_id: Optional[str] = None,
-        output: str = "dicts",
-        progress: ProgressArg = "auto",
+        output: Output = "dicts",
+        progress: Progress = "auto",
         refresh: bool = False,
-    ) -> Any:
+    ) -> Union[list[Event], pyarrow.Table, pandas.DataFrame, polars.DataFrame]:
         """Every event whose ``startTime`` is in ``[start, end)``, exactly once, sorted by
-        ``(startTime, id)`` (see :meth:`Client.events` for the arguments, the cache and the
-        outputs).
+        ``(startTime, id)`` (see :meth:`Client.events` for the cache and the outputs).
 
-        >>> import asyncio, surveillance as sv
-        >>> with sv.Emulator(sites=2, days=1, events_per_day=80) as emu:
-        ...     client = emu.async_client()
-        ...     len(asyncio.run(client.events(emu.start, emu.end, output="arrow")))
-        80
+        Args:
+            start, end, report_id, output, progress, refresh: as for :meth:`Client.events`.
+
+        Returns:
+            A coroutine of what :meth:`Client.events` returns.
+
+        Example:
+            >>> import asyncio
+            >>> len(asyncio.run(async_client.events(emu.start, emu.end, output="arrow")))
+            200
         """
         _output.check(output)
         asked = query(start, end, report_id, refresh)
         if output != "dicts":
             table = await self._inner.events_arrow(asked, awaitable=True)
-            return _output.convert(table, output)
+            converted: _Converted = _output.convert(table, output)
+            return converted
         callback, close = _progress.make(progress, "events", self._inner.quota()["limit"])
         events: list[Any] = []
         try:
@@ -245,15 +288,20 @@ class AsyncEvents:
         refresh: bool = False,
     ) -> AsyncIterator[Event]:
         """The events of :meth:`events`, one dict at a time, in the same order, with bounded
-        memory (``async for event in client.iter_events(start, end)``); ``refresh`` as for
-        :meth:`Client.events`.
+        memory (``async for event in client.iter_events(start, end)``).
 
-        >>> import asyncio, surveillance as sv
-        >>> async def count(client, emu):
-        ...     return sum([1 async for _ in client.iter_events(emu.start, emu.end)])
-        >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
-        ...     asyncio.run(count(emu.async_client(), emu))
-        50
+        Args:
+            start, end, report_id, refresh: as for :meth:`Client.events`.
+
+        Yields:
+            Each :class:`~surveillance.types.Event`, a dict as the service sends it.
+
+        Example:
+            >>> import asyncio
+            >>> async def count():
+            ...     return sum([1 async for _ in async_client.iter_events(emu.start, emu.end)])
+            >>> asyncio.run(count())
+            200
         """
         asked = query(start, end, report_id, refresh)
         # What the iteration spent is in ``last_cost`` once it ends or is closed.
@@ -273,14 +321,28 @@ class AsyncEvents:
         report_id: Optional[str] = None,
         progress: Optional[Callable[[dict[str, Any]], Any]] = None,
         refresh: bool = False,
-    ) -> AsyncIterator[Any]:
-        """The events of :meth:`events` as Arrow record batches (one per window, each an
-        object with ``__arrow_c_array__``, e.g. for ``pyarrow.record_batch``), produced as
+    ) -> AsyncIterator[pyarrow.RecordBatch]:
+        """The events of :meth:`events` as Arrow record batches (one per window), produced as
         windows complete, with bounded memory (``async for batch in ...``).
 
-        ``progress``: a callable that receives the update dicts of :meth:`Client.events`
-        (on the event loop, about every 0.2 s while the fetch moves, and once at the end; its
-        exception ends the iteration). ``refresh``: as for :meth:`Client.events`.
+        Args:
+            start, end, report_id, refresh: as for :meth:`Client.events`.
+            progress: a callable that receives the update dicts of :meth:`Client.events` (on
+                the event loop, about every 0.2 s while the fetch moves, and once at the end;
+                its exception ends the iteration), or None.
+
+        Yields:
+            Each window's events as a record batch with ``__arrow_c_array__`` (an arro3
+            ``RecordBatch``, which ``pyarrow.record_batch`` takes without a copy; its
+            interface is ``pyarrow.RecordBatch``'s).
+
+        Example:
+            >>> import asyncio, pyarrow as pa
+            >>> async def rows():
+            ...     batches = async_client.event_batches(emu.start, emu.end)
+            ...     return sum([pa.record_batch(b).num_rows async for b in batches])
+            >>> asyncio.run(rows())
+            200
         """
         asked = query(start, end, report_id, refresh)
         if progress is not None and not callable(progress):

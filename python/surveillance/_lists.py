@@ -6,12 +6,22 @@ dlt source take the lists from the core's table (``_core.LISTS``)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from . import _check, _output, _overloads
 from ._meter import ametered, metered
 from ._raises import OUTPUT, REQUEST, raises
-from .types import Device, Report, Site
+from .types import Camera, Device, Output, Report, Site
+
+if TYPE_CHECKING:
+    # The results of ``output=``, for the signatures that help() and the reference show.
+    import pandas
+    import polars
+    import pyarrow
+
+
+#: What a list gives, whatever its records: each method's annotation names its own.
+_Listed = Union[list[Any], "pyarrow.Table", "pandas.DataFrame", "polars.DataFrame"]
 
 
 class Lists:
@@ -19,29 +29,63 @@ class Lists:
 
     _inner: Any
 
-    def _list(self, kind: str, output: str, *filters: Optional[str]) -> Any:
+    def _list(self, kind: str, output: str, *filters: Optional[str]) -> _Listed:
         _output.check(output)
+        listed: _Listed
         if output == "dicts":
-            return self._inner.list(kind, *filters)
-        return _output.convert(self._inner.list(kind, *filters, arrow=True), output)
+            listed = self._inner.list(kind, *filters)
+        else:
+            listed = _output.convert(self._inner.list(kind, *filters, arrow=True), output)
+        return listed
 
     @_overloads.rows_of(Site).sync
     @metered
     @raises(OUTPUT, REQUEST)
-    def sites(self, output: str = "dicts") -> Any:
+    def sites(
+        self, output: Output = "dicts"
+    ) -> Union[list[Site], pyarrow.Table, pandas.DataFrame, polars.DataFrame]:
         """Every site of the account (all pages).
 
         Args:
             output: ``"dicts"`` (a list of dicts exactly as the service sends them),
-                ``"arrow"``, ``"pandas"`` or ``"polars"`` (a typed table).
+                ``"arrow"`` (a ``pyarrow.Table``), ``"pandas"`` or ``"polars"`` (a
+                ``DataFrame``): a typed table, the same columns on every call.
+
+        Returns:
+            A list of :class:`~surveillance.types.Site` for ``output="dicts"``, else the
+            table asked for, one row per site.
+
+        Example:
+            >>> sites = client.sites()
+            >>> len(sites), all(site["timezone"] for site in sites)  # IANA names
+            (3, True)
+            >>> client.sites(output="pandas").shape[0]
+            3
         """
         return self._list("sites", output)
 
     @_overloads.rows_of(Device).sync
     @metered
     @raises(OUTPUT, REQUEST)
-    def devices(self, output: str = "dicts") -> Any:
-        """Every recording device of the account (all pages)."""
+    def devices(
+        self, output: Output = "dicts"
+    ) -> Union[list[Device], pyarrow.Table, pandas.DataFrame, polars.DataFrame]:
+        """Every recording device of the account (all pages).
+
+        Args:
+            output: ``"dicts"`` (a list of dicts exactly as the service sends them),
+                ``"arrow"`` (a ``pyarrow.Table``), ``"pandas"`` or ``"polars"`` (a
+                ``DataFrame``): a typed table, the same columns on every call.
+
+        Returns:
+            A list of :class:`~surveillance.types.Device` for ``output="dicts"``, else the
+            table asked for, one row per device.
+
+        Example:
+            >>> devices = client.devices()
+            >>> {d["siteId"] for d in devices} <= {s["id"] for s in client.sites()}
+            True
+        """
         return self._list("devices", output)
 
     @_overloads.CAMERAS.sync
@@ -51,11 +95,30 @@ class Lists:
         self,
         site_id: Optional[str] = None,
         device_id: Optional[str] = None,
-        output: str = "dicts",
-    ) -> Any:
+        output: Output = "dicts",
+    ) -> Union[list[Camera], pyarrow.Table, pandas.DataFrame, polars.DataFrame]:
         """Every camera, optionally of one site (all devices of a multi-device site) and/or
         one device. A list longer than the service can page (10,000) is fetched per site,
         then per device, so it is never cut short.
+
+        Args:
+            site_id: only the cameras of this site (see :meth:`sites`).
+            device_id: only the cameras of this device (see :meth:`devices`).
+            output: ``"dicts"`` (a list of dicts exactly as the service sends them),
+                ``"arrow"`` (a ``pyarrow.Table``), ``"pandas"`` or ``"polars"`` (a
+                ``DataFrame``): a typed table, the same columns on every call.
+
+        Returns:
+            A list of :class:`~surveillance.types.Camera` for ``output="dicts"``, else the
+            table asked for, one row per camera.
+
+        Example:
+            >>> site = client.sites()[0]["id"]
+            >>> cameras = client.cameras(site_id=site)
+            >>> all(c["siteId"] == site for c in cameras)
+            True
+            >>> client.cameras(site_id=site, output="arrow").num_rows == len(cameras)
+            True
         """
         _check.text("site_id", site_id, optional=True, longest=100)
         _check.text("device_id", device_id, optional=True, longest=100)
@@ -64,8 +127,26 @@ class Lists:
     @_overloads.rows_of(Report).sync
     @metered
     @raises(OUTPUT, REQUEST)
-    def reports(self, output: str = "dicts") -> Any:
-        """Every report the caller may read (its ``id`` is a ``report_id`` for events)."""
+    def reports(
+        self, output: Output = "dicts"
+    ) -> Union[list[Report], pyarrow.Table, pandas.DataFrame, polars.DataFrame]:
+        """Every report the caller may read (its ``id`` is a ``report_id`` for events).
+
+        Args:
+            output: ``"dicts"`` (a list of dicts exactly as the service sends them),
+                ``"arrow"`` (a ``pyarrow.Table``), ``"pandas"`` or ``"polars"`` (a
+                ``DataFrame``): a typed table, the same columns on every call.
+
+        Returns:
+            A list of :class:`~surveillance.types.Report` for ``output="dicts"``, else the
+            table asked for, one row per report.
+
+        Example:
+            >>> report = client.reports()[0]
+            >>> events = client.events(emu.start, emu.end, report_id=report["id"])
+            >>> len(events) <= len(client.events(emu.start, emu.end))
+            True
+        """
         return self._list("reports", output)
 
 
@@ -74,24 +155,54 @@ class AsyncLists:
 
     _inner: Any
 
-    async def _list(self, kind: str, output: str, *filters: Optional[str]) -> Any:
+    async def _list(self, kind: str, output: str, *filters: Optional[str]) -> _Listed:
         _output.check(output)
         arrow = output != "dicts"
-        listed = await self._inner.list(kind, *filters, arrow=arrow, awaitable=True)
-        return _output.convert(listed, output) if arrow else listed
+        listed: _Listed = await self._inner.list(kind, *filters, arrow=arrow, awaitable=True)
+        if arrow:
+            listed = _output.convert(listed, output)
+        return listed
 
     @_overloads.rows_of(Site).awaited
     @ametered
     @raises(OUTPUT, REQUEST)
-    async def sites(self, output: str = "dicts") -> Any:
-        """Every site of the account (see :meth:`Client.sites`)."""
+    async def sites(
+        self, output: Output = "dicts"
+    ) -> Union[list[Site], pyarrow.Table, pandas.DataFrame, polars.DataFrame]:
+        """Every site of the account (see :meth:`Client.sites`).
+
+        Args:
+            output: as for :meth:`Client.sites`.
+
+        Returns:
+            A coroutine of what :meth:`Client.sites` returns.
+
+        Example:
+            >>> import asyncio
+            >>> len(asyncio.run(async_client.sites()))
+            3
+        """
         return await self._list("sites", output)
 
     @_overloads.rows_of(Device).awaited
     @ametered
     @raises(OUTPUT, REQUEST)
-    async def devices(self, output: str = "dicts") -> Any:
-        """Every recording device of the account (see :meth:`Client.devices`)."""
+    async def devices(
+        self, output: Output = "dicts"
+    ) -> Union[list[Device], pyarrow.Table, pandas.DataFrame, polars.DataFrame]:
+        """Every recording device of the account (see :meth:`Client.devices`).
+
+        Args:
+            output: as for :meth:`Client.devices`.
+
+        Returns:
+            A coroutine of what :meth:`Client.devices` returns.
+
+        Example:
+            >>> import asyncio
+            >>> len(asyncio.run(async_client.devices())) == len(client.devices())
+            True
+        """
         return await self._list("devices", output)
 
     @_overloads.CAMERAS.awaited
@@ -101,9 +212,21 @@ class AsyncLists:
         self,
         site_id: Optional[str] = None,
         device_id: Optional[str] = None,
-        output: str = "dicts",
-    ) -> Any:
-        """Every camera, optionally of one site and/or device (see :meth:`Client.cameras`)."""
+        output: Output = "dicts",
+    ) -> Union[list[Camera], pyarrow.Table, pandas.DataFrame, polars.DataFrame]:
+        """Every camera, optionally of one site and/or device (see :meth:`Client.cameras`).
+
+        Args:
+            site_id, device_id, output: as for :meth:`Client.cameras`.
+
+        Returns:
+            A coroutine of what :meth:`Client.cameras` returns.
+
+        Example:
+            >>> import asyncio
+            >>> len(asyncio.run(async_client.cameras(output="polars"))) == len(client.cameras())
+            True
+        """
         _check.text("site_id", site_id, optional=True, longest=100)
         _check.text("device_id", device_id, optional=True, longest=100)
         return await self._list("cameras", output, site_id, device_id)
@@ -111,6 +234,21 @@ class AsyncLists:
     @_overloads.rows_of(Report).awaited
     @ametered
     @raises(OUTPUT, REQUEST)
-    async def reports(self, output: str = "dicts") -> Any:
-        """Every report the caller may read (see :meth:`Client.reports`)."""
+    async def reports(
+        self, output: Output = "dicts"
+    ) -> Union[list[Report], pyarrow.Table, pandas.DataFrame, polars.DataFrame]:
+        """Every report the caller may read (see :meth:`Client.reports`).
+
+        Args:
+            output: as for :meth:`Client.reports`.
+
+        Returns:
+            A coroutine of what :meth:`Client.reports` returns.
+
+        Example:
+            >>> import asyncio
+            >>> reports = asyncio.run(async_client.reports())
+            >>> [r["id"] for r in reports] == [r["id"] for r in client.reports()]
+            True
+        """
         return await self._list("reports", output)

@@ -64,14 +64,21 @@ def convert(table: Any, output: str) -> Any:
 
 def write_parquet(data: Any, path: Union[str, os.PathLike[str]]) -> int:
     """Writes Arrow data to the Parquet file ``path`` (snappy-compressed), in Rust: no pyarrow
-    needed. Returns the rows written.
+    needed.
 
-    ``data`` is anything with ``__arrow_c_stream__`` or ``__arrow_c_array__``: a table from
-    ``output="arrow"``, a stream from :meth:`Client.event_batches` (written window by window,
-    with bounded memory), a pyarrow Table or RecordBatchReader, a polars DataFrame. The file
-    is written under a temporary name and renamed when complete: a failure leaves nothing
-    (and an older file at ``path`` as it was). The events schema is kept exactly, UTC
+    The file is written under a temporary name and renamed when complete: a failure leaves
+    nothing (and an older file at ``path`` as it was). The events schema is kept exactly, UTC
     timestamps included, so pandas, polars, duckdb and Spark read it typed.
+
+    Args:
+        data: anything with ``__arrow_c_stream__`` or ``__arrow_c_array__``: a table from
+            ``output="arrow"``, a stream from :meth:`Client.event_batches` (written window by
+            window, with bounded memory), a pyarrow Table or RecordBatchReader, a polars
+            DataFrame.
+        path: the file to write (replaced if it exists).
+
+    Returns:
+        The number of rows written.
 
     >>> import os, tempfile, surveillance as sv
     >>> with sv.Emulator(sites=2, days=1, events_per_day=300) as emu, \\

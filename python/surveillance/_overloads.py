@@ -40,9 +40,7 @@ if TYPE_CHECKING:
     from polars import DataFrame as PolarsFrame
     from pyarrow import Table
 
-    from ._progress import ProgressArg
-    from ._time import TimeLike
-    from .types import Camera, Event
+    from .types import Camera, Event, Output, Progress, TimeLike
 
 _X = TypeVar("_X")
 #: The result of an ``async def`` method that returns an ``_X``.
@@ -55,8 +53,12 @@ _P = TypeVar("_P", covariant=True)
 _L = TypeVar("_L", covariant=True)
 
 
-class Rows(Protocol[_D, _A, _P, _L]):
-    """``sites``, ``devices``, ``reports``: ``(output="dicts")``."""
+class ListMethod(Protocol[_D, _A, _P, _L]):
+    """The type of ``sites``, ``devices`` and ``reports``: ``(output="dicts")``, whose result
+    is the first type parameter for ``"dicts"`` (a list of records), the second for
+    ``"arrow"`` (a ``pyarrow.Table``), the third for ``"pandas"`` and the fourth for
+    ``"polars"`` (a ``DataFrame``); an :data:`Output` not known until run time gives their
+    ``Union``. Another string is refused by the type checker (no overload matches)."""
 
     @overload
     def __call__(self, output: Literal["dicts"] = ...) -> _D: ...
@@ -66,10 +68,13 @@ class Rows(Protocol[_D, _A, _P, _L]):
     def __call__(self, output: Literal["pandas"] = ...) -> _P: ...
     @overload
     def __call__(self, output: Literal["polars"] = ...) -> _L: ...
+    @overload
+    def __call__(self, output: Output = ...) -> Union[_D, _A, _P, _L]: ...
 
 
-class CameraRows(Protocol[_D, _A, _P, _L]):
-    """``cameras``: ``(site_id=None, device_id=None, output="dicts")``."""
+class CamerasMethod(Protocol[_D, _A, _P, _L]):
+    """The type of ``cameras``: ``(site_id=None, device_id=None, output="dicts")``, its
+    results per ``output`` as for :class:`ListMethod`."""
 
     @overload
     def __call__(
@@ -99,12 +104,19 @@ class CameraRows(Protocol[_D, _A, _P, _L]):
         device_id: Optional[str] = ...,
         output: Literal["polars"] = ...,
     ) -> _L: ...
+    @overload
+    def __call__(
+        self,
+        site_id: Optional[str] = ...,
+        device_id: Optional[str] = ...,
+        output: Output = ...,
+    ) -> Union[_D, _A, _P, _L]: ...
 
 
-class EventRows(Protocol[_D, _A, _P, _L]):
-    """``events``: ``(start, end, report_id=None, output="dicts", progress="auto",
-    refresh=False)``. An ``output`` held in a ``str`` gives any of the four (the call refuses
-    a misspelt one)."""
+class EventsMethod(Protocol[_D, _A, _P, _L]):
+    """The type of ``events``: ``(start, end, report_id=None, output="dicts",
+    progress="auto", refresh=False)``, its results per ``output`` as for
+    :class:`ListMethod`."""
 
     @overload
     def __call__(
@@ -113,7 +125,7 @@ class EventRows(Protocol[_D, _A, _P, _L]):
         end: TimeLike,
         report_id: Optional[str] = ...,
         output: Literal["dicts"] = ...,
-        progress: ProgressArg = ...,
+        progress: Progress = ...,
         refresh: bool = ...,
     ) -> _D: ...
     @overload
@@ -123,7 +135,7 @@ class EventRows(Protocol[_D, _A, _P, _L]):
         end: TimeLike,
         report_id: Optional[str] = ...,
         output: Literal["arrow"] = ...,
-        progress: ProgressArg = ...,
+        progress: Progress = ...,
         refresh: bool = ...,
     ) -> _A: ...
     @overload
@@ -133,7 +145,7 @@ class EventRows(Protocol[_D, _A, _P, _L]):
         end: TimeLike,
         report_id: Optional[str] = ...,
         output: Literal["pandas"] = ...,
-        progress: ProgressArg = ...,
+        progress: Progress = ...,
         refresh: bool = ...,
     ) -> _P: ...
     @overload
@@ -143,7 +155,7 @@ class EventRows(Protocol[_D, _A, _P, _L]):
         end: TimeLike,
         report_id: Optional[str] = ...,
         output: Literal["polars"] = ...,
-        progress: ProgressArg = ...,
+        progress: Progress = ...,
         refresh: bool = ...,
     ) -> _L: ...
     @overload
@@ -152,8 +164,8 @@ class EventRows(Protocol[_D, _A, _P, _L]):
         start: TimeLike,
         end: TimeLike,
         report_id: Optional[str] = ...,
-        output: str = ...,
-        progress: ProgressArg = ...,
+        output: Output = ...,
+        progress: Progress = ...,
         refresh: bool = ...,
     ) -> Union[_D, _A, _P, _L]: ...
 
@@ -206,19 +218,19 @@ def signature_of(model: Callable[..., Any]) -> Callable[[_F], _F]:
 def rows_of(
     record: type[_R],
 ) -> Family[
-    Rows[list[_R], Table, Frame, PolarsFrame],
-    Rows[Awaited[list[_R]], Awaited[Table], Awaited[Frame], Awaited[PolarsFrame]],
+    ListMethod[list[_R], Table, Frame, PolarsFrame],
+    ListMethod[Awaited[list[_R]], Awaited[Table], Awaited[Frame], Awaited[PolarsFrame]],
 ]:
     """The family of a list without filters whose dicts are ``record``s."""
-    return Family(Rows, f"list[{record.__name__}]")
+    return Family(ListMethod, f"list[{record.__name__}]")
 
 
 CAMERAS: Family[
-    CameraRows[list[Camera], Table, Frame, PolarsFrame],
-    CameraRows[Awaited[list[Camera]], Awaited[Table], Awaited[Frame], Awaited[PolarsFrame]],
-] = Family(CameraRows, "list[Camera]")
+    CamerasMethod[list[Camera], Table, Frame, PolarsFrame],
+    CamerasMethod[Awaited[list[Camera]], Awaited[Table], Awaited[Frame], Awaited[PolarsFrame]],
+] = Family(CamerasMethod, "list[Camera]")
 
 EVENTS: Family[
-    EventRows[list[Event], Table, Frame, PolarsFrame],
-    EventRows[Awaited[list[Event]], Awaited[Table], Awaited[Frame], Awaited[PolarsFrame]],
-] = Family(EventRows, "list[Event]")
+    EventsMethod[list[Event], Table, Frame, PolarsFrame],
+    EventsMethod[Awaited[list[Event]], Awaited[Table], Awaited[Frame], Awaited[PolarsFrame]],
+] = Family(EventsMethod, "list[Event]")

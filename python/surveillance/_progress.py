@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 
 from ._check import shown
-
-ProgressArg = Union[str, bool, Callable[[dict[str, Any]], Any]]
+from .types import Progress
 
 
 def _in_notebook() -> bool:
@@ -21,7 +20,7 @@ def _in_notebook() -> bool:
     return ip is not None and "IPKernelApp" in getattr(ip, "config", {})
 
 
-def _wanted(progress: ProgressArg) -> bool:
+def _wanted(progress: Progress) -> bool:
     if progress == "auto":
         stream = sys.stderr
         return _in_notebook() or bool(stream is not None and stream.isatty())
@@ -204,7 +203,7 @@ class _Bar:
 
 
 def make(
-    progress: ProgressArg, desc: str, limit: Optional[int] = None, plan: bool = False
+    progress: Progress, desc: str, limit: Optional[int] = None, plan: bool = False
 ) -> tuple[Optional[Callable[[dict[str, Any]], Any]], Callable[[], None]]:
     """Returns the callback to give the core (or None) and a function that closes the display;
     ``limit``: the day's request quota, which the display shows the requests a share of;

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, cast
 from zoneinfo import ZoneInfo
 
 from . import _check, _core
-from ._time import TimeLike, to_ms
+from ._time import to_ms
 from .client import Client
+from .types import TimeLike
 
 __all__ = ["scan_events"]
 

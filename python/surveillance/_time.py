@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from ._check import shown, text
 from .errors import arg, worded
-
-TimeLike = Union[_dt.datetime, _dt.date, str]
+from .types import TimeLike
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 

@@ -16,9 +16,9 @@ from ._events import AsyncEvents
 from ._lists import AsyncLists
 from ._meter import ametered
 from ._raises import RANGE, REQUEST, raises
-from ._time import TimeLike
 from .client import Client, EventPlan, _BaseClient
 from .publish import PublishReport
+from .types import Records, TimeLike
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -71,6 +71,16 @@ class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
     several event loops in turn (``asyncio.run`` twice): the work runs on the core's own
     threads, not on a loop.
 
+    Args:
+        api_key, client_id, client_secret: as for :class:`~surveillance.Client`, as every
+            other argument is (``region`` to ``profile``: the same names, defaults and
+            environment variables).
+
+    Raises:
+        ConfigError: a setting is missing or cannot be used (as for
+            :class:`~surveillance.Client`).
+        ValueError: a number outside its bounds (``TypeError`` for a value of the wrong type).
+
     Example:
         >>> import asyncio, surveillance as sv
         >>> async def main(emu):
@@ -91,6 +101,18 @@ class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
     ) -> EventPlan:
         """What :meth:`events` would cost, found with a few requests (see
         :meth:`Client.plan_events`).
+
+        Args:
+            start, end, report_id: as for :meth:`Client.events`.
+
+        Returns:
+            A coroutine of the :class:`~surveillance.EventPlan`.
+
+        Example:
+            >>> import asyncio
+            >>> plan = asyncio.run(async_client.plan_events(emu.start, emu.end))
+            >>> plan.events
+            200
         """
         asked = _events.query(start, end, report_id)
         plan: EventPlan = await self._inner.plan(asked, awaitable=True)
@@ -100,7 +122,7 @@ class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
     @ametered
     @_overloads.signature_of(Client.publish)
     async def publish(
-        self, records: Any, **options: Unpack[_publish.PublishOptions]
+        self, records: Records, **options: Unpack[_publish.PublishOptions]
     ) -> PublishReport:
         """Posts records to the webhook (see :meth:`Client.publish`): the same sources,
         options (``region``, ``batch_size``, ``validate``, ``progress``, by keyword, with
@@ -110,6 +132,13 @@ class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
         blocks the event loop; cancelling the call stops publishing within 50 ms and aborts
         the requests in flight (the service upserts on ``transactionId``: publishing the same
         records again is safe).
+
+        Args:
+            records, region, batch_size, validate, progress: as for :meth:`Client.publish`
+                (the options by keyword).
+
+        Returns:
+            A coroutine of the :class:`~surveillance.PublishReport`.
 
         >>> import asyncio, surveillance as sv
         >>> rows = [{"dataType": "other", "schemaVersion": "1", "startTime": 1794891600000,
@@ -145,15 +174,51 @@ class AsyncClient(AsyncEvents, AsyncLists, _BaseClient):
     # --- utilities ----------------------------------------------------------------------
     @raises(REQUEST)
     async def access_token(self) -> str:
-        """A valid bearer token (fetched or reused), for debugging with curl."""
+        """A valid bearer token (fetched or reused), for debugging with curl.
+
+        Returns:
+            A coroutine of the token, as the ``Authorization: Bearer`` header sends it.
+
+        Example:
+            >>> import asyncio
+            >>> token = asyncio.run(async_client.access_token())
+            >>> token == asyncio.run(async_client.access_token())  # reused until near its expiry
+            True
+        """
         return str(await self._inner.access_token_async())
 
     async def diagnose(self) -> None:
-        """Prints the effective settings and whether a token can be had, without secrets."""
+        """Prints the effective settings and whether a token can be had, without secrets (see
+        :meth:`Client.diagnose`).
+
+        Raises nothing: a token that cannot be had is printed as the reason why.
+
+        Example:
+            >>> import asyncio
+            >>> asyncio.run(async_client.diagnose())  # doctest: +ELLIPSIS
+            base_url:     http://127.0.0.1:...
+            ...
+            token:        ok
+        """
         print(await self._inner.diagnose_async(), end="")
 
     async def aclose(self) -> None:
-        """Stops requests in flight; later calls raise :class:`~surveillance.TransportError`."""
+        """Stops requests in flight; later calls raise :class:`~surveillance.TransportError`.
+        ``async with`` calls it at the end of the block.
+
+        Raises nothing; closing a closed client does nothing.
+
+        Example:
+            >>> import asyncio
+            >>> async def closed():
+            ...     async with emu.async_client() as closing:
+            ...         await closing.sites()
+            ...     return closing
+            >>> asyncio.run(asyncio.run(closed()).sites())
+            Traceback (most recent call last):
+            ...
+            surveillance.errors.TransportError: ...
+        """
         self._inner.close()
 
     async def __aenter__(self) -> AsyncClient:

@@ -9,16 +9,13 @@ from typing import Any, Optional, Union
 from . import _check, _config, _core, _events, _progress
 from . import publish as _publish
 from . import sync as _sync
-from ._core import Cost, EventPlan
+from ._core import Cost, EventPlan, PublishReport
 from ._events import Events
 from ._lists import Lists
 from ._meter import Costs, Meter, metered
-from ._progress import ProgressArg
 from ._raises import RANGE, REQUEST, raises
-from ._time import TimeLike
 from .errors import arg, worded
-from .sync import SettleLike
-from .types import CacheInfo, Quota, Stats
+from .types import BatchSize, CacheInfo, Progress, Quota, Records, SettleLike, Stats, TimeLike
 
 #: ``last_cost`` before a client's first call.
 _NO_COST = Cost(requests=0)
@@ -46,6 +43,20 @@ class Limits:
     1,000,000 a second, concurrencies from 1 to 10,000, ``daily_requests`` from 1 to
     1,000,000,000.
 
+    Args:
+        read_per_second: requests a second to the read endpoints (lists, events, tokens).
+        read_concurrency: read requests in flight at once.
+        publish_per_second: requests a second to the webhook.
+        publish_concurrency: webhook requests in flight at once.
+        daily_requests: the day's budget of requests of the key, all endpoints together.
+
+    Raises:
+        ValueError: a value outside its bounds (``TypeError`` for one of the wrong type).
+
+    Example:
+        >>> sv.Limits(read_per_second=0.5, daily_requests=1000).read_concurrency
+        3
+
     >>> Limits().read_per_second, Limits().publish_concurrency, Limits().daily_requests
     (1.0, 200, 2400)
     >>> Limits.unlimited().daily_requests is None
@@ -66,7 +77,18 @@ class Limits:
     @classmethod
     def unlimited(cls) -> Limits:
         """No client-side limit and no daily budget (the client still slows down on 429, and
-        still counts its requests)."""
+        still counts its requests).
+
+        Returns:
+            :class:`Limits` whose every field is None.
+
+        Raises nothing.
+
+        Example:
+            >>> limited = emu.client(limits=sv.Limits.unlimited())
+            >>> limited.quota()["limit"] is None
+            True
+        """
         return cls(None, None, None, None, None)
 
 
@@ -201,6 +223,11 @@ class _BaseClient:
         ...     q = client.quota()
         ...     q["limit"], q["used"], q["remaining"]
         (50, 2, 48)
+
+        Returns:
+            :class:`~surveillance.types.Quota`, a read-only mapping of those four.
+
+        Raises nothing: the ledger is read on this machine, without a request.
         """
         return self._inner.quota()
 
@@ -208,7 +235,19 @@ class _BaseClient:
         """Counters of this client: ``requests`` by ``"METHOD /path"``, ``retries``,
         ``rate_limited``, ``tokens``, ``bytes_received``, ``requests_saved`` (event requests
         that reads served from the cache of settled events did not send); and ``quota``, as
-        :meth:`quota` gives it."""
+        :meth:`quota` gives it.
+
+        Returns:
+            :class:`~surveillance.types.Stats`, a read-only mapping of those counters.
+
+        Raises nothing.
+
+        Example:
+            >>> counting = emu.client()
+            >>> _ = counting.sites()
+            >>> counting.stats()["requests"]["GET /v2/sites"], counting.stats()["retries"]
+            (1, 0)
+        """
         return self._inner.stats()
 
     def cache_info(self) -> Optional[CacheInfo]:
@@ -220,6 +259,12 @@ class _BaseClient:
         id, never a secret), ``base_url``, ``endpoint``, ``report_id``, ``ranges`` (the ranges
         held, as pairs of aware UTC datetimes), ``events``, ``requests`` (those the reads that
         filled it spent: what a read of all it holds saves), ``bytes`` and ``files``.
+
+        Returns:
+            :class:`~surveillance.types.CacheInfo`, or None without a cache.
+
+        Raises:
+            OSError: the cache directory cannot be read.
 
         >>> import surveillance as sv, tempfile
         >>> with sv.Emulator(sites=2, days=1, events_per_day=50) as emu:
@@ -234,11 +279,38 @@ class _BaseClient:
 
     def clear_cache(self) -> int:
         """Empties the cache of settled events (every account's, in this client's cache
-        directory); the number of files removed (0 without a cache)."""
+        directory).
+
+        Returns:
+            The number of files removed (0 without a cache).
+
+        Raises:
+            OSError: a file of the cache cannot be removed.
+
+        Example:
+            >>> import tempfile
+            >>> cached = emu.client(cache=tempfile.mkdtemp())
+            >>> _ = cached.events(emu.start, emu.end, progress=False)
+            >>> cached.clear_cache() > 0, cached.cache_info()["files"]
+            (True, 0)
+        """
         return self._inner.clear_cache()
 
     def close(self) -> None:
-        """Stops requests in flight; later calls raise :class:`~surveillance.TransportError`."""
+        """Stops requests in flight; later calls raise :class:`~surveillance.TransportError`.
+
+        A client used as a context manager (``with``) is closed at the end of the block.
+
+        Raises nothing; closing a closed client does nothing.
+
+        Example:
+            >>> closing = emu.client()
+            >>> closing.close()
+            >>> closing.sites()
+            Traceback (most recent call last):
+            ...
+            surveillance.errors.TransportError: ...
+        """
         self._inner.close()
 
     def __reduce__(self) -> Any:
@@ -309,6 +381,12 @@ class Client(Events, Lists, _BaseClient):
         profile: the profile of the config file to read (``[profiles.NAME]``); default:
             ``SURVEILLANCE_PROFILE``, else only the file's ``[default]`` table.
 
+    Raises:
+        ConfigError: a setting is missing (the credentials, the base URL) or cannot be used
+            (a base URL that is not ``https://``, a cache that is not private, a damaged config
+            file): the message names the argument and its variable.
+        ValueError: a number outside its bounds (``TypeError`` for a value of the wrong type).
+
     Example:
         >>> import surveillance as sv
         >>> with sv.Emulator(sites=3, days=1, events_per_day=100) as emu:
@@ -325,7 +403,7 @@ class Client(Events, Lists, _BaseClient):
         start: TimeLike,
         end: TimeLike,
         report_id: Optional[str] = None,
-        progress: ProgressArg = "auto",
+        progress: Progress = "auto",
     ) -> EventPlan:
         """What :meth:`events` would cost for ``[start, end)``, found with a few requests:
         the events, the requests, the time at the read limit and the days of quota.
@@ -373,21 +451,21 @@ class Client(Events, Lists, _BaseClient):
             close()
 
     # --- incremental sync ---------------------------------------------------------------
-    #: :func:`surveillance.sync.sync_events` with this client as ``client``: keeps a Parquet
-    #: dataset of events up to date, fetching only what it lacks.
+    # surveillance.sync.sync_events with this client as `client`, documented by its own
+    # docstring (a `#:` comment here would take its place in the reference).
     sync_events = metered(_sync.sync_events)
 
     # --- publishing ---------------------------------------------------------------------
     @metered
     def publish(
         self,
-        records: Any,
+        records: Records,
         *,
         region: Optional[str] = _publish.OPTION_DEFAULTS["region"],
-        batch_size: _publish.BatchSize = _publish.OPTION_DEFAULTS["batch_size"],
+        batch_size: BatchSize = _publish.OPTION_DEFAULTS["batch_size"],
         validate: bool = _publish.OPTION_DEFAULTS["validate"],
-        progress: ProgressArg = _publish.OPTION_DEFAULTS["progress"],
-    ) -> _publish.PublishReport:
+        progress: Progress = _publish.OPTION_DEFAULTS["progress"],
+    ) -> PublishReport:
         """Posts point-of-sale records to the service's webhook, fast and without losing any.
 
         Records are read as they are needed (a generator of millions keeps memory bounded),
@@ -472,12 +550,30 @@ class Client(Events, Lists, _BaseClient):
     # --- utilities ----------------------------------------------------------------------
     @raises(REQUEST)
     def access_token(self) -> str:
-        """A valid bearer token (fetched or reused), for debugging with curl."""
+        """A valid bearer token (fetched or reused), for debugging with curl.
+
+        Returns:
+            The token, as the ``Authorization: Bearer`` header sends it.
+
+        Example:
+            >>> token = client.access_token()
+            >>> token == client.access_token()  # reused until it nears its expiry
+            True
+        """
         return str(self._inner.access_token())
 
     def diagnose(self) -> None:
         """Prints the effective base URLs, TLS, proxy, limits and whether a token can be
-        had, without any secret."""
+        had, without any secret.
+
+        Raises nothing: a token that cannot be had is printed as the reason why.
+
+        Example:
+            >>> client.diagnose()  # doctest: +ELLIPSIS
+            base_url:     http://127.0.0.1:...
+            ...
+            token:        ok
+        """
         print(self._inner.diagnose(), end="")
 
     def __enter__(self) -> Client:

@@ -38,9 +38,10 @@ import dagster  # type: ignore[import-not-found, unused-ignore]
 from dagster import AssetExecutionContext  # type: ignore[import-not-found, unused-ignore]
 
 from . import _check, _scheduling, _store
-from ._time import TimeLike, from_ms, to_ms
+from ._time import from_ms, to_ms
 from .client import Client
 from .errors import QuotaExhaustedError
+from .types import TimeLike
 
 __all__ = ["SurveillanceResource", "events_asset"]
 

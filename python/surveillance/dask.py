@@ -54,12 +54,18 @@ import threading
 import time
 import uuid
 import weakref
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from . import _core, _output
-from ._core import Cost
-from ._time import TimeLike, from_ms, to_ms
+from ._core import Cost, PublishReport
+from ._time import from_ms, to_ms
 from .client import Client
+from .types import TimeLike
+
+if TYPE_CHECKING:
+    import dask.bag
+    import dask.dataframe
+    import pandas
 
 __all__ = ["events", "publish", "events_meta", "cost"]
 
@@ -538,7 +544,7 @@ def _indexed(frame: Any) -> Any:
     return frame.set_index("startTime")
 
 
-def events_meta() -> Any:
+def events_meta() -> pandas.DataFrame:
     """The empty pandas DataFrame that :func:`events` partitions look like: the typing of
     ``client.events(..., output="pandas")``, indexed by ``startTime``; built without any
     request.
@@ -549,7 +555,8 @@ def events_meta() -> Any:
     ('datetime64[ms, UTC]', 'int64')
     """
 
-    return _indexed(_output.to_pandas(_events_schema().empty_table()))
+    meta: pandas.DataFrame = _indexed(_output.to_pandas(_events_schema().empty_table()))
+    return meta
 
 
 def _fetch_slice(
@@ -573,12 +580,12 @@ def _fetch_slice(
 
 
 def events(
-    client: Any,
+    client: Client,
     start: TimeLike,
     end: TimeLike,
     report_id: Optional[str] = None,
     partition: PartitionLike = "1D",
-) -> Any:
+) -> dask.dataframe.DataFrame:
     """Every event whose ``startTime`` is in ``[start, end)`` as a dask DataFrame, one
     partition per time slice, each fetched on a worker.
 
@@ -644,7 +651,7 @@ def events(
     unit = getattr(meta.index.dtype, "unit", "ns")  # "ms" (pandas 2+; 1.5 has only "ns")
     stamps = [pd.Timestamp(b, unit="ms", tz="UTC") for b in bounds]
     divisions = tuple(t.as_unit(unit) if hasattr(t, "as_unit") else t for t in stamps)  # type: ignore[arg-type, unused-ignore]
-    frame = dd.from_map(  # type: ignore[no-untyped-call, unused-ignore]
+    frame: dask.dataframe.DataFrame = dd.from_map(  # type: ignore[no-untyped-call, unused-ignore]
         _fetch_slice,
         pairs,
         args=(ref, report_id, run),
@@ -679,7 +686,11 @@ def _publish_part(part: Any, ref: _ClientRef, kwargs: dict[str, Any]) -> tuple[A
     return report, size, None, meter.requests
 
 
-def publish(client: Any, data: Any, **publish_kwargs: Any) -> Any:
+def publish(
+    client: Client,
+    data: Union[dask.bag.Bag, dask.dataframe.DataFrame],
+    **publish_kwargs: Any,
+) -> PublishReport:
     """Publishes the records of a dask Bag (of dicts) or DataFrame (one record per row),
     partitions in parallel on the workers, and returns one combined
     :class:`~surveillance.PublishReport`.
@@ -728,11 +739,12 @@ def publish(client: Any, data: Any, **publish_kwargs: Any) -> Any:
     kwargs = dict(publish_kwargs)
     kwargs.setdefault("progress", False)
     task = dask.delayed(_publish_part, pure=False)  # type: ignore[attr-defined, unused-ignore]
-    parts = [task(part, ref, kwargs) for part in data.to_delayed()]
+    delayed = data.to_delayed()  # type: ignore[no-untyped-call, unused-ignore]
+    parts = [task(part, ref, kwargs) for part in delayed]
     t0 = time.perf_counter()
     results = dask.compute(*parts)  # type: ignore[attr-defined, no-untyped-call, unused-ignore]
     elapsed = time.perf_counter() - t0
-    report = _core.PublishReport.combine(
+    report = PublishReport.combine(
         [r for r, _, _, _ in results], sizes=[n for _, n, _, _ in results], elapsed=elapsed
     )
     client._settle_cost(sum(sent for _, _, _, sent in results))

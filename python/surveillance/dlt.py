@@ -52,9 +52,10 @@ import dlt
 from . import _check, _config, _core
 from . import sync as _sync
 from ._core import Cost
-from ._time import TimeLike, from_ms, to_ms
+from ._time import from_ms, to_ms
 from .client import _LIMITS, Client
 from .errors import QuotaExhaustedError
+from .types import SettleLike, TimeLike
 
 if TYPE_CHECKING:
     from dlt.common.schema.typing import TTableSchemaColumns
@@ -116,7 +117,7 @@ def _dlt_settings() -> dict[str, Any]:
 def surveillance_source(
     client: Optional[Client] = None,
     start: Optional[TimeLike] = None,
-    settle: _sync.SettleLike = _sync.DEFAULT_SETTLE,
+    settle: SettleLike = _sync.DEFAULT_SETTLE,
     report_id: Optional[str] = None,
     until: Optional[TimeLike] = None,
 ) -> Any:

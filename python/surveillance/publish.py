@@ -11,14 +11,13 @@ from typing import Any, Callable, Optional, TypedDict, Union
 
 from . import _check, _core, _frames, _progress, _records
 from ._core import Failure, PublishReport
-from ._progress import ProgressArg, _wanted
+from ._progress import _wanted
 from .errors import Problem, SurveillanceError, arg, worded
+from .types import BatchSize, Progress
 
 __all__ = ["Problem", "Failure", "PublishReport", "PublishError", "PublishInterrupted", "validate"]
 
 PathLike = Union[str, "os.PathLike[str]"]
-#: ``"auto"`` (arrays of 100, one record per request if the service refuses arrays) or 1..100.
-BatchSize = Union[str, int]
 
 
 class PublishOptions(TypedDict, total=False):
@@ -29,7 +28,7 @@ class PublishOptions(TypedDict, total=False):
     region: Optional[str]
     batch_size: BatchSize
     validate: bool
-    progress: ProgressArg
+    progress: Progress
 
 
 #: The defaults of the options, written once: :meth:`Client.publish
@@ -42,7 +41,7 @@ OPTION_DEFAULTS: PublishOptions = {
 }
 
 
-def validate(record: Any) -> list[Problem]:
+def validate(record: Mapping[str, Any]) -> list[Problem]:
     """The problems of ``record`` under its webhook standard model (``retail``,
     ``restaurant`` or ``other``, from its ``dataType``); an empty list when it conforms.
 
@@ -162,7 +161,7 @@ class _Bar(_progress._Bar):
         self._show(done, postfix, line)
 
 
-def _progress_of(progress: ProgressArg, total: Optional[int]) -> tuple[Any, ...]:
+def _progress_of(progress: Progress, total: Optional[int]) -> tuple[Any, ...]:
     if callable(progress) and not isinstance(progress, bool):
         return progress, lambda: None
     if not _wanted(progress):
@@ -178,7 +177,7 @@ def publish(
     region: Optional[str] = OPTION_DEFAULTS["region"],
     batch_size: BatchSize = OPTION_DEFAULTS["batch_size"],
     validate: bool = OPTION_DEFAULTS["validate"],
-    progress: ProgressArg = OPTION_DEFAULTS["progress"],
+    progress: Progress = OPTION_DEFAULTS["progress"],
     cancelled: Optional[Callable[[], bool]] = None,
 ) -> PublishReport:
     """The body of :meth:`Client.publish <surveillance.Client.publish>` (and, in a worker

@@ -23,12 +23,40 @@ of the native module, frozen, each a read-only mapping of its attributes (``quot
 
 from __future__ import annotations
 
-from typing import Literal, Optional, TypedDict
+import datetime as _dt
+import os
+from collections.abc import Iterable, Mapping
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Literal,
+    Optional,
+    Protocol,
+    TypedDict,
+    Union,
+    runtime_checkable,
+)
 
+from ._batches import EventBatches
 from ._core import CacheEntry, CacheInfo, Quota, Stats
+from ._overloads import CamerasMethod, EventsMethod, ListMethod
+
+if TYPE_CHECKING:
+    import pandas
 
 __all__ = [
     "Output",
+    "TimeLike",
+    "Progress",
+    "SettleLike",
+    "Records",
+    "ArrowStream",
+    "BatchSize",
+    "EventBatches",
+    "EventsMethod",
+    "ListMethod",
+    "CamerasMethod",
     "Event",
     "EventDetails",
     "EventCamera",
@@ -47,6 +75,52 @@ __all__ = [
 #: What ``output=`` takes: ``"dicts"`` (a list of records), ``"arrow"`` (a ``pyarrow.Table``),
 #: ``"pandas"`` or ``"polars"`` (a ``DataFrame``).
 Output = Literal["dicts", "arrow", "pandas", "polars"]
+
+#: A time argument (``start``, ``end``, ``since``): an aware ``datetime`` (a pandas
+#: ``Timestamp`` is one), a naive one (taken as UTC), a ``date`` (its UTC midnight) or an
+#: ISO-8601 string such as ``"2026-01-05T09:00:00Z"``.
+TimeLike = Union[_dt.datetime, _dt.date, str]
+
+#: What ``progress=`` takes: ``"auto"`` (a bar in Jupyter and on a terminal, none otherwise),
+#: ``True`` (a bar), ``False`` (none), or a callable that receives each update as a dict (its
+#: keys are listed by each method that takes it).
+Progress = Union[Literal["auto"], bool, Callable[[dict[str, Any]], Any]]
+
+#: How long after it starts an event may still change (``settle=``): ``"1h"``, ``"30m"``,
+#: ``"90s"``, ``"2d"``, a ``timedelta`` or seconds.
+SettleLike = Union[str, _dt.timedelta, int, float]
+
+#: Records per request of a publish (``batch_size=``): ``"auto"`` (arrays of 100, one record
+#: per request where the service refuses arrays) or 1 to 100.
+BatchSize = Union[Literal["auto"], int]
+
+
+@runtime_checkable
+class ArrowStream(Protocol):
+    """Arrow data that exports itself through the Arrow C stream interface: a
+    ``pyarrow.Table`` or ``RecordBatchReader``, a polars ``DataFrame``, an arro3 table, a
+    duckdb relation's ``arrow()``...
+
+    >>> import surveillance as sv, pyarrow as pa
+    >>> isinstance(pa.table({"a": [1]}), sv.ArrowStream)
+    True
+    """
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The Arrow C stream of the data (a PyCapsule)."""
+
+
+#: What :meth:`Client.publish <surveillance.Client.publish>` reads: one record (a dict), an
+#: iterable or generator of them, the path of a JSON Lines, CSV or Parquet file, Arrow data
+#: (:class:`ArrowStream`) or a pandas ``DataFrame`` (one record per row).
+Records = Union[
+    Mapping[str, Any],
+    Iterable[Mapping[str, Any]],
+    str,
+    "os.PathLike[str]",
+    ArrowStream,
+    "pandas.DataFrame",
+]
 
 
 class EventDetails(TypedDict, total=False):

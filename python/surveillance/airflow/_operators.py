@@ -12,6 +12,7 @@ from .. import _store
 from .. import publish as _publish
 from .. import sync as _sync
 from .._time import from_ms, to_ms
+from ..types import SettleLike
 from ._hook import SurveillanceHook
 
 try:
@@ -84,7 +85,7 @@ class SyncEventsOperator(BaseOperator):  # type: ignore[misc, unused-ignore]
         start: Any = None,
         end: Any = None,
         report_id: Optional[str] = None,
-        settle: _sync.SettleLike = _sync.DEFAULT_SETTLE,
+        settle: SettleLike = _sync.DEFAULT_SETTLE,
         surveillance_conn_id: str = SurveillanceHook.default_conn_name,
         deferrable: bool = True,
         **kwargs: Any,

@@ -98,12 +98,12 @@ no run goes on). Leases are compared with the clocks of the machines that run th
 
 from __future__ import annotations
 
+from ..types import SettleLike as SettleLike
 from . import _locks, _state
 from ._fetching import _fetch as _fetch
 from ._fetching import _Progress as _Progress
 from ._fetching import _wind_down as _wind_down
 from ._job import DEFAULT_SETTLE as DEFAULT_SETTLE
-from ._job import SettleLike as SettleLike
 from ._job import _open as _open
 from ._job import parse_settle, read_state, sync_events, sync_files
 from ._local_store import PART_FILE as PART_FILE

@@ -13,9 +13,9 @@ from typing import Any, List, Optional, Tuple, Union
 
 from .. import _check, _core, _progress, _store
 from .._check import shown
-from .._progress import ProgressArg
-from .._time import TimeLike, from_ms, to_ms
+from .._time import from_ms, to_ms
 from ..errors import ConfigError, QuotaExhaustedError, arg, worded
+from ..types import Progress, SettleLike, TimeLike
 from ._fetching import Client, _fetch, _Progress, _Whole, _wind_down
 from ._local_store import _LocalStore
 from ._object_store import _ObjectStore
@@ -26,7 +26,6 @@ from ._state import _STATE_VERSION, CARRIED_FILE, _iso_ms, _now_ms, _parse_iso_m
 _DAY_MS = _core.DAY_MS
 _log = logging.getLogger("surveillance")
 
-SettleLike = Union[str, _dt.timedelta, int, float]
 #: The default ``settle`` of every reader that takes one (the clients, :func:`sync_events`, the
 #: dlt source, the Airflow operator, ``surveillance sync``): the core's, an hour.
 DEFAULT_SETTLE = _dt.timedelta(seconds=_core.DEFAULT_SETTLE_S)
@@ -78,7 +77,7 @@ def sync_events(
     report_id: Optional[str] = None,
     until: Optional[TimeLike] = None,
     settle: SettleLike = DEFAULT_SETTLE,
-    progress: ProgressArg = False,
+    progress: Progress = False,
 ) -> SyncResult:
     """Keeps a Parquet dataset of events at ``path`` up to date, fetching only what it lacks.
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -35,23 +35,23 @@ class SyncResult:
         resets_at: when the quota comes back, when not complete.
 
     >>> r = SyncResult("events", [], 0, 0, 0, 0, [],
-    ...                _dt.datetime(2026, 1, 6, tzinfo=_dt.timezone.utc), 0.01)
+    ...                datetime.datetime(2026, 1, 6, tzinfo=datetime.timezone.utc), 0.01)
     >>> print(r)
     nothing to fetch; synced until 2026-01-06T00:00:00.000Z
     """
 
     path: str
-    ranges: List[Tuple[_dt.datetime, _dt.datetime]]
+    ranges: List[Tuple[datetime.datetime, datetime.datetime]]
     windows: int
     requests: int
     added: int
     replaced: int
     partitions: List[str] = field(default_factory=list)
-    synced_until: Optional[_dt.datetime] = None
+    synced_until: Optional[datetime.datetime] = None
     elapsed: float = 0.0
     complete: bool = True
-    remaining: Optional[Tuple[_dt.datetime, _dt.datetime]] = None
-    resets_at: Optional[_dt.datetime] = None
+    remaining: Optional[Tuple[datetime.datetime, datetime.datetime]] = None
+    resets_at: Optional[datetime.datetime] = None
     interrupted: bool = False
 
     def __str__(self) -> str:
@@ -150,7 +150,7 @@ class SyncInterrupted(KeyboardInterrupt):
     asking them again. ``carried``: the end of the range they were read of, or None.
     """
 
-    def __init__(self, result: SyncResult, carried: Optional[_dt.datetime] = None) -> None:
+    def __init__(self, result: SyncResult, carried: Optional[datetime.datetime] = None) -> None:
         kept = (
             f"; the pages read of {_iso(result.remaining[0])} .. {_iso(carried)} are kept for it"
             if carried is not None and result.remaining is not None

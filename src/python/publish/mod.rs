@@ -6,6 +6,7 @@
 
 pub(super) mod check;
 pub(super) mod columns;
+pub(super) mod failure;
 pub(super) mod lines;
 pub(super) mod records;
 pub(super) mod report;

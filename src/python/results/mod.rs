@@ -212,7 +212,15 @@ macro_rules! result_methods {
 
             /// The figures as a dict of plain values (nested results as dicts).
             ///
+            /// Returns:
+            ///     A new ``dict``, its keys in the order of the attributes.
+            ///
             /// Raises nothing.
+            ///
+            /// Example:
+            ///     >>> figures = client.last_cost.to_dict()  # every result has it
+            ///     >>> list(figures)[:2], type(figures["requests"]).__name__
+            ///     (['requests', 'quota'], 'int')
             fn to_dict<'py>(
                 slf: &pyo3::Bound<'py, Self>,
             ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::types::PyDict>> {
@@ -287,7 +295,14 @@ macro_rules! result_methods {
 
             /// The keys, as a dict's ``keys()``.
             ///
+            /// Returns:
+            ///     A view of the keys, in the order of the attributes.
+            ///
             /// Raises nothing.
+            ///
+            /// Example:
+            ///     >>> list(client.quota().keys())  # every mapping result has it
+            ///     ['limit', 'used', 'remaining', 'resets_at']
             fn keys<'py>(
                 slf: &pyo3::Bound<'py, Self>,
             ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
@@ -296,7 +311,15 @@ macro_rules! result_methods {
 
             /// The ``(key, value)`` pairs, as a dict's ``items()``.
             ///
+            /// Returns:
+            ///     A view of the pairs, in the order of the attributes.
+            ///
             /// Raises nothing.
+            ///
+            /// Example:
+            ///     >>> quota = client.quota()  # every mapping result has it
+            ///     >>> [key for key, value in quota.items() if value is None]  # no daily limit
+            ///     ['limit', 'remaining']
             fn items<'py>(
                 slf: &pyo3::Bound<'py, Self>,
             ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
@@ -305,7 +328,15 @@ macro_rules! result_methods {
 
             /// The values, as a dict's ``values()``.
             ///
+            /// Returns:
+            ///     A view of the values, in the order of the attributes.
+            ///
             /// Raises nothing.
+            ///
+            /// Example:
+            ///     >>> quota = client.quota()  # every mapping result has it
+            ///     >>> list(quota.values())[:2] == [quota.limit, quota.used]
+            ///     True
             fn values<'py>(
                 slf: &pyo3::Bound<'py, Self>,
             ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
@@ -314,7 +345,19 @@ macro_rules! result_methods {
 
             /// The value of ``key``, or ``default`` when it has no such key.
             ///
+            /// Args:
+            ///     key: an attribute's name.
+            ///     default: what to return when ``key`` is not one.
+            ///
+            /// Returns:
+            ///     The attribute's value, or ``default``.
+            ///
             /// Raises nothing.
+            ///
+            /// Example:
+            ///     >>> quota = client.quota()  # every mapping result has it
+            ///     >>> quota.get("used") == quota.used, quota.get("spent", 0)
+            ///     (True, 0)
             #[pyo3(signature = (key, default=None, /))]
             fn get<'py>(
                 slf: &pyo3::Bound<'py, Self>,
