@@ -17,6 +17,7 @@ use crate::client::publish::{Failure as CoreFailure, Report};
 use crate::client::redact::scrub;
 use crate::python::conversions::errors;
 use crate::python::conversions::values::to_py;
+use crate::python::results::fields::{result_class, Take};
 use crate::webhook::{Problem, Severity};
 
 /// Problems, as a list of dicts: `path`, `message` and `severity` (`error` or `warning`).
@@ -28,6 +29,12 @@ pub fn problem_list<'py>(py: Python<'py>, problems: &[Problem]) -> PyResult<Boun
 fn problem_class(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     static PROBLEM: PyOnceLock<Py<PyType>> = PyOnceLock::new();
     PROBLEM.import(py, "surveillance.errors", "Problem")
+}
+
+/// `surveillance.errors.PublishError`, which `raise_on_failure` raises.
+fn publish_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    ERROR.import(py, "surveillance.errors", "PublishError")
 }
 
 /// `functools.partial`, which pickles a report as a call of its class with its fields.
@@ -46,70 +53,181 @@ fn severity(name: &str) -> PyResult<Severity> {
     }
 }
 
-/// A record that was not accepted.
-///
-/// Attributes:
-///     index: its position in the source (0-based; for a file, counting records, not blank
-///         lines).
-///     transaction_id: its ``transactionId``, when it has one.
-///     status: the HTTP status of the service's refusal; None when it was not sent
-///         (validation, interruption) or got no answer in the end (network).
-///     problems: the validation problems that kept it back (list of :class:`Problem`).
-///     message: what happened; for a refusal, the service's own message.
-///     line: its line number in a JSON Lines file (1-based), for a file source.
-///     record_json: the record as JSON text, as :meth:`PublishReport.write_failures` writes
-///         it.
-///     kind: why, in one word: ``"invalid"`` (kept back by validation), ``"refused"`` (the
-///         service answered 4xx, or its answer listed the record as failed), ``"failed"`` (no
-///         success after every retry, the last answer a 429 or a 5xx), ``"interrupted"``
-///         (Ctrl-C came before the service accepted it, with no request of it in flight),
-///         ``"not sent"`` (it never left: publishing stopped on an error before, or the service
-///         could not be reached) or ``"unconfirmed"`` (sent, but nothing proves whether the
-///         service stored it: every answer was a page that is not the API's, such as a proxy's
-///         or a captive portal's HTML, none came (the service unreachable, the connection cut,
-///         or publishing stopped or was interrupted while its request was in flight), or its
-///         body was refused with the words of a refusal found systematic, naming no record,
-///         and it was not posted alone; publishing it again is safe).
-///
-/// >>> import surveillance as sv
-/// >>> f = sv.Failure(3, "t-3", 400, [], "bad request")
-/// >>> str(f), f.kind, f.to_dict()["status"]
-/// ('record 3 [t-3] 400: bad request', 'failed', 400)
-#[pyclass(name = "Failure", module = "surveillance._core", frozen, eq)]
-#[derive(Debug, PartialEq)]
-pub struct PyFailure {
-    /// Its position in the source (0-based).
-    #[pyo3(get)]
-    pub index: u64,
-    /// Its ``transactionId``, when it has one.
-    #[pyo3(get)]
-    pub transaction_id: Option<String>,
-    /// The HTTP status of the service's refusal, or None.
-    #[pyo3(get)]
-    pub status: Option<u16>,
-    pub problems: Vec<Problem>,
-    /// What happened; for a refusal, the service's own message.
-    #[pyo3(get)]
-    pub message: String,
-    /// Its line number in a JSON Lines file (1-based), for a file source.
-    #[pyo3(get)]
-    pub line: Option<u64>,
-    /// The record as JSON text, as ``write_failures`` writes it.
-    #[pyo3(get)]
-    pub record_json: Option<String>,
-    /// Why, in one word (see the class's description).
-    #[pyo3(get)]
-    pub kind: String,
+result_class! {
+    /// A record that was not accepted.
+    ///
+    /// Attributes:
+    ///     index: its position in the source (0-based; for a file, counting records, not blank
+    ///         lines).
+    ///     transaction_id: its ``transactionId``, when it has one.
+    ///     status: the HTTP status of the service's refusal; None when it was not sent
+    ///         (validation, interruption) or got no answer in the end (network).
+    ///     problems: the validation problems that kept it back (list of :class:`Problem`).
+    ///     message: what happened; for a refusal, the service's own message.
+    ///     line: its line number in a JSON Lines file (1-based), for a file source.
+    ///     record_json: the record as JSON text, as :meth:`PublishReport.write_failures` writes
+    ///         it.
+    ///     kind: why, in one word: ``"invalid"`` (kept back by validation), ``"refused"`` (the
+    ///         service answered 4xx, or its answer listed the record as failed), ``"failed"`` (no
+    ///         success after every retry, the last answer a 429 or a 5xx), ``"interrupted"``
+    ///         (Ctrl-C came before the service accepted it, with no request of it in flight),
+    ///         ``"not sent"`` (it never left: publishing stopped on an error before, or the service
+    ///         could not be reached) or ``"unconfirmed"`` (sent, but nothing proves whether the
+    ///         service stored it: every answer was a page that is not the API's, such as a proxy's
+    ///         or a captive portal's HTML, none came (the service unreachable, the connection cut,
+    ///         or publishing stopped or was interrupted while its request was in flight), or its
+    ///         body was refused with the words of a refusal found systematic, naming no record,
+    ///         and it was not posted alone; publishing it again is safe).
+    ///
+    /// >>> import surveillance as sv
+    /// >>> f = sv.Failure(3, "t-3", 400, [], "bad request")
+    /// >>> str(f), f.kind, f.to_dict()["status"]
+    /// ('record 3 [t-3] 400: bad request', 'failed', 400)
+    #[pyclass(name = "Failure", module = "surveillance._core", frozen)]
+    #[derive(Debug, PartialEq)]
+    plain PyFailure "Failure" {
+        /// Its position in the source (0-based).
+        index: u64 => "int",
+        /// Its ``transactionId``, when it has one.
+        transaction_id: Option<String> => "Optional[str]",
+        /// The HTTP status of the service's refusal, or None.
+        status: Option<u16> => "Optional[int]",
+        /// The validation problems that kept it back (list of :class:`Problem`).
+        problems: Problems => "list[Problem]" as "list[tuple[str, str, str]]",
+        /// What happened; for a refusal, the service's own message.
+        message: String => "str",
+        /// Its line number in a JSON Lines file (1-based), for a file source.
+        line: Option<u64> => "Optional[int]" = None,
+        /// The record as JSON text, as ``write_failures`` writes it.
+        record_json: Option<String> => "Optional[str]" = None,
+        /// Why, in one word (see the class's description).
+        kind: String => "str" = { "failed".to_owned() },
+    }
+    {
+        /// The record as a dict (parsed from :attr:`record_json`), or None.
+        #[getter]
+        fn record<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+            match &self.record_json {
+                None => Ok(py.None().into_bound(py)),
+                Some(text) => py.import("json")?.call_method1("loads", (text,)),
+            }
+        }
+
+        /// Its fields as a dict (problems as dicts), as JSON can hold them.
+        fn to_dict<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
+            let d = PyDict::new(slf.py());
+            for (key, value) in slf.get().values(slf, |p| Ok(problem_list(slf.py(), p)?.into_any()))? {
+                d.set_item(key, value)?;
+            }
+            Ok(d)
+        }
+
+        fn __str__(&self) -> String {
+            self.line_text()
+        }
+
+        /// The same fields; NotImplemented against anything else.
+        fn __eq__(&self, other: PyRef<'_, Self>) -> bool {
+            *self == *other
+        }
+
+        fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+            let r = |v: Bound<'_, PyAny>| v.repr().map(|s| s.to_string());
+            Ok(format!(
+                "Failure(index={}, transaction_id={}, status={}, problems={}, message={}, line={}, \
+                 kind={})",
+                self.index,
+                r(self.transaction_id.clone().into_pyobject(py)?)?,
+                r(self.status.into_pyobject(py)?)?,
+                r((&self.problems).into_pyobject(py)?.into_any())?,
+                r(self.message.clone().into_pyobject(py)?.into_any())?,
+                r(self.line.into_pyobject(py)?)?,
+                r(self.kind.clone().into_pyobject(py)?.into_any())?,
+            ))
+        }
+
+        /// Pickled as a call of its class with its fields, problems as plain triples.
+        fn __reduce__<'py>(
+            slf: &Bound<'py, Self>,
+        ) -> PyResult<(Bound<'py, PyType>, Bound<'py, pyo3::types::PyTuple>)> {
+            let triples = |p: &Problems| {
+                let triples: Vec<_> =
+                    p.iter().map(|p| (&p.path, &p.message, severity_name(p.severity))).collect();
+                Ok(triples.into_pyobject(slf.py())?.into_any())
+            };
+            let values = slf.get().values(slf, triples)?.into_iter().map(|(_, v)| v);
+            Ok((slf.get_type(), pyo3::types::PyTuple::new(slf.py(), values)?))
+        }
+    }
+}
+
+/// A failure's validation problems: `surveillance.errors.Problem`s to Python, taken from
+/// `(path, message, severity)` triples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problems(pub Vec<Problem>);
+
+impl std::ops::Deref for Problems {
+    type Target = Vec<Problem>;
+
+    fn deref(&self) -> &Vec<Problem> {
+        &self.0
+    }
+}
+
+impl<'py> IntoPyObject<'py> for &Problems {
+    type Target = PyList;
+    type Output = Bound<'py, PyList>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let class = problem_class(py)?;
+        let items = self
+            .iter()
+            .map(|p| class.call1((&p.path, &p.message, severity_name(p.severity))))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+}
+
+impl Take for Problems {
+    type Arg = Vec<(String, String, String)>;
+
+    fn take(_py: Python<'_>, arg: Self::Arg, _name: &str) -> PyResult<Self> {
+        let problems = arg.into_iter().map(|(path, message, level)| {
+            let severity = severity(&level)?;
+            Ok(Problem {
+                path,
+                message,
+                severity,
+            })
+        });
+        problems.collect::<PyResult<_>>().map(Problems)
+    }
 }
 
 impl PyFailure {
+    /// Its fields by name, in order, `problems` as `problems` makes them.
+    fn values<'py>(
+        &self,
+        slf: &Bound<'py, Self>,
+        problems: impl Fn(&Problems) -> PyResult<Bound<'py, PyAny>>,
+    ) -> PyResult<Vec<(&'static str, Bound<'py, PyAny>)>> {
+        Self::KEYS
+            .iter()
+            .map(|&key| match key {
+                "problems" => Ok((key, problems(&self.problems)?)),
+                _ => Ok((key, slf.getattr(key)?)),
+            })
+            .collect()
+    }
+
     /// The core's failure, its message scrubbed of secrets.
     fn of(f: &CoreFailure) -> PyFailure {
         PyFailure {
             index: f.index,
             transaction_id: f.transaction_id.clone(),
             status: f.status,
-            problems: f.problems.clone(),
+            problems: Problems(f.problems.clone()),
             message: scrub(&f.message).into_owned(),
             line: f.line,
             record_json: f.record.clone(),
@@ -132,213 +250,321 @@ impl PyFailure {
     }
 }
 
-#[pymethods]
-impl PyFailure {
-    #[new]
-    #[pyo3(signature = (index, transaction_id, status, problems, message, line=None, record_json=None, kind="failed".to_owned()))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        index: u64,
-        transaction_id: Option<String>,
-        status: Option<u16>,
-        problems: Vec<(String, String, String)>,
-        message: String,
-        line: Option<u64>,
-        record_json: Option<String>,
-        kind: String,
-    ) -> PyResult<Self> {
-        let problems = problems
-            .into_iter()
-            .map(|(path, message, level)| {
-                Ok(Problem {
-                    path,
-                    message,
-                    severity: severity(&level)?,
-                })
-            })
-            .collect::<PyResult<_>>()?;
-        Ok(PyFailure {
-            index,
-            transaction_id,
-            status,
-            problems,
-            message,
-            line,
-            record_json,
-            kind,
-        })
-    }
-
-    /// The validation problems that kept it back (list of :class:`Problem`).
-    #[getter]
-    fn problems<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let class = problem_class(py)?;
-        let items = self
-            .problems
-            .iter()
-            .map(|p| class.call1((&p.path, &p.message, severity_name(p.severity))))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, items)
-    }
-
-    /// The record as a dict (parsed from :attr:`record_json`), or None.
-    #[getter]
-    fn record<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        match &self.record_json {
-            None => Ok(py.None().into_bound(py)),
-            Some(text) => py.import("json")?.call_method1("loads", (text,)),
-        }
-    }
-
-    /// Its fields as a dict (problems as dicts), as JSON can hold them.
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("index", self.index)?;
-        d.set_item("transaction_id", &self.transaction_id)?;
-        d.set_item("status", self.status)?;
-        d.set_item("problems", problem_list(py, &self.problems)?)?;
-        d.set_item("message", &self.message)?;
-        d.set_item("line", self.line)?;
-        d.set_item("record_json", &self.record_json)?;
-        d.set_item("kind", &self.kind)?;
-        Ok(d)
-    }
-
-    fn __str__(&self) -> String {
-        self.line_text()
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let r = |v: Bound<'_, PyAny>| v.repr().map(|s| s.to_string());
-        Ok(format!(
-            "Failure(index={}, transaction_id={}, status={}, problems={}, message={}, line={}, \
-             kind={})",
-            self.index,
-            r(self.transaction_id.clone().into_pyobject(py)?)?,
-            r(self.status.into_pyobject(py)?)?,
-            r(self.problems(py)?.into_any())?,
-            r(self.message.clone().into_pyobject(py)?.into_any())?,
-            r(self.line.into_pyobject(py)?)?,
-            r(self.kind.clone().into_pyobject(py)?.into_any())?,
-        ))
-    }
-
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyType>, Bound<'py, pyo3::types::PyTuple>)> {
-        let problems: Vec<(&str, &str, &str)> = self
-            .problems
-            .iter()
-            .map(|p| {
-                (
-                    p.path.as_str(),
-                    p.message.as_str(),
-                    severity_name(p.severity),
-                )
-            })
-            .collect();
-        let args = (
-            self.index,
-            &self.transaction_id,
-            self.status,
-            problems,
-            &self.message,
-            self.line,
-            &self.record_json,
-            &self.kind,
-        )
-            .into_pyobject(py)?;
-        Ok((py.get_type::<PyFailure>(), args))
-    }
-}
-
-fn severity_name(s: Severity) -> &'static str {
+pub(super) fn severity_name(s: Severity) -> &'static str {
     match s {
         Severity::Error => "error",
         Severity::Warning => "warning",
     }
 }
 
-/// What :meth:`Client.publish <surveillance.Client.publish>` did. Every record taken from the
-/// source is accounted for: ``total == accepted + len(rejected) + len(unconfirmed)``.
-///
-/// What the service's answers prove decides: a 2xx whose body is JSON of any shape, or empty
-/// (or a plain ``OK``), accepts every record posted, unless the body counts fewer accepted or
-/// lists records as failed; a 2xx that is plainly not the API's (an HTML page from a proxy or
-/// a captive portal) proves nothing, and its records end ``unconfirmed`` after the retries.
-///
-/// Attributes:
-///     total: records taken from the source.
-///     sent: records that left the machine at least once.
-///     accepted: records the service accepted.
-///     rejected: the records not accepted, in source order (list of :class:`Failure`).
-///     unconfirmed: the records sent whose fate no answer proves (list of :class:`Failure`
-///         of kind ``"unconfirmed"``): neither accepted nor refused.
-///     requests: requests that left the machine, retries included (each one of the day's
-///         quota).
-///     retries: this publish's requests sent again (not those of other calls on the client).
-///     rate_limited: 429 answers to this publish's requests.
-///     elapsed: wall time in seconds.
-///     interrupted: stopped by Ctrl-C; records taken but not yet accepted are in
-///         ``rejected``, but those whose request was in flight, which the service may have
-///         stored, in ``unconfirmed``.
-///     error: the message of an error that stopped publishing (e.g. refused credentials),
-///         or None.
-///     region: the region published to, as given (None: the client's).
-///     batch_size: the batch size, as given (``"auto"`` or 1..100).
-///     unread: records of the source not read when publishing stopped early (None when
-///         unknown, e.g. for a generator, which resumes at the next record).
-///
-/// A frozen value: ``==`` compares the fields, ``to_dict()`` gives them, it pickles (without
-/// the unread rest of its source, which stays with the process that read it).
-///
-/// >>> import surveillance as sv
-/// >>> one = sv.PublishReport(total=2, accepted=2, elapsed=1.0)
-/// >>> both = sv.PublishReport.combine([one, one], elapsed=1.5)
-/// >>> both.total, both.accepted, both.elapsed, both.ok
-/// (4, 4, 1.5, True)
-#[pyclass(name = "PublishReport", module = "surveillance._core", frozen)]
-pub struct PyPublishReport {
-    /// Records taken from the source.
-    #[pyo3(get)]
-    pub total: u64,
-    /// Records that left the machine at least once.
-    #[pyo3(get)]
-    pub sent: u64,
-    /// Records the service accepted.
-    #[pyo3(get)]
-    pub accepted: u64,
-    pub rejected: Vec<Py<PyFailure>>,
-    pub unconfirmed: Vec<Py<PyFailure>>,
-    /// Requests that left the machine, retries included.
-    #[pyo3(get)]
-    pub requests: u64,
-    /// This publish's requests sent again.
-    #[pyo3(get)]
-    pub retries: u64,
-    /// 429 answers to this publish's requests.
-    #[pyo3(get)]
-    pub rate_limited: u64,
-    /// Wall time in seconds.
-    #[pyo3(get)]
-    pub elapsed: f64,
-    /// Stopped by Ctrl-C.
-    #[pyo3(get)]
-    pub interrupted: bool,
-    /// The message of an error that stopped publishing, or None.
-    #[pyo3(get)]
-    pub error: Option<String>,
-    /// The region published to, as given (None: the client's).
-    #[pyo3(get)]
-    pub region: Option<String>,
-    /// The batch size as given; None for "auto".
-    pub batch: Option<u64>,
-    /// Records of the source not read when publishing stopped early, or None.
-    #[pyo3(get)]
-    pub unread: Option<u64>,
-    /// The rows not read, in source order, to be written by `write_failures`.
-    pub(super) rest: Vec<Unread>,
+result_class! {
+    /// What :meth:`Client.publish <surveillance.Client.publish>` did. Every record taken from the
+    /// source is accounted for: ``total == accepted + len(rejected) + len(unconfirmed)``.
+    ///
+    /// What the service's answers prove decides: a 2xx whose body is JSON of any shape, or empty
+    /// (or a plain ``OK``), accepts every record posted, unless the body counts fewer accepted or
+    /// lists records as failed; a 2xx that is plainly not the API's (an HTML page from a proxy or
+    /// a captive portal) proves nothing, and its records end ``unconfirmed`` after the retries.
+    ///
+    /// Attributes:
+    ///     total: records taken from the source.
+    ///     sent: records that left the machine at least once.
+    ///     accepted: records the service accepted.
+    ///     rejected: the records not accepted, in source order (list of :class:`Failure`).
+    ///     unconfirmed: the records sent whose fate no answer proves (list of :class:`Failure`
+    ///         of kind ``"unconfirmed"``): neither accepted nor refused.
+    ///     requests: requests that left the machine, retries included (each one of the day's
+    ///         quota).
+    ///     retries: this publish's requests sent again (not those of other calls on the client).
+    ///     rate_limited: 429 answers to this publish's requests.
+    ///     elapsed: wall time in seconds.
+    ///     interrupted: stopped by Ctrl-C; records taken but not yet accepted are in
+    ///         ``rejected``, but those whose request was in flight, which the service may have
+    ///         stored, in ``unconfirmed``.
+    ///     error: the message of an error that stopped publishing (e.g. refused credentials),
+    ///         or None.
+    ///     region: the region published to, as given (None: the client's).
+    ///     batch_size: the batch size, as given (``"auto"`` or 1..100).
+    ///     unread: records of the source not read when publishing stopped early (None when
+    ///         unknown, e.g. for a generator, which resumes at the next record).
+    ///
+    /// A frozen value: ``==`` compares the fields, ``to_dict()`` gives them, it pickles (without
+    /// the unread rest of its source, which stays with the process that read it).
+    ///
+    /// >>> import surveillance as sv
+    /// >>> one = sv.PublishReport(total=2, accepted=2, elapsed=1.0)
+    /// >>> both = sv.PublishReport.combine([one, one], elapsed=1.5)
+    /// >>> both.total, both.accepted, both.elapsed, both.ok
+    /// (4, 4, 1.5, True)
+    #[pyclass(name = "PublishReport", module = "surveillance._core", frozen)]
+    plain PyPublishReport "PublishReport" [*] {
+        /// Records taken from the source.
+        total: u64 => "int" = 0,
+        /// Records that left the machine at least once.
+        sent: u64 => "int" = 0,
+        /// Records the service accepted.
+        accepted: u64 => "int" = 0,
+        /// The records not accepted, in source order (list of :class:`Failure`).
+        rejected: Vec<Py<PyFailure>> => "list[Failure]" = { Vec::new() },
+        /// The records sent whose fate no answer proves (list of :class:`Failure`).
+        unconfirmed: Vec<Py<PyFailure>> => "list[Failure]" = { Vec::new() },
+        /// Requests that left the machine, retries included.
+        requests: u64 => "int" = 0,
+        /// This publish's requests sent again.
+        retries: u64 => "int" = 0,
+        /// 429 answers to this publish's requests.
+        rate_limited: u64 => "int" = 0,
+        /// Wall time in seconds.
+        elapsed: f64 => "float" = 0.0,
+        /// Stopped by Ctrl-C.
+        interrupted: bool => "bool" = false,
+        /// The message of an error that stopped publishing, or None.
+        error: Option<String> => "Optional[str]" = None,
+        /// The region published to, as given (None: the client's).
+        region: Option<String> => "Optional[str]" = None,
+        /// The batch size, as given: ``"auto"`` or 1..100.
+        batch_size: BatchSize => "Union[str, int]" as "Union[str, int, None]" = None,
+        /// Records of the source not read when publishing stopped early, or None.
+        unread: Option<u64> => "Optional[int]" = None;
+        // The rows not read, in source order, to be written by `write_failures`.
+        rest: Vec<Unread> = Vec::new(),
+    }
+    {
+        /// True when every record of the source was accepted.
+        #[getter]
+        fn ok(&self) -> bool {
+            self.is_ok()
+        }
+
+        /// Every record not accepted, rejected or unconfirmed, in source order.
+        #[getter]
+        fn failures(&self, py: Python<'_>) -> Vec<Py<PyFailure>> {
+            let mut out: Vec<Py<PyFailure>> = self
+                .rejected
+                .iter()
+                .chain(&self.unconfirmed)
+                .map(|f| f.clone_ref(py))
+                .collect();
+            out.sort_by_key(|f| f.get().index);
+            out
+        }
+
+        /// Records accepted per second.
+        #[getter]
+        fn rate(&self) -> f64 {
+            self.per_second()
+        }
+
+        /// Records not accepted by kind (see :attr:`Failure.kind`).
+        fn counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            let d = PyDict::new(py);
+            for (kind, n) in self.kinds() {
+                d.set_item(kind, n)?;
+            }
+            Ok(d)
+        }
+
+        /// One line: records, accepted, rejected by kind, interrupted or not sent (apart: the
+        /// service refused none of them), unconfirmed, requests, retries, time.
+        fn summary(&self) -> String {
+            self.summary_text()
+        }
+
+        /// The fields as a dict (failures as dicts), as JSON can hold them.
+        fn to_dict<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
+            Self::fields(slf, false)
+        }
+
+        /// The records not accepted (rejected and unconfirmed) as a pandas DataFrame, one row
+        /// each in source order, with why: ``index`` (position in the source), ``line`` (in a
+        /// JSON Lines file, else <NA>), ``transaction_id``, ``kind`` (see :attr:`Failure.kind`),
+        /// ``status`` (the HTTP status of a refusal, else <NA>), ``message``, ``problems`` (the
+        /// validation problems, ``"error path: message"`` joined by ``"; "``) and ``record`` (the
+        /// record as JSON text, as :meth:`write_failures` writes it). Needs pandas.
+        ///
+        /// >>> import surveillance as sv
+        /// >>> sale = {"dataType": "retail", "schemaVersion": "1", "startTime": 1794891600000,
+        /// ...         "endTime": 1794891660000, "locationId": "store-1", "dataSourceId": "pos-1",
+        /// ...         "transactionId": "t-1", "status": "sale", "items": []}
+        /// >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
+        /// ...     report = emu.client().publish(
+        /// ...         [sale, dict(sale, transactionId="t-2", startTime="noon")], progress=False
+        /// ...     )
+        /// >>> df = report.to_pandas()
+        /// >>> [(int(r.index), r.transaction_id, r.kind) for r in df.itertuples()]
+        /// [(1, 't-2', 'invalid')]
+        /// >>> df.at[0, "problems"].split(":")[0]
+        /// 'error startTime'
+        fn to_pandas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+            self.failures_frame(py)
+        }
+
+        /// Raises :class:`~surveillance.PublishError` (with this report as ``.report``) when
+        /// any record was not accepted; returns the report otherwise, so it chains:
+        /// ``client.publish(rows).raise_on_failure()``.
+        fn raise_on_failure<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+            let report = slf.get();
+            if report.is_ok() {
+                return Ok(slf.clone());
+            }
+            let py = slf.py();
+            let class = publish_error(py)?;
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("report", slf)?;
+            let error = class.call((report.not_accepted_text(),), Some(&kwargs))?;
+            Err(PyErr::from_value(error))
+        }
+
+        /// Writes the records not accepted (rejected and unconfirmed) to ``path`` as JSON
+        /// Lines, ready to publish again (``client.publish(path)``); returns how many lines were
+        /// written.
+        ///
+        /// After an interruption it also writes the records of a list, DataFrame or file source
+        /// that were not read yet, so that publishing the file completes the job.
+        ///
+        /// Raises:
+        ///     OSError: the file cannot be written.
+        fn write_failures(&self, py: Python<'_>, path: PathBuf) -> PyResult<u64> {
+            let file = File::create(&path)?;
+            let mut out = BufWriter::new(file);
+            let mut n = 0u64;
+            for f in self.all_failures() {
+                out.write_all(f.record_json.as_deref().unwrap_or("null").as_bytes())?;
+                out.write_all(b"\n")?;
+                n += 1;
+            }
+            for rest in &self.rest {
+                let mut lines = rest.lines(py)?;
+                while let Some(text) = lines.next(py)? {
+                    out.write_all(text.as_bytes())?;
+                    out.write_all(b"\n")?;
+                    n += 1;
+                }
+            }
+            out.flush()?;
+            Ok(n)
+        }
+
+        /// One report for the publishes of consecutive parts of one source (e.g. the
+        /// partitions of a Dask collection, published in parallel by
+        /// :func:`surveillance.dask.publish`): counts added up, failures in part order with their
+        /// ``index`` shifted by the sizes of the parts before theirs (so that it is the record's
+        /// position in the whole source), ``write_failures`` covering every part.
+        ///
+        /// Args:
+        ///     reports: the parts' reports, in source order.
+        ///     sizes: the number of records of each part (default: each report's ``total``
+        ///         plus its ``unread``).
+        ///     elapsed: the wall time of the whole (default: the longest part's).
+        ///
+        /// Raises:
+        ///     ValueError: ``sizes`` does not give one size per report.
+        #[classmethod]
+        #[pyo3(signature = (reports, *, sizes=None, elapsed=None))]
+        fn combine(
+            _cls: &Bound<'_, PyType>,
+            py: Python<'_>,
+            reports: Vec<Py<PyPublishReport>>,
+            sizes: Option<Vec<u64>>,
+            elapsed: Option<f64>,
+        ) -> PyResult<PyPublishReport> {
+            let parts: Vec<&PyPublishReport> = reports.iter().map(|r| r.get()).collect();
+            let counts = match sizes {
+                Some(sizes) => sizes,
+                None => parts
+                    .iter()
+                    .map(|p| p.total + p.unread.unwrap_or(0))
+                    .collect(),
+            };
+            if counts.len() != parts.len() {
+                return Err(PyValueError::new_err(format!(
+                    "{} reports but {} sizes",
+                    parts.len(),
+                    counts.len()
+                )));
+            }
+            let sum = |f: fn(&PyPublishReport) -> u64| parts.iter().map(|p| f(p)).sum::<u64>();
+            let unread: Vec<u64> = parts.iter().filter_map(|p| p.unread).collect();
+            let (mut rejected, mut unconfirmed, mut offset) = (Vec::new(), Vec::new(), 0u64);
+            for (part, count) in parts.iter().zip(&counts) {
+                for f in &part.rejected {
+                    rejected.push(Py::new(py, f.get().at(f.get().index + offset))?);
+                }
+                for f in &part.unconfirmed {
+                    unconfirmed.push(Py::new(py, f.get().at(f.get().index + offset))?);
+                }
+                offset += count;
+            }
+            let first = parts.first();
+            Ok(PyPublishReport {
+                total: sum(|p| p.total),
+                sent: sum(|p| p.sent),
+                accepted: sum(|p| p.accepted),
+                rejected,
+                unconfirmed,
+                requests: sum(|p| p.requests),
+                retries: sum(|p| p.retries),
+                rate_limited: sum(|p| p.rate_limited),
+                elapsed: elapsed.unwrap_or_else(|| parts.iter().map(|p| p.elapsed).fold(0.0, f64::max)),
+                interrupted: parts.iter().any(|p| p.interrupted),
+                error: parts.iter().find_map(|p| p.error.clone()),
+                region: first.and_then(|p| p.region.clone()),
+                batch_size: BatchSize(first.and_then(|p| p.batch_size.0)),
+                unread: (!unread.is_empty()).then(|| unread.iter().sum()),
+                rest: parts
+                    .iter()
+                    .flat_map(|p| p.rest.iter().map(|r| r.clone_ref(py)))
+                    .collect(),
+            })
+        }
+
+        fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+            let Ok(other) = other.cast::<PyPublishReport>() else {
+                return false;
+            };
+            let o = other.get();
+            let same = |a: &[Py<PyFailure>], b: &[Py<PyFailure>]| {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.get() == y.get())
+            };
+            (
+                self.total,
+                self.sent,
+                self.accepted,
+                self.requests,
+                self.retries,
+            ) == (o.total, o.sent, o.accepted, o.requests, o.retries)
+                && (self.rate_limited, self.interrupted, self.unread, self.batch_size)
+                    == (o.rate_limited, o.interrupted, o.unread, o.batch_size)
+                && self.elapsed.to_bits() == o.elapsed.to_bits()
+                && self.error == o.error
+                && self.region == o.region
+                && same(&self.rejected, &o.rejected)
+                && same(&self.unconfirmed, &o.unconfirmed)
+        }
+
+        fn __repr__(&self) -> String {
+            format!("<PublishReport: {}>", self.summary_text())
+        }
+
+        fn __str__(&self) -> String {
+            self.long_text()
+        }
+
+        fn _repr_html_(&self) -> String {
+            self.html_table()
+        }
+
+        /// Pickled as a call of its class with its fields; the unread rest of a source stays with
+        /// the process that read it.
+        fn __reduce__<'py>(
+            slf: &Bound<'py, Self>,
+        ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, pyo3::types::PyTuple>)> {
+            let py = slf.py();
+            let kwargs = Self::fields(slf, true)?;
+            let call = partial(py)?.call((slf.get_type(),), Some(&kwargs))?;
+            Ok((call, pyo3::types::PyTuple::empty(py)))
+        }
+    }
 }
 
 /// What a publish was asked, which its report shows: the region and batch size as given.
@@ -388,10 +614,33 @@ impl PyPublishReport {
             interrupted: report.interrupted,
             error: report.error.clone().map(|e| e.scrubbed().to_string()),
             region: asked.region,
-            batch: asked.batch_size,
+            batch_size: BatchSize(asked.batch_size),
             unread,
             rest,
         })
+    }
+
+    /// The fields by name, as the constructor takes them: the failures as themselves
+    /// (`failures`) or as dicts.
+    fn fields<'py>(slf: &Bound<'py, Self>, failures: bool) -> PyResult<Bound<'py, PyDict>> {
+        let py = slf.py();
+        let d = PyDict::new(py);
+        for &key in Self::KEYS {
+            let value = slf.getattr(key)?;
+            let value = match key {
+                "rejected" | "unconfirmed" if !failures => {
+                    let dicts = value
+                        .cast_into::<PyList>()?
+                        .iter()
+                        .map(|f| PyFailure::to_dict(f.cast::<PyFailure>()?))
+                        .collect::<PyResult<Vec<_>>>()?;
+                    PyList::new(py, dicts)?.into_any()
+                }
+                _ => value,
+            };
+            d.set_item(key, value)?;
+        }
+        Ok(d)
     }
 
     /// Every record not accepted, in source order.
@@ -434,44 +683,30 @@ impl PyPublishReport {
         }
         out
     }
+}
 
-    fn batch_size_value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(match self.batch {
+/// A publish's batch size as given: a number, or None for ``"auto"``.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BatchSize(pub Option<u64>);
+
+impl<'py> IntoPyObject<'py> for BatchSize {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match self.0 {
             Some(n) => n.into_pyobject(py)?.into_any(),
             None => "auto".into_pyobject(py)?.into_any(),
         })
     }
+}
 
-    /// The fields, as the constructor takes them.
-    fn fields<'py>(&self, py: Python<'py>, failures: bool) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        let list = |v: &[Py<PyFailure>]| -> PyResult<Bound<'py, PyList>> {
-            if failures {
-                PyList::new(py, v.iter().map(|f| f.clone_ref(py)))
-            } else {
-                PyList::new(
-                    py,
-                    v.iter()
-                        .map(|f| f.get().to_dict(py))
-                        .collect::<PyResult<Vec<_>>>()?,
-                )
-            }
-        };
-        d.set_item("total", self.total)?;
-        d.set_item("sent", self.sent)?;
-        d.set_item("accepted", self.accepted)?;
-        d.set_item("rejected", list(&self.rejected)?)?;
-        d.set_item("unconfirmed", list(&self.unconfirmed)?)?;
-        d.set_item("requests", self.requests)?;
-        d.set_item("retries", self.retries)?;
-        d.set_item("rate_limited", self.rate_limited)?;
-        d.set_item("elapsed", self.elapsed)?;
-        d.set_item("interrupted", self.interrupted)?;
-        d.set_item("error", &self.error)?;
-        d.set_item("region", &self.region)?;
-        d.set_item("batch_size", self.batch_size_value(py)?)?;
-        d.set_item("unread", self.unread)?;
-        Ok(d)
+impl Take for BatchSize {
+    type Arg = Option<Py<PyAny>>;
+
+    fn take(py: Python<'_>, arg: Self::Arg, _name: &str) -> PyResult<Self> {
+        batch_arg(arg.as_ref().map(|v| v.bind(py))).map(BatchSize)
     }
 }
 
@@ -482,304 +717,6 @@ fn batch_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
         Some(v) => v.extract::<u64>().map(Some).map_err(|_| {
             PyTypeError::new_err("`batch_size` must be \"auto\" or an int from 1 to 100")
         }),
-    }
-}
-
-#[pymethods]
-impl PyPublishReport {
-    #[new]
-    #[pyo3(signature = (*, total=0, sent=0, accepted=0, rejected=Vec::new(), unconfirmed=Vec::new(), requests=0, retries=0, rate_limited=0, elapsed=0.0, interrupted=false, error=None, region=None, batch_size=None, unread=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        total: u64,
-        sent: u64,
-        accepted: u64,
-        rejected: Vec<Py<PyFailure>>,
-        unconfirmed: Vec<Py<PyFailure>>,
-        requests: u64,
-        retries: u64,
-        rate_limited: u64,
-        elapsed: f64,
-        interrupted: bool,
-        error: Option<String>,
-        region: Option<String>,
-        batch_size: Option<Bound<'_, PyAny>>,
-        unread: Option<u64>,
-    ) -> PyResult<Self> {
-        Ok(PyPublishReport {
-            total,
-            sent,
-            accepted,
-            rejected,
-            unconfirmed,
-            requests,
-            retries,
-            rate_limited,
-            elapsed,
-            interrupted,
-            error,
-            region,
-            batch: batch_arg(batch_size.as_ref())?,
-            unread,
-            rest: Vec::new(),
-        })
-    }
-
-    /// The records not accepted, in source order (list of :class:`Failure`).
-    #[getter]
-    fn rejected(&self, py: Python<'_>) -> Vec<Py<PyFailure>> {
-        self.rejected.iter().map(|f| f.clone_ref(py)).collect()
-    }
-
-    /// The records sent whose fate no answer proves (list of :class:`Failure`).
-    #[getter]
-    fn unconfirmed(&self, py: Python<'_>) -> Vec<Py<PyFailure>> {
-        self.unconfirmed.iter().map(|f| f.clone_ref(py)).collect()
-    }
-
-    /// The batch size, as given: ``"auto"`` or 1..100.
-    #[getter]
-    fn batch_size<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.batch_size_value(py)
-    }
-
-    /// True when every record of the source was accepted.
-    #[getter]
-    fn ok(&self) -> bool {
-        self.is_ok()
-    }
-
-    /// Every record not accepted, rejected or unconfirmed, in source order.
-    #[getter]
-    fn failures(&self, py: Python<'_>) -> Vec<Py<PyFailure>> {
-        let mut out: Vec<Py<PyFailure>> = self
-            .rejected
-            .iter()
-            .chain(&self.unconfirmed)
-            .map(|f| f.clone_ref(py))
-            .collect();
-        out.sort_by_key(|f| f.get().index);
-        out
-    }
-
-    /// Records accepted per second.
-    #[getter]
-    fn rate(&self) -> f64 {
-        self.per_second()
-    }
-
-    /// Records not accepted by kind (see :attr:`Failure.kind`).
-    fn counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for (kind, n) in self.kinds() {
-            d.set_item(kind, n)?;
-        }
-        Ok(d)
-    }
-
-    /// One line: records, accepted, rejected by kind, interrupted or not sent (apart: the
-    /// service refused none of them), unconfirmed, requests, retries, time.
-    fn summary(&self) -> String {
-        self.summary_text()
-    }
-
-    /// The fields as a dict (failures as dicts), as JSON can hold them.
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.fields(py, false)
-    }
-
-    /// The records not accepted (rejected and unconfirmed) as a pandas DataFrame, one row
-    /// each in source order, with why: ``index`` (position in the source), ``line`` (in a
-    /// JSON Lines file, else <NA>), ``transaction_id``, ``kind`` (see :attr:`Failure.kind`),
-    /// ``status`` (the HTTP status of a refusal, else <NA>), ``message``, ``problems`` (the
-    /// validation problems, ``"error path: message"`` joined by ``"; "``) and ``record`` (the
-    /// record as JSON text, as :meth:`write_failures` writes it). Needs pandas.
-    ///
-    /// >>> import surveillance as sv
-    /// >>> sale = {"dataType": "retail", "schemaVersion": "1", "startTime": 1794891600000,
-    /// ...         "endTime": 1794891660000, "locationId": "store-1", "dataSourceId": "pos-1",
-    /// ...         "transactionId": "t-1", "status": "sale", "items": []}
-    /// >>> with sv.Emulator(sites=2, days=1, events_per_day=10) as emu:
-    /// ...     report = emu.client().publish(
-    /// ...         [sale, dict(sale, transactionId="t-2", startTime="noon")], progress=False
-    /// ...     )
-    /// >>> df = report.to_pandas()
-    /// >>> [(int(r.index), r.transaction_id, r.kind) for r in df.itertuples()]
-    /// [(1, 't-2', 'invalid')]
-    /// >>> df.at[0, "problems"].split(":")[0]
-    /// 'error startTime'
-    fn to_pandas<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        // The pandas helpers are the Python package's (`surveillance._frames`), where pandas
-        // stays optional and its code is typed; the method is the class's own.
-        slf.py()
-            .import("surveillance._frames")?
-            .call_method1("failures_frame", (slf,))
-    }
-
-    /// Raises :class:`~surveillance.PublishError` (with this report as ``.report``) when
-    /// any record was not accepted; returns the report otherwise, so it chains:
-    /// ``client.publish(rows).raise_on_failure()``.
-    fn raise_on_failure<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
-        let report = slf.get();
-        if report.is_ok() {
-            return Ok(slf.clone());
-        }
-        let py = slf.py();
-        let class = py.import("surveillance.publish")?.getattr("PublishError")?;
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("report", slf)?;
-        let error = class.call((report.not_accepted_text(),), Some(&kwargs))?;
-        Err(PyErr::from_value(error))
-    }
-
-    /// Writes the records not accepted (rejected and unconfirmed) to ``path`` as JSON
-    /// Lines, ready to publish again (``client.publish(path)``); returns how many lines were
-    /// written.
-    ///
-    /// After an interruption it also writes the records of a list, DataFrame or file source
-    /// that were not read yet, so that publishing the file completes the job.
-    ///
-    /// Raises:
-    ///     OSError: the file cannot be written.
-    fn write_failures(&self, py: Python<'_>, path: PathBuf) -> PyResult<u64> {
-        let file = File::create(&path)?;
-        let mut out = BufWriter::new(file);
-        let mut n = 0u64;
-        for f in self.all_failures() {
-            out.write_all(f.record_json.as_deref().unwrap_or("null").as_bytes())?;
-            out.write_all(b"\n")?;
-            n += 1;
-        }
-        for rest in &self.rest {
-            let mut lines = rest.lines(py)?;
-            while let Some(text) = lines.next(py)? {
-                out.write_all(text.as_bytes())?;
-                out.write_all(b"\n")?;
-                n += 1;
-            }
-        }
-        out.flush()?;
-        Ok(n)
-    }
-
-    /// One report for the publishes of consecutive parts of one source (e.g. the
-    /// partitions of a Dask collection, published in parallel by
-    /// :func:`surveillance.dask.publish`): counts added up, failures in part order with their
-    /// ``index`` shifted by the sizes of the parts before theirs (so that it is the record's
-    /// position in the whole source), ``write_failures`` covering every part.
-    ///
-    /// Args:
-    ///     reports: the parts' reports, in source order.
-    ///     sizes: the number of records of each part (default: each report's ``total``
-    ///         plus its ``unread``).
-    ///     elapsed: the wall time of the whole (default: the longest part's).
-    ///
-    /// Raises:
-    ///     ValueError: ``sizes`` does not give one size per report.
-    #[classmethod]
-    #[pyo3(signature = (reports, *, sizes=None, elapsed=None))]
-    fn combine(
-        _cls: &Bound<'_, PyType>,
-        py: Python<'_>,
-        reports: Vec<Py<PyPublishReport>>,
-        sizes: Option<Vec<u64>>,
-        elapsed: Option<f64>,
-    ) -> PyResult<PyPublishReport> {
-        let parts: Vec<&PyPublishReport> = reports.iter().map(|r| r.get()).collect();
-        let counts = match sizes {
-            Some(sizes) => sizes,
-            None => parts
-                .iter()
-                .map(|p| p.total + p.unread.unwrap_or(0))
-                .collect(),
-        };
-        if counts.len() != parts.len() {
-            return Err(PyValueError::new_err(format!(
-                "{} reports but {} sizes",
-                parts.len(),
-                counts.len()
-            )));
-        }
-        let sum = |f: fn(&PyPublishReport) -> u64| parts.iter().map(|p| f(p)).sum::<u64>();
-        let unread: Vec<u64> = parts.iter().filter_map(|p| p.unread).collect();
-        let (mut rejected, mut unconfirmed, mut offset) = (Vec::new(), Vec::new(), 0u64);
-        for (part, count) in parts.iter().zip(&counts) {
-            for f in &part.rejected {
-                rejected.push(Py::new(py, f.get().at(f.get().index + offset))?);
-            }
-            for f in &part.unconfirmed {
-                unconfirmed.push(Py::new(py, f.get().at(f.get().index + offset))?);
-            }
-            offset += count;
-        }
-        let first = parts.first();
-        Ok(PyPublishReport {
-            total: sum(|p| p.total),
-            sent: sum(|p| p.sent),
-            accepted: sum(|p| p.accepted),
-            rejected,
-            unconfirmed,
-            requests: sum(|p| p.requests),
-            retries: sum(|p| p.retries),
-            rate_limited: sum(|p| p.rate_limited),
-            elapsed: elapsed.unwrap_or_else(|| parts.iter().map(|p| p.elapsed).fold(0.0, f64::max)),
-            interrupted: parts.iter().any(|p| p.interrupted),
-            error: parts.iter().find_map(|p| p.error.clone()),
-            region: first.and_then(|p| p.region.clone()),
-            batch: first.and_then(|p| p.batch),
-            unread: (!unread.is_empty()).then(|| unread.iter().sum()),
-            rest: parts
-                .iter()
-                .flat_map(|p| p.rest.iter().map(|r| r.clone_ref(py)))
-                .collect(),
-        })
-    }
-
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        let Ok(other) = other.cast::<PyPublishReport>() else {
-            return false;
-        };
-        let o = other.get();
-        let same = |a: &[Py<PyFailure>], b: &[Py<PyFailure>]| {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.get() == y.get())
-        };
-        (
-            self.total,
-            self.sent,
-            self.accepted,
-            self.requests,
-            self.retries,
-        ) == (o.total, o.sent, o.accepted, o.requests, o.retries)
-            && (self.rate_limited, self.interrupted, self.unread, self.batch)
-                == (o.rate_limited, o.interrupted, o.unread, o.batch)
-            && self.elapsed.to_bits() == o.elapsed.to_bits()
-            && self.error == o.error
-            && self.region == o.region
-            && same(&self.rejected, &o.rejected)
-            && same(&self.unconfirmed, &o.unconfirmed)
-    }
-
-    fn __repr__(&self) -> String {
-        format!("<PublishReport: {}>", self.summary_text())
-    }
-
-    fn __str__(&self) -> String {
-        self.long_text()
-    }
-
-    fn _repr_html_(&self) -> String {
-        self.html_table()
-    }
-
-    /// Pickled as a call of its class with its fields; the unread rest of a source stays with
-    /// the process that read it.
-    fn __reduce__<'py>(
-        slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, pyo3::types::PyTuple>)> {
-        let py = slf.py();
-        let kwargs = slf.get().fields(py, true)?;
-        let call = partial(py)?.call((slf.get_type(),), Some(&kwargs))?;
-        Ok((call, pyo3::types::PyTuple::empty(py)))
     }
 }
 
