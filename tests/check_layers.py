@@ -32,6 +32,9 @@
    literal): the native client takes what the resolver resolved. The Rust code reads only
    the platform's variables (``HOME``, ``XDG_CACHE_HOME``, ``SSL_CERT_FILE``, proxies...).
    The emulator reads none of its own.
+9. The binding sits above the package it serves: the native module imports no module of the
+   Python package but ``surveillance.errors`` (the exception classes it raises); times, the
+   results' text and HTML, the report's DataFrame are the binding's own.
 
 Run as ``python3 tests/check_layers.py`` from the project's root; exits 1 naming each breach.
 """
@@ -501,6 +504,31 @@ def cycles(graph: dict[pathlib.Path, set[pathlib.Path]]) -> list[list[pathlib.Pa
     return groups
 
 
+# The package's modules that the native module may import: the exceptions it raises.
+BINDING_IMPORTS = {"surveillance.errors"}
+# Where the binding names a module to import: `py.import("m")`, `PyModule::import(py, "m")`,
+# `PyOnceLock::import(py, "m", "name")`, `import_exception!(m, Name)`.
+_BINDING_IMPORT = re.compile(
+    r'\bimport\(\s*(?:\w+(?:\(\))?\s*,\s*)?"([\w.]+)"|import_exception!\(\s*([\w.]+)\s*,'
+)
+
+
+def binding_imports() -> list[str]:
+    """The package's modules that the native module imports besides ``BINDING_IMPORTS``."""
+    bad = []
+    for f in sorted((SRC / "python").rglob("*.rs")):
+        text = f.read_text()
+        for m in _BINDING_IMPORT.finditer(text):
+            module = m.group(1) or m.group(2)
+            if module.split(".")[0] == "surveillance" and module not in BINDING_IMPORTS:
+                line = text.count("\n", 0, m.start()) + 1
+                bad.append(
+                    f"{f}:{line}: the binding imports `{module}`: the native module needs "
+                    f"nothing of the package but {', '.join(sorted(BINDING_IMPORTS))}"
+                )
+    return bad
+
+
 def main() -> int:
     bad = []
     rust = rust_imports()
@@ -517,6 +545,7 @@ def main() -> int:
                         bad.append(f"{f} imports {t}: the {part} and the {other} stay apart")
     code = product_code()
     bad += long_files(code) + shared_type_names(code) + long_tuples(code) + bare_detaches(code)
+    bad += binding_imports()
     python = python_imports()
     bad += python_long_files() + local_import_breaches(python) + overload_ladders()
     bad += environment_reads()

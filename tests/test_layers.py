@@ -1,6 +1,6 @@
 """The layering check of run-tests (tests/check_layers.py) passes on this tree and fails on
 each breach it guards against: an import loop in Rust or Python, the client importing the
-emulator, the core naming the bindings."""
+emulator, the core naming the bindings, the binding importing a module of the package."""
 
 from __future__ import annotations
 
@@ -78,6 +78,17 @@ def append(path: pathlib.Path, text: str) -> None:
             "src/python/conversions/arrow.rs",
             "fn f(py: Python<'_>) { py.detach(|| ()) }\n",
             "use `runtime::detach(py, ...)`",
+        ),
+        (
+            "src/python/results/mod.rs",
+            'fn f(py: Python<\'_>) { py.import("surveillance._time"); }\n',
+            "the binding imports `surveillance._time`",
+        ),
+        (
+            "src/python/publish/report.rs",
+            "static C: PyOnceLock<Py<PyType>> = PyOnceLock::new();\n"
+            'fn f(py: Python<\'_>) { C.import(py, "surveillance.publish", "PublishError"); }\n',
+            "the binding imports `surveillance.publish`",
         ),
         (
             "python/surveillance/_time.py",

@@ -11,11 +11,16 @@ import ast
 import copy
 import datetime as dt
 import inspect
+import json
+import os
 import pathlib
 import pickle
+import subprocess
+import sys
 from collections.abc import Mapping
 
 import pytest
+import result_stubs
 import surveillance as sv
 from surveillance import _core
 
@@ -271,3 +276,71 @@ def test_the_plan_and_the_cost_are_the_native_classes(emu):
     cost = client.last_cost
     assert type(cost) is sv.Cost and cost.requests >= plan.probes
     assert cost.quota == client.quota() and type(cost.quota) is sv.Quota
+
+
+# What the native module may import of the package: the exceptions it raises.
+BINDING_NEEDS = {"surveillance", "surveillance._core", "surveillance._core_results"}
+BINDING_NEEDS |= {"surveillance.errors"}
+
+# Every result used as a program would, with the package's `__init__` left out: which of its
+# modules does the native module import?
+ALONE = """
+import json, pathlib, sys, types, datetime as dt
+
+package = types.ModuleType("surveillance")
+package.__path__ = [sys.argv[1]]
+sys.modules["surveillance"] = package
+from surveillance import _core as c
+
+t = dt.datetime(2026, 1, 5, 10, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+quota = c.Quota(2400, 570, 1830, resets_at="2026-01-06")
+entry = c.CacheEntry("a", None, "GET /v2/events", None, [(t, "2026-01-06")], 1, 2, 3, 4)
+failure = c.Failure(3, "t-3", 400, [("a", "bad", "error")], "refused", 4, "{}", "refused")
+report = c.PublishReport(total=4, accepted=3, rejected=[failure])
+shown = [quota.resets_at, entry["ranges"], failure.problems, report.to_pandas()]
+for result in (quota, entry, c.CacheInfo("/c", 1, 2, 3, [entry]), c.Cost(3, quota),
+               c.Stats({"GET /v2/events": 3}, 0, 0, 1, 2, 0, quota),
+               c.EventPlan(1, 2, 3.0, 0.1, 1), report, failure):
+    shown += [repr(result), str(result), result.to_dict()]
+    shown += [result._repr_html_()] if hasattr(result, "_repr_html_") else []
+try:
+    report.raise_on_failure()
+except Exception as e:
+    shown.append(type(e).__module__)
+c.to_json({"startTime": t, "day": t.date()})
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "surveillance")))
+"""
+
+
+def test_the_native_module_imports_nothing_of_the_package_but_its_exceptions():
+    package = pathlib.Path(sv.__file__).parent
+    pytest.importorskip("pandas")
+    run = subprocess.run(
+        [sys.executable, "-c", ALONE, str(package)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(package.parent)},
+    )
+    assert run.returncode == 0, run.stderr
+    assert set(json.loads(run.stdout)) == BINDING_NEEDS
+
+
+def test_the_stubs_say_what_each_results_field_list_says(tmp_path):
+    # Each result is made from one field list (`result_class!`): its constructor and
+    # attributes in the stub are written from it by tests/result_stubs.py, and checked here.
+    for name in result_stubs.RESULTS:
+        cls = getattr(_core, name)
+        names = [f for f, _ in cls._fields]
+        assert names == [a for a, _ in cls._arguments] == list(inspect.signature(cls).parameters)
+    assert result_stubs.mismatches(_core) == []
+    # A stub that says otherwise fails: a field's annotation changed, another left out.
+    stub = tmp_path / "_core_results.pyi"
+    text = result_stubs.STUB.read_text(encoding="utf-8")
+    text = text.replace("    def seconds(self) -> float:", "    def seconds(self) -> int:")
+    stub.write_text(text.replace("        quota: Optional[Quota] = None,\n", ""))
+    assert result_stubs.mismatches(_core, stub) == [
+        "EventPlan.seconds: the stub says int, the field float",
+        "Cost.__new__ takes [('requests', 'int')], its fields are "
+        "[('requests', 'int'), ('quota', 'Optional[Quota]')]",
+    ]

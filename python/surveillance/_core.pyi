@@ -5,6 +5,7 @@ The public, documented classes are :class:`surveillance.Client` and
 """
 
 import contextvars
+import datetime
 from typing import (
     Any,
     Awaitable,
@@ -78,13 +79,17 @@ __all__ = [
     "Emulator",
     "events_schema",
     "EventStream",
+    "from_ms",
+    "html_table",
     "Failure",
     "InterruptWatch",
     "JsonLines",
     "jsonl_rest",
     "publish",
     "PublishReport",
+    "to_datetime",
     "to_json",
+    "to_ms",
     "validate",
     "write_parquet",
     "_check",
@@ -501,6 +506,23 @@ def check_seconds(name: str, value: float) -> None:
     """Checks the duration setting ``name`` (``timeout``, ``max_wait``, ``max_outage``,
     ``settle``) of ``value`` seconds against the core's bounds, as ``Client`` does: a
     ``ConfigError`` names the setting and its range."""
+
+def to_datetime(
+    value: Union[datetime.datetime, datetime.date, str], name: str = "time"
+) -> datetime.datetime:
+    """``value`` (a datetime, date, pandas Timestamp or ISO-8601 string) as an aware UTC
+    datetime; naive values are taken as UTC. ``name`` names the argument in errors."""
+
+def to_ms(value: Union[datetime.datetime, datetime.date, str], name: str = "time") -> int:
+    """``value`` (as ``to_datetime`` reads it) as Unix epoch milliseconds (sub-millisecond
+    parts are truncated)."""
+
+def from_ms(ms: int) -> datetime.datetime:
+    """Epoch milliseconds as an aware UTC datetime."""
+
+def html_table(title: str, items: list[tuple[str, Any]]) -> str:
+    """``items`` (``(name, value)`` pairs, in order) as the HTML table of a result called
+    ``title``, for a ``_repr_html_``: the table every result of the package is drawn with."""
 
 def to_json(record: Any) -> str:
     """The JSON text of a record, as ``publish`` writes it."""

@@ -50,21 +50,29 @@ class Failure:
         kind: str = ...,
     ) -> Failure: ...
     @property
-    def index(self) -> int: ...
+    def index(self) -> int:
+        """Its position in the source (0-based)."""
     @property
-    def transaction_id(self) -> Optional[str]: ...
+    def transaction_id(self) -> Optional[str]:
+        """Its ``transactionId``, when it has one."""
     @property
-    def status(self) -> Optional[int]: ...
+    def status(self) -> Optional[int]:
+        """The HTTP status of the service's refusal, or None."""
     @property
-    def problems(self) -> list[Problem]: ...
+    def problems(self) -> list[Problem]:
+        """The validation problems that kept it back (list of :class:`Problem`)."""
     @property
-    def message(self) -> str: ...
+    def message(self) -> str:
+        """What happened; for a refusal, the service's own message."""
     @property
-    def line(self) -> Optional[int]: ...
+    def line(self) -> Optional[int]:
+        """Its line number in a JSON Lines file (1-based), for a file source."""
     @property
-    def record_json(self) -> Optional[str]: ...
+    def record_json(self) -> Optional[str]:
+        """The record as JSON text, as ``write_failures`` writes it."""
     @property
-    def kind(self) -> str: ...
+    def kind(self) -> str:
+        """Why, in one word (see the class's description)."""
     @property
     def record(self) -> Any: ...
     def to_dict(self) -> dict[str, Any]: ...
@@ -94,33 +102,47 @@ class PublishReport:
         unread: Optional[int] = None,
     ) -> PublishReport: ...
     @property
-    def total(self) -> int: ...
+    def total(self) -> int:
+        """Records taken from the source."""
     @property
-    def sent(self) -> int: ...
+    def sent(self) -> int:
+        """Records that left the machine at least once."""
     @property
-    def accepted(self) -> int: ...
+    def accepted(self) -> int:
+        """Records the service accepted."""
     @property
-    def rejected(self) -> list[Failure]: ...
+    def rejected(self) -> list[Failure]:
+        """The records not accepted, in source order (list of :class:`Failure`)."""
     @property
-    def unconfirmed(self) -> list[Failure]: ...
+    def unconfirmed(self) -> list[Failure]:
+        """The records sent whose fate no answer proves (list of :class:`Failure`)."""
     @property
-    def requests(self) -> int: ...
+    def requests(self) -> int:
+        """Requests that left the machine, retries included."""
     @property
-    def retries(self) -> int: ...
+    def retries(self) -> int:
+        """This publish's requests sent again."""
     @property
-    def rate_limited(self) -> int: ...
+    def rate_limited(self) -> int:
+        """429 answers to this publish's requests."""
     @property
-    def elapsed(self) -> float: ...
+    def elapsed(self) -> float:
+        """Wall time in seconds."""
     @property
-    def interrupted(self) -> bool: ...
+    def interrupted(self) -> bool:
+        """Stopped by Ctrl-C."""
     @property
-    def error(self) -> Optional[str]: ...
+    def error(self) -> Optional[str]:
+        """The message of an error that stopped publishing, or None."""
     @property
-    def region(self) -> Optional[str]: ...
+    def region(self) -> Optional[str]:
+        """The region published to, as given (None: the client's)."""
     @property
-    def batch_size(self) -> Union[str, int]: ...
+    def batch_size(self) -> Union[str, int]:
+        """The batch size, as given: ``"auto"`` or 1..100."""
     @property
-    def unread(self) -> Optional[int]: ...
+    def unread(self) -> Optional[int]:
+        """Records of the source not read when publishing stopped early, or None."""
     @property
     def ok(self) -> bool: ...
     @property
@@ -169,7 +191,10 @@ class EventPlan:
         """How long they take at the client's read rate (0 when it is unlimited)."""
     @property
     def days(self) -> float:
-        """Days of the daily quota they take, what remains today counting first."""
+        """Days of the daily quota they take, what remains today counting first (0 without a
+        daily limit). 0.2 is a fifth of a day's quota, which fits today; 2.5 the rest of
+        today, all of tomorrow and half the day after.
+        """
     @property
     def probes(self) -> int:
         """Requests the plan itself made (they count against the quota too)."""
@@ -187,13 +212,22 @@ class EventPlan:
 class Cost:
     """What a call spent of the daily request quota: :attr:`Client.last_cost`."""
 
-    def __new__(cls, requests: int, quota: Optional[Quota] = None) -> Cost: ...
+    def __new__(
+        cls,
+        requests: int,
+        quota: Optional[Quota] = None,
+    ) -> Cost: ...
     @property
     def requests(self) -> int:
-        """Requests this client sent during the call."""
+        """Requests this client sent during the call, token requests and retries included (the
+        service counts them all). Calls running at the same time on the same client, from
+        other threads, count here too.
+        """
     @property
     def quota(self) -> Optional[Quota]:
-        """Where the daily quota stood after the call (None before the first)."""
+        """Where the daily quota stood after the call, as :meth:`Client.quota
+        <surveillance.Client.quota>` gives it (None before a client's first call).
+        """
     @property
     def share(self) -> Optional[float]:
         """``requests`` as a share of the day's quota, or None."""
@@ -236,13 +270,17 @@ class Quota(_Figures):
         """Requests a day (None without a budget)."""
     @property
     def used(self) -> int:
-        """Requests sent today (the service's UTC day)."""
+        """Requests sent today (the service's UTC day), by every client of the machine with the
+        key.
+        """
     @property
     def remaining(self) -> Optional[int]:
         """Requests left today (None without a limit)."""
     @property
     def resets_at(self) -> datetime.datetime:
-        """When the budget comes back, an aware UTC datetime."""
+        """When the budget comes back, an aware UTC datetime (the service's next midnight, or the
+        end of a wait the service asked for).
+        """
     @overload
     def __getitem__(self, key: Literal["limit", "remaining"], /) -> Optional[int]: ...
     @overload
@@ -286,7 +324,9 @@ class Stats(_Figures):
         """Event requests that the cache of settled events saved."""
     @property
     def quota(self) -> Quota:
-        """Where the daily quota stands."""
+        """Where the daily quota stands, as :meth:`Client.quota <surveillance.Client.quota>`
+        gives it.
+        """
     @overload
     def __getitem__(self, key: Literal["requests"], /) -> dict[str, int]: ...
     @overload
@@ -337,7 +377,7 @@ class CacheEntry(_Figures):
         """Events held."""
     @property
     def requests(self) -> int:
-        """Requests the reads that filled it spent."""
+        """Requests the reads that filled it spent, which a read of all it holds saves."""
     @property
     def bytes(self) -> int:
         """Bytes of its files."""
@@ -372,7 +412,7 @@ class CacheInfo(_Figures):
     ) -> CacheInfo: ...
     @property
     def path(self) -> str:
-        """The directory: the one named, or the cache's own folder in it."""
+        """The directory (the one named, or the cache's own folder in it)."""
     @property
     def bytes(self) -> int:
         """Bytes of its files."""
@@ -381,7 +421,7 @@ class CacheInfo(_Figures):
         """Its files of events."""
     @property
     def requests_saved(self) -> int:
-        """Requests this client's reads did not send, thanks to the cache."""
+        """Requests this client's reads did not send, thanks to the cache (0 without a client)."""
     @property
     def entries(self) -> list[CacheEntry]:
         """What it holds of each account and endpoint."""

@@ -1,17 +1,15 @@
-"""pandas DataFrames in and out of publishing: a DataFrame as the Arrow table that
+"""pandas DataFrames into publishing: a DataFrame as the Arrow table that
 :meth:`Client.publish <surveillance.Client.publish>` publishes from its columns, or as its rows
-(records) where pyarrow cannot type it; and a report's records not accepted as a DataFrame
-(:meth:`PublishReport.to_pandas <surveillance.PublishReport.to_pandas>`)."""
+(records) where pyarrow cannot type it. (A report's records not accepted come out as a
+DataFrame from the native report itself: :meth:`PublishReport.to_pandas
+<surveillance.PublishReport.to_pandas>`.)"""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Iterator, Tuple
+from typing import Any, Iterator, Tuple
 
 from . import _core
-
-if TYPE_CHECKING:
-    import pandas
 
 #: DataFrame rows converted to dicts at a time.
 CHUNK = 1000
@@ -122,35 +120,3 @@ def _holds_containers(column: Any) -> bool:
         if not missing(value):
             return isinstance(value, (list, tuple, dict))
     return False
-
-
-def failures_frame(report: Any) -> pandas.DataFrame:
-    """The records a report did not accept as a DataFrame: the body of
-    :meth:`PublishReport.to_pandas <surveillance.PublishReport.to_pandas>`."""
-    try:
-        import pandas as pd  # optional: pandas
-    except ImportError:
-        raise ImportError(
-            "PublishReport.to_pandas() needs pandas: pip install 'surveillance[pandas]'"
-        ) from None
-    failures = report.failures
-    columns = {
-        "index": pd.array([f.index for f in failures], dtype="int64"),
-        "line": pd.array([f.line for f in failures], dtype="Int64"),
-        "transaction_id": pd.array([f.transaction_id for f in failures], dtype="object"),
-        "kind": pd.array([f.kind for f in failures], dtype="object"),
-        "status": pd.array([f.status for f in failures], dtype="Int64"),
-        "message": pd.array([f.message for f in failures], dtype="object"),
-        "problems": pd.array(
-            [
-                "; ".join(
-                    f"{p.severity} {p.path}: {p.message}" if p.path else p.message
-                    for p in f.problems
-                )
-                for f in failures
-            ],
-            dtype="object",
-        ),
-        "record": pd.array([f.record_json for f in failures], dtype="object"),
-    }
-    return pd.DataFrame(columns)

@@ -21,10 +21,13 @@ Every error the package raises on purpose is a :class:`SurveillanceError`::
     ├── PublishInterrupted   Ctrl-C during Client.publish (.report: the partial PublishReport)
     └── SyncInterrupted      Ctrl-C during Client.sync_events: what it fetched is kept (.result)
 
-The two that carry a publish report are defined beside it, in :mod:`surveillance.publish`
-(so this module needs nothing of the package), and SyncInterrupted beside its SyncResult, in
-:mod:`surveillance.sync`; ``surveillance.PublishError``, ``surveillance.PublishInterrupted``
-and ``surveillance.SyncInterrupted`` name them, as they name these.
+PublishError is defined here, where the native report that raises it finds it (the native
+module imports nothing else of the package), and named by :mod:`surveillance.publish`;
+PublishInterrupted is defined beside the publish report, in :mod:`surveillance.publish`, and
+SyncInterrupted beside its SyncResult, in :mod:`surveillance.sync`;
+``surveillance.PublishError``, ``surveillance.PublishInterrupted`` and
+``surveillance.SyncInterrupted`` name them, as they name these. This module needs nothing of
+the package.
 
 Messages never contain a secret, an API key or a token.
 
@@ -39,7 +42,10 @@ bad argument carry it too; :func:`wording` reads it of any exception.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Callable, NamedTuple, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, TypeVar, Union
+
+if TYPE_CHECKING:
+    from ._core import PublishReport
 
 __all__ = [
     "SurveillanceError",
@@ -317,3 +323,20 @@ class SyncLockedError(SurveillanceError):
 
     def __reduce__(self) -> Any:
         return (type(self), (str(self), self.path))
+
+
+class PublishError(SurveillanceError):
+    """Raised by :meth:`PublishReport.raise_on_failure
+    <surveillance.PublishReport.raise_on_failure>` when records were not accepted.
+
+    Attributes:
+        report: the :class:`~surveillance.PublishReport`; ``report.rejected`` lists the
+            records and why, ``report.write_failures(path)`` writes them to publish again.
+    """
+
+    def __init__(self, message: str, report: Optional[PublishReport] = None) -> None:
+        super().__init__(message)
+        self.report: Optional[PublishReport] = report
+
+    def __reduce__(self) -> Any:
+        return (type(self), (str(self), None))

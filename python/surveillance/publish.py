@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, TypedDict, Union
 from . import _check, _core, _frames, _progress, _records
 from ._core import Failure, PublishReport
 from ._progress import _wanted
-from .errors import Problem, SurveillanceError, arg, worded
+from .errors import Problem, PublishError, arg, worded
 from .types import BatchSize, Progress
 
 __all__ = ["Problem", "Failure", "PublishReport", "PublishError", "PublishInterrupted", "validate"]
@@ -72,23 +72,6 @@ def validate(record: Mapping[str, Any]) -> list[Problem]:
         error storeId: unknown field `storeId`: it is the legacy name of `locationId`; use ...
     """
     return [Problem(**p) for p in _core.validate(record)]
-
-
-class PublishError(SurveillanceError):
-    """Raised by :meth:`PublishReport.raise_on_failure
-    <surveillance.PublishReport.raise_on_failure>` when records were not accepted.
-
-    Attributes:
-        report: the :class:`~surveillance.PublishReport`; ``report.rejected`` lists the
-            records and why, ``report.write_failures(path)`` writes them to publish again.
-    """
-
-    def __init__(self, message: str, report: Optional[PublishReport] = None) -> None:
-        super().__init__(message)
-        self.report: Optional[PublishReport] = report
-
-    def __reduce__(self) -> Any:
-        return (type(self), (str(self), None))
 
 
 class PublishInterrupted(KeyboardInterrupt):

@@ -100,6 +100,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add_function(wrap_pyfunction!(conversions::keywords::check_limits, m)?)?;
     m.add_function(wrap_pyfunction!(client::check_seconds, m)?)?;
+    m.add_function(wrap_pyfunction!(conversions::time::py_to_datetime, m)?)?;
+    m.add_function(wrap_pyfunction!(conversions::time::py_to_ms, m)?)?;
+    m.add_function(wrap_pyfunction!(conversions::time::py_from_ms, m)?)?;
+    m.add_function(wrap_pyfunction!(results::shown::html_table, m)?)?;
     m.add_function(wrap_pyfunction!(publish::publish, m)?)?;
     m.add_class::<publish::lines::JsonLines>()?;
     m.add_function(wrap_pyfunction!(publish::lines::columns_json, m)?)?;

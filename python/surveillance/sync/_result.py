@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import List, Optional, Tuple
 
-from .._html import table
+from .._core import html_table
 from ..errors import QuotaExhaustedError
 from ._state import _iso
 
@@ -131,7 +131,7 @@ class SyncResult:
 
     def _repr_html_(self) -> str:
         """Its figures as a table, for Jupyter."""
-        return table("SyncResult", self)
+        return html_table("SyncResult", [(f.name, getattr(self, f.name)) for f in fields(self)])
 
 
 def _count(n: int, word: str) -> str:

@@ -1,7 +1,14 @@
 //! How a publish's report reads: a failure as one line, the report's summary, its text, its
-//! HTML table for Jupyter, and the message of the error that says records were not accepted.
+//! HTML table for Jupyter (made of the pieces every result's table is, `results::shown`), its
+//! failures as a pandas DataFrame, and the message of the error that says records were not
+//! accepted.
 
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use super::failure::severity_name;
 use super::report::{PyFailure, PyPublishReport};
+use crate::python::results::shown::{esc, grid, rows_table};
 use crate::text::thousands;
 
 /// `n` as Python's `f"{n:,.0f}"` writes it.
@@ -11,15 +18,6 @@ fn rounded(n: f64) -> String {
         Ok(v) => thousands(v),
         Err(_) => whole,
     }
-}
-
-/// `text` as Python's `html.escape` writes it.
-fn esc(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#x27;")
 }
 
 impl PyFailure {
@@ -48,6 +46,11 @@ impl PyPublishReport {
     /// See [`not_accepted`].
     pub(super) fn not_accepted_text(&self) -> String {
         not_accepted(self)
+    }
+
+    /// See [`failures_frame`].
+    pub(super) fn failures_frame<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        failures_frame(py, &self.all_failures())
     }
 }
 
@@ -194,41 +197,25 @@ fn html(r: &PyPublishReport) -> String {
     if let Some(e) = r.error.as_deref().filter(|e| !e.is_empty()) {
         rows.push(("stopped".into(), e.to_owned()));
     }
-    let head: String = rows
-        .iter()
-        .map(|(k, v)| {
-            format!(
-                "<tr><th style='text-align:left'>{}</th><td>{}</td></tr>",
-                esc(k),
-                esc(v)
-            )
-        })
-        .collect();
-    let mut out = format!("<b>PublishReport</b> ({})<table>{head}</table>", esc(state));
+    let after = format!(" ({})", esc(state));
+    let mut out = rows_table("PublishReport", &after, &rows);
     let failures = r.all_failures();
     if !failures.is_empty() {
-        let body: String = failures
+        let columns = ["index", "transactionId", "status", "kind", "message"].map(String::from);
+        let cells: Vec<Vec<String>> = failures
             .iter()
             .take(20)
             .map(|f| {
-                let cells = [
+                vec![
                     f.index.to_string(),
                     f.transaction_id.clone().unwrap_or_default(),
                     f.status.map(|s| s.to_string()).unwrap_or_default(),
                     f.kind.clone(),
                     f.message.clone(),
-                ];
-                let cells: String = cells
-                    .iter()
-                    .map(|c| format!("<td>{}</td>", esc(c)))
-                    .collect();
-                format!("<tr>{cells}</tr>")
+                ]
             })
             .collect();
-        out.push_str(&format!(
-            "<table><tr><th>index</th><th>transactionId</th><th>status</th><th>kind</th>\
-             <th>message</th></tr>{body}</table>"
-        ));
+        out.push_str(&grid(&columns, &cells));
         if failures.len() > 20 {
             out.push_str(&format!(
                 "<p>... and {} more</p>",
@@ -260,6 +247,101 @@ fn not_accepted(r: &PyPublishReport) -> String {
         thousands(r.total),
         first.join("; ")
     )
+}
+
+/// The records `failures` as the DataFrame of `PublishReport.to_pandas`, one row each: their
+/// position, line, id, kind, status, message, problems (`"error path: message"` joined by
+/// `"; "`) and record as JSON text; pandas' nullable `Int64` where a number may be missing.
+fn failures_frame<'py>(py: Python<'py>, failures: &[&PyFailure]) -> PyResult<Bound<'py, PyAny>> {
+    let pandas = match py.import("pandas") {
+        Ok(pandas) => pandas,
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyImportError>(py) => {
+            return Err(pyo3::exceptions::PyImportError::new_err(
+                "PublishReport.to_pandas() needs pandas: pip install 'surveillance[pandas]'",
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    let array = |values: Bound<'py, PyList>, dtype: &str| -> PyResult<Bound<'py, PyAny>> {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("dtype", dtype)?;
+        pandas.call_method("array", (values,), Some(&kwargs))
+    };
+    let column = |f: &dyn Fn(&PyFailure) -> PyResult<Bound<'py, PyAny>>| {
+        PyList::new(
+            py,
+            failures
+                .iter()
+                .map(|x| f(x))
+                .collect::<PyResult<Vec<_>>>()?,
+        )
+    };
+    let problems = |f: &PyFailure| -> String {
+        f.problems
+            .iter()
+            .map(|p| {
+                if p.path.is_empty() {
+                    p.message.clone()
+                } else {
+                    format!("{} {}: {}", severity_name(p.severity), p.path, p.message)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let columns = PyDict::new(py);
+    let any = |v: Bound<'py, PyAny>| -> PyResult<Bound<'py, PyAny>> { Ok(v) };
+    columns.set_item(
+        "index",
+        array(
+            column(&|f| any(f.index.into_pyobject(py)?.into_any()))?,
+            "int64",
+        )?,
+    )?;
+    columns.set_item(
+        "line",
+        array(column(&|f| any(f.line.into_pyobject(py)?))?, "Int64")?,
+    )?;
+    columns.set_item(
+        "transaction_id",
+        array(
+            column(&|f| any(f.transaction_id.clone().into_pyobject(py)?))?,
+            "object",
+        )?,
+    )?;
+    columns.set_item(
+        "kind",
+        array(
+            column(&|f| any(f.kind.clone().into_pyobject(py)?.into_any()))?,
+            "object",
+        )?,
+    )?;
+    columns.set_item(
+        "status",
+        array(column(&|f| any(f.status.into_pyobject(py)?))?, "Int64")?,
+    )?;
+    columns.set_item(
+        "message",
+        array(
+            column(&|f| any(f.message.clone().into_pyobject(py)?.into_any()))?,
+            "object",
+        )?,
+    )?;
+    columns.set_item(
+        "problems",
+        array(
+            column(&|f| any(problems(f).into_pyobject(py)?.into_any()))?,
+            "object",
+        )?,
+    )?;
+    columns.set_item(
+        "record",
+        array(
+            column(&|f| any(f.record_json.clone().into_pyobject(py)?))?,
+            "object",
+        )?,
+    )?;
+    pandas.call_method1("DataFrame", (columns,))
 }
 
 #[cfg(test)]

@@ -2,44 +2,39 @@
 //! `cache::Info` and `cache::Entry`).
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
 
-use super::{epoch_ms, result_methods, utc};
+use super::fields::{result_class, Time};
 use crate::client::cache::{Entry, Info};
 
-/// What the cache of settled events holds of one account and endpoint (an item of
-/// :class:`CacheInfo`'s ``entries``), read-only, as a mapping of its attributes too.
-///
-/// >>> import surveillance as sv
-/// >>> def hours(entry: sv.CacheEntry) -> float:
-/// ...     return sum((hi - lo).total_seconds() for lo, hi in entry["ranges"]) / 3600
-#[pyclass(name = "CacheEntry", module = "surveillance._core", frozen, mapping)]
-pub struct PyCacheEntry {
-    /// A hash of the base URL, API key and client id (never a secret).
-    #[pyo3(get)]
-    account: String,
-    /// The service's base URL, when known.
-    #[pyo3(get)]
-    base_url: Option<String>,
-    /// The endpoint, e.g. ``"GET /v2/events"``.
-    #[pyo3(get)]
-    endpoint: String,
-    /// The report, or None for all events.
-    #[pyo3(get)]
-    report_id: Option<String>,
-    ranges: Vec<(i64, i64)>,
-    /// Events held.
-    #[pyo3(get)]
-    events: u64,
-    /// Requests the reads that filled it spent, which a read of all it holds saves.
-    #[pyo3(get)]
-    requests: u64,
-    /// Bytes of its files.
-    #[pyo3(get)]
-    bytes: u64,
-    /// Its files.
-    #[pyo3(get)]
-    files: u64,
+result_class! {
+    /// What the cache of settled events holds of one account and endpoint (an item of
+    /// :class:`CacheInfo`'s ``entries``), read-only, as a mapping of its attributes too.
+    ///
+    /// >>> import surveillance as sv
+    /// >>> def hours(entry: sv.CacheEntry) -> float:
+    /// ...     return sum((hi - lo).total_seconds() for lo, hi in entry["ranges"]) / 3600
+    #[pyclass(name = "CacheEntry", module = "surveillance._core", frozen, mapping)]
+    mapping PyCacheEntry "CacheEntry" {
+        /// A hash of the base URL, API key and client id (never a secret).
+        account: String => "str",
+        /// The service's base URL, when known.
+        base_url: Option<String> => "Optional[str]",
+        /// The endpoint, e.g. ``"GET /v2/events"``.
+        endpoint: String => "str",
+        /// The report, or None for all events.
+        report_id: Option<String> => "Optional[str]",
+        /// The ranges held, ``[start, end)`` pairs of aware UTC datetimes.
+        ranges: Vec<(Time, Time)> => "list[tuple[datetime.datetime, datetime.datetime]]",
+        /// Events held.
+        events: u64 => "int",
+        /// Requests the reads that filled it spent, which a read of all it holds saves.
+        requests: u64 => "int",
+        /// Bytes of its files.
+        bytes: u64 => "int",
+        /// Its files.
+        files: u64 => "int",
+    }
+    {}
 }
 
 impl From<Entry> for PyCacheEntry {
@@ -49,7 +44,11 @@ impl From<Entry> for PyCacheEntry {
             base_url: e.base_url,
             endpoint: e.endpoint,
             report_id: e.report_id,
-            ranges: e.ranges,
+            ranges: e
+                .ranges
+                .into_iter()
+                .map(|(lo, hi)| (Time(lo), Time(hi)))
+                .collect(),
             events: e.events,
             requests: e.requests,
             bytes: e.bytes,
@@ -58,84 +57,27 @@ impl From<Entry> for PyCacheEntry {
     }
 }
 
-/// The entry's keys, in the constructor's order.
-const ENTRY: &[&str] = &[
-    "account",
-    "base_url",
-    "endpoint",
-    "report_id",
-    "ranges",
-    "events",
-    "requests",
-    "bytes",
-    "files",
-];
-
-result_methods!(mapping PyCacheEntry, "CacheEntry", ENTRY, {
-    #[new]
-    #[pyo3(signature = (account, base_url, endpoint, report_id, ranges, events, requests, bytes, files))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        account: String,
-        base_url: Option<String>,
-        endpoint: String,
-        report_id: Option<String>,
-        ranges: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>,
-        events: u64,
-        requests: u64,
-        bytes: u64,
-        files: u64,
-    ) -> PyResult<Self> {
-        let ranges = ranges
-            .iter()
-            .map(|(lo, hi)| Ok((epoch_ms(lo, "ranges")?, epoch_ms(hi, "ranges")?)))
-            .collect::<PyResult<_>>()?;
-        Ok(PyCacheEntry {
-            account,
-            base_url,
-            endpoint,
-            report_id,
-            ranges,
-            events,
-            requests,
-            bytes,
-            files,
-        })
+result_class! {
+    /// What the cache of settled events holds (:meth:`Client.cache_info
+    /// <surveillance.Client.cache_info>`), read-only, as a mapping of its attributes too.
+    ///
+    /// >>> import surveillance as sv
+    /// >>> def events_held(info: sv.CacheInfo) -> int:
+    /// ...     return sum(entry["events"] for entry in info["entries"])
+    #[pyclass(name = "CacheInfo", module = "surveillance._core", frozen, mapping)]
+    mapping PyCacheInfo "CacheInfo" {
+        /// The directory (the one named, or the cache's own folder in it).
+        path: String => "str",
+        /// Bytes of its files.
+        bytes: u64 => "int",
+        /// Its files of events.
+        files: u64 => "int",
+        /// Requests this client's reads did not send, thanks to the cache (0 without a client).
+        requests_saved: u64 => "int",
+        /// What it holds of each account and endpoint.
+        entries: Vec<Py<PyCacheEntry>> => "list[CacheEntry]",
     }
-
-    /// The ranges held, ``[start, end)`` pairs of aware UTC datetimes.
-    #[getter]
-    fn ranges<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let pairs = self
-            .ranges
-            .iter()
-            .map(|&(lo, hi)| PyTuple::new(py, [utc(py, lo)?, utc(py, hi)?]))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, pairs)
-    }
-});
-
-/// What the cache of settled events holds (:meth:`Client.cache_info
-/// <surveillance.Client.cache_info>`), read-only, as a mapping of its attributes too.
-///
-/// >>> import surveillance as sv
-/// >>> def events_held(info: sv.CacheInfo) -> int:
-/// ...     return sum(entry["events"] for entry in info["entries"])
-#[pyclass(name = "CacheInfo", module = "surveillance._core", frozen, mapping)]
-pub struct PyCacheInfo {
-    /// The directory (the one named, or the cache's own folder in it).
-    #[pyo3(get)]
-    path: String,
-    /// Bytes of its files.
-    #[pyo3(get)]
-    bytes: u64,
-    /// Its files of events.
-    #[pyo3(get)]
-    files: u64,
-    /// Requests this client's reads did not send, thanks to the cache (0 without a client).
-    #[pyo3(get)]
-    requests_saved: u64,
-    entries: Vec<Py<PyCacheEntry>>,
+    {}
 }
 
 impl PyCacheInfo {
@@ -155,26 +97,3 @@ impl PyCacheInfo {
         })
     }
 }
-
-/// The cache's keys, in the constructor's order.
-const INFO: &[&str] = &["path", "bytes", "files", "requests_saved", "entries"];
-
-result_methods!(mapping PyCacheInfo, "CacheInfo", INFO, {
-    #[new]
-    #[pyo3(signature = (path, bytes, files, requests_saved, entries))]
-    fn new(
-        path: String,
-        bytes: u64,
-        files: u64,
-        requests_saved: u64,
-        entries: Vec<Py<PyCacheEntry>>,
-    ) -> Self {
-        PyCacheInfo { path, bytes, files, requests_saved, entries }
-    }
-
-    /// What it holds of each account and endpoint.
-    #[getter]
-    fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(py, self.entries.iter().map(|e| e.bind(py)))
-    }
-});

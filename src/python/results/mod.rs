@@ -2,13 +2,15 @@
 //! (`EventPlan`), what a call spent (`Cost`), the daily quota (`Quota`), a client's counters
 //! (`Stats`) and what the cache of settled events holds (`CacheInfo`, `CacheEntry`). Each is
 //! built from the core's struct, frozen, with typed attributes, a `repr` and a table for
-//! Jupyter (drawn by `surveillance._html`, as every result is), `to_dict()` and pickling. The
+//! Jupyter (drawn by `shown`, as every result is), `to_dict()` and pickling. The
 //! quota, the stats and the cache's contents were dicts and stay read-only mappings
 //! (`collections.abc.Mapping`): `q["used"]`, `dict(q)` and `q == {...}` read them as before.
 
 mod cache;
+pub mod fields;
 mod plan;
 mod quota;
+pub mod shown;
 
 pub use cache::{PyCacheEntry, PyCacheInfo};
 pub use plan::{PyCost, PyEventPlan};
@@ -22,7 +24,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEventPlan>()?;
     m.add_class::<PyCost>()?;
-    let mapping = m.py().import("collections.abc")?.getattr("Mapping")?;
+    let mapping = mapping_class(m.py())?;
     for class in [
         m.py().get_type::<PyQuota>(),
         m.py().get_type::<PyStats>(),
@@ -35,49 +37,16 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// The Python helpers the results use, looked up once.
-struct Helpers {
-    /// `surveillance._time.from_ms`: epoch ms as an aware UTC datetime.
-    from_ms: Py<PyAny>,
-    /// `surveillance._time.to_ms`: a time as epoch ms.
-    to_ms: Py<PyAny>,
-    /// `surveillance._html.fields`: a result's figures as `Name(a=1, ...)`.
-    fields: Py<PyAny>,
-    /// `surveillance._html.table`: a result's figures as an HTML table.
-    table: Py<PyAny>,
-    /// `collections.abc.Mapping`.
-    mapping: Py<PyAny>,
-}
-
-static HELPERS: PyOnceLock<Helpers> = PyOnceLock::new();
-
-fn helpers(py: Python<'_>) -> PyResult<&'static Helpers> {
-    HELPERS.get_or_try_init(py, || {
-        let time = py.import("surveillance._time")?;
-        let html = py.import("surveillance._html")?;
-        Ok(Helpers {
-            from_ms: time.getattr("from_ms")?.unbind(),
-            to_ms: time.getattr("to_ms")?.unbind(),
-            fields: html.getattr("fields")?.unbind(),
-            table: html.getattr("table")?.unbind(),
-            mapping: py.import("collections.abc")?.getattr("Mapping")?.unbind(),
-        })
-    })
-}
-
-/// Epoch ms as an aware UTC datetime.
-fn utc(py: Python<'_>, ms: i64) -> PyResult<Bound<'_, PyAny>> {
-    helpers(py)?.from_ms.bind(py).call1((ms,))
-}
-
-/// A time given to a constructor (an aware datetime, or any time `surveillance` reads) as
-/// epoch ms; `name` is the argument's, for the error.
-fn epoch_ms(value: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
-    helpers(value.py())?
-        .to_ms
-        .bind(value.py())
-        .call1((value, name))?
-        .extract()
+/// `collections.abc.Mapping`, which the mapping results are registered as.
+fn mapping_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static MAPPING: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    Ok(MAPPING
+        .get_or_try_init(py, || {
+            py.import("collections.abc")?
+                .getattr("Mapping")
+                .map(Bound::unbind)
+        })?
+        .bind(py))
 }
 
 /// The key of `keys` that `key` is, if it is one.
@@ -94,6 +63,16 @@ fn figures<'py>(obj: &Bound<'py, PyAny>, keys: &[&str]) -> PyResult<Bound<'py, P
         out.set_item(*key, obj.getattr(*key)?)?;
     }
     Ok(out)
+}
+
+/// A result's attributes as `(name, value)` pairs, in order.
+fn pairs<'py>(
+    obj: &Bound<'py, PyAny>,
+    keys: &[&str],
+) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+    keys.iter()
+        .map(|key| Ok(((*key).to_owned(), obj.getattr(*key)?)))
+        .collect()
 }
 
 /// `obj` as plain Python values: a result as the dict of [`to_dict`], a list item by item.
@@ -127,24 +106,14 @@ fn to_dict<'py>(obj: &Bound<'py, PyAny>, keys: &[&str]) -> PyResult<Bound<'py, P
     Ok(out)
 }
 
-/// `Name(a=1, b=None, ...)`, as `surveillance._html` writes a result.
+/// `Name(a=1, b=None, ...)`, as [`shown::fields`] writes a result.
 fn repr(obj: &Bound<'_, PyAny>, name: &str, keys: &[&str]) -> PyResult<String> {
-    let py = obj.py();
-    helpers(py)?
-        .fields
-        .bind(py)
-        .call1((name, figures(obj, keys)?))?
-        .extract()
+    shown::fields(name, &pairs(obj, keys)?)
 }
 
-/// The result as an HTML table, as `surveillance._html` draws a result in Jupyter.
+/// The result as an HTML table, as [`shown::table`] draws every result in Jupyter.
 fn html(obj: &Bound<'_, PyAny>, name: &str, keys: &[&str]) -> PyResult<String> {
-    let py = obj.py();
-    helpers(py)?
-        .table
-        .bind(py)
-        .call1((name, figures(obj, keys)?))?
-        .extract()
+    shown::table(name, &pairs(obj, keys)?)
 }
 
 /// What pickles a result: its class, and its attributes in the constructor's order.
@@ -168,7 +137,7 @@ fn mapping_eq<'py>(
     other: &Bound<'py, PyAny>,
 ) -> PyResult<Option<bool>> {
     let py = obj.py();
-    if !other.is_instance(helpers(py)?.mapping.bind(py))? {
+    if !other.is_instance(mapping_class(py)?)? {
         return Ok(None);
     }
     let theirs = PyDict::new(py);
@@ -370,6 +339,12 @@ macro_rules! result_methods {
                 }
             }
         });
+    };
+    (plain $class:ty, $name:literal, $keys:expr, { $($extra:tt)* }) => {
+        #[pymethods]
+        impl $class {
+            $($extra)*
+        }
     };
     (record $class:ty, $name:literal, $keys:expr, { $($extra:tt)* }) => {
         $crate::python::results::result_methods!(@impl $class, $name, $keys, record_eq, {

@@ -3,7 +3,8 @@
 
 use pyo3::prelude::*;
 
-use super::{result_methods, PyQuota};
+use super::fields::result_class;
+use super::PyQuota;
 use crate::client::plan::EventPlan;
 use crate::text::thousands;
 
@@ -46,34 +47,71 @@ fn duration(seconds: f64) -> String {
     }
 }
 
-/// What fetching the events of a range will cost (:meth:`Client.plan_events`).
-/// ``print(plan)`` reads it in words.
-///
-/// >>> import surveillance as sv
-/// >>> print(sv.EventPlan(41_000, 415, 415.0, 0.17, 5))
-/// about 41,000 events, 415 requests, 7 min at the read limit, 0.2 days of quota (plan: 5 requests)
-#[pyclass(name = "EventPlan", module = "surveillance._core", frozen)]
-pub struct PyEventPlan {
-    /// Events in the range (estimated; exact when ``exact``).
-    #[pyo3(get)]
-    events: u64,
-    /// Requests :meth:`Client.events` would make for them.
-    #[pyo3(get)]
-    requests: u64,
-    /// How long they take at the client's read rate (0 when it is unlimited).
-    #[pyo3(get)]
-    seconds: f64,
-    /// Days of the daily quota they take, what remains today counting first (0 without a
-    /// daily limit). 0.2 is a fifth of a day's quota, which fits today; 2.5 the rest of
-    /// today, all of tomorrow and half the day after.
-    #[pyo3(get)]
-    days: f64,
-    /// Requests the plan itself made (they count against the quota too).
-    #[pyo3(get)]
-    probes: u64,
-    /// Every window's size was found, not estimated.
-    #[pyo3(get)]
-    exact: bool,
+result_class! {
+    /// What fetching the events of a range will cost (:meth:`Client.plan_events`).
+    /// ``print(plan)`` reads it in words.
+    ///
+    /// >>> import surveillance as sv
+    /// >>> print(sv.EventPlan(41_000, 415, 415.0, 0.17, 5))
+    /// about 41,000 events, 415 requests, 7 min at the read limit, 0.2 days of quota (plan: 5 requests)
+    #[pyclass(name = "EventPlan", module = "surveillance._core", frozen)]
+    record PyEventPlan "EventPlan" {
+        /// Events in the range (estimated; exact when ``exact``).
+        events: u64 => "int",
+        /// Requests :meth:`Client.events` would make for them.
+        requests: u64 => "int",
+        /// How long they take at the client's read rate (0 when it is unlimited).
+        seconds: f64 => "float",
+        /// Days of the daily quota they take, what remains today counting first (0 without a
+        /// daily limit). 0.2 is a fifth of a day's quota, which fits today; 2.5 the rest of
+        /// today, all of tomorrow and half the day after.
+        days: f64 => "float",
+        /// Requests the plan itself made (they count against the quota too).
+        probes: u64 => "int",
+        /// Every window's size was found, not estimated.
+        exact: bool => "bool" = false,
+    }
+    {
+        /// Its figures' hash, as a frozen dataclass's.
+        fn __hash__(slf: &Bound<'_, Self>) -> PyResult<isize> {
+            super::record_hash(slf.as_any(), Self::KEYS)
+        }
+
+        fn __str__(&self, py: Python<'_>) -> PyResult<String> {
+            let about = if self.exact { "" } else { "about " };
+            let mut parts = vec![
+                format!("{about}{} events", thousands(self.events)),
+                format!("{} requests", thousands(self.requests)),
+            ];
+            if self.seconds > 0.0 {
+                parts.push(format!("{} at the read limit", duration(self.seconds)));
+            }
+            if self.days > 0.0 {
+                parts.push(format!("{} days of quota", days(py, self.days)?));
+            }
+            Ok(format!("{} (plan: {} requests)", parts.join(", "), thousands(self.probes)))
+        }
+
+        /// Its fields, the time to a tenth of a second and the days to three figures.
+        ///
+        /// >>> import surveillance as sv
+        /// >>> sv.EventPlan(6_000, 61, 30.500001, 0.0004166666666666667, 3, True)
+        /// EventPlan(events=6000, requests=61, seconds=30.5, days=0.000417, probes=3, exact=True)
+        fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+            let seconds = py
+                .import("builtins")?
+                .call_method1("round", (self.seconds, 1))?
+                .repr()?;
+            Ok(format!(
+                "EventPlan(events={}, requests={}, seconds={seconds}, days={}, probes={}, exact={})",
+                self.events,
+                self.requests,
+                format(py, self.days, ".3g")?,
+                self.probes,
+                if self.exact { "True" } else { "False" },
+            ))
+        }
+    }
 }
 
 impl From<EventPlan> for PyEventPlan {
@@ -89,77 +127,56 @@ impl From<EventPlan> for PyEventPlan {
     }
 }
 
-/// The plan's attributes, in the constructor's order.
-const PLAN: &[&str] = &["events", "requests", "seconds", "days", "probes", "exact"];
-
-result_methods!(record PyEventPlan, "EventPlan", PLAN, {
-    /// Its figures' hash, as a frozen dataclass's.
-    fn __hash__(slf: &Bound<'_, Self>) -> PyResult<isize> {
-        super::record_hash(slf.as_any(), PLAN)
-    }
-
-    #[new]
-    #[pyo3(signature = (events, requests, seconds, days, probes, exact=false))]
-    fn new(events: u64, requests: u64, seconds: f64, days: f64, probes: u64, exact: bool) -> Self {
-        EventPlan { events, requests, seconds, days, probes, exact }.into()
-    }
-
-    fn __str__(&self, py: Python<'_>) -> PyResult<String> {
-        let about = if self.exact { "" } else { "about " };
-        let mut parts = vec![
-            format!("{about}{} events", thousands(self.events)),
-            format!("{} requests", thousands(self.requests)),
-        ];
-        if self.seconds > 0.0 {
-            parts.push(format!("{} at the read limit", duration(self.seconds)));
-        }
-        if self.days > 0.0 {
-            parts.push(format!("{} days of quota", days(py, self.days)?));
-        }
-        Ok(format!("{} (plan: {} requests)", parts.join(", "), thousands(self.probes)))
-    }
-
-    /// Its fields, the time to a tenth of a second and the days to three figures.
+result_class! {
+    /// What a call spent of the daily request quota: :attr:`Client.last_cost` after each fetch,
+    /// sync, list or publish, with the quota as it stood after the call.
     ///
     /// >>> import surveillance as sv
-    /// >>> sv.EventPlan(6_000, 61, 30.500001, 0.0004166666666666667, 3, True)
-    /// EventPlan(events=6000, requests=61, seconds=30.5, days=0.000417, probes=3, exact=True)
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let seconds = py
-            .import("builtins")?
-            .call_method1("round", (self.seconds, 1))?
-            .repr()?;
-        Ok(format!(
-            "EventPlan(events={}, requests={}, seconds={seconds}, days={}, probes={}, exact={})",
-            self.events,
-            self.requests,
-            format(py, self.days, ".3g")?,
-            self.probes,
-            if self.exact { "True" } else { "False" },
-        ))
+    /// >>> cost = sv.Cost(12, sv.Quota(2400, 570, 1830, resets_at="2026-01-06"))
+    /// >>> print(cost)
+    /// 12 requests, 0.5% of the day's 2,400 (1,830 left)
+    /// >>> cost.share, cost.quota.remaining
+    /// (0.005, 1830)
+    #[pyclass(name = "Cost", module = "surveillance._core", frozen)]
+    record PyCost "Cost" {
+        /// Requests this client sent during the call, token requests and retries included (the
+        /// service counts them all). Calls running at the same time on the same client, from
+        /// other threads, count here too.
+        requests: i64 => "int",
+        /// Where the daily quota stood after the call, as :meth:`Client.quota
+        /// <surveillance.Client.quota>` gives it (None before a client's first call).
+        quota: Option<PyQuota> => "Optional[Quota]" = None,
     }
-});
+    {
+        /// ``requests`` as a share of the day's quota (0.005 is half a percent), or None.
+        #[getter]
+        fn share(&self) -> Option<f64> {
+            self.limit().map(|l| self.requests as f64 / l as f64)
+        }
 
-/// What a call spent of the daily request quota: :attr:`Client.last_cost` after each fetch,
-/// sync, list or publish, with the quota as it stood after the call.
-///
-/// >>> import surveillance as sv
-/// >>> cost = sv.Cost(12, sv.Quota(2400, 570, 1830, resets_at="2026-01-06"))
-/// >>> print(cost)
-/// 12 requests, 0.5% of the day's 2,400 (1,830 left)
-/// >>> cost.share, cost.quota.remaining
-/// (0.005, 1830)
-#[pyclass(name = "Cost", module = "surveillance._core", frozen)]
-pub struct PyCost {
-    /// Requests this client sent during the call, token requests and retries included (the
-    /// service counts them all). Calls running at the same time on the same client, from
-    /// other threads, count here too.
-    #[pyo3(get)]
-    requests: i64,
-    /// Where the daily quota stood after the call, as :meth:`Client.quota
-    /// <surveillance.Client.quota>` gives it (None before a client's first call).
-    #[pyo3(get)]
-    quota: Option<PyQuota>,
+        fn __str__(&self, py: Python<'_>) -> PyResult<String> {
+            let plural = if self.requests == 1 { "" } else { "s" };
+            let sign = if self.requests < 0 { "-" } else { "" };
+            let count = thousands(self.requests.unsigned_abs());
+            let mut text = format!("{sign}{count} request{plural}");
+            if let Some(limit) = self.limit() {
+                let percent = 100.0 * self.requests as f64 / limit as f64;
+                text += &format!(
+                    ", {}% of the day's {}",
+                    format(py, percent, ".1f")?,
+                    thousands(limit)
+                );
+                if let Some(remaining) = self.quota.as_ref().and_then(|q| q.remaining) {
+                    text += &format!(" ({} left)", thousands(remaining));
+                }
+            }
+            Ok(text)
+        }
+
+        fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+            super::repr(slf.as_any(), "Cost", Self::KEYS)
+        }
+    }
 }
 
 impl PyCost {
@@ -168,46 +185,6 @@ impl PyCost {
         self.quota.as_ref().and_then(|q| q.limit).filter(|l| *l > 0)
     }
 }
-
-/// The cost's attributes, in the constructor's order.
-const COST: &[&str] = &["requests", "quota"];
-
-result_methods!(record PyCost, "Cost", COST, {
-    #[new]
-    #[pyo3(signature = (requests, quota=None))]
-    fn new(requests: i64, quota: Option<PyRef<'_, PyQuota>>) -> Self {
-        PyCost { requests, quota: quota.map(|q| q.clone()) }
-    }
-
-    /// ``requests`` as a share of the day's quota (0.005 is half a percent), or None.
-    #[getter]
-    fn share(&self) -> Option<f64> {
-        self.limit().map(|l| self.requests as f64 / l as f64)
-    }
-
-    fn __str__(&self, py: Python<'_>) -> PyResult<String> {
-        let plural = if self.requests == 1 { "" } else { "s" };
-        let sign = if self.requests < 0 { "-" } else { "" };
-        let count = thousands(self.requests.unsigned_abs());
-        let mut text = format!("{sign}{count} request{plural}");
-        if let Some(limit) = self.limit() {
-            let percent = 100.0 * self.requests as f64 / limit as f64;
-            text += &format!(
-                ", {}% of the day's {}",
-                format(py, percent, ".1f")?,
-                thousands(limit)
-            );
-            if let Some(remaining) = self.quota.as_ref().and_then(|q| q.remaining) {
-                text += &format!(" ({} left)", thousands(remaining));
-            }
-        }
-        Ok(text)
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        super::repr(slf.as_any(), "Cost", COST)
-    }
-});
 
 #[cfg(test)]
 mod tests {

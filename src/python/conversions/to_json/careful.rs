@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::client::publish::json::write_str;
+use crate::python::conversions::time;
 
 use super::conv_error::{type_name, ConvError};
 use super::scalars::{float, utf8};
@@ -53,14 +54,8 @@ impl<'py> Writer<'py> {
         };
         let lookups = self.lookups;
         if obj.is_instance(lookups.date.bind(py)).unwrap_or(false) {
-            let ms = lookups
-                .to_ms
-                .bind(py)
-                .call1((obj,))
-                .map_err(|e| failed(e, "a date"))?;
-            let ms = ms
-                .cast_into::<PyInt>()
-                .map_err(|e| failed(PyErr::from(e), "a date"))?;
+            let ms = time::to_ms(obj, "time").map_err(|e| failed(e, "a date"))?;
+            let Ok(ms) = ms.into_pyobject(py);
             return self.int(ms.as_any(), out);
         }
         if obj.is_instance(lookups.decimal.bind(py)).unwrap_or(false) {

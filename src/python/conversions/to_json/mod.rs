@@ -37,7 +37,6 @@ pub const MAX_DEPTH: u32 = 64;
 /// The classes of the careful path and the interned names the record-level lookups use.
 struct Lookups {
     date: Py<PyAny>,
-    to_ms: Py<PyAny>,
     decimal: Py<PyAny>,
     mapping: Py<PyAny>,
     data_type: Py<PyString>,
@@ -51,7 +50,6 @@ fn lookups(py: Python<'_>) -> PyResult<&'static Lookups> {
     LOOKUPS.get_or_try_init(py, || {
         Ok(Lookups {
             date: py.import("datetime")?.getattr("date")?.unbind(),
-            to_ms: py.import("surveillance._time")?.getattr("to_ms")?.unbind(),
             decimal: py.import("decimal")?.getattr("Decimal")?.unbind(),
             mapping: py.import("collections.abc")?.getattr("Mapping")?.unbind(),
             data_type: PyString::intern(py, "dataType").unbind(),
