@@ -47,7 +47,7 @@ class Failure:
         message: str,
         line: Optional[int] = None,
         record_json: Optional[str] = None,
-        kind: str = ...,
+        kind: str = 'failed',
     ) -> Failure: ...
     @property
     def index(self) -> int:
@@ -89,8 +89,8 @@ class PublishReport:
         total: int = 0,
         sent: int = 0,
         accepted: int = 0,
-        rejected: list[Failure] = ...,
-        unconfirmed: list[Failure] = ...,
+        rejected: list[Failure] = [],
+        unconfirmed: list[Failure] = [],
         requests: int = 0,
         retries: int = 0,
         rate_limited: int = 0,

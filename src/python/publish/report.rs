@@ -71,7 +71,7 @@ result_class! {
     /// >>> both.total, both.accepted, both.elapsed, both.ok
     /// (4, 4, 1.5, True)
     #[pyclass(name = "PublishReport", module = "surveillance._core", frozen)]
-    plain PyPublishReport "PublishReport" [*] {
+    plain PyPublishReport "PublishReport" shown "(*, total=0, sent=0, accepted=0, rejected=[], unconfirmed=[], requests=0, retries=0, rate_limited=0, elapsed=0.0, interrupted=False, error=None, region=None, batch_size=None, unread=None)" [*] {
         /// Records taken from the source.
         total: u64 => "int" = 0,
         /// Records that left the machine at least once.

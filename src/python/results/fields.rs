@@ -104,12 +104,13 @@ impl Take for Vec<(Time, Time)> {
 /// A field is `/// doc`, `name: Type => "annotation"`, `as "annotation"` where the
 /// constructor's argument is typed otherwise than the attribute, and `= default` where the
 /// argument may be left out (a literal or `None`, which the signature Python reads shows, or
-/// a `{ block }`, shown as `...`); `Type` is taken from its argument by [`Take`]. Fields after a
+/// a `{ block }`, shown as `...` unless the class gives the signature Python shows, `shown
+/// "(...)"`, after its name); `Type` is taken from its argument by [`Take`]. Fields after a
 /// `;` (`name: Type = value`) are the class's own, neither attributes nor arguments.
 macro_rules! result_class {
     (
         $(#[$attr:meta])*
-        $kind:ident $class:ident $name:literal $([$star:tt])? {
+        $kind:ident $class:ident $name:literal $(shown $shown:literal)? $([$star:tt])? {
             $(
                 $(#[doc = $doc:literal])*
                 $field:ident : $ty:ty => $annotation:literal $(as $arg:literal)?
@@ -121,7 +122,7 @@ macro_rules! result_class {
     ) => {
         $crate::python::results::fields::result_class!(@build
             $(#[$attr])*
-            $kind $class $name
+            $kind $class $name [$($shown)?]
             ($($star,)? $($field $(= $default)?),*)
             {
                 $(
@@ -135,7 +136,7 @@ macro_rules! result_class {
     };
     (@build
         $(#[$attr:meta])*
-        $kind:ident $class:ident $name:literal ($($signature:tt)*)
+        $kind:ident $class:ident $name:literal [$($shown:literal)?] ($($signature:tt)*)
         {
             $(
                 $(#[doc = $doc:literal])*
@@ -163,6 +164,7 @@ macro_rules! result_class {
         $crate::python::results::result_methods!($kind $class, $name, $class::KEYS, {
             #[new]
             #[pyo3(signature = ($($signature)*))]
+            $(#[pyo3(text_signature = $shown)])?
             #[allow(clippy::too_many_arguments)] // one argument per field
             fn new(
                 py: pyo3::Python<'_>,
