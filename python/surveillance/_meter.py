@@ -29,8 +29,8 @@ class Meter:
         *,
         streaming: bool = False,
         method: Optional[Callable[..., Any]] = None,
-        args: tuple = (),
-        kwargs: Optional[dict] = None,
+        args: tuple[Any, ...] = (),
+        kwargs: Optional[dict[str, Any]] = None,
     ) -> None:
         self._client = client
         # A stream's call ends at its last `settle`, another's when it is left.

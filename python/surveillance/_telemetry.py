@@ -157,7 +157,9 @@ def _signature(method: Callable[..., Any]) -> Optional[inspect.Signature]:
         return None
 
 
-def _arguments(method: Optional[Callable[..., Any]], args: tuple, kwargs: dict) -> dict[str, str]:
+def _arguments(
+    method: Optional[Callable[..., Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, str]:
     """The span attributes of a call's range, report and batch size."""
     signature = None if method is None else _signature(method)
     if signature is None:
@@ -328,8 +330,8 @@ def begin(
     client: Any,
     name: str,
     method: Optional[Callable[..., Any]] = None,
-    args: tuple = (),
-    kwargs: Optional[dict] = None,
+    args: tuple[Any, ...] = (),
+    kwargs: Optional[dict[str, Any]] = None,
 ) -> Optional[CallTelemetry]:
     """The telemetry of a call of ``client`` named ``name`` (``method`` called with ``args``),
     or None when nobody watches."""
