@@ -247,7 +247,7 @@ LATE_IMPORTS_FOR_NOW: set[str] = set()
 # comment line just above it: `# optional: pandas`, `# platform: fcntl`, `# cycle: a <-> b`.
 OPTIONAL = {
     "pandas", "polars", "pyarrow", "dask", "distributed", "dlt", "matplotlib", "tqdm",
-    "ipywidgets", "IPython", "arro3",
+    "ipywidgets", "IPython", "arro3", "opentelemetry",
 }  # fmt: skip
 PLATFORM = {"fcntl", "msvcrt", "winreg"}
 REASON = re.compile(r"#\s*(cycle|optional|platform):")

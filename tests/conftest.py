@@ -150,6 +150,24 @@ def console_script() -> list:
     return [str(script)] if script.exists() else [sys.executable, "-m", "surveillance.cli"]
 
 
+def reset_opentelemetry() -> None:
+    """OpenTelemetry's global providers back to the API's defaults (none configured), as
+    OpenTelemetry's own test utilities do, so that a test (or a guide's block) that set its
+    providers leaves the other tests with none. Nothing when OpenTelemetry was not imported."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is not None:
+        from opentelemetry.util._once import Once  # optional: OpenTelemetry is imported
+
+        trace._TRACER_PROVIDER_SET_ONCE = Once()
+        trace._TRACER_PROVIDER = None
+    internal = sys.modules.get("opentelemetry.metrics._internal")
+    if internal is not None:
+        from opentelemetry.util._once import Once  # optional: OpenTelemetry is imported
+
+        internal._METER_PROVIDER_SET_ONCE = Once()
+        internal._METER_PROVIDER = None
+
+
 def sigint_default() -> None:
     """For ``preexec_fn`` of a child that a test stops with Ctrl-C: the child takes SIGINT as a
     terminal's foreground job does, even when this process inherited it ignored (a background

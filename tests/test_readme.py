@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import surveillance as sv
 
-from conftest import service_env
+from conftest import reset_opentelemetry, service_env
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -81,7 +81,10 @@ def test_python_block_runs(code, path, tmp_path, monkeypatch):
     for var in list(os.environ):
         if var.startswith("SURVEILLANCE_") and var != "SURVEILLANCE_QUOTA_DIR":
             monkeypatch.delenv(var)
-    exec(compile(code, str(path), "exec"), {"__name__": "__readme__"})
+    try:
+        exec(compile(code, str(path), "exec"), {"__name__": "__readme__"})
+    finally:
+        reset_opentelemetry()  # the monitoring guide sets the global providers
 
 
 @pytest.fixture(scope="module")

@@ -139,6 +139,19 @@ def _count(value: Any) -> int:
     return number
 
 
+def _switch(value: Any) -> bool:
+    """On or off: a TOML bool, or ``1``/``0``, ``true``/``false``, ``on``/``off``,
+    ``yes``/``no`` in a variable or an option."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "on", "yes"):
+        return True
+    if text in ("0", "false", "off", "no"):
+        return False
+    raise ValueError(f"must be 1 or 0 (true or false), got `{_short(value)}`")
+
+
 def _region(value: Any) -> str:
     region = _text(value).strip().lower()
     if region not in _core.REGIONS:
@@ -211,6 +224,13 @@ SETTINGS: tuple[Setting, ...] = tuple(
         _limit("publish_per_second", _number, "webhook posts a second (0: no limit)"),
         _limit("publish_concurrency", _count, "webhook posts in flight (0: no limit)"),
         _limit("daily_requests", _count, "requests a day with the key (0: no limit)"),
+        (
+            "trace_context",
+            True,
+            _switch,
+            False,
+            "send the W3C traceparent of the caller's trace (0: never)",
+        ),
         (
             "cache",
             None,

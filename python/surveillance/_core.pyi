@@ -70,6 +70,7 @@ __all__ = [
     "check_limits",
     "check_seconds",
     "cache_location",
+    "scrub",
     "clear_cache_at",
     "Client",
     "columns",
@@ -383,7 +384,19 @@ class CallScope:
     layer makes one per call (within the caller's current call, if any) and sets it in
     :data:`CALL` while the call starts its work."""
 
-    def __new__(cls, parent: Optional[CallScope] = None) -> CallScope: ...
+    def __new__(
+        cls,
+        parent: Optional[CallScope] = None,
+        observe: bool = False,
+        traceparent: Optional[str] = None,
+    ) -> CallScope: ...
+    def drain(self) -> Optional[dict[str, Any]]:
+        """With ``observe``, what the call's requests did since the last drain (None
+        otherwise): ``exchanges``, a dict per request (``method``, ``template``, ``server``,
+        ``port``, ``status``, ``error``, ``resend``, ``sent``, ``token``, ``start`` in Unix ns,
+        ``duration`` in ns), ``waits``, a dict per wait (``reason``, ``request``, ``seconds``,
+        ``at``), and the counts ``tokens`` (received), ``retries`` (decided, as ``stats()``
+        counts them) and ``events`` (read)."""
     @property
     def requests(self) -> int:
         """Requests that left the machine during the call (retries and token requests
@@ -526,6 +539,9 @@ def html_table(title: str, items: list[tuple[str, Any]]) -> str:
 
 def to_json(record: Any) -> str:
     """The JSON text of a record, as ``publish`` writes it."""
+
+def scrub(text: str) -> str:
+    """``text`` with every secret this process knows replaced, as in error messages."""
 
 def cache_location(cache: Optional[str] = None) -> Optional[str]:
     """The directory of the cache of settled events that a client of a remote service uses by

@@ -47,7 +47,7 @@ class Failure:
         message: str,
         line: Optional[int] = None,
         record_json: Optional[str] = None,
-        kind: str = 'failed',
+        kind: str = "failed",
     ) -> Failure: ...
     @property
     def index(self) -> int:

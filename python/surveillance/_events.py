@@ -48,7 +48,7 @@ class Events:
     """The event reads of :class:`~surveillance.Client`."""
 
     _inner: Any
-    _meter: Callable[[], Meter]
+    _meter: Callable[..., Meter]
 
     @_overloads.EVENTS.sync
     @metered
@@ -165,7 +165,7 @@ class Events:
         # The stream's requests are the call's: it starts them at once, in the call's scope,
         # which is left before the first yield (the caller's code between events is not the
         # call's); what it spent is in `last_cost` once the iteration ends or is closed.
-        meter = self._meter()
+        meter = self._meter("iter_events", streaming=True)
         with meter:
             stream = self._inner.events_stream(asked, callback)
         try:
@@ -221,7 +221,7 @@ class AsyncEvents:
     iterators."""
 
     _inner: Any
-    _meter: Callable[[], Meter]
+    _meter: Callable[..., Meter]
 
     @_overloads.EVENTS.awaited
     @ametered
@@ -305,7 +305,7 @@ class AsyncEvents:
         """
         asked = query(start, end, report_id, refresh)
         # What the iteration spent is in ``last_cost`` once it ends or is closed.
-        meter = self._meter()
+        meter = self._meter("iter_events", streaming=True)
         try:
             async for chunk in self._chunks(asked, meter=meter):
                 for event in chunk:
@@ -349,7 +349,7 @@ class AsyncEvents:
             raise TypeError(f"`progress` must be a callable or None, got {type(progress).__name__}")
         # What the iteration spent is in ``last_cost`` once it ends or is closed (the stream
         # starts its requests in the call's scope, left before the first yield).
-        meter = self._meter()
+        meter = self._meter("event_batches", streaming=True)
         with meter:
             stream = self._inner.events_arrow(asked, progress, stream=True, awaitable=True)
         try:

@@ -1,7 +1,8 @@
 """What a call of a client spends: each metered method, sync or async, runs in a call scope of
 its own (``_core.CallScope``, in the context variable ``_core.CALL``), which counts the
 requests of that call alone, and leaves its cost in ``last_cost`` for the caller's thread or
-asyncio task, whether the call ends or raises."""
+asyncio task, whether the call ends or raises. The call's telemetry (``_telemetry``: a span and
+metrics, when an OpenTelemetry provider is configured) hangs on the same scope."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import functools
 import threading
 from typing import Any, Callable, Optional, TypeVar, cast
 
-from . import _core
+from . import _core, _telemetry
 from ._core import Cost
 
 
@@ -21,10 +22,28 @@ class Meter:
     the service between yields); each exit leaves the cost so far. A call made within another
     counts in both."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(
+        self,
+        client: Any,
+        name: str = "call",
+        *,
+        streaming: bool = False,
+        method: Optional[Callable[..., Any]] = None,
+        args: tuple[Any, ...] = (),
+        kwargs: Optional[dict[str, Any]] = None,
+    ) -> None:
         self._client = client
-        self._scope = _core.CallScope(_core.CALL.get())
+        # A stream's call ends at its last `settle`, another's when it is left.
+        self._streaming = streaming
+        self._telemetry = _telemetry.begin(client, name, method, args, kwargs)
+        if self._telemetry is None:
+            self._scope = _core.CallScope(_core.CALL.get())
+        else:
+            self._scope = _core.CallScope(
+                _core.CALL.get(), observe=True, traceparent=self._telemetry.traceparent
+            )
         self._entered: list[contextvars.Token[Any]] = []
+        self._attached: list[Any] = []
 
     @property
     def requests(self) -> int:
@@ -33,9 +52,11 @@ class Meter:
 
     def __enter__(self) -> Meter:
         self._entered.append(_core.CALL.set(self._scope))
+        if self._telemetry is not None:
+            self._attached.append(self._telemetry.attach())
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, kind: Any, error: Any, _tb: Any) -> None:
         token = self._entered.pop()
         try:
             _core.CALL.reset(token)
@@ -43,11 +64,24 @@ class Meter:
             # Left in another context than it was entered in (a generator finished by another
             # thread or task): that context's call is its own, and this one's value goes.
             pass
-        self.settle()
+        self._client._settle_cost(self.requests)
+        if self._telemetry is not None:
+            self._telemetry.detach(self._attached.pop())
+            if self._streaming and error is None:
+                self._telemetry.record(self._scope)
+            else:
+                self._telemetry.end(self._scope, error=error)
 
     def settle(self) -> None:
-        """Leaves what the call has spent so far in ``last_cost``."""
+        """Leaves what the call has spent so far in ``last_cost`` (and ends its span)."""
         self._client._settle_cost(self.requests)
+        if self._telemetry is not None:
+            self._telemetry.end(self._scope)
+
+    def done(self, result: Any) -> None:
+        """The call returned `result`: its span says what it tells (a publish's outcomes)."""
+        if self._telemetry is not None:
+            self._telemetry.end(self._scope, result=result)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -56,10 +90,15 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 def metered(method: _F) -> _F:
     """Leaves what each call of ``method`` spent in ``last_cost``."""
 
+    name = method.__name__
+
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self._meter():
-            return method(self, *args, **kwargs)
+        meter = self._meter(name, method=method, args=(self, *args), kwargs=kwargs)
+        with meter:
+            result = method(self, *args, **kwargs)
+            meter.done(result)
+            return result
 
     return cast(_F, wrapper)
 
@@ -68,10 +107,15 @@ def ametered(method: _F) -> _F:
     """Leaves what each call of the coroutine ``method`` spent in ``last_cost``: calls running
     at the same time on one client, each in its own task, count apart."""
 
+    name = method.__name__
+
     @functools.wraps(method)
     async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self._meter():
-            return await method(self, *args, **kwargs)
+        meter = self._meter(name, method=method, args=(self, *args), kwargs=kwargs)
+        with meter:
+            result = await method(self, *args, **kwargs)
+            meter.done(result)
+            return result
 
     return cast(_F, wrapper)
 

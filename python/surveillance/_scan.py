@@ -280,7 +280,7 @@ def _frames(
     # The requests are the call's (each native call that starts some runs in its scope), and
     # what they cost is left in `last_cost` before each frame: polars may never resume, nor
     # close, the source once it has the rows it needs.
-    meter = client._meter()
+    meter = client._meter("scan_events")
     if threading.current_thread() is threading.main_thread():
         watch = None  # polars' in-memory engine: Python sees the signal here itself
     try:

@@ -120,6 +120,7 @@ class _BaseClient:
         cache: Union[bool, str, os.PathLike[str], None] = None,
         settle: SettleLike = _sync.DEFAULT_SETTLE,
         cache_max_bytes: Optional[int] = None,
+        trace_context: Optional[bool] = None,
         profile: Optional[str] = None,
     ) -> None:
         # The arguments as given, before any other name is bound: the native client takes
@@ -154,6 +155,7 @@ class _BaseClient:
         _check.text("region", region, optional=True, config=True)
         _check.path("ca_bundle", ca_bundle, optional=True)
         _check.flag("trust_env", trust_env)
+        trace_context = _check.flag("trace_context", resolved["trace_context"].value)
         for name, count in (
             ("max_retries", max_retries),
             ("max_body_bytes", max_body_bytes),
@@ -169,6 +171,7 @@ class _BaseClient:
             max_outage=None if max_outage is None else _check.a_number("max_outage", max_outage),
             limits=None if limits is None else asdict(limits),
             ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
+            trace_context=trace_context,
         )
         self._inner = _core.Client(**settings)
 
@@ -193,8 +196,8 @@ class _BaseClient:
         """Requests this client has sent, every endpoint together."""
         return sum(self._inner.stats()["requests"].values())
 
-    def _meter(self) -> Meter:
-        return Meter(self)
+    def _meter(self, name: str = "call", **options: Any) -> Meter:
+        return Meter(self, name, **options)
 
     def _settle_cost(self, requests: int) -> None:
         """Leaves `requests`, what the caller's call sent, in ``last_cost``."""
@@ -351,6 +354,10 @@ class Client(Events, Lists, _BaseClient):
         ca_bundle: a PEM file of extra trusted certificates (also ``SSL_CERT_FILE`` and
             ``REQUESTS_CA_BUNDLE``); the platform's trust store is always used.
         trust_env: honour ``HTTPS_PROXY``/``NO_PROXY`` and the CA variables.
+        trace_context: send the W3C ``traceparent`` of the caller's trace with every request
+            when an OpenTelemetry tracer provider is configured (see the monitoring guide);
+            ``False`` never sends it. Default: ``SURVEILLANCE_TRACE_CONTEXT`` (``0`` turns it
+            off), else on.
         max_body_bytes: the largest answer accepted (default 64 MiB; from 1 KiB).
         max_wait: the longest ``Retry-After`` of a 429 the client waits for, in seconds (0 to
             86,400; default 60). A longer one means the quota is spent for a long while:

@@ -83,6 +83,7 @@ class SurveillanceResource(dagster.ConfigurableResource):  # type: ignore[misc, 
     publish_per_second: Optional[float] = None
     publish_concurrency: Optional[int] = None
     daily_requests: Optional[int] = None
+    trace_context: Optional[bool] = None
     cache: Optional[str] = None
 
     def get_client(self, **kwargs: Any) -> Client:

@@ -68,6 +68,8 @@ pub struct Settings {
     pub ca_bundle: Option<PathBuf>,
     /// Honour `HTTPS_PROXY`/`NO_PROXY` and `SSL_CERT_FILE`/`REQUESTS_CA_BUNDLE`.
     pub trust_env: Option<bool>,
+    /// Send the W3C `traceparent` of the caller's trace (`SURVEILLANCE_TRACE_CONTEXT`).
+    pub trace_context: Option<bool>,
     /// Largest response body accepted, bytes.
     pub max_body_bytes: Option<usize>,
     /// Longest `Retry-After` of a 429 the client waits for; a longer one raises
@@ -157,6 +159,8 @@ pub struct Config {
     pub ca_bundle: Option<PathBuf>,
     /// Whether proxies and CA variables of the environment are honoured.
     pub trust_env: bool,
+    /// Whether requests carry the W3C `traceparent` of the call's trace, when it has one.
+    pub trace_context: bool,
     /// Largest response body accepted, bytes.
     pub max_body_bytes: usize,
     /// Longest `Retry-After` of a 429 the client waits for.
@@ -473,6 +477,7 @@ impl Config {
             limits,
             ca_bundle,
             trust_env,
+            trace_context: s.trace_context.unwrap_or(true),
             max_body_bytes,
             max_wait,
             max_outage,

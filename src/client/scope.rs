@@ -1,10 +1,12 @@
 //! The call a request belongs to: a caller runs each call's work inside a [`Scope`], and every
 //! request, retry and 429 of that work is counted in it as well as in the client's totals, so
-//! that concurrent calls on one client each know what they spent.
+//! that concurrent calls on one client each know what they spent. A scope may also hold the
+//! call's [`Observer`] (its telemetry) and the trace context its requests carry.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 /// What one call (and the calls within it) sent; a call inside another counts in both.
 #[derive(Debug, Default)]
@@ -14,6 +16,80 @@ pub struct Scope {
     rate_limited: AtomicU64,
     /// The call this one runs within, if any.
     parent: Option<Arc<Scope>>,
+    /// Told of each request, wait and token of the call (None: nobody watches, one branch a
+    /// request).
+    observer: Option<Arc<dyn Observer>>,
+    /// The W3C `traceparent` the call's requests carry (None: no header).
+    traceparent: Option<String>,
+}
+
+/// One exchange with the service as telemetry sees it: the attributes of the HTTP client
+/// conventions of OpenTelemetry, never the query (which holds no secret, but a template is
+/// what a dashboard groups by) nor a header.
+#[derive(Debug, Clone)]
+pub struct Exchange<'a> {
+    /// `GET`, `POST`.
+    pub method: &'a str,
+    /// The path without its query: `/v2/events` (`url.template`).
+    pub template: &'a str,
+    /// `server.address`.
+    pub server: &'a str,
+    /// `server.port`.
+    pub port: u16,
+    /// The answer's status, when there was one.
+    pub status: Option<u16>,
+    /// Why it failed (`error.type`): the status for a 4xx or 5xx, `timeout`,
+    /// `connection_refused` or `transport` without an answer; None for a success.
+    pub error: Option<&'a str>,
+    /// Times this request was sent before (`http.request.resend_count`).
+    pub resend: u32,
+    /// Whether it left the machine (a refused connection did not, and is not counted as sent).
+    pub sent: bool,
+    /// A token request.
+    pub token: bool,
+    /// When it was sent.
+    pub start: SystemTime,
+    /// From sending to the end of its answer's body (or its failure).
+    pub duration: Duration,
+}
+
+/// Why a call waits before sending a request again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitKind {
+    /// A 429's `Retry-After` (or a backoff without one).
+    RateLimited,
+    /// The service is unreachable or unavailable (an outage, ridden out within `max_outage`).
+    Outage,
+    /// A backoff after another retryable failure.
+    Backoff,
+}
+
+impl WaitKind {
+    /// Its name in telemetry.
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitKind::RateLimited => "rate_limited",
+            WaitKind::Outage => "outage",
+            WaitKind::Backoff => "backoff",
+        }
+    }
+}
+
+/// What a call's telemetry is told, from the tasks that do the call's work (so it must not
+/// block: the binding's observer records and turns the records into spans and metrics in the
+/// caller's thread).
+pub trait Observer: Send + Sync + std::fmt::Debug {
+    /// A request ended (answered or failed).
+    fn exchange(&self, exchange: &Exchange<'_>);
+    /// The call waits `wait` before sending `route` again.
+    fn wait(&self, kind: WaitKind, route: &str, wait: Duration);
+    /// A new access token was received.
+    fn token(&self);
+    /// A request is to be sent again after a failure (as `stats()` counts retries: the
+    /// call may still end before it is sent).
+    fn retry(&self);
+    /// A page of `n` events was received from the service.
+    fn events(&self, n: u64);
 }
 
 /// What happened to a request of the call running now (see [`count`]).
@@ -34,6 +110,20 @@ impl Scope {
     pub fn new(parent: Option<Arc<Scope>>) -> Arc<Scope> {
         Arc::new(Scope {
             parent,
+            ..Scope::default()
+        })
+    }
+
+    /// A scope within `parent` whose requests tell `observer` and carry `traceparent`.
+    pub fn observed(
+        parent: Option<Arc<Scope>>,
+        observer: Option<Arc<dyn Observer>>,
+        traceparent: Option<String>,
+    ) -> Arc<Scope> {
+        Arc::new(Scope {
+            parent,
+            observer,
+            traceparent,
             ..Scope::default()
         })
     }
@@ -89,6 +179,28 @@ pub fn inherit<F: Future>(fut: F) -> impl Future<Output = F::Output> {
     within(current(), fut)
 }
 
+/// The observer of the innermost call running now that has one.
+pub fn observer() -> Option<Arc<dyn Observer>> {
+    CURRENT
+        .try_with(|s| {
+            std::iter::successors(Some(&**s), |s| s.parent.as_deref())
+                .find_map(|s| s.observer.clone())
+        })
+        .ok()
+        .flatten()
+}
+
+/// The `traceparent` of the innermost call running now that has one.
+pub fn traceparent() -> Option<String> {
+    CURRENT
+        .try_with(|s| {
+            std::iter::successors(Some(&**s), |s| s.parent.as_deref())
+                .find_map(|s| s.traceparent.clone())
+        })
+        .ok()
+        .flatten()
+}
+
 /// Counts `what` in the scope of the task running now, and in each enclosing one.
 pub(crate) fn count(what: Counted) {
     let _ = CURRENT.try_with(|s| {
@@ -118,5 +230,47 @@ mod tests {
         .await;
         add(); // outside any scope
         assert_eq!((outer.requests(), inner.requests()), (3, 2));
+    }
+
+    #[derive(Debug, Default)]
+    struct Seen(std::sync::Mutex<Vec<String>>);
+
+    impl Observer for Seen {
+        fn exchange(&self, e: &Exchange<'_>) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{} {}", e.method, e.template));
+        }
+        fn wait(&self, kind: WaitKind, route: &str, _: Duration) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{} {route}", kind.name()));
+        }
+        fn token(&self) {}
+        fn retry(&self) {}
+        fn events(&self, _: u64) {}
+    }
+
+    #[tokio::test]
+    async fn the_innermost_observed_call_is_told_and_its_trace_goes_to_spawned_work() {
+        let seen = Arc::new(Seen::default());
+        let outer = Scope::observed(None, Some(seen.clone()), Some("00-a-b-01".into()));
+        // A call within, not observed itself: its requests tell the call around it.
+        let inner = Scope::new(Some(outer.clone()));
+        let parent = within(Some(inner), async {
+            tokio::spawn(inherit(async {
+                let o = observer().expect("observed");
+                o.wait(WaitKind::RateLimited, "GET /v2/events", Duration::ZERO);
+                traceparent()
+            }))
+            .await
+            .expect("task")
+        })
+        .await;
+        assert_eq!(*seen.0.lock().unwrap(), ["rate_limited GET /v2/events"]);
+        assert_eq!(parent.as_deref(), Some("00-a-b-01"));
+        assert!(observer().is_none() && traceparent().is_none());
     }
 }

@@ -78,6 +78,9 @@ impl Stats {
     pub fn retry(&self, tally: Option<&Tally>) {
         self.retries.fetch_add(1, Ordering::Relaxed);
         scope::count(Counted::Retry);
+        if let Some(o) = scope::observer() {
+            o.retry();
+        }
         if let Some(t) = tally {
             t.retries.fetch_add(1, Ordering::Relaxed);
         }
@@ -96,6 +99,9 @@ impl Stats {
     /// Counts a token fetched.
     pub fn token(&self) {
         self.tokens.fetch_add(1, Ordering::Relaxed);
+        if let Some(o) = scope::observer() {
+            o.token();
+        }
     }
 
     /// Counts received body bytes.

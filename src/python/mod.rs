@@ -87,6 +87,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The runtime stops before the interpreter finalizes (see `runtime::stop_at_exit`).
     let stop = wrap_pyfunction!(runtime::stop_at_exit, m)?;
     m.py().import("atexit")?.call_method1("register", (stop,))?;
+    m.add_function(wrap_pyfunction!(runtime::telemetry::scrub, m)?)?;
     m.add_function(wrap_pyfunction!(client::cache_location, m)?)?;
     m.add_function(wrap_pyfunction!(client::cache_info_at, m)?)?;
     m.add_function(wrap_pyfunction!(client::clear_cache_at, m)?)?;

@@ -220,7 +220,7 @@ def _events(args: argparse.Namespace) -> int:
         ]
         _print_table(rows, ["startTime", *local, "duration_sec", "title", "subtitle", "site"])
         return 0
-    with client._meter():
+    with client._meter("events"):
         count = _export_events(
             client,
             args.start,

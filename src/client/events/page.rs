@@ -238,6 +238,10 @@ pub(super) async fn fetch_page(
             |body| Ok((parse_page(&url, body.clone(), keep)?, body)),
         )
         .await?;
+    if let Some(o) = crate::client::scope::observer() {
+        let rows = page.batch.as_ref().map_or(0, |b| b.num_rows());
+        o.events(page.events.len().max(rows) as u64);
+    }
     if let Some(ttl) = ttl {
         client.held().put(url.to_string(), body, ttl, None);
     }

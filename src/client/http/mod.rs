@@ -10,10 +10,10 @@ mod webhook;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use reqwest::Method;
+use reqwest::{Method, StatusCode};
 use url::Url;
 
 use super::config::{is_loopback, Config};
@@ -21,6 +21,7 @@ use super::error::{Error, Result, Wording};
 use super::limits::Gate;
 use super::quota::Ledger;
 use super::redact;
+use super::scope::{Exchange, Observer};
 use super::stats::{Stats, Tally};
 use super::uses::Uses;
 
@@ -273,6 +274,90 @@ impl Http {
         match class {
             Class::Read => &self.reads,
             Class::Publish => &self.publishes,
+        }
+    }
+}
+
+/// One exchange watched for the call's [`Observer`]: told of its outcome by [`Watched::end`],
+/// or, when the request's future is dropped before its answer (a fetch that no longer needs
+/// it, Ctrl-C, `close`), as `cancelled`: every request sent is told once.
+pub(super) struct Watched<'a> {
+    observer: Option<Arc<dyn Observer>>,
+    method: &'a Method,
+    url: &'a Url,
+    /// Earlier sends of the same request.
+    resend: u32,
+    token: bool,
+    start: SystemTime,
+    started: Instant,
+}
+
+impl<'a> Watched<'a> {
+    /// A request about to be sent (nothing is kept when nobody observes).
+    pub(super) fn new(
+        observer: Option<&Arc<dyn Observer>>,
+        method: &'a Method,
+        url: &'a Url,
+        resend: u32,
+        token: bool,
+    ) -> Watched<'a> {
+        Watched {
+            observer: observer.cloned(),
+            method,
+            url,
+            resend,
+            token,
+            start: SystemTime::now(),
+            started: Instant::now(),
+        }
+    }
+
+    /// The exchange ended: with a status, or with an error and whether the request may
+    /// have reached the service.
+    pub(super) fn end(mut self, told: std::result::Result<StatusCode, (&Error, bool)>) {
+        let Some(observer) = self.observer.take() else {
+            return;
+        };
+        let (status, error, sent) = match &told {
+            Ok(status) => {
+                let failed = status.is_client_error() || status.is_server_error();
+                (Some(status.as_u16()), failed.then(|| status.as_str()), true)
+            }
+            Err((error, reached)) => {
+                let kind = match error {
+                    Error::Timeout(_) => "timeout",
+                    Error::Decode { .. } => "body_too_large",
+                    Error::Closed => "cancelled",
+                    _ if !reached => "connection_refused",
+                    _ => "transport",
+                };
+                (None, Some(kind), *reached)
+            }
+        };
+        self.tell(&*observer, status, error, sent);
+    }
+
+    fn tell(&self, observer: &dyn Observer, status: Option<u16>, error: Option<&str>, sent: bool) {
+        observer.exchange(&Exchange {
+            method: self.method.as_str(),
+            template: self.url.path(),
+            server: self.url.host_str().unwrap_or_default(),
+            port: self.url.port_or_known_default().unwrap_or_default(),
+            status,
+            error,
+            resend: self.resend,
+            sent,
+            token: self.token,
+            start: self.start,
+            duration: self.started.elapsed(),
+        });
+    }
+}
+
+impl Drop for Watched<'_> {
+    fn drop(&mut self) {
+        if let Some(observer) = self.observer.take() {
+            self.tell(&*observer, None, Some("cancelled"), true);
         }
     }
 }

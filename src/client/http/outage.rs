@@ -9,6 +9,7 @@ use url::Url;
 use super::shown::shown;
 use super::{backoff, outage_backoff, Http, Level, Outage};
 use crate::client::error::{Error, Result};
+use crate::client::scope::{self, WaitKind};
 use crate::client::stats::Tally;
 
 /// A wait of a call through an outage, for the progress display.
@@ -86,6 +87,11 @@ impl<'a> Tries<'a> {
 
     fn clock(&self) -> &OutageClock {
         self.shared.unwrap_or(&self.own)
+    }
+
+    /// The call's method and path, without its query: `GET /v2/sites`.
+    fn route(&self) -> String {
+        format!("{} {}", self.method, self.url.path())
     }
 
     /// The call, as the log says it: `GET /v2/sites?offset=100`.
@@ -176,6 +182,13 @@ impl Http {
         let attempt = tries.attempt;
         self.stats.retry(tries.tally);
         let wait = backoff(attempt, retry_after);
+        if let Some(o) = scope::observer() {
+            let kind = match err {
+                Error::Status { status: 429, .. } => WaitKind::RateLimited,
+                _ => WaitKind::Backoff,
+            };
+            o.wait(kind, &tries.route(), wait);
+        }
         self.log(Level::Debug, || {
             format!(
                 "{what} failed ({err}); retry {attempt} in {} ms",
@@ -238,6 +251,13 @@ impl Http {
             budget,
         });
         self.stats.retry(tries.tally);
+        if let Some(o) = scope::observer() {
+            let kind = match err {
+                Error::Status { status: 429, .. } => WaitKind::RateLimited,
+                _ => WaitKind::Outage,
+            };
+            o.wait(kind, &tries.route(), wait);
+        }
         self.log(Level::Debug, || {
             format!(
                 "waiting: {what}: {}, retrying in {:.1} s ({:.1} s of the {} s `max_outage` \

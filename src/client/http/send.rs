@@ -13,9 +13,10 @@ use url::Url;
 use super::outage::Tries;
 use super::shown::{describe, detail_of, shown, truncate};
 use super::token::Admitted;
-use super::{parse_retry_after, refuses_token, Call, Http, Level, Outage};
+use super::{parse_retry_after, refuses_token, Call, Http, Level, Outage, Watched};
 use crate::client::config::Secret;
 use crate::client::error::{Error, Result};
+use crate::client::scope;
 use crate::client::uses::Outcome;
 
 /// A request that got no answer: the error, the outage it says, and whether the request may
@@ -23,7 +24,7 @@ use crate::client::uses::Outcome;
 pub(super) struct NoAnswer {
     pub(super) error: Error,
     outage: Option<Outage>,
-    reached: bool,
+    pub(super) reached: bool,
 }
 
 /// Renewals of the token within one call at most (each a token request of the day's quota):
@@ -71,6 +72,11 @@ impl Http {
         }
         if let Some(b) = body {
             req = req.header(CONTENT_TYPE, "application/json").body(b);
+        }
+        if self.config.trace_context {
+            if let Some(parent) = scope::traceparent() {
+                req = req.header("traceparent", parent);
+            }
         }
         let classify = |e: reqwest::Error| {
             let (outage, reached) = (Outage::of_error(&e), !e.is_connect());
@@ -156,6 +162,8 @@ impl Http {
             call.tally.as_deref(),
             outage,
         );
+        let observer = scope::observer();
+        let mut sends = 0u32;
         loop {
             let mut admitted = self.token_for_use(outage).await?;
             let slot = gate.acquire().await?;
@@ -193,6 +201,8 @@ impl Http {
                 n.fetch_add(1, Ordering::Relaxed);
             }
             token_use.sent();
+            let watch = Watched::new(observer.as_ref(), &call.method, &call.url, sends, false);
+            sends += 1;
             let told = self
                 .unless_closed(async {
                     Ok(self
@@ -201,6 +211,11 @@ impl Http {
                 })
                 .await?;
             drop(slot);
+            watch.end(
+                told.as_ref()
+                    .map(|a| a.0)
+                    .map_err(|f| (&f.error, f.reached)),
+            );
             let outage = self.told(&told, day, granted, call.route, Some(call));
             if outage.is_none() {
                 self.answered(&mut tries);

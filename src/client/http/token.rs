@@ -12,10 +12,11 @@ use url::Url;
 
 use super::outage::{OutageClock, Tries};
 use super::shown::{body_start, detail_of, shown, truncate};
-use super::{parse_retry_after, renewal_margin, Http, Level};
+use super::{parse_retry_after, renewal_margin, Http, Level, Watched};
 use crate::client::config::Secret;
 use crate::client::error::{Error, Result};
 use crate::client::redact;
+use crate::client::scope;
 use crate::client::uses::{Admit, Use};
 
 /// A token admitted for one request (see [`Http::token_for_use`]).
@@ -190,11 +191,15 @@ impl Http {
         });
         let body = Bytes::from(body.to_string());
         let mut tries = Tries::new("POST", &url, None, outage);
+        let observer = scope::observer();
+        let mut sends = 0u32;
         loop {
             let granted = self.unless_closed(self.ledger.take_granted()).await?;
             let day = self.ledger.spend()?;
             let sent_at = Instant::now();
             self.stats.request("POST /v2/oauth/token");
+            let watch = Watched::new(observer.as_ref(), &Method::POST, &url, sends, true);
+            sends += 1;
             let told = self
                 .unless_closed(async {
                     Ok(self
@@ -202,6 +207,11 @@ impl Http {
                         .await)
                 })
                 .await?;
+            watch.end(
+                told.as_ref()
+                    .map(|a| a.0)
+                    .map_err(|f| (&f.error, f.reached)),
+            );
             let outage = self.told(&told, day, granted, "POST /v2/oauth/token", None);
             if outage.is_none() {
                 self.answered(&mut tries);

@@ -57,6 +57,9 @@ pub(super) async fn gateway(AxState(state): AxState<Shared>, req: Request, next:
         }
     };
     let headers = req.headers();
+    if let Some(tp) = headers.get("traceparent").and_then(|v| v.to_str().ok()) {
+        state.trace(&route, tp);
+    }
     let key_ok = headers
         .get("x-api-key")
         .and_then(|v| v.to_str().ok())

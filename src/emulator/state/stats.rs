@@ -21,7 +21,13 @@ pub struct ServedCounts {
     pub published_upserts: u64,
     /// 429s caused by the limits of `set_limits`.
     pub rate_limited: u64,
+    /// "METHOD /path" -> the `traceparent` headers received, in order (the first
+    /// [`TRACEPARENTS_KEPT`] of each route).
+    pub traceparents: BTreeMap<String, Vec<String>>,
 }
+
+/// The `traceparent` headers kept per route: enough for a test, bounded for a long run.
+pub const TRACEPARENTS_KEPT: usize = 10_000;
 
 impl State {
     /// Counts one answered (or dropped) request.
@@ -33,6 +39,26 @@ impl State {
             .or_default()
             .entry(status.to_string())
             .or_default() += 1;
+    }
+
+    /// Keeps the `traceparent` header of a request to `route`.
+    pub fn trace(&self, route: &str, traceparent: &str) {
+        let mut stats = lock(&self.stats);
+        let kept = stats.traceparents.entry(route.to_string()).or_default();
+        if kept.len() < TRACEPARENTS_KEPT {
+            kept.push(traceparent.to_string());
+        }
+    }
+
+    /// The statistics with the `traceparent` headers received, as the emulator's
+    /// `GET /_emulator/stats` answers them to a test in another process.
+    pub fn introspection_json(&self) -> Value {
+        let mut v = self.stats_json();
+        let traceparents = json!(lock(&self.stats).traceparents);
+        if let Some(m) = v.as_object_mut() {
+            m.insert("traceparents".into(), traceparents);
+        }
+        v
     }
 
     /// The statistics as JSON.

@@ -65,6 +65,7 @@ pub fn from_keywords(given: Keywords<'_>) -> PyResult<Config> {
         limits,
         ca_bundle: given.get("ca_bundle")?,
         trust_env: given.get("trust_env")?,
+        trace_context: given.get("trace_context")?,
         max_body_bytes: given
             .count("max_body_bytes", config::BODY_BYTES)?
             .map(|v| v as usize),
@@ -99,6 +100,7 @@ pub fn to_keywords<'py>(py: Python<'py>, c: &Config) -> PyResult<Bound<'py, PyDi
         c.ca_bundle.as_ref().map(|p| p.display().to_string()),
     )?;
     d.set_item("trust_env", c.trust_env)?;
+    d.set_item("trace_context", c.trace_context)?;
     d.set_item("max_body_bytes", c.max_body_bytes)?;
     d.set_item("max_wait", c.max_wait.as_secs_f64())?;
     d.set_item("max_outage", c.max_outage.as_secs_f64())?;

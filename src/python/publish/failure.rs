@@ -65,7 +65,7 @@ result_class! {
     /// ('record 3 [t-3] 400: bad request', 'failed', 400)
     #[pyclass(name = "Failure", module = "surveillance._core", frozen)]
     #[derive(Debug, PartialEq)]
-    plain PyFailure "Failure" shown "(index, transaction_id, status, problems, message, line=None, record_json=None, kind='failed')" {
+    plain PyFailure "Failure" shown "(index, transaction_id, status, problems, message, line=None, record_json=None, kind=\"failed\")" {
         /// Its position in the source (0-based).
         index: u64 => "int",
         /// Its ``transactionId``, when it has one.

@@ -11,19 +11,37 @@ use pyo3::types::IntoPyDict;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
-use crate::client::scope::{self, Scope};
+use super::telemetry::{Drained, Recorder};
+use crate::client::scope::{self, Observer, Scope};
 
 /// What one call sent: made by the Python layer for each public call, within the call that
-/// runs now if any (a call inside another counts in both).
+/// runs now if any (a call inside another counts in both); with `observe`, what its requests
+/// did is recorded for its telemetry, and with `traceparent` they carry that header.
 #[pyclass(name = "CallScope", module = "surveillance._core", frozen)]
-pub struct PyCallScope(Arc<Scope>);
+pub struct PyCallScope(Arc<Scope>, Option<Arc<Recorder>>);
 
 #[pymethods]
 impl PyCallScope {
     #[new]
-    #[pyo3(signature = (parent=None))]
-    fn new(parent: Option<PyRef<'_, PyCallScope>>) -> Self {
-        PyCallScope(Scope::new(parent.map(|p| p.0.clone())))
+    #[pyo3(signature = (parent=None, observe=false, traceparent=None))]
+    fn new(
+        parent: Option<PyRef<'_, PyCallScope>>,
+        observe: bool,
+        traceparent: Option<String>,
+    ) -> Self {
+        let parent = parent.map(|p| p.0.clone());
+        if !observe && traceparent.is_none() {
+            return PyCallScope(Scope::new(parent), None);
+        }
+        let recorder = observe.then(|| Arc::new(Recorder::default()));
+        let observer = recorder.clone().map(|r| r as Arc<dyn Observer>);
+        PyCallScope(Scope::observed(parent, observer, traceparent), recorder)
+    }
+
+    /// What the call's requests did since the last drain (None when not observed): its
+    /// requests, waits, tokens received and events read.
+    fn drain(&self) -> Option<Drained> {
+        self.1.as_ref().map(|r| r.take())
     }
 
     /// Requests that left the machine during the call (retries and token requests included).

@@ -5,10 +5,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
+use pyo3::types::IntoPyDict;
 
 use crate::client::{Level, LogSink};
 
-static BUFFER: Mutex<Vec<(Level, String)>> = Mutex::new(Vec::new());
+/// Each line with the `traceparent` of the call it was logged in, when it has one.
+static BUFFER: Mutex<Vec<(Level, String, Option<String>)>> = Mutex::new(Vec::new());
 static DEBUG_ON: AtomicBool = AtomicBool::new(false);
 /// Lines kept between two flushes; past it the oldest debug lines are dropped.
 const CAP: usize = 20_000;
@@ -21,7 +23,7 @@ pub fn sink() -> LogSink {
         }
         let mut b = BUFFER.lock().unwrap_or_else(|e| e.into_inner());
         if b.len() < CAP || level == Level::Warning {
-            b.push((level, line));
+            b.push((level, line, crate::client::scope::traceparent()));
         }
     })
 }
@@ -47,12 +49,21 @@ pub fn flush(py: Python<'_>) {
         return;
     }
     let Ok(logger) = logger(py) else { return };
-    for (level, line) in lines {
+    for (level, line, trace) in lines {
         let n = match level {
             Level::Debug => 10,
             Level::Warning => 30,
         };
+        // The trace and span of the call, as `extra` fields (`00-TRACE-SPAN-FLAGS`).
+        let extra = trace.as_deref().and_then(|t| {
+            let mut parts = t.split('-').skip(1);
+            let (trace_id, span_id) = (parts.next()?, parts.next()?);
+            [("trace_id", trace_id), ("span_id", span_id)]
+                .into_py_dict(py)
+                .ok()
+        });
+        let kwargs = extra.and_then(|e| [("extra", e)].into_py_dict(py).ok());
         // A failing handler is the application's business; never let it break a fetch.
-        let _ = logger.call_method1("log", (n, "%s", line));
+        let _ = logger.call_method("log", (n, "%s", line), kwargs.as_ref());
     }
 }

@@ -9,6 +9,7 @@ pub(super) mod call;
 pub(super) mod log;
 pub(super) mod progress;
 pub(super) mod sigint;
+pub(super) mod telemetry;
 pub(super) mod wait;
 
 use std::future::Future;
