@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 import pathlib
 import sys
 import textwrap
@@ -49,6 +50,8 @@ def _default(cls: Any, name: str) -> str:
     default = inspect.signature(cls).parameters[name].default
     if default is inspect.Parameter.empty:
         return ""
+    if isinstance(default, str):  # as the formatter writes a string: in double quotes
+        return " = " + json.dumps(default)
     return " = ..." if default is ... else f" = {default!r}"
 
 
