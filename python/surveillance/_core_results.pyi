@@ -187,13 +187,33 @@ class EventPlan:
 class Cost:
     """What a call spent of the daily request quota: :attr:`Client.last_cost`."""
 
-    def __new__(cls, requests: int, quota: Optional[Quota] = None) -> Cost: ...
+    def __new__(
+        cls,
+        requests: int,
+        quota: Optional[Quota] = None,
+        retries: int = 0,
+        rate_limited: int = 0,
+        waited: float = 0.0,
+        outage: float = 0.0,
+    ) -> Cost: ...
     @property
     def requests(self) -> int:
         """Requests this client sent during the call."""
     @property
     def quota(self) -> Optional[Quota]:
         """Where the daily quota stood after the call (None before the first)."""
+    @property
+    def retries(self) -> int:
+        """Requests of the call sent again after a failure."""
+    @property
+    def rate_limited(self) -> int:
+        """Answers 429 the call received."""
+    @property
+    def waited(self) -> float:
+        """Seconds the call's requests waited after 429s."""
+    @property
+    def outage(self) -> float:
+        """Seconds the service was unreachable during the call, ridden out."""
     @property
     def share(self) -> Optional[float]:
         """``requests`` as a share of the day's quota, or None."""

@@ -47,7 +47,7 @@ class Meter:
 
     def settle(self) -> None:
         """Leaves what the call has spent so far in ``last_cost``."""
-        self._client._settle_cost(self.requests)
+        self._client._settle_cost(self.requests, self._scope)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -149,6 +149,8 @@ result_methods!(record PyEventPlan, "EventPlan", PLAN, {
 /// 12 requests, 0.5% of the day's 2,400 (1,830 left)
 /// >>> cost.share, cost.quota.remaining
 /// (0.005, 1830)
+/// >>> print(sv.Cost(14, retries=3, rate_limited=2, waited=4.2, outage=12.5))
+/// 14 requests; 3 retries, 2 answered 429 (4.2 s waited), 12.5 s of outage ridden out
 #[pyclass(name = "Cost", module = "surveillance._core", frozen)]
 pub struct PyCost {
     /// Requests this client sent during the call, token requests and retries included (the
@@ -160,6 +162,18 @@ pub struct PyCost {
     /// <surveillance.Client.quota>` gives it (None before a client's first call).
     #[pyo3(get)]
     quota: Option<PyQuota>,
+    /// Requests of the call sent again after a failure (a 429, a 5xx, an outage's tries).
+    #[pyo3(get)]
+    retries: i64,
+    /// Answers 429 (too many requests) the call received.
+    #[pyo3(get)]
+    rate_limited: i64,
+    /// Seconds the call's requests waited after 429s (waits at the same time each counted).
+    #[pyo3(get)]
+    waited: f64,
+    /// Seconds the service was unreachable during the call, ridden out within `max_outage`.
+    #[pyo3(get)]
+    outage: f64,
 }
 
 impl PyCost {
@@ -170,13 +184,34 @@ impl PyCost {
 }
 
 /// The cost's attributes, in the constructor's order.
-const COST: &[&str] = &["requests", "quota"];
+const COST: &[&str] = &[
+    "requests",
+    "quota",
+    "retries",
+    "rate_limited",
+    "waited",
+    "outage",
+];
 
 result_methods!(record PyCost, "Cost", COST, {
     #[new]
-    #[pyo3(signature = (requests, quota=None))]
-    fn new(requests: i64, quota: Option<PyRef<'_, PyQuota>>) -> Self {
-        PyCost { requests, quota: quota.map(|q| q.clone()) }
+    #[pyo3(signature = (requests, quota=None, retries=0, rate_limited=0, waited=0.0, outage=0.0))]
+    fn new(
+        requests: i64,
+        quota: Option<PyRef<'_, PyQuota>>,
+        retries: i64,
+        rate_limited: i64,
+        waited: f64,
+        outage: f64,
+    ) -> Self {
+        PyCost {
+            requests,
+            quota: quota.map(|q| q.clone()),
+            retries,
+            rate_limited,
+            waited,
+            outage,
+        }
     }
 
     /// ``requests`` as a share of the day's quota (0.005 is half a percent), or None.
@@ -200,6 +235,28 @@ result_methods!(record PyCost, "Cost", COST, {
             if let Some(remaining) = self.quota.as_ref().and_then(|q| q.remaining) {
                 text += &format!(" ({} left)", thousands(remaining));
             }
+        }
+        let mut trouble = Vec::new();
+        if self.retries != 0 {
+            let plural = if self.retries == 1 { "retry" } else { "retries" };
+            trouble.push(format!("{} {plural}", thousands(self.retries.unsigned_abs())));
+        }
+        if self.rate_limited != 0 {
+            trouble.push(format!(
+                "{} answered 429 ({} s waited)",
+                thousands(self.rate_limited.unsigned_abs()),
+                format(py, self.waited, ".1f")?
+            ));
+        }
+        if self.outage > 0.0 {
+            trouble.push(format!(
+                "{} s of outage ridden out",
+                format(py, self.outage, ".1f")?
+            ));
+        }
+        if !trouble.is_empty() {
+            text += "; ";
+            text += &trouble.join(", ");
         }
         Ok(text)
     }

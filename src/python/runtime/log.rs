@@ -1,27 +1,31 @@
 //! Log lines of the core, buffered and handed to the Python logger `surveillance` only while the
-//! GIL is held by us, so that Rust never waits for the GIL to log.
+//! GIL is held by us, so that Rust never waits for the GIL to log. The fields of the request a
+//! line is about go into its record's `extra` (`endpoint`, `status`, `request_id`, `attempt`;
+//! None where a line is about no request).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 
-use crate::client::{Level, LogSink};
+use pyo3::types::PyDict;
 
-static BUFFER: Mutex<Vec<(Level, String)>> = Mutex::new(Vec::new());
+use crate::client::{Fields, Level, LogSink};
+
+static BUFFER: Mutex<Vec<(Level, String, Fields)>> = Mutex::new(Vec::new());
 static DEBUG_ON: AtomicBool = AtomicBool::new(false);
 /// Lines kept between two flushes; past it the oldest debug lines are dropped.
 const CAP: usize = 20_000;
 
 /// The sink given to every core client.
 pub fn sink() -> LogSink {
-    Arc::new(|level, line| {
+    Arc::new(|level, line, fields| {
         if level == Level::Debug && !DEBUG_ON.load(Ordering::Relaxed) {
             return;
         }
         let mut b = BUFFER.lock().unwrap_or_else(|e| e.into_inner());
         if b.len() < CAP || level == Level::Warning {
-            b.push((level, line));
+            b.push((level, line, fields));
         }
     })
 }
@@ -47,12 +51,27 @@ pub fn flush(py: Python<'_>) {
         return;
     }
     let Ok(logger) = logger(py) else { return };
-    for (level, line) in lines {
+    for (level, line, fields) in lines {
         let n = match level {
             Level::Debug => 10,
             Level::Warning => 30,
         };
+        let Ok(kwargs) = extra(py, &fields) else {
+            continue;
+        };
         // A failing handler is the application's business; never let it break a fetch.
-        let _ = logger.call_method1("log", (n, "%s", line));
+        let _ = logger.call_method("log", (n, "%s", line), Some(&kwargs));
     }
+}
+
+/// The keyword arguments of a record's `log` call: its `extra`, the line's fields.
+fn extra<'py>(py: Python<'py>, fields: &Fields) -> PyResult<Bound<'py, PyDict>> {
+    let extra = PyDict::new(py);
+    extra.set_item("endpoint", fields.endpoint)?;
+    extra.set_item("status", fields.status)?;
+    extra.set_item("request_id", fields.request_id.as_deref())?;
+    extra.set_item("attempt", fields.attempt)?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("extra", extra)?;
+    Ok(kwargs)
 }
