@@ -248,7 +248,8 @@ result_methods!(record PyCost, "Cost", COST, {
                 format(py, self.waited, ".1f")?
             ));
         }
-        if self.outage > 0.0 {
+        // A gateway's 502 answered again at once is an outage of no time: not worth a word.
+        if self.outage >= 0.05 {
             trouble.push(format!(
                 "{} s of outage ridden out",
                 format(py, self.outage, ".1f")?
