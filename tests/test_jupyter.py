@@ -56,7 +56,7 @@ def test_progress_in_an_executed_notebook_ends_as_one_line(tmp_path, monkeypatch
         assert not [o for o in outputs if WIDGET in o.get("data", {})]
         assert not [t for t in _texts(outputs) if "\r" in t or " 0%" in t]
     assert [t for t in _texts(fetch) if t.startswith("events: 100% (3,000 events, ")]
-    assert _texts(publish) == ["publish: 3/3 records (3 rejected)"]
+    assert _texts(publish) == ["publish: 100% (3/3 records, 3 rejected, 0 requests)"]
 
 
 def test_the_shipped_notebook_is_committed_with_its_outputs():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -120,7 +121,7 @@ def test_a_call_gives_up_when_max_outage_has_passed_without_spending_the_quota(c
     stats = client.stats()
     assert stats["retries"] >= 4 and stats["requests"] == {}
     assert client.quota()["used"] == 0
-    waits = [r.getMessage() for r in caplog.records if r.getMessage().startswith("waiting:")]
+    waits = [r.getMessage() for r in caplog.records if "; waiting: " in r.getMessage()]
     assert waits and all("the service is unreachable (connection refused)" in w for w in waits)
     assert "of the 3 s `max_outage` left" in waits[0]
     assert any(
@@ -263,8 +264,9 @@ def test_the_bar_says_the_client_waits(make_emu, capsys, monkeypatch):
         e.outage(2.0, after=5)
         client.events(e.start, e.end, progress=True)
         err = capsys.readouterr().err
-        assert "; waiting: the service is unreachable (connection refused): next try in" in err
-        assert "`max_outage` left)" in err
+        # Right after the bar's name, where a narrow terminal does not cut it off.
+        assert "events [waiting: retry in " in err, err
+        assert " s of max_outage left (unreachable)]" in err
 
 
 def test_the_cli_says_the_client_waits(make_emu, tmp_path):
@@ -278,13 +280,17 @@ def test_the_cli_says_the_client_waits(make_emu, tmp_path):
     out = _run(["-v", "events", *day, "--format", "jsonl"], _env(e), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert len(out.stdout.splitlines()) == len(e.truth(e.start, e.end))
-    assert "surveillance: debug: waiting: GET /v2/events" in out.stderr, out.stderr
-    assert "the service is unreachable (connection refused), retrying in" in out.stderr
+    assert "surveillance: debug: GET /v2/events?" in out.stderr, out.stderr
+    assert "; waiting: the service is unreachable (connection refused), retrying in" in out.stderr
     assert "the service answered again after" in out.stderr
     e.outage(2.0, after=5)
     status, shown = _run_in_pty(["events", *day, "-o", "day.jsonl"], _env(e), tmp_path)
     assert status == 0, shown
-    assert "waiting: the service is unreachable (connection refused)" in shown, shown
+    assert "[waiting: retry in " in shown and "of max_outage left (unreachable)]" in shown, shown
+    # The end-of-call line says what the outage cost.
+    assert re.search(
+        r"wrote [\d,]+ events to day\.jsonl: .*; [\d,]+ retries, [\d.]+ s of outage", shown
+    )
 
 
 # --- a client that lives for days -------------------------------------------------------------

@@ -6,13 +6,15 @@ command line, through the progress callback for the API."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 
 import pytest
 import surveillance as sv
+from surveillance import _progress
 
-from conftest import emulator_fixture, run_in_pty, service_env
+from conftest import emulator_fixture, other, run_in_pty, service_env
 
 # 1 day of 16,000 events: more than one window of 10,000, so a bar that moved only when a
 # window completes would show no count between 0 and 10,000.
@@ -170,3 +172,112 @@ def test_a_notebook_bar_that_showed_nothing_leaves_no_line(monkeypatch, tqdm):
     bar({"requests": 3, "done_ms": 5, "total_ms": 10})
     bar.close()
     assert shown[-1]["text/plain"].startswith("plan: ")
+
+
+# --- what the client waits for, and the publish bar ---------------------------------------
+
+
+def _publishing(emu, per_second: float) -> sv.Client:
+    """A client that publishes at ``per_second`` requests (of 10 records each, below), so
+    that its bar is drawn many times."""
+    return emu.client(limits=sv.Limits(None, None, per_second, 4, None))
+
+
+def _records(n: int) -> list:
+    return [other(i) for i in range(n)]
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["tqdm", "plain"])
+def test_a_429_wait_shows_on_the_bar_while_it_lasts(busy, capsys, monkeypatch, plain):
+    if plain:
+        monkeypatch.setattr("surveillance._progress._tqdm", lambda notebook: None)
+    else:
+        pytest.importorskip("tqdm")
+    client = busy.client(limits=sv.Limits(None, 2, None, None, None))
+    client.access_token()
+    busy.set_faults(rate_limit_rate=0.3, retry_after=2)
+    try:
+        _a_429_wait_shows(busy, client, capsys)
+    finally:
+        busy.set_faults()
+
+
+def _a_429_wait_shows(busy, client, capsys) -> None:
+    updates: list = []
+    bar, close = _progress.make(True, "events")
+    assert bar is not None
+
+    def both(update: dict) -> None:
+        updates.append(update)
+        bar(update)
+
+    try:
+        client.events(busy.start, busy.start + (busy.end - busy.start) / 8, progress=both)
+    finally:
+        close()
+    waits = [(u["waiting"], u["waiting_brief"]) for u in updates if u.get("waiting")]
+    assert waits and all(w == "rate limited (429): next try in " + b[9:-6] for w, b in waits)
+    assert all(re.fullmatch(r"retry in \d s \(429\)", b) for _, b in waits), waits
+    assert updates[-1]["waiting"] is None and updates[-1]["waiting_brief"] is None
+    err = capsys.readouterr().err
+    # Right after the bar's name, where a narrow terminal does not cut it off.
+    assert re.search(r"events \[waiting: retry in \d s \(429\)\]: +\d+%", err), err
+    cost = client.last_cost
+    assert cost.rate_limited > 0 and cost.retries >= cost.rate_limited and cost.waited > 0
+    assert f"{cost.rate_limited:,} answered 429 (" in str(cost)
+
+
+def test_the_outage_countdown_goes_down_on_the_publish_bar(make_emu, capsys, monkeypatch):
+    """The ``max_outage`` left counts down while the publish waits, on the bar as in the
+    callback's words."""
+    e = make_emu(seed=5, sites=2, days=1, events_per_day=100)
+    client = _publishing(e, 50)
+    client.access_token()
+    updates: list = []
+    e.outage(3.5, after=3)
+    report = client.publish(_records(200), batch_size=10, progress=updates.append)
+    assert report.accepted == 200
+    left = [
+        int(re.search(r", (\d+) s of max_outage left", u["waiting_brief"]).group(1))
+        for u in updates
+        if u.get("waiting_brief")
+    ]
+    assert len(set(left)) >= 3 and left[0] > left[-1], left
+    assert client.last_cost.outage >= 3.0, client.last_cost
+    assert "s of outage ridden out" in str(client.last_cost)
+    monkeypatch.setattr("surveillance._progress._tqdm", lambda notebook: None)
+    e.outage(2.5, after=3)
+    client.publish(_records(100), batch_size=10, progress=True)
+    shown = re.findall(
+        r"publish \[waiting: retry[^]]*, (\d+) s of max_outage left", capsys.readouterr().err
+    )
+    assert len(set(shown)) >= 2, shown
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["tqdm", "plain"])
+def test_the_publish_bar_has_a_total_a_share_and_a_time_left_when_the_length_is_known(
+    busy, capsys, monkeypatch, tmp_path, plain
+):
+    if plain:
+        monkeypatch.setattr("surveillance._progress._tqdm", lambda notebook: None)
+    else:
+        pytest.importorskip("tqdm")
+    client = _publishing(busy, 40)
+    records = _records(400)
+    client.publish(records, batch_size=10, progress=True)
+    err = capsys.readouterr().err
+    if plain:
+        frame = r"publish: +(\d+)% \(([\d,]+)/400 records, ~\w+ left, 0 rejected"
+    else:
+        frame = r"publish: +(\d+)%\|[^|]*\| (\d+)/400 \[[\d:]+<[\d:]+"
+    shares = [int(m.group(1)) for m in re.finditer(frame, err)]
+    assert len(set(shares)) >= 3 and 0 < shares[0] < 100, err
+    # A JSON Lines file is counted first: the same bar.
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(f"{json.dumps(r)}\n\n" for r in records))
+    client.publish(str(path), batch_size=10, progress=True)
+    assert re.search(frame, capsys.readouterr().err)
+    # An iterator of unknown length: the records done, no total, no share.
+    client.publish(iter(records), batch_size=10, progress=True)
+    err = capsys.readouterr().err
+    assert "400 records" in err and "/400" not in err and "%" not in err, err

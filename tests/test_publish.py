@@ -501,7 +501,14 @@ def test_report_repr_html_and_progress(emu, client):
     records = [retail(i) for i in range(300)] + [{"dataType": "other"}]
     report = client.publish(records, batch_size=10, progress=updates.append)
     assert updates and updates[-1]["accepted"] == 300 and updates[-1]["rejected"] == 1
-    assert set(updates[-1]) == {"read", "accepted", "rejected", "requests", "waiting"}
+    assert set(updates[-1]) == {
+        "read",
+        "accepted",
+        "rejected",
+        "requests",
+        "waiting",
+        "waiting_brief",
+    }
     assert updates[-1]["waiting"] is None  # nothing to wait for
     text = repr(report)
     assert text.startswith("<PublishReport: 301 records, 300 accepted, 1 rejected (1 invalid)")

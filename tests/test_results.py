@@ -148,8 +148,15 @@ def test_the_reprs_keep_their_look():
     )
     assert repr(s["Stats"]).endswith(f"quota={s['Quota']!r})")
     assert "ranges=[2026-01-05T00:00:00Z .. 2026-01-06T00:00:00.250Z]" in repr(s["CacheInfo"])
-    assert repr(s["Cost"]) == f"Cost(requests=12, quota={s['Quota']!r})"
+    assert repr(s["Cost"]) == (
+        f"Cost(requests=12, quota={s['Quota']!r}, retries=0, rate_limited=0, waited=0.00, "
+        "outage=0.00)"
+    )
     assert str(s["Cost"]) == "12 requests, 0.5% of the day's 2,400 (1,830 left)"
+    troubled = sv.Cost(12, s["Quota"], retries=1, rate_limited=1, waited=2.0, outage=0.0)
+    assert str(troubled) == (
+        "12 requests, 0.5% of the day's 2,400 (1,830 left); 1 retry, 1 answered 429 (2.0 s waited)"
+    )
     assert s["Cost"].share == 0.005 and sv.Cost(requests=3).share is None
     assert str(sv.Cost(requests=1)) == "1 request"
     no_budget = sv.Quota(limit=0, used=5, remaining=None, resets_at=T1)
@@ -190,7 +197,14 @@ def test_to_dict_gives_the_shapes_the_results_had():
         "exact": False,
     }
     quota = {"limit": 2400, "used": 570, "remaining": 1830, "resets_at": T1}
-    assert s["Cost"].to_dict() == {"requests": 12, "quota": quota}
+    assert s["Cost"].to_dict() == {
+        "requests": 12,
+        "quota": quota,
+        "retries": 0,
+        "rate_limited": 0,
+        "waited": 0.0,
+        "outage": 0.0,
+    }
     assert s["Quota"].to_dict() == quota
     stats = s["Stats"].to_dict()
     assert stats == {

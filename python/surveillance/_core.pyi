@@ -407,6 +407,13 @@ class CallScope:
     @property
     def rate_limited(self) -> int:
         """429 answers received."""
+    @property
+    def waited(self) -> float:
+        """Seconds its requests waited after 429s (waits at the same time each counted)."""
+    @property
+    def outage(self) -> float:
+        """Seconds the service was unreachable during the call (an outage under way counted
+        so far)."""
 
 #: The public call running now, per thread and per asyncio task (None outside one).
 CALL: contextvars.ContextVar[Optional[CallScope]]

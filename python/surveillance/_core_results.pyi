@@ -216,6 +216,10 @@ class Cost:
         cls,
         requests: int,
         quota: Optional[Quota] = None,
+        retries: int = 0,
+        rate_limited: int = 0,
+        waited: float = 0.0,
+        outage: float = 0.0,
     ) -> Cost: ...
     @property
     def requests(self) -> int:
@@ -228,6 +232,18 @@ class Cost:
         """Where the daily quota stood after the call, as :meth:`Client.quota
         <surveillance.Client.quota>` gives it (None before a client's first call).
         """
+    @property
+    def retries(self) -> int:
+        """Requests of the call sent again after a failure."""
+    @property
+    def rate_limited(self) -> int:
+        """Answers 429 the call received."""
+    @property
+    def waited(self) -> float:
+        """Seconds the call's requests waited after 429s."""
+    @property
+    def outage(self) -> float:
+        """Seconds the service was unreachable during the call, ridden out."""
     @property
     def share(self) -> Optional[float]:
         """``requests`` as a share of the day's quota, or None."""

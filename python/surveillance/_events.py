@@ -88,9 +88,10 @@ class Events:
                 so far let the client expect, None until they tell anything:
                 ``expected_events``, ``expected_requests`` and ``eta_s`` (seconds left at the
                 read rate), ``saved`` (requests not sent: windows served from the cache),
-                and ``waiting``: while the service is unreachable, what the client waits for
-                in words (the next try, the ``max_outage`` left), else None. The bar shows
-                these from the first request on.
+                and ``waiting``: while the service is unreachable or a 429's wait lasts, what
+                the client waits for in words (the next try, the ``max_outage`` left), else
+                None; ``waiting_brief``: the same in a bar's few columns. The bar shows these
+                from the first request on.
             refresh: read the whole range again, past the cache, and replace what it held.
 
         Returns:

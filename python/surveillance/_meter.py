@@ -64,7 +64,7 @@ class Meter:
             # Left in another context than it was entered in (a generator finished by another
             # thread or task): that context's call is its own, and this one's value goes.
             pass
-        self._client._settle_cost(self.requests)
+        self._client._settle_cost(self.requests, self._scope)
         if self._telemetry is not None:
             self._telemetry.detach(self._attached.pop())
             if self._streaming and error is None:
@@ -74,7 +74,7 @@ class Meter:
 
     def settle(self) -> None:
         """Leaves what the call has spent so far in ``last_cost`` (and ends its span)."""
-        self._client._settle_cost(self.requests)
+        self._client._settle_cost(self.requests, self._scope)
         if self._telemetry is not None:
             self._telemetry.end(self._scope)
 

@@ -122,6 +122,9 @@ class _Bar:
     anything the share is that of the range done. A plan (``plan=True``) shows the share of the
     range counted and the requests it has asked.
 
+    While the client waits (the service unreachable, a 429), the wait and its countdown come
+    right after the bar's name, where a narrow terminal does not cut them off.
+
     On a terminal: tqdm when installed, else one line on stderr rewritten in place; either is
     drawn at once, before the first answer. In Jupyter the bar owns one output of the cell
     (tqdm's widget, or a line of text without tqdm and ipywidgets), which :meth:`close`
@@ -136,6 +139,7 @@ class _Bar:
 
     def _open(self, desc: str, total: Optional[int], unit: str) -> None:
         self._desc = desc
+        self._shown_desc = desc
         self._total = total
         self._tqdm: Any = None
         self._handle: Any = None
@@ -177,19 +181,20 @@ class _Bar:
             sys.stderr.write(f"\r{line}\x1b[K")
             sys.stderr.flush()
 
-    def _waiting(self, update: dict[str, Any], postfix: str, line: str) -> tuple[str, str]:
-        """``postfix`` and ``line`` with what the client waits for, while it waits (the
-        update's ``waiting``: the service unreachable, the next try, the ``max_outage`` left);
-        as they are once requests go through again."""
-        waiting = update.get("waiting")
-        if not waiting:
-            return postfix, line
-        return f"{postfix}; waiting: {waiting}", f"{line}; waiting: {waiting}"
+    def _head(self, update: dict[str, Any]) -> str:
+        """The bar's name, with what the client waits for while it waits (the update's
+        ``waiting_brief``: the next try and the ``max_outage`` left, or a 429's wait), which
+        tqdm shows too; the name alone once requests go through again."""
+        brief = update.get("waiting_brief") or update.get("waiting")
+        head = f"{self._desc} [waiting: {brief}]" if brief else self._desc
+        if self._tqdm is not None and head != self._shown_desc:
+            self._tqdm.set_description_str(head, refresh=False)
+        self._shown_desc = head
+        return head
 
     def __call__(self, update: dict[str, Any]) -> None:
         pct, words = _words(update, self._limit, self._plan)
-        postfix, line = self._waiting(update, words, f"{self._desc}: {pct:3d}% ({words})")
-        self._show(pct, postfix, line)
+        self._show(pct, words, f"{self._head(update)}: {pct:3d}% ({words})")
 
     def close(self) -> None:
         if self._tqdm is not None:

@@ -199,9 +199,22 @@ class _BaseClient:
     def _meter(self, name: str = "call", **options: Any) -> Meter:
         return Meter(self, name, **options)
 
-    def _settle_cost(self, requests: int) -> None:
-        """Leaves `requests`, what the caller's call sent, in ``last_cost``."""
-        Costs.of(self).set(Cost(requests, self.quota()))
+    def _settle_cost(self, requests: int, scope: Any = None) -> None:
+        """Leaves `requests`, what the caller's call sent, in ``last_cost``, with the
+        retries, 429s, waits and outage that its call `scope` (a ``_core.CallScope``) met."""
+        if scope is None:
+            Costs.of(self).set(Cost(requests, self.quota()))
+            return
+        Costs.of(self).set(
+            Cost(
+                requests,
+                self.quota(),
+                scope.retries,
+                scope.rate_limited,
+                round(scope.waited, 3),
+                round(scope.outage, 3),
+            )
+        )
 
     @classmethod
     def _of(cls, inner: Any) -> Any:
@@ -515,8 +528,10 @@ class Client(Events, Lists, _BaseClient):
                 validate`) and keep back those with errors; warnings do not stop a record.
             progress: ``"auto"`` (a bar in Jupyter and on a terminal, none otherwise),
                 ``True``, ``False``, or a callable receiving update dicts (``read``,
-                ``accepted``, ``rejected``, ``requests``, and ``waiting``: what the client
-                waits for while the service is unreachable, else None).
+                ``accepted``, ``rejected``, ``requests``, and ``waiting`` and
+                ``waiting_brief``: what the client waits for while the service is unreachable
+                or a 429's wait lasts, else None). The bar shows the share done, the total and
+                the time left when the length of ``records`` is known (a file is counted).
 
         Returns:
             :class:`~surveillance.PublishReport`: ``accepted``, ``rejected`` (each with its

@@ -6,6 +6,7 @@ files; columns: pandas DataFrames, Arrow data, Parquet files). The work is done 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from typing import Any, Callable, Optional, TypedDict, Union
 
@@ -126,22 +127,54 @@ def _is_parquet(path: PathLike) -> bool:
 
 
 class _Bar(_progress._Bar):
-    """Records read and accepted, on tqdm when installed, else a plain stderr line (closed as
-    the events bar is)."""
+    """Records done (accepted or rejected), on tqdm when installed, else a plain stderr line
+    (closed as the events bar is). With the input's length known (a list, a DataFrame, Arrow
+    data, a file) it shows the total, the share done and the time left at the rate so far;
+    with an iterator, the records done alone. A wait (an outage, a 429) shows after its name.
+    """
 
     def __init__(self, total: Optional[int]) -> None:
+        self._started = time.monotonic()
         self._open("publish", total, " records")
 
     def __call__(self, update: dict[str, Any]) -> None:
         done = int(update.get("accepted", 0)) + int(update.get("rejected", 0))
         rejected, requests = update.get("rejected", 0), update.get("requests", 0)
-        total = f"/{self._total:,}" if self._total else ""
-        postfix, line = self._waiting(
-            update,
-            f"rejected={rejected}, requests={requests}",
-            f"publish: {done:,}{total} records ({rejected:,} rejected)",
-        )
-        self._show(done, postfix, line)
+        head = self._head(update)
+        words = f"{done:,} records"
+        if self._total:
+            pct = min(100, 100 * done // self._total)
+            words = f"{pct:3d}% ({done:,}/{self._total:,} records"
+            elapsed = time.monotonic() - self._started
+            if 0 < done < self._total:
+                left = elapsed * (self._total - done) / done
+                words += f", ~{_progress._duration(left)} left"
+        else:
+            words = f"({words}"
+        line = f"{head}: {words}, {rejected:,} rejected, {requests:,} requests)"
+        self._show(done, f"rejected={rejected}, requests={requests}", line)
+
+
+def _wanted_bar(progress: ProgressArg) -> bool:
+    """Whether ``progress`` draws a bar (whose total is worth counting)."""
+    return not callable(progress) and _wanted(progress)
+
+
+def _lines(path: str) -> int:
+    """The records of a JSON Lines file: its lines that are not blank (read once more, at
+    the speed of the disk: far faster than they are posted)."""
+    with open(path, "rb") as f:
+        return sum(1 for line in f if not line.isspace())
+
+
+def _parquet_rows(path: str) -> Optional[int]:
+    """The rows of a Parquet file, from its footer (None without pyarrow)."""
+    try:
+        import pyarrow.parquet as pq  # optional: pyarrow
+
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    except Exception:
+        return None
 
 
 def _progress_of(progress: Progress, total: Optional[int]) -> tuple[Any, ...]:
@@ -198,9 +231,12 @@ def publish(
             pass
         if _is_parquet(path):
             parquet, path = os.fspath(path), None
+            size = _parquet_rows(parquet) if _wanted_bar(progress) else None
         elif _records.file_format(os.fspath(path), strict=False) == "csv":
             rows = _records.csv_records(os.fspath(path))
             path, source, size, rereadable = None, rows, len(rows), True
+        elif _wanted_bar(progress):
+            size = _lines(os.fspath(path))
     elif isinstance(records, Mapping):
         source, size = iter([records]), 1
     elif _frames.is_frame(records):

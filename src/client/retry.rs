@@ -109,6 +109,16 @@ impl Outage {
             Outage::Gateway(code) => format!("the service is unavailable ({code})"),
         }
     }
+
+    /// The same in a word or two, for a bar's few columns.
+    pub fn brief(self) -> String {
+        match self {
+            Outage::Refused => "unreachable".into(),
+            Outage::Reset => "connection reset".into(),
+            Outage::TimedOut => "timed out".into(),
+            Outage::Gateway(code) => format!("unavailable, {code}"),
+        }
+    }
 }
 
 /// The longest `Retry-After` taken as it is (two days; a wait that long is a quota anyway).

@@ -4,9 +4,9 @@
 //! call's [`Observer`] (its telemetry) and the trace context its requests carry.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 /// What one call (and the calls within it) sent; a call inside another counts in both.
 #[derive(Debug, Default)]
@@ -14,6 +14,14 @@ pub struct Scope {
     sent: AtomicU64,
     retries: AtomicU64,
     rate_limited: AtomicU64,
+    /// Milliseconds its requests waited after 429s, each request's waits counted.
+    waited_ms: AtomicU64,
+    /// The outages its requests rode out: how many, and their time, from the first request
+    /// of the call that met one to the first answered after it.
+    outages: AtomicU64,
+    outage_ms: AtomicU64,
+    in_outage: AtomicBool,
+    outage_since: Mutex<Option<Instant>>,
     /// The call this one runs within, if any.
     parent: Option<Arc<Scope>>,
     /// Told of each request, wait and token of the call (None: nobody watches, one branch a
@@ -103,6 +111,13 @@ pub(crate) enum Counted {
     Retry,
     /// It was answered 429.
     RateLimited,
+    /// It waited this many milliseconds after a 429.
+    Waited(u64),
+    /// It met an outage that began at this instant (the call's began then, if none was under
+    /// way).
+    OutageMet(Instant),
+    /// It was answered: an outage of the call under way is over.
+    Answered,
 }
 
 impl Scope {
@@ -143,8 +158,55 @@ impl Scope {
         self.rate_limited.load(Ordering::Relaxed)
     }
 
+    /// Seconds its requests waited after 429s (concurrent waits each counted).
+    pub fn waited(&self) -> Duration {
+        Duration::from_millis(self.waited_ms.load(Ordering::Relaxed))
+    }
+
+    /// The outages the call met, and their time in all (one under way counted so far).
+    pub fn outages(&self) -> (u64, Duration) {
+        let since = *self.outage_since.lock().unwrap_or_else(|p| p.into_inner());
+        let ended = Duration::from_millis(self.outage_ms.load(Ordering::Relaxed));
+        let n = self.outages.load(Ordering::Relaxed);
+        match since {
+            Some(since) => (n + 1, ended + since.elapsed()),
+            None => (n, ended),
+        }
+    }
+
+    fn outage_met(&self, at: Instant) {
+        let mut since = self.outage_since.lock().unwrap_or_else(|p| p.into_inner());
+        if since.is_none() {
+            *since = Some(at);
+            self.in_outage.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn answered(&self) {
+        // Most answers come with no outage under way: no lock for them.
+        if !self.in_outage.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut since = self.outage_since.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(at) = since.take() {
+            self.in_outage.store(false, Ordering::Relaxed);
+            let ms = u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX);
+            self.outage_ms.fetch_add(ms, Ordering::Relaxed);
+            self.outages.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     fn add(&self, what: Counted) {
         let _ = match what {
+            Counted::Waited(ms) => self.waited_ms.fetch_add(ms, Ordering::Relaxed),
+            Counted::OutageMet(at) => {
+                self.outage_met(at);
+                0
+            }
+            Counted::Answered => {
+                self.answered();
+                0
+            }
             Counted::Sent => self.sent.fetch_add(1, Ordering::Relaxed),
             Counted::Unsent => self
                 .sent
@@ -272,5 +334,34 @@ mod tests {
         assert_eq!(*seen.0.lock().unwrap(), ["rate_limited GET /v2/events"]);
         assert_eq!(parent.as_deref(), Some("00-a-b-01"));
         assert!(observer().is_none() && traceparent().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_calls_outage_runs_from_its_first_request_that_meets_it_to_the_first_answer() {
+        let call = Scope::new(None);
+        let ago = |s: u64| {
+            Instant::now()
+                .checked_sub(Duration::from_secs(s))
+                .expect("an instant in the past")
+        };
+        within(Some(call.clone()), async {
+            count(Counted::Answered); // no outage under way: nothing
+                                      // Three requests in flight meet it: one outage, from the first of them.
+            count(Counted::OutageMet(ago(4)));
+            count(Counted::OutageMet(ago(3)));
+            count(Counted::OutageMet(ago(2)));
+            let (n, so_far) = call.outages();
+            assert_eq!(n, 1);
+            assert!(so_far >= Duration::from_secs(4), "{so_far:?}");
+            count(Counted::Answered);
+            count(Counted::Answered);
+            count(Counted::Waited(1_500));
+            count(Counted::Waited(500));
+        })
+        .await;
+        let (n, took) = call.outages();
+        assert_eq!(n, 1);
+        assert!((4_000..5_000).contains(&took.as_millis()), "{took:?}");
+        assert_eq!(call.waited(), Duration::from_secs(2));
     }
 }

@@ -166,7 +166,8 @@ def _cli_words(e: BaseException, args: argparse.Namespace) -> str:
 
 class _LogLines(logging.Filter):
     """Lines of the `surveillance` logger on the terminal, prefixed as errors are. Without
-    ``debug``, a "giving up" warning is left out: the error line that follows says it."""
+    ``debug``, the warning of a request given up on is left out: the error line that follows
+    says it."""
 
     def __init__(self, debug: bool) -> None:
         super().__init__()
@@ -174,7 +175,7 @@ class _LogLines(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.level = record.levelname.lower()
-        return self.debug or not record.getMessage().startswith("giving up")
+        return self.debug or "giving up after " not in record.getMessage()
 
 
 class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]  # generic in the stubs only

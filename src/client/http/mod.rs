@@ -3,6 +3,7 @@
 //! timeouts, retries, a cap on body size) in `send`, the wait through an outage in `outage`.
 
 mod outage;
+mod said;
 mod send;
 mod shown;
 mod token;
@@ -29,8 +30,9 @@ pub use super::retry::{
     backoff, outage_backoff, parse_retry_after, refuses_token, renewal_margin, Outage, OUTAGE_CAP,
 };
 
-pub use outage::OutageClock;
 use outage::Waiting;
+pub use outage::{OutageClock, Wait};
+pub use said::Fields;
 pub use shown::body_start;
 use shown::describe;
 use token::Token;
@@ -45,8 +47,9 @@ pub enum Level {
     Warning,
 }
 
-/// Where the client's log lines go (the Python binding buffers them for the `surveillance` logger).
-pub type LogSink = Arc<dyn Fn(Level, String) + Send + Sync>;
+/// Where the client's log lines go, with the fields of the request each is about (the Python
+/// binding buffers them for the `surveillance` logger, the fields as its records' `extra`).
+pub type LogSink = Arc<dyn Fn(Level, String, Fields) + Send + Sync>;
 
 /// Which limits a request counts against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +133,10 @@ pub struct Http {
     pub ledger: Ledger,
     /// The latest wait through an outage, until a request is answered again.
     waiting: std::sync::Mutex<Option<Waiting>>,
+    /// The waits after 429s under way: each one's number and end.
+    limited: std::sync::Mutex<Vec<(u64, std::time::Instant)>>,
+    /// The number of the next wait after a 429.
+    waits: AtomicU64,
 }
 
 impl std::fmt::Debug for Http {
@@ -223,17 +230,29 @@ impl Http {
             log,
             closed: tokio::sync::watch::Sender::new(false),
             waiting: std::sync::Mutex::new(None),
+            limited: std::sync::Mutex::new(Vec::new()),
+            waits: AtomicU64::new(0),
         })
     }
 
     fn log(&self, level: Level, msg: impl FnOnce() -> String) {
+        self.log_with(level, Fields::default, msg);
+    }
+
+    /// Logs `msg` (scrubbed of secrets) with the `fields` of the request it is about.
+    fn log_with(
+        &self,
+        level: Level,
+        fields: impl FnOnce() -> Fields,
+        msg: impl FnOnce() -> String,
+    ) {
         if let Some(sink) = &self.log {
             let line = msg();
             let line = match redact::scrub(&line) {
                 std::borrow::Cow::Borrowed(_) => line,
                 std::borrow::Cow::Owned(scrubbed) => scrubbed,
             };
-            sink(level, line);
+            sink(level, line, fields());
         }
     }
 

@@ -10,8 +10,9 @@ use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Method, StatusCode};
 use url::Url;
 
-use super::outage::Tries;
-use super::shown::{describe, detail_of, shown, truncate};
+use super::outage::{FailedTry, Tries};
+use super::said::Heard;
+use super::shown::{cause_of, describe, detail_of, shown, truncate};
 use super::token::Admitted;
 use super::{parse_retry_after, refuses_token, Call, Http, Level, Outage, Watched};
 use crate::client::config::Secret;
@@ -23,6 +24,8 @@ use crate::client::uses::Outcome;
 /// have reached the service (false only when no connection was made).
 pub(super) struct NoAnswer {
     pub(super) error: Error,
+    /// Why no answer came, without the request (its log line names it).
+    pub(super) why: String,
     outage: Option<Outage>,
     pub(super) reached: bool,
 }
@@ -80,13 +83,16 @@ impl Http {
         }
         let classify = |e: reqwest::Error| {
             let (outage, reached) = (Outage::of_error(&e), !e.is_connect());
-            let error = if e.is_timeout() {
-                Error::Timeout(format!(
-                    "`{} {}` timed out after {:.1} s (`timeout`)",
-                    method,
-                    url.path(),
+            let why = if e.is_timeout() {
+                format!(
+                    "timed out after {:.1} s (`timeout`)",
                     self.config.timeout.as_secs_f64()
-                ))
+                )
+            } else {
+                cause_of(&e)
+            };
+            let error = if e.is_timeout() {
+                Error::Timeout(format!("`{} {}` {why}", method, url.path()))
             } else {
                 Error::Transport(format!(
                     "`{} {}` failed: {}",
@@ -97,6 +103,7 @@ impl Http {
             };
             NoAnswer {
                 error,
+                why,
                 outage,
                 reached,
             }
@@ -111,6 +118,7 @@ impl Http {
                 url: shown(url),
                 detail: format!("the answer is larger than `max_body_bytes` ({cap} bytes)"),
             },
+            why: format!("the answer is larger than `max_body_bytes` ({cap} bytes)"),
             outage: None,
             reached: true,
         };
@@ -159,6 +167,7 @@ impl Http {
         let mut tries = Tries::new(
             call.method.as_str(),
             &call.url,
+            call.route,
             call.tally.as_deref(),
             outage,
         );
@@ -203,6 +212,7 @@ impl Http {
             token_use.sent();
             let watch = Watched::new(observer.as_ref(), &call.method, &call.url, sends, false);
             sends += 1;
+            tries.sent += 1;
             let told = self
                 .unless_closed(async {
                     Ok(self
@@ -217,34 +227,33 @@ impl Http {
                     .map_err(|f| (&f.error, f.reached)),
             );
             let outage = self.told(&told, day, granted, call.route, Some(call));
+            let mut heard = self.heard(&told, started);
             if outage.is_none() {
-                self.answered(&mut tries);
+                heard.back_after = self.answered(&mut tries);
             }
             let outcome = told.map_err(|f| f.error);
             let mut limited = false;
             let (err, retry_after) = match outcome {
                 Ok((status, _, body)) if status.is_success() => {
-                    let size = body.len();
                     // The token worked: a later refusal of it is an expiry, renewed.
                     self.worked.fetch_max(generation, Ordering::SeqCst);
                     token_use.end(Outcome::Worked);
                     match check(body) {
                         Ok(value) => {
                             gate.on_success(started);
-                            self.log(Level::Debug, || {
-                                format!(
-                                    "{} {} -> {} ({} ms, {} bytes)",
-                                    call.method,
-                                    shown(&call.url),
-                                    status.as_u16(),
-                                    started.elapsed().as_millis(),
-                                    size
-                                )
-                            });
+                            self.said(Level::Debug, &tries, &heard, || None);
                             return Ok(value);
                         }
-                        Err(e @ Error::Decode { .. }) => (e, None),
-                        Err(e) => return Err(e),
+                        Err(e @ Error::Decode { .. }) => {
+                            if let Error::Decode { detail, .. } = &e {
+                                heard.unread(detail);
+                            }
+                            (e, None)
+                        }
+                        Err(e) => {
+                            self.said(Level::Debug, &tries, &heard, || Some(e.to_string()));
+                            return Err(e);
+                        }
                     }
                 }
                 Ok((status, headers, body))
@@ -273,17 +282,17 @@ impl Http {
                         let renewing = self.invalidate(generation).await;
                         self.uses.wake();
                         self.stats.retry(call.tally.as_deref());
-                        self.log(Level::Debug, || {
-                            format!(
-                                "{} {} -> {}: sent again with {} access token",
-                                call.method,
-                                call.url.path(),
-                                status.as_u16(),
+                        self.said(Level::Debug, &tries, &heard, || {
+                            Some(format!(
+                                "sent again with {} access token",
                                 if renewing { "a renewed" } else { "the current" }
-                            )
+                            ))
                         });
                         continue;
                     }
+                    self.said(Level::Debug, &tries, &heard, || {
+                        Some("refused with a new access token: the credentials are refused".into())
+                    });
                     return Err(Error::Auth {
                         message: format!(
                             "`{} {}` was refused ({status}) with a new access token: {}",
@@ -298,6 +307,7 @@ impl Http {
                     let code = status.as_u16();
                     let detail = detail_of(&body);
                     if code == 403 {
+                        self.said(Level::Debug, &tries, &heard, || None);
                         return Err(Error::Auth {
                             message: format!(
                                 "`{} {}` was refused ({status}): {detail}",
@@ -319,30 +329,50 @@ impl Http {
                     };
                     if code == 429 {
                         self.stats.rate_limited(call.tally.as_deref());
-                        self.too_long(&headers, &format!("{} {}", call.method, call.url.path()))?;
+                        let what = format!("{} {}", call.method, call.url.path());
+                        if let Err(e) = self.too_long(&headers, &what) {
+                            self.said(Level::Debug, &tries, &heard, || {
+                                Some("a wait longer than `max_wait`: not tried again".into())
+                            });
+                            return Err(e);
+                        }
                         let ra = parse_retry_after(&headers);
                         gate.on_rate_limited(started, ra);
                         limited = true;
-                        (self.within_max_wait(&waited, ra, err)?, ra)
+                        match self.within_max_wait(&waited, ra, err) {
+                            Ok(err) => (err, ra),
+                            Err(err) => {
+                                self.said(Level::Debug, &tries, &heard, || {
+                                    Some("past `max_wait`: not tried again".into())
+                                });
+                                return Err(err);
+                            }
+                        }
                     } else if err.is_retryable() {
                         (err, parse_retry_after(&headers))
                     } else {
-                        self.log(Level::Debug, || {
-                            format!("{} {} -> {code}", call.method, shown(&call.url))
-                        });
+                        self.said(Level::Debug, &tries, &heard, || None);
                         return Err(err);
                     }
                 }
                 Err(e) if (outage.is_some() || e.is_retryable()) && self.check_open().is_ok() => {
                     (e, None)
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    self.said(Level::Debug, &tries, &heard, || None);
+                    return Err(e);
+                }
             };
             // Answered or not, its place in the token's window is free during the wait.
             drop(token_use);
             let before = Instant::now();
-            self.retry(&mut tries, outage, err, retry_after, started)
-                .await?;
+            let failed = FailedTry {
+                error: err,
+                heard,
+                retry_after,
+                limited,
+            };
+            self.retry(&mut tries, outage, failed, started).await?;
             if limited {
                 let ms = u64::try_from(before.elapsed().as_millis()).unwrap_or(u64::MAX);
                 waited.fetch_add(ms, Ordering::Relaxed);
@@ -379,6 +409,18 @@ impl Http {
 }
 
 impl Http {
+    /// An exchange's outcome, for its log line.
+    pub(super) fn heard(
+        &self,
+        told: &std::result::Result<(StatusCode, HeaderMap, Bytes), NoAnswer>,
+        sent: Instant,
+    ) -> Heard {
+        match told {
+            Ok((status, headers, body)) => Heard::answer(*status, headers, body, sent),
+            Err(f) => Heard::none(&f.why, sent),
+        }
+    }
+
     /// The outage an exchange's outcome says, if any; a request that made no connection is
     /// taken back from the counts (`route`'s, `call`'s) and the day's quota (`day`, the
     /// allowance when `granted`): it never left the machine.

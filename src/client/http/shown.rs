@@ -36,6 +36,25 @@ pub(super) fn describe(e: &reqwest::Error) -> String {
         .join(": ")
 }
 
+/// What a failed request's causes say, without the request (for its log line, which names
+/// it): "Connection refused (os error 111)" where [`describe`] says "cannot reach URL: ...".
+pub(super) fn cause_of(e: &reqwest::Error) -> String {
+    let full = describe(e);
+    let head = match e.url() {
+        Some(url) if e.is_connect() => format!("cannot reach {url}"),
+        _ => e.to_string(),
+    };
+    match full
+        .strip_prefix(&head)
+        .and_then(|rest| rest.strip_prefix(": "))
+    {
+        Some(causes) => causes.to_owned(),
+        None if e.is_connect() => "the connection failed".to_owned(),
+        None if e.is_body() || e.is_decode() => "the answer's body could not be read".to_owned(),
+        None => "the request failed".to_owned(),
+    }
+}
+
 pub(super) fn shown(url: &Url) -> String {
     match url.query() {
         Some(q) => format!("{}?{}", url.path(), q),

@@ -10,7 +10,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use url::Url;
 
-use super::outage::{OutageClock, Tries};
+use super::outage::{FailedTry, OutageClock, Tries};
 use super::shown::{body_start, detail_of, shown, truncate};
 use super::{parse_retry_after, renewal_margin, Http, Level, Watched};
 use crate::client::config::Secret;
@@ -46,7 +46,11 @@ pub(super) struct Token {
     value: Secret,
     refresh_at: Instant,
     generation: u64,
+    lifetime: Duration,
 }
+
+/// The token endpoint's route, as `stats()` and the log name it.
+const TOKEN_ROUTE: &str = "POST /v2/oauth/token";
 
 impl Http {
     /// A valid token and its generation; fetched once for all concurrent callers when needed.
@@ -190,16 +194,17 @@ impl Http {
             "client_secret": self.config.client_secret.expose(),
         });
         let body = Bytes::from(body.to_string());
-        let mut tries = Tries::new("POST", &url, None, outage);
+        let mut tries = Tries::new("POST", &url, TOKEN_ROUTE, None, outage);
         let observer = scope::observer();
         let mut sends = 0u32;
         loop {
             let granted = self.unless_closed(self.ledger.take_granted()).await?;
             let day = self.ledger.spend()?;
             let sent_at = Instant::now();
-            self.stats.request("POST /v2/oauth/token");
+            self.stats.request(TOKEN_ROUTE);
             let watch = Watched::new(observer.as_ref(), &Method::POST, &url, sends, true);
             sends += 1;
+            tries.sent += 1;
             let told = self
                 .unless_closed(async {
                     Ok(self
@@ -212,23 +217,39 @@ impl Http {
                     .map(|a| a.0)
                     .map_err(|f| (&f.error, f.reached)),
             );
-            let outage = self.told(&told, day, granted, "POST /v2/oauth/token", None);
+            let outage = self.told(&told, day, granted, TOKEN_ROUTE, None);
+            let mut heard = self.heard(&told, sent_at);
             if outage.is_none() {
-                self.answered(&mut tries);
+                heard.back_after = self.answered(&mut tries);
             }
             let outcome = told.map_err(|f| f.error);
+            let mut limited = false;
             let err = match outcome {
                 // A 200 that is not a token (a proxy's page, a cut answer) is retried.
                 Ok((status, _, bytes)) if status.is_success() => {
                     match self.parse_token(&url, &bytes, sent_at) {
-                        Ok(token) => return Ok(token),
-                        Err(e) => (e, None),
+                        Ok(token) => {
+                            let lifetime = token.lifetime.as_secs();
+                            self.said(Level::Debug, &tries, &heard, || {
+                                Some(format!("new access token, valid for {lifetime} s"))
+                            });
+                            return Ok(token);
+                        }
+                        Err(e) => {
+                            if let Error::Decode { detail, .. } = &e {
+                                heard.unread(detail);
+                            }
+                            (e, None)
+                        }
                     }
                 }
                 Ok((status, headers, bytes)) => {
                     let detail = detail_of(&bytes);
                     let code = status.as_u16();
                     if matches!(code, 400 | 401 | 403) {
+                        self.said(Level::Debug, &tries, &heard, || {
+                            Some("the credentials are refused".into())
+                        });
                         return Err(Error::Auth {
                             message: format!("the service refused the token request ({status}): {detail}; check `client_id`, `client_secret`, `api_key` and `audience`"),
                             status: Some(code),
@@ -246,6 +267,9 @@ impl Http {
                         } else {
                             format!("answered {status}: {detail}")
                         };
+                        self.said(Level::Debug, &tries, &heard, || {
+                            Some("not the token endpoint: check `base_url`".into())
+                        });
                         return Err(Error::Status {
                             status: code,
                             body: truncate(&bytes),
@@ -259,7 +283,13 @@ impl Http {
                     }
                     if status == StatusCode::TOO_MANY_REQUESTS {
                         self.stats.rate_limited(None);
-                        self.too_long(&headers, "POST /v2/oauth/token")?;
+                        if let Err(e) = self.too_long(&headers, TOKEN_ROUTE) {
+                            self.said(Level::Debug, &tries, &heard, || {
+                                Some("a wait longer than `max_wait`: not tried again".into())
+                            });
+                            return Err(e);
+                        }
+                        limited = true;
                     }
                     // Not a verdict on the credentials: the service failed or is busy.
                     (
@@ -274,9 +304,14 @@ impl Http {
                 }
                 Err(e) => (e, None),
             };
-            let (err, retry_after) = err;
-            self.retry(&mut tries, outage, err, retry_after, sent_at)
-                .await?;
+            let (error, retry_after) = err;
+            let failed = FailedTry {
+                error,
+                heard,
+                retry_after,
+                limited,
+            };
+            self.retry(&mut tries, outage, failed, sent_at).await?;
         }
     }
 
@@ -311,13 +346,11 @@ impl Http {
         redact::register_token(value);
         self.stats.token();
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        self.log(Level::Debug, || {
-            format!("new access token, valid for {} s", lifetime.as_secs())
-        });
         Ok(Token {
             value: Secret::new(value),
             refresh_at: sent_at + lifetime - renewal_margin(lifetime),
             generation,
+            lifetime,
         })
     }
 }

@@ -133,7 +133,8 @@ pub fn http_date(ms: i64) -> String {
 }
 
 /// The emulator's router over `state`, usable without a socket (`tower::ServiceExt::oneshot`).
-/// Every answer it gives carries one `Date` header, from the emulator's clock.
+/// Every answer it gives carries one `Date` header, from the emulator's clock, and an
+/// `x-request-id`.
 pub fn router(state: Shared) -> Router {
     let mut router = Router::new().route("/v2/oauth/token", post(token));
     for listing in &LISTINGS {

@@ -1,5 +1,5 @@
-//! How answers are said: the `Date` every answer carries, from the emulator's clock, and the
-//! error answers in the dialect's words.
+//! How answers are said: the `Date` every answer carries, from the emulator's clock, its
+//! `x-request-id`, and the error answers in the dialect's words.
 
 use axum::body::Body;
 use axum::extract::{Request, State as AxState};
@@ -12,11 +12,15 @@ use crate::emulator::dialect::{ErrorBody, RetryAfter};
 
 /// Stamps every answer with the emulator's clock (`advance_clock` moves it), as the service
 /// stamps its own: a client reads the service's UTC day from it. It replaces any `Date` set
-/// before; the server adds none of its own (see `server::serve_connection`).
+/// before; the server adds none of its own (see `server::serve_connection`). Each answer is
+/// named too (`x-request-id`), as the gateways in front of such services name theirs.
 pub(super) async fn dated(AxState(state): AxState<Shared>, req: Request, next: Next) -> Response {
     let mut response = next.run(req).await;
     if let Ok(value) = HeaderValue::from_str(&http_date(state.now_ms())) {
         response.headers_mut().insert(header::DATE, value);
+    }
+    if let Ok(value) = HeaderValue::from_str(&state.answer_id()) {
+        response.headers_mut().insert("x-request-id", value);
     }
     response
 }

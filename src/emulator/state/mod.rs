@@ -136,6 +136,8 @@ pub struct State {
     pub connections_total: AtomicU64,
     /// TLS handshakes that failed (a client refused the certificate, or spoke plain HTTP).
     pub tls_failures: AtomicU64,
+    /// Answers given so far: the number in each answer's `x-request-id`.
+    answers: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -198,6 +200,7 @@ impl State {
             connections_open: AtomicUsize::new(0),
             connections_total: AtomicU64::new(0),
             tls_failures: AtomicU64::new(0),
+            answers: AtomicU64::new(0),
         }
     }
 
@@ -209,6 +212,12 @@ impl State {
     /// Write access to the data set.
     pub fn data_mut(&self) -> RwLockWriteGuard<'_, Data> {
         self.data.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The id of a new answer (its `x-request-id`, as a gateway names its answers).
+    pub fn answer_id(&self) -> String {
+        let n = self.answers.fetch_add(1, Ordering::Relaxed) + 1;
+        format!("emu-{:08x}-{n}", self.seed as u32)
     }
 
     /// The emulator's clock, Unix epoch milliseconds (real time plus `advance_clock`).

@@ -137,6 +137,8 @@ result_class! {
     /// 12 requests, 0.5% of the day's 2,400 (1,830 left)
     /// >>> cost.share, cost.quota.remaining
     /// (0.005, 1830)
+    /// >>> print(sv.Cost(14, retries=3, rate_limited=2, waited=4.2, outage=12.5))
+    /// 14 requests; 3 retries, 2 answered 429 (4.2 s waited), 12.5 s of outage ridden out
     #[pyclass(name = "Cost", module = "surveillance._core", frozen)]
     record PyCost "Cost" {
         /// Requests this client sent during the call, token requests and retries included (the
@@ -146,6 +148,14 @@ result_class! {
         /// Where the daily quota stood after the call, as :meth:`Client.quota
         /// <surveillance.Client.quota>` gives it (None before a client's first call).
         quota: Option<PyQuota> => "Optional[Quota]" = None,
+        /// Requests of the call sent again after a failure (a 429, a 5xx, an outage's tries).
+        retries: i64 => "int" = 0,
+        /// Answers 429 (too many requests) the call received.
+        rate_limited: i64 => "int" = 0,
+        /// Seconds the call's requests waited after 429s (waits at the same time each counted).
+        waited: f64 => "float" = 0.0,
+        /// Seconds the service was unreachable during the call, ridden out within `max_outage`.
+        outage: f64 => "float" = 0.0,
     }
     {
         /// ``requests`` as a share of the day's quota (0.005 is half a percent), or None.
@@ -170,6 +180,7 @@ result_class! {
                     text += &format!(" ({} left)", thousands(remaining));
                 }
             }
+            text += &self.trouble(py)?;
             Ok(text)
         }
 
@@ -183,6 +194,42 @@ impl PyCost {
     /// The day's quota, when there is one (not None, not 0).
     fn limit(&self) -> Option<u64> {
         self.quota.as_ref().and_then(|q| q.limit).filter(|l| *l > 0)
+    }
+
+    /// What the call met, when it met anything: `; 3 retries, 2 answered 429 (4.2 s
+    /// waited), 12.5 s of outage ridden out`.
+    fn trouble(&self, py: Python<'_>) -> PyResult<String> {
+        let mut trouble = Vec::new();
+        if self.retries != 0 {
+            let plural = if self.retries == 1 {
+                "retry"
+            } else {
+                "retries"
+            };
+            trouble.push(format!(
+                "{} {plural}",
+                thousands(self.retries.unsigned_abs())
+            ));
+        }
+        if self.rate_limited != 0 {
+            trouble.push(format!(
+                "{} answered 429 ({} s waited)",
+                thousands(self.rate_limited.unsigned_abs()),
+                format(py, self.waited, ".1f")?
+            ));
+        }
+        // A gateway's 502 answered again at once is an outage of no time: not worth a word.
+        if self.outage >= 0.05 {
+            trouble.push(format!(
+                "{} s of outage ridden out",
+                format(py, self.outage, ".1f")?
+            ));
+        }
+        Ok(if trouble.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", trouble.join(", "))
+        })
     }
 }
 

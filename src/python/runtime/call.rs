@@ -61,6 +61,19 @@ impl PyCallScope {
     fn rate_limited(&self) -> u64 {
         self.0.rate_limited()
     }
+
+    /// Seconds its requests waited after 429s (waits at the same time each counted).
+    #[getter]
+    fn waited(&self) -> f64 {
+        self.0.waited().as_secs_f64()
+    }
+
+    /// Seconds the service was unreachable during the call (an outage under way counted so
+    /// far).
+    #[getter]
+    fn outage(&self) -> f64 {
+        self.0.outages().1.as_secs_f64()
+    }
 }
 
 /// The context variable that holds the call running now (None outside a public call).

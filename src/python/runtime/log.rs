@@ -1,29 +1,36 @@
 //! Log lines of the core, buffered and handed to the Python logger `surveillance` only while the
-//! GIL is held by us, so that Rust never waits for the GIL to log.
+//! GIL is held by us, so that Rust never waits for the GIL to log. The fields of the request a
+//! line is about go into its record's `extra` (`endpoint`, `status`, `request_id`, `attempt`;
+//! None where a line is about no request).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::IntoPyDict;
 
-use crate::client::{Level, LogSink};
+use pyo3::types::PyDict;
 
-/// Each line with the `traceparent` of the call it was logged in, when it has one.
-static BUFFER: Mutex<Vec<(Level, String, Option<String>)>> = Mutex::new(Vec::new());
+use crate::client::{Fields, Level, LogSink};
+
+/// Each line with its fields and the `traceparent` of the call it was logged in, when it has
+/// one.
+static BUFFER: Mutex<Vec<Line>> = Mutex::new(Vec::new());
+
+/// A line, its level, its fields and its call's `traceparent`.
+type Line = (Level, String, Fields, Option<String>);
 static DEBUG_ON: AtomicBool = AtomicBool::new(false);
 /// Lines kept between two flushes; past it the oldest debug lines are dropped.
 const CAP: usize = 20_000;
 
 /// The sink given to every core client.
 pub fn sink() -> LogSink {
-    Arc::new(|level, line| {
+    Arc::new(|level, line, fields| {
         if level == Level::Debug && !DEBUG_ON.load(Ordering::Relaxed) {
             return;
         }
         let mut b = BUFFER.lock().unwrap_or_else(|e| e.into_inner());
         if b.len() < CAP || level == Level::Warning {
-            b.push((level, line, crate::client::scope::traceparent()));
+            b.push((level, line, fields, crate::client::scope::traceparent()));
         }
     })
 }
@@ -49,21 +56,35 @@ pub fn flush(py: Python<'_>) {
         return;
     }
     let Ok(logger) = logger(py) else { return };
-    for (level, line, trace) in lines {
+    for (level, line, fields, trace) in lines {
         let n = match level {
             Level::Debug => 10,
             Level::Warning => 30,
         };
-        // The trace and span of the call, as `extra` fields (`00-TRACE-SPAN-FLAGS`).
-        let extra = trace.as_deref().and_then(|t| {
-            let mut parts = t.split('-').skip(1);
-            let (trace_id, span_id) = (parts.next()?, parts.next()?);
-            [("trace_id", trace_id), ("span_id", span_id)]
-                .into_py_dict(py)
-                .ok()
-        });
-        let kwargs = extra.and_then(|e| [("extra", e)].into_py_dict(py).ok());
+        let Ok(kwargs) = extra(py, &fields, trace.as_deref()) else {
+            continue;
+        };
         // A failing handler is the application's business; never let it break a fetch.
-        let _ = logger.call_method("log", (n, "%s", line), kwargs.as_ref());
+        let _ = logger.call_method("log", (n, "%s", line), Some(&kwargs));
     }
+}
+
+/// The keyword arguments of a record's `log` call: its `extra`, the line's fields and the
+/// trace and span of its call (`trace`: `00-TRACE-SPAN-FLAGS`; None each without one).
+fn extra<'py>(
+    py: Python<'py>,
+    fields: &Fields,
+    trace: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let extra = PyDict::new(py);
+    let mut ids = trace.map(|t| t.split('-').skip(1)).into_iter().flatten();
+    extra.set_item("trace_id", ids.next())?;
+    extra.set_item("span_id", ids.next())?;
+    extra.set_item("endpoint", fields.endpoint)?;
+    extra.set_item("status", fields.status)?;
+    extra.set_item("request_id", fields.request_id.as_deref())?;
+    extra.set_item("attempt", fields.attempt)?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("extra", extra)?;
+    Ok(kwargs)
 }

@@ -2,14 +2,17 @@
 //! cell (no GIL, no queue: an update replaces the one not yet read), and the waiting thread
 //! hands it to the callback as a dict between waits. One cell type for every task; each kind
 //! of update says its dict's fields beside its binding (`events`, `publish`). A cell of a
-//! client also says what the client waits for (`waiting`: an outage it rides out, as
-//! `Http::waiting` words it; None when requests go through): the last dict again, with the
-//! new words, whenever they change, since no update comes while the client waits.
+//! client also says what the client waits for (`waiting`: an outage it rides out or a wait
+//! after a 429, as `Http::waiting` words it, and `waiting_brief`, the same in a bar's few
+//! columns; None when requests go through): the last dict again, with the new words, whenever
+//! they change, since no update comes while the client waits.
 
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+
+use crate::client::http::Wait;
 
 /// A core progress update, as the callback's dict.
 pub trait Update: Send + 'static {
@@ -20,14 +23,14 @@ pub trait Update: Send + 'static {
 /// Where a core task writes its updates.
 pub type Sink<P> = Arc<dyn Fn(P) + Send + Sync>;
 
-/// What the client waits for now, in words (None: nothing).
-type WaitWords = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+/// What the client waits for now (None: nothing).
+type WaitWords = Arc<dyn Fn() -> Option<Wait> + Send + Sync>;
 
 /// What the callback was handed last: its dict, and the waiting words in it.
 #[derive(Default)]
 struct Shown {
     dict: Option<Py<PyDict>>,
-    waiting: Option<String>,
+    waiting: Option<Wait>,
 }
 
 /// The latest update of a task, written by the task, read by the waiting Python thread.
@@ -107,7 +110,8 @@ impl<P: Update> Cell<P> {
                 (None, None) => PyDict::new(py),
             };
             amend(&d)?;
-            d.set_item("waiting", waiting.as_deref())?;
+            d.set_item("waiting", waiting.as_ref().map(|w| w.words.as_str()))?;
+            d.set_item("waiting_brief", waiting.as_ref().map(|w| w.brief.as_str()))?;
             shown.dict = Some(d.clone().unbind());
             shown.waiting = waiting;
             d
