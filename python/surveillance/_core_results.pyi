@@ -234,16 +234,16 @@ class Cost:
         """
     @property
     def retries(self) -> int:
-        """Requests of the call sent again after a failure."""
+        """Requests of the call sent again after a failure (a 429, a 5xx, an outage's tries)."""
     @property
     def rate_limited(self) -> int:
-        """Answers 429 the call received."""
+        """Answers 429 (too many requests) the call received."""
     @property
     def waited(self) -> float:
-        """Seconds the call's requests waited after 429s."""
+        """Seconds the call's requests waited after 429s (waits at the same time each counted)."""
     @property
     def outage(self) -> float:
-        """Seconds the service was unreachable during the call, ridden out."""
+        """Seconds the service was unreachable during the call, ridden out within `max_outage`."""
     @property
     def share(self) -> Optional[float]:
         """``requests`` as a share of the day's quota, or None."""

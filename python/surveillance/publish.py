@@ -155,7 +155,7 @@ class _Bar(_progress._Bar):
         self._show(done, f"rejected={rejected}, requests={requests}", line)
 
 
-def _wanted_bar(progress: ProgressArg) -> bool:
+def _wanted_bar(progress: Progress) -> bool:
     """Whether ``progress`` draws a bar (whose total is worth counting)."""
     return not callable(progress) and _wanted(progress)
 
