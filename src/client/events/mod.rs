@@ -483,4 +483,6 @@ pub fn check(query: &Query) -> Result<()> {
 }
 
 #[cfg(test)]
+mod scripted;
+#[cfg(test)]
 mod tests;
