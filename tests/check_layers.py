@@ -35,6 +35,10 @@
 9. The binding sits above the package it serves: the native module imports no module of the
    Python package but ``surveillance.errors`` (the exception classes it raises); times, the
    results' text and HTML, the report's DataFrame are the binding's own.
+10. The events planner (``src/client/events/``) reads as a planner: no function of it is over
+   ``PLANNER_MAX_FN`` lines, and none takes a bare ``bool`` (a mode says what it is: a goal,
+   an enum); each field of its state (``struct Fetch``) is written only by the files that own
+   it (``PLANNER_OWNERS``): a file that writes another's is a breach.
 
 Run as ``python3 tests/check_layers.py`` from the project's root; exits 1 naming each breach.
 """
@@ -54,6 +58,41 @@ MAX_LINES = 800
 LONG_FOR_NOW: dict[str, int] = {}
 # Type names that two modules still share (to rename); a new pair is a breach.
 SHARED_NAMES_FOR_NOW: set[str] = set()
+
+
+PLANNER = SRC / "client" / "events"
+PLANNER_MAX_FN = 80
+# The files that write each field of the planner's state (`struct Fetch`); a field not named is
+# written where it is made only. The fields several files write are still to give one owner.
+PLANNER_OWNERS: dict[str, tuple[str, ...]] = {
+    "asked": ("fetch.rs",),
+    "cache_writes": ("cached.rs",),
+    "carry_to": ("fetch.rs", "done.rs"),
+    "counted": ("done.rs",),
+    "density": ("search.rs",),
+    "expected_at": ("fetch.rs",),
+    "frontier": ("done.rs",),
+    "goal": ("fetch.rs",),
+    "in_flight_max": ("count.rs",),
+    "next_id": ("fetch.rs",),
+    "precision": ("search.rs",),
+    "predicted": ("done.rs", "search.rs"),
+    "progress": ("fetch.rs", "done.rs"),
+    "queue": ("fetch.rs", "search.rs", "done.rs"),
+    "replaced": ("done.rs", "search.rs"),
+    "sent": ("fetch.rs",),
+    "sorting": ("fetch.rs",),
+    "stage": ("fetch.rs",),
+    "tasks": ("fetch.rs",),
+    "windows": ("fetch.rs", "search.rs", "done.rs", "cached.rs"),
+    "wrote": ("cached.rs",),
+}
+# A write of a field: assigned, or changed through a method that changes it.
+_WRITE = (
+    r"(?:\.\w+)*(?:\s*(?:=(?!=)|\+=|-=|\|=)|\.(?:insert|push|push_back|push_front|extend|"
+    r"remove|retain|take|clear|pop_front|abort_all|spawn|join_next|values_mut|get_mut|entry|"
+    r"append|truncate|sort\w*)\()"
+)
 
 
 # --- Rust ---------------------------------------------------------------------------------------
@@ -187,6 +226,85 @@ def shared_type_names(code: dict[pathlib.Path, str]) -> list[str]:
         for name, files in sorted(where.items())
         if len(files) > 1 and name not in SHARED_NAMES_FOR_NOW
     ]
+
+
+def _rust_functions(text: str) -> list[tuple[str, str, int, int]]:
+    """(name, signature, first line, lines) of each function with a body in `text`, its
+    strings, characters and comments skipped when its braces are matched."""
+    out = []
+    for m in re.finditer(
+        r"^[ \t]*(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?fn\s+(\w+)", text, re.M
+    ):
+        i, depth, sig_end = m.end(), 0, None
+        while i < len(text):
+            ch = text[i]
+            if text.startswith("//", i):
+                i = text.find("\n", i)
+                i = len(text) if i < 0 else i
+                continue
+            if ch == '"':
+                i += 1
+                while i < len(text) and text[i] != '"':
+                    i += 2 if text[i] == "\\" else 1
+            elif ch == "'" and re.match(r"'(\\.|[^\\'])'", text[i : i + 4]):
+                i = text.index("'", i + 1 + (text[i + 1] == "\\"))
+            elif ch == ";" and sig_end is None and depth == 0:
+                break
+            elif ch == "{":
+                sig_end = i if sig_end is None else sig_end
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    first = text.count("\n", 0, m.start()) + 1
+                    last = text.count("\n", 0, i) + 1
+                    out.append((m.group(1), text[m.end() : sig_end], first, last - first + 1))
+                    break
+            i += 1
+    return out
+
+
+def planner_breaches(code: dict[pathlib.Path, str]) -> list[str]:
+    """Rule 8: the planner's functions short, and none switched by a bare `bool`."""
+    bad = []
+    for f, text in sorted(code.items()):
+        if not f.is_relative_to(PLANNER):
+            continue
+        for name, signature, line, lines in _rust_functions(text):
+            if lines > PLANNER_MAX_FN:
+                bad.append(
+                    f"{f}:{line}: `{name}` is {lines} lines, over {PLANNER_MAX_FN}: split it"
+                )
+            if re.search(r"\w+\s*:\s*bool\b", signature):
+                bad.append(f"{f}:{line}: `{name}` takes a bare `bool`: say the mode with a type")
+    return bad + planner_owners(code)
+
+
+def planner_owners(code: dict[pathlib.Path, str]) -> list[str]:
+    """Rule 8: each field of the planner's state written only by the files that own it."""
+    declared = (PLANNER / "mod.rs").read_text()
+    body = re.search(r"\nstruct Fetch \{(.*?)\n\}", declared, re.S)
+    fields = re.findall(r"^\s+(\w+):", body.group(1), re.M) if body else []
+    bad = [] if body else [f"{PLANNER / 'mod.rs'}: no `struct Fetch` to check"]
+    for f, text in sorted(code.items()):
+        if not f.is_relative_to(PLANNER):
+            continue
+        for name in fields:
+            owners = PLANNER_OWNERS.get(name, ())
+            written = re.search(rf"\b(?:self|p)\.{name}{_WRITE}|&mut (?:self|p)\.{name}\b", text)
+            if written and f.name not in owners and not _makes(text, written.start()):
+                line = text.count("\n", 0, written.start()) + 1
+                owned = " and ".join(owners) or "the planner's maker"
+                bad.append(f"{f}:{line}: writes `{name}`, which {owned} owns")
+    return bad
+
+
+def _makes(text: str, at: int) -> bool:
+    """Whether the write at `at` is in the function that makes the planner (`Fetch::new`)."""
+    return any(
+        name == "new" and first <= text.count("\n", 0, at) + 1 < first + lines
+        for name, _, first, lines in _rust_functions(text)
+    )
 
 
 # Functions that may return a tuple of three or more, with the reason.
@@ -546,6 +664,7 @@ def main() -> int:
     code = product_code()
     bad += long_files(code) + shared_type_names(code) + long_tuples(code) + bare_detaches(code)
     bad += binding_imports()
+    bad += planner_breaches(code)
     python = python_imports()
     bad += python_long_files() + local_import_breaches(python) + overload_ladders()
     bad += environment_reads()

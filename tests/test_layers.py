@@ -1,6 +1,8 @@
 """The layering check of run-tests (tests/check_layers.py) passes on this tree and fails on
 each breach it guards against: an import loop in Rust or Python, the client importing the
-emulator, the core naming the bindings, the binding importing a module of the package."""
+emulator, the core naming the bindings, the binding importing a module of the package, a
+second reader of the settings, the events planner's long functions, bare `bool` modes and
+writes of another file's state."""
 
 from __future__ import annotations
 
@@ -163,3 +165,36 @@ def test_a_variable_named_in_a_message_is_no_read(tree):
     prepend(tree / "src/client/config.rs", message)
     done = check(tree)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        (
+            "impl Fetch {\n    fn grown(&mut self) {\n"
+            + "        self.sent += 0;\n" * 80
+            + "    }\n}\n",
+            "`grown` is 82 lines, over 80: split it",
+        ),
+        (
+            "impl Fetch {\n    fn switched(&mut self, counting: bool) -> bool {\n        counting\n"
+            "    }\n}\n",
+            "`switched` takes a bare `bool`",
+        ),
+        (
+            "impl Fetch {\n    fn meddles(&mut self) {\n        self.frontier = 0;\n    }\n}\n",
+            "writes `frontier`, which done.rs owns",
+        ),
+        (
+            "impl Fetch {\n    fn meddles(&mut self) {\n        self.windows.clear();\n    }\n}\n",
+            "writes `windows`",
+        ),
+    ],
+)
+def test_a_planner_function_too_long_a_bool_mode_or_a_write_of_anothers_state_fails(
+    tree, text, said
+):
+    append(tree / "src/client/events/seek.rs", "\n" + text)
+    done = check(tree)
+    assert done.returncode == 1
+    assert said in done.stderr, done.stderr

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::page::{in_order, parse_events, parse_page, settled_before, Event, EventForm, Page};
-use super::{Fetch, Mode, Query};
+use super::{CacheWrites, Fetch, Mode, Query};
 use crate::client::cache::{Damage, Piece, Segment};
 use crate::client::Client;
 use crate::time::format_ms;
@@ -111,7 +111,7 @@ impl Fetch {
                      without it",
                     cache.root().display()
                 ));
-                self.caching = false;
+                self.cache_writes = CacheWrites::Skip;
             }
         }
     }

@@ -4,7 +4,9 @@
 
 use super::cached::pieces;
 use super::page::{fetch_page, projected, Page, Reuse};
-use super::{check, order_of, EventForm, Fetch, ProgressSink, Query, CEILING_PAGE};
+use super::{
+    check, order_of, EventForm, Fetch, Goal, Precision, ProgressSink, Query, Sorting, CEILING_PAGE,
+};
 use crate::client::cache::Piece;
 use crate::client::error::{Error, Result, Wording};
 use crate::client::lists::{OFFSET_CEILING, PAGE};
@@ -209,7 +211,14 @@ async fn count_within(client: &Client, query: &Query, cap: u64) -> Result<Option
     check(query)?;
     let before = event_requests(client);
     let pieces = pieces(client, query);
-    let mut p = Fetch::new(client.clone(), query, EventForm::Text, None, true, pieces);
+    let mut p = Fetch::new(
+        client.clone(),
+        query,
+        EventForm::Text,
+        None,
+        Goal::Check,
+        pieces,
+    );
     let most = p.in_flight_max.max(1);
     loop {
         // A request in flight may not be counted yet: it is taken as sent.
@@ -223,7 +232,7 @@ async fn count_within(client: &Client, query: &Query, cap: u64) -> Result<Option
                 events: p.counted,
                 requests: p.predicted,
                 probes: p.sent,
-                exact: !p.unsorted && !p.approximate,
+                exact: p.sorting == Sorting::Sorted && p.precision == Precision::Exact,
             }));
         }
     }
@@ -294,8 +303,8 @@ pub async fn count(
 ) -> Result<Count> {
     check(query)?;
     let pieces = pieces(&client, query);
-    let mut p = Fetch::new(client, query, EventForm::Text, sink, true, pieces);
-    p.walk_pages = walk_pages;
+    let goal = Goal::Plan { walk_pages };
+    let mut p = Fetch::new(client, query, EventForm::Text, sink, goal, pieces);
     while p.step().await?.is_some() {
         if let Some(s) = &p.sink {
             s(p.progress);
@@ -305,7 +314,7 @@ pub async fn count(
         events: p.counted,
         requests: p.predicted,
         probes: p.sent,
-        exact: !p.unsorted && !p.approximate,
+        exact: p.sorting == Sorting::Sorted && p.precision == Precision::Exact,
     })
 }
 

@@ -6,14 +6,16 @@ use std::collections::HashSet;
 use super::carry::{self, CarriedPage};
 use super::page::{hides_first, in_order, order_of, widened, Completed, Event, Page, PageOrder};
 use super::window::{fetch_requests, holds_together};
-use super::{dense, Ask, Fetch, Mode, CEILING_PAGE};
+use super::{dense, Ask, CacheWrites, Fetch, Margin, Mode, Pace, Sorting, Window, CEILING_PAGE};
+use crate::client::cache::Segment;
 use crate::client::error::Result;
 use crate::client::lists::PAGE;
 use crate::time::format_ms;
 
 impl Fetch {
+    /// Checks whether window `id` is complete, and if so completes it (a full window whose
+    /// pages turn out in another order than its ceiling page's is split or chained first).
     pub(super) fn check_done(&mut self, id: u64) -> Result<()> {
-        let frugal = self.frugal;
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
@@ -59,8 +61,16 @@ impl Fetch {
                 }
             }
         }
+        self.completed(id);
+        Ok(())
+    }
+
+    /// Window `id` is complete: what it tells of the service is kept (for a fetch), what it
+    /// costs is counted (for a count), and the rests it sizes are sized.
+    fn completed(&mut self, id: u64) {
+        let pace = self.pace;
         let Some(w) = self.window_mut(id) else {
-            return Ok(());
+            return;
         };
         w.done = true;
         let (ws, we, kept) = (w.ws, w.we, w.kept());
@@ -73,29 +83,29 @@ impl Fetch {
             )
         });
         let sizing = std::mem::take(&mut w.sizing);
-        let asked = fetch_requests(w, frugal);
-        if unpeekable && !self.counting {
+        let asked = fetch_requests(w, pace);
+        let counting = self.goal.counts();
+        if unpeekable && !counting {
             self.client.shape().unpeekable = true;
         }
-        if self.counting {
+        if counting {
             self.predicted += asked;
-        } else if self.frugal {
+        } else if pace == Pace::Frugal {
             let mut shape = self.client.shape();
-            shape.unsorted |= self.unsorted;
+            shape.unsorted |= self.sorting == Sorting::Unsorted;
             let d = shape
                 .density
                 .entry(self.query.report_id.clone())
                 .or_default();
             *d = d.max(kept as f64 / (we - ws).max(1) as f64);
         }
-        if !self.counting {
+        if !counting {
             self.client.keep_shape();
         }
         for s in sizing {
             let sampled = s.samples.iter().filter(|t| (ws..we).contains(*t)).count();
             self.size_rest(s.rest, kept, sampled);
         }
-        Ok(())
     }
 
     /// Fetches window `id` again from its first page, asking every page: some of its pages
@@ -120,7 +130,7 @@ impl Fetch {
         ));
         self.client.held().drop_carried();
         self.progress.windows -= 1;
-        let id = self.add_opening(old.ws, old.we, false);
+        let id = self.add_opening(old.ws, old.we, Margin::Unknown);
         if let Some(w) = self.window_mut(id) {
             (w.qs, w.qe, w.spent) = (old.qs, old.qe, old.spent);
         }
@@ -157,34 +167,51 @@ impl Fetch {
 
     /// Emits the completed windows at the frontier, in time order (a count counts them).
     pub(super) fn drain_ready(&mut self) -> Vec<Completed> {
+        if self.goal.counts() {
+            self.count_ready();
+            return Vec::new();
+        }
         let mut out = Vec::new();
-        if self.counting {
-            while self.windows.get(&self.frontier).is_some_and(|w| w.done) {
-                let Some(w) = self.windows.remove(&self.frontier) else {
+        while self.windows.get(&self.frontier).is_some_and(|w| w.done) {
+            let Some(w) = self.windows.remove(&self.frontier) else {
+                break;
+            };
+            if let Some(segment) = &w.cached {
+                // One file at a time: a range the cache holds whole still streams with
+                // bounded memory.
+                out.extend(self.served(&w, segment));
+                break;
+            }
+            out.push(self.fetched(w));
+        }
+        out
+    }
+
+    /// A count: counts the completed windows at the frontier, in time order.
+    fn count_ready(&mut self) {
+        while self.windows.get(&self.frontier).is_some_and(|w| w.done) {
+            let Some(w) = self.windows.remove(&self.frontier) else {
+                break;
+            };
+            let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
+            if let Some(segment) = &w.cached {
+                // Held by the cache: its events count, its requests are none.
+                let held = if (lo, hi) == (segment.lo, segment.hi) {
+                    Some(segment.events)
+                } else {
+                    self.load(segment).map(|page| {
+                        page.events
+                            .iter()
+                            .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+                            .count() as u64
+                    })
+                };
+                let Some(held) = held else {
+                    self.add_opening(w.ws, w.we, Margin::Unknown);
                     break;
                 };
-                let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
-                if let Some(segment) = &w.cached {
-                    // Held by the cache: its events count, its requests are none.
-                    let held = if (lo, hi) == (segment.lo, segment.hi) {
-                        Some(segment.events)
-                    } else {
-                        self.load(segment).map(|page| {
-                            page.events
-                                .iter()
-                                .filter(|e| e.start_ms >= lo && e.start_ms < hi)
-                                .count() as u64
-                        })
-                    };
-                    let Some(held) = held else {
-                        self.add_opening(w.ws, w.we, false);
-                        break;
-                    };
-                    self.counted += held as f64;
-                    self.frontier = w.we;
-                    self.progress.done_ms = self.frontier - self.query.start_ms;
-                    continue;
-                }
+                self.counted += held as f64;
+            } else {
                 let seen: HashSet<&str> = w
                     .pages
                     .values()
@@ -193,94 +220,89 @@ impl Fetch {
                     .map(|e| e.id.as_str())
                     .collect();
                 self.counted += (seen.len() + PAGE * w.assumed.len()) as f64;
-                self.frontier = w.we;
-                self.progress.done_ms = self.frontier - self.query.start_ms;
-            }
-            return out;
-        }
-        while let Some(w) = self.windows.get(&self.frontier) {
-            if !w.done {
-                break;
-            }
-            let Some(w) = self.windows.remove(&self.frontier) else {
-                break;
-            };
-            let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
-            if let Some(segment) = &w.cached {
-                let Some(page) = self.load(segment) else {
-                    // Gone or damaged: fetched again, as any window.
-                    self.add_opening(w.ws, w.we, false);
-                    break;
-                };
-                let events: Vec<Event> = page
-                    .events
-                    .into_iter()
-                    .filter(|e| e.start_ms >= lo && e.start_ms < hi)
-                    .collect();
-                // Served whole, the requests its fetch spent; a part, the pages its events
-                // fill (the least a read of that part asks), at most the file's.
-                let saved = if (lo, hi) == (segment.lo, segment.hi) {
-                    segment.requests
-                } else {
-                    (events.len() as u64)
-                        .div_ceil(PAGE as u64)
-                        .max(1)
-                        .min(segment.requests)
-                };
-                self.progress.saved += saved;
-                self.client.http().stats.saved(saved);
-                self.frontier = w.we;
-                self.progress.events += events.len() as u64;
-                self.progress.done_ms = self.frontier - self.query.start_ms;
-                out.push(Completed {
-                    events,
-                    batches: page.batch.into_iter().collect(),
-                    until_ms: hi,
-                });
-                // One file at a time: a range the cache holds whole still streams with
-                // bounded memory.
-                break;
-            }
-            let mut events: Vec<Event> = Vec::new();
-            let mut batches = Vec::new();
-            let mut bodies = Vec::new();
-            for page in w.pages.into_values() {
-                let at = u32::try_from(batches.len()).unwrap_or(u32::MAX);
-                batches.extend(page.batch);
-                bodies.extend(page.body);
-                events.extend(
-                    page.events
-                        .into_iter()
-                        .filter(|e| e.start_ms >= lo && e.start_ms < hi)
-                        .map(|e| Event { page: at, ..e }),
-                );
-            }
-            in_order(&mut events);
-            if self.caching && lo < self.cutoff {
-                let (ws, we) = (w.ws, w.we);
-                let mut spent = w.spent;
-                self.replaced.retain(|(at, sent)| {
-                    let mine = (ws..we).contains(at);
-                    spent += if mine { *sent } else { 0 };
-                    !mine
-                });
-                let cut = hi.min(self.cutoff);
-                if cut < hi {
-                    let settled = events.iter().filter(|e| e.start_ms < cut).count() as u64;
-                    spent = spent.min(settled.div_ceil(PAGE as u64).max(1));
-                }
-                self.keep_settled(lo, cut, spent, &events, &bodies);
             }
             self.frontier = w.we;
-            self.progress.events += events.len() as u64;
             self.progress.done_ms = self.frontier - self.query.start_ms;
-            out.push(Completed {
-                events,
-                batches,
-                until_ms: hi,
-            });
         }
-        out
+    }
+
+    /// The completed window `w` at the frontier that the cache serves from `segment`; None when
+    /// its file is gone or damaged (then it is fetched again, as any window).
+    fn served(&mut self, w: &Window, segment: &Segment) -> Option<Completed> {
+        let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
+        let Some(page) = self.load(segment) else {
+            self.add_opening(w.ws, w.we, Margin::Unknown);
+            return None;
+        };
+        let events: Vec<Event> = page
+            .events
+            .into_iter()
+            .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+            .collect();
+        // Served whole, the requests its fetch spent; a part, the pages its events
+        // fill (the least a read of that part asks), at most the file's.
+        let saved = if (lo, hi) == (segment.lo, segment.hi) {
+            segment.requests
+        } else {
+            (events.len() as u64)
+                .div_ceil(PAGE as u64)
+                .max(1)
+                .min(segment.requests)
+        };
+        self.progress.saved += saved;
+        self.client.http().stats.saved(saved);
+        self.frontier = w.we;
+        self.progress.events += events.len() as u64;
+        self.progress.done_ms = self.frontier - self.query.start_ms;
+        Some(Completed {
+            events,
+            batches: page.batch.into_iter().collect(),
+            until_ms: hi,
+        })
+    }
+
+    /// The completed window `w` at the frontier, fetched: its events in order, its settled
+    /// part kept in the cache.
+    fn fetched(&mut self, w: Window) -> Completed {
+        let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
+        let mut events: Vec<Event> = Vec::new();
+        let mut batches = Vec::new();
+        let mut bodies = Vec::new();
+        for page in w.pages.into_values() {
+            let at = u32::try_from(batches.len()).unwrap_or(u32::MAX);
+            batches.extend(page.batch);
+            bodies.extend(page.body);
+            events.extend(
+                page.events
+                    .into_iter()
+                    .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+                    .map(|e| Event { page: at, ..e }),
+            );
+        }
+        in_order(&mut events);
+        if self.cache_writes == CacheWrites::Keep && lo < self.cutoff {
+            let (ws, we) = (w.ws, w.we);
+            let mut spent = w.spent;
+            self.replaced.retain(|(at, sent)| {
+                let mine = (ws..we).contains(at);
+                spent += if mine { *sent } else { 0 };
+                !mine
+            });
+            let cut = hi.min(self.cutoff);
+            if cut < hi {
+                let settled = events.iter().filter(|e| e.start_ms < cut).count() as u64;
+                spent = spent.min(settled.div_ceil(PAGE as u64).max(1));
+            }
+            self.keep_settled(lo, cut, spent, &events, &bodies);
+        }
+        self.frontier = w.we;
+        self.progress.events += events.len() as u64;
+        self.progress.done_ms = self.frontier - self.query.start_ms;
+        Completed {
+            events,
+            batches,
+            until_ms: hi,
+        }
     }
 
     /// For a sync that the daily quota, an error or an interruption stops: the pages read of
@@ -294,7 +316,7 @@ impl Fetch {
         let Some(slot) = self.carry_to.take() else {
             return false;
         };
-        if !self.carry {
+        if !self.goal.carries() {
             return false;
         }
         let mut pages = Vec::new();

@@ -13,8 +13,9 @@ use super::page::{
 };
 use super::window::paged_reach;
 use super::{
-    Ask, Burst, CarrySlot, Fetch, Mode, Progress, ProgressSink, Query, Window, CEILING_PAGE,
-    DEFAULT_IN_FLIGHT, EXPECT_EVERY, SAFETY,
+    Ask, Burst, CacheWrites, CarrySlot, Fetch, Goal, Margin, Mode, Pace, PageAsk, Precision,
+    Progress, ProgressSink, Query, Sorting, Stage, Window, CEILING_PAGE, DEFAULT_IN_FLIGHT,
+    EXPECT_EVERY, SAFETY,
 };
 use crate::client::cache::Piece;
 use crate::client::error::{Error, Result};
@@ -24,14 +25,14 @@ use crate::client::Client;
 use crate::time::format_ms;
 
 impl Fetch {
-    /// A planner of `query`'s windows: the `pieces` the cache holds, complete, and the first
-    /// window of each gap queued. `counting`: a count (a plan).
+    /// A planner of `query`'s windows for `goal`: the `pieces` the cache holds, complete, and
+    /// the first window of each gap queued.
     pub(super) fn new(
         client: Client,
         query: &Query,
         keep: EventForm,
         sink: Option<ProgressSink>,
-        counting: bool,
+        goal: Goal,
         pieces: Vec<Piece>,
     ) -> Fetch {
         let in_flight_max = client
@@ -41,9 +42,20 @@ impl Fetch {
             .unwrap_or(DEFAULT_IN_FLIGHT)
             .max(1);
         // Under a daily quota requests are what a fetch costs: none is spent on speculation.
-        let frugal = client.config().limits.daily_requests.is_some();
-        let unsorted = client.shape().unsorted;
-        let caching = !counting && client.cache().is_some();
+        let pace = match client.config().limits.daily_requests {
+            Some(_) => Pace::Frugal,
+            None => Pace::Ahead,
+        };
+        let sorting = if client.shape().unsorted {
+            Sorting::Unsorted
+        } else {
+            Sorting::Sorted
+        };
+        let cache_writes = if !goal.counts() && client.cache().is_some() {
+            CacheWrites::Keep
+        } else {
+            CacheWrites::Skip
+        };
         let cutoff = settled_before(&client);
         let mut p = Fetch {
             progress: Progress {
@@ -61,22 +73,20 @@ impl Fetch {
             keep,
             sink,
             density: None,
-            frugal,
-            unsorted,
-            counting,
+            goal,
+            pace,
+            sorting,
             counted: 0.0,
             predicted: 0.0,
-            approximate: false,
+            precision: Precision::Exact,
             sent: 0,
             started: std::time::Instant::now(),
             expected_at: None,
-            caching,
-            carry: false,
+            cache_writes,
             carry_to: None,
             asked: Vec::new(),
-            ended: false,
+            stage: Stage::Running,
             cutoff,
-            walk_pages: 0,
             wrote: false,
             replaced: Vec::new(),
         };
@@ -92,8 +102,10 @@ impl Fetch {
     /// Makes the fetch a sync's, which carries what it read to its next run when it stops
     /// early: the pages it read of the windows it did not hand out whole go to `slot`.
     pub(super) fn carry_to(&mut self, slot: CarrySlot) {
-        self.carry = !self.counting;
-        self.carry_to = Some(slot);
+        if self.goal == Goal::Fetch {
+            self.goal = Goal::Sync;
+            self.carry_to = Some(slot);
+        }
     }
 
     /// Stopped (Ctrl-C): asks nothing more (a request waiting for its turn under the limits
@@ -124,7 +136,7 @@ impl Fetch {
             }
         }
         self.tasks.abort_all();
-        self.ended = true;
+        self.stage = Stage::Ended;
         self.carry_stopped();
     }
 
@@ -137,7 +149,7 @@ impl Fetch {
     /// Every window is done: the last progress is said, and a cache written to is trimmed to
     /// its cap.
     pub(super) fn finish(&mut self) {
-        self.ended = true;
+        self.stage = Stage::Ended;
         self.report();
         if self.wrote {
             if let Some(cache) = self.client.cache() {
@@ -150,7 +162,7 @@ impl Fetch {
     /// kept, not asked again: carried to the next run when the fetch is a sync's (see
     /// [`Fetch::carry_stopped`]), else the sorted prefix they show, answered here.
     pub(super) fn stop_at_quota(&mut self) -> Option<Completed> {
-        self.ended = true;
+        self.stage = Stage::Ended;
         if self.carry_stopped() {
             None
         } else {
@@ -200,7 +212,7 @@ impl Fetch {
     pub(super) fn new_window(&mut self, ws: i64, we: i64) -> Window {
         self.next_id += 1;
         let mut w = Window::new(self.next_id - 1, ws, we);
-        if !self.counting {
+        if !self.goal.counts() {
             let report = self.query.report_id.as_deref();
             let base = page_url(&self.client, ws, we, report, 0);
             w.held_to = self.client.held().furthest(base.as_str(), CEILING_PAGE);
@@ -212,7 +224,7 @@ impl Fetch {
     /// day of one site) fit in one page, and a request is the scarcest thing there is; a
     /// large range pays one round trip of latency for it, not a request.
     pub(super) fn add_first_window(&mut self, ws: i64, we: i64) {
-        self.add_opening(ws, we, false);
+        self.add_opening(ws, we, Margin::Unknown);
     }
 
     /// The window of a gap the cache does not hold. (A stopped sync's pages carried to its
@@ -222,17 +234,23 @@ impl Fetch {
         self.add_first_window(lo, hi);
     }
 
-    /// A window that asks page 0 alone first. `safe`: sized from a sample well under the
-    /// ceiling, so walked without its ceiling page even when the service does not sort.
-    pub(super) fn add_opening(&mut self, ws: i64, we: i64, safe: bool) -> u64 {
+    /// A window that asks page 0 alone first. `margin`: sized from a sample well under the
+    /// ceiling (`Ample`), so walked without its ceiling page even when the service does not
+    /// sort.
+    pub(super) fn add_opening(&mut self, ws: i64, we: i64, margin: Margin) -> u64 {
         self.progress.windows += 1;
         let mut w = self.new_window(ws, we);
         let id = w.id;
         w.mode = Mode::Opening;
-        w.safe = safe || {
+        let dense_enough = || {
             let shape = self.client.shape();
             let densest = shape.density.get(&self.query.report_id).copied();
             densest.is_some_and(|d| d * (we - ws + 2) as f64 * SAFETY < CEILING_PAGE as f64)
+        };
+        w.margin = if margin == Margin::Ample || dense_enough() {
+            Margin::Ample
+        } else {
+            Margin::Unknown
         };
         w.launched.insert(0);
         self.windows.insert(ws, w);
@@ -241,8 +259,8 @@ impl Fetch {
     }
 
     pub(super) fn add_window(&mut self, ws: i64, we: i64) -> u64 {
-        if self.frugal {
-            return self.add_opening(ws, we, false);
+        if self.pace == Pace::Frugal {
+            return self.add_opening(ws, we, Margin::Unknown);
         }
         self.progress.windows += 1;
         let mut w = self.new_window(ws, we);
@@ -260,7 +278,7 @@ impl Fetch {
     /// the start, its ceiling page first when that density puts its end past it (full, every
     /// page before it is full, and the fetch walks them all).
     pub(super) fn add_chained(&mut self, ws: i64, we: i64) -> u64 {
-        if !self.counting {
+        if !self.goal.counts() {
             return self.add_window(ws, we);
         }
         self.progress.windows += 1;
@@ -284,12 +302,14 @@ impl Fetch {
 
     /// Under a quota, after a full page of window `id`. Sorted, the window is walked to its end
     /// or its ceiling page, which gives the next window's start: no request is lost. Unsorted
-    /// (`unsorted`), a window over the ceiling cannot be kept, so its ceiling page is asked
+    /// (`sorting`), a window over the ceiling cannot be kept, so its ceiling page is asked
     /// next, unless a sample sized it or it was asked already.
-    pub(super) fn advance(&mut self, id: u64, unsorted: bool) {
-        let ask = self
-            .window_mut(id)
-            .is_some_and(|w| unsorted && !w.safe && !w.launched.contains(&CEILING_PAGE));
+    pub(super) fn advance(&mut self, id: u64, sorting: Sorting) {
+        let ask = self.window_mut(id).is_some_and(|w| {
+            sorting == Sorting::Unsorted
+                && w.margin == Margin::Unknown
+                && !w.launched.contains(&CEILING_PAGE)
+        });
         if ask {
             self.probe(id);
         } else {
@@ -299,7 +319,7 @@ impl Fetch {
 
     /// Asks the first page of window `id` not yet in, one at a time (a walking window).
     pub(super) fn walk(&mut self, id: u64) {
-        if self.counting {
+        if self.goal.counts() {
             return self.search(id);
         }
         let Some(w) = self.window_mut(id) else {
@@ -328,7 +348,7 @@ impl Fetch {
     /// two, the most common, then costs its pages), then the ceiling page. Otherwise the
     /// ceiling page first, which decides how it is fetched. A count asks what the fetch asks.
     pub(super) fn open_ahead(&mut self, id: u64) {
-        let counting = self.counting;
+        let counting = self.goal.counts();
         let Some(w) = self.window_mut(id) else {
             return;
         };
@@ -350,38 +370,50 @@ impl Fetch {
         }
     }
 
+    /// Sends the requests queued, up to the configured number in flight, each in a task.
     pub(super) fn launch_pending(&mut self) {
         while self.tasks.len() < self.in_flight_max {
-            let Some((id, kind)) = self.next_request() else {
+            let Some(asked) = self.next_ask() else {
                 break;
-            };
-            let Some(w) = self.window_mut(id) else {
-                continue;
-            };
-            let (qs, qe) = (w.qs, w.qe);
-            w.in_flight += 1;
-            let offset = match kind {
-                Ask::Probe => CEILING_PAGE,
-                Ask::Page(o) => o,
             };
             let client = self.client.clone();
             let report = self.query.report_id.clone();
             let keep = self.keep;
-            let counting = self.counting;
-            self.sent += 1;
+            let hold = if self.goal.counts() {
+                Reuse::Settled
+            } else {
+                Reuse::No
+            };
             let sent = Arc::new(AtomicU64::new(0));
-            let told = self.carry.then(|| sent.clone());
+            let carries = self.goal.carries();
+            let told = carries.then(|| sent.clone());
+            let PageAsk { id, kind, qs, qe } = asked;
             let task = self.tasks.spawn(scope::inherit(async move {
-                let hold = if counting { Reuse::Settled } else { Reuse::No };
                 let report = report.as_deref();
+                let offset = kind.offset();
                 let result = fetch_page(&client, qs, qe, report, offset, keep, hold, told).await;
                 (id, kind, result)
             }));
-            if self.carry {
+            if carries {
                 // A sync's: when it stops, what has not been sent is not waited for.
                 self.asked.retain(|(task, _)| !task.is_finished());
                 self.asked.push((task, sent));
             }
+        }
+    }
+
+    /// The planner's next request, counted in flight until its answer is taken
+    /// ([`Fetch::on_result`]); None when nothing is queued.
+    pub(super) fn next_ask(&mut self) -> Option<PageAsk> {
+        loop {
+            let (id, kind) = self.next_request()?;
+            let Some(w) = self.window_mut(id) else {
+                continue;
+            };
+            w.in_flight += 1;
+            let (qs, qe) = (w.qs, w.qe);
+            self.sent += 1;
+            return Some(PageAsk { id, kind, qs, qe });
         }
     }
 
@@ -397,7 +429,7 @@ impl Fetch {
 
     pub(super) fn enqueue_pages(&mut self, id: u64, offsets: impl IntoIterator<Item = usize>) {
         let mut fresh = Vec::new();
-        let counting = self.counting;
+        let counting = self.goal.counts();
         if let Some(w) = self.window_mut(id) {
             if counting {
                 // Pages known to be full: a count need not ask them.
@@ -425,14 +457,21 @@ impl Fetch {
 
     pub(super) fn on_result(&mut self, id: u64, kind: Ask, mut page: Page) -> Result<()> {
         self.progress.requests += u64::from(!page.held);
-        if !self.caching && !self.carry {
+        if self.cache_writes == CacheWrites::Skip && !self.goal.carries() {
             page.body = None;
         }
-        let frugal = self.frugal;
-        let counting = self.counting;
-        let Some(w) = self.window_mut(id) else {
+        let Some(len) = self.take_page(id, kind, page) else {
             return Ok(());
         };
+        self.decide(id, kind, len)?;
+        self.check_done(id)
+    }
+
+    /// Puts the answer `page` to `kind` in window `id`; its events' count, None when the window
+    /// is gone.
+    fn take_page(&mut self, id: u64, kind: Ask, page: Page) -> Option<usize> {
+        let counting = self.goal.counts();
+        let w = self.window_mut(id)?;
         w.in_flight -= 1;
         w.spent += 1;
         let offset = match kind {
@@ -451,37 +490,31 @@ impl Fetch {
                     .filter(|o| !w.pages.contains_key(o)),
             );
         }
+        Some(len)
+    }
+
+    /// What window `id` does after the answer of `len` events to `kind`.
+    fn decide(&mut self, id: u64, kind: Ask, len: usize) -> Result<()> {
+        let frugal = self.pace == Pace::Frugal;
+        let counting = self.goal.counts();
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
         match (&w.mode, kind) {
             (Mode::Opening, Ask::Page(0)) if len < PAGE => w.mode = Mode::Known { end: PAGE },
             (Mode::Opening, Ask::Page(0)) if frugal => {
                 // What an earlier window found holds for this one's first page too.
-                let unsorted = order_of(w.times().into_iter()) == PageOrder::Unsorted;
-                self.unsorted |= unsorted;
-                self.advance(id, self.unsorted);
+                if order_of(w.times().into_iter()) == PageOrder::Unsorted {
+                    self.sorting = Sorting::Unsorted;
+                }
+                self.advance(id, self.sorting);
             }
             (Mode::Opening, Ask::Page(0)) => self.open_ahead(id),
             (Mode::Walking, Ask::Page(_)) if counting && len < PAGE => self.search(id),
             (Mode::Walking, Ask::Page(o)) if len < PAGE => {
                 w.mode = Mode::Known { end: o + PAGE };
             }
-            (Mode::Walking, Ask::Page(o)) => {
-                let unsorted = order_of(w.times().into_iter()) == PageOrder::Unsorted;
-                self.unsorted |= unsorted;
-                let burst = if counting || unsorted {
-                    None
-                } else if self.meets_burst(id, o) {
-                    Some(Burst::Wait)
-                } else {
-                    self.burst_reached(id)
-                };
-                if let Some(Burst::Chain(order, end)) = burst {
-                    self.chain_before(id, order, end)?;
-                } else if burst.is_some() {
-                    self.probe(id);
-                } else {
-                    self.advance(id, unsorted);
-                }
-            }
+            (Mode::Walking, Ask::Page(o)) => self.walked_full(id, o)?,
             (Mode::Probing, Ask::Page(0)) if !frugal && w.pages.contains_key(&CEILING_PAGE) => {
                 // The ceiling page came first, all of one millisecond: this page tells the
                 // order it ends (see `on_probe`).
@@ -493,6 +526,53 @@ impl Fetch {
                 // The ceiling page came back empty before this one.
                 self.on_probe(id, 0)?;
             }
+            (Mode::Paging { .. }, Ask::Page(o)) => self.paged(id, o, len),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A full page at offset `o` of window `id`, walked: the walk goes on, or its ceiling page
+    /// is asked (a burst met, an unsorted window), or the window ends before a burst.
+    fn walked_full(&mut self, id: u64, o: usize) -> Result<()> {
+        let counting = self.goal.counts();
+        let Some(w) = self.window_mut(id) else {
+            return Ok(());
+        };
+        let unsorted = order_of(w.times().into_iter()) == PageOrder::Unsorted;
+        if unsorted {
+            self.sorting = Sorting::Unsorted;
+        }
+        let burst = if counting || unsorted {
+            None
+        } else if self.meets_burst(id, o) {
+            Some(Burst::Wait)
+        } else {
+            self.burst_reached(id)
+        };
+        if let Some(Burst::Chain(order, end)) = burst {
+            self.chain_before(id, order, end)?;
+        } else if burst.is_some() {
+            self.probe(id);
+        } else {
+            let sorting = if unsorted {
+                Sorting::Unsorted
+            } else {
+                Sorting::Sorted
+            };
+            self.advance(id, sorting);
+        }
+        Ok(())
+    }
+
+    /// A page at offset `o` of window `id`, paged ahead, came back with `len` events: the
+    /// window's end is known, or more pages are asked ahead, or its ceiling page decides.
+    fn paged(&mut self, id: u64, o: usize, len: usize) {
+        let Some(w) = self.window_mut(id) else {
+            return;
+        };
+        let kind = Ask::Page(o);
+        match (&w.mode, kind) {
             (Mode::Paging { .. }, Ask::Page(o)) if len < PAGE => {
                 // The end is known: every page before it is needed, launched or not yet.
                 let mut end = o + PAGE;
@@ -536,7 +616,6 @@ impl Fetch {
             }
             _ => {}
         }
-        self.check_done(id)
     }
 
     /// Updates what the progress expects: the events of the range (the windows emitted,

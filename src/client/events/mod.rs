@@ -20,9 +20,16 @@
 //! windows it did not hand out to its next run (`carry`), which plans the same windows from
 //! the same pages and asks none of them again.
 //!
+//! One planner serves four goals ([`Goal`]: a fetch, a sync's fetch, a plan's count, a quota
+//! check's count); what differs between them is said by the goal, and how far ahead it asks by
+//! its [`Pace`]. Its interface is [`Fetch::next_ask`] (the request it wants sent) and
+//! [`Fetch::on_result`] (the page that came back): `scripted` (tests) drives it with pages of a
+//! service of known events, without a server.
+//!
 //! By concern: `run` holds the entry points (stream, count, peek) and the quota check; `fetch`
 //! the fetch loop (windows opened, pages asked and answers taken); `search` where a window ends
-//! (ceiling pages, bursts, chains and splits, a count's search); `done` the bookkeeping of a
+//! (ceiling pages, bursts, chains and splits); `seek` a count's search for a window's last
+//! page; `done` the bookkeeping of a
 //! window's end (completion, held pages released, windows drained in order); `cached` the
 //! cache's part; `window` one window's state; `page` asks and parses one page; `held` keeps
 //! pages asked ahead for the fetch that takes them; `carry` the blob of what a stopped sync
@@ -48,6 +55,7 @@ mod held;
 mod page;
 mod run;
 mod search;
+mod seek;
 mod window;
 
 pub use carry::{CarriedPage, CarrySlot};
@@ -188,6 +196,26 @@ enum Ask {
     Page(usize),
 }
 
+impl Ask {
+    /// The offset of the page asked.
+    fn offset(self) -> usize {
+        match self {
+            Ask::Probe => CEILING_PAGE,
+            Ask::Page(o) => o,
+        }
+    }
+}
+
+/// A request the planner wants sent: the page `kind` of window `id`, whose query is
+/// `[qs, qe)`.
+#[derive(Debug, Clone, Copy)]
+struct PageAsk {
+    id: u64,
+    kind: Ask,
+    qs: i64,
+    qe: i64,
+}
+
 #[derive(Debug)]
 enum Mode {
     /// Waiting for page 0 alone: a query's first window, whose size nothing suggests yet. A
@@ -248,9 +276,9 @@ struct Window {
     launched: HashSet<usize>,
     in_flight: usize,
     done: bool,
-    /// Sized from a sample with enough margin under the ceiling that it is walked without
-    /// asking its ceiling page, sorted or not.
-    safe: bool,
+    /// Whether it was sized from a sample with enough margin under the ceiling that it is
+    /// walked without asking its ceiling page, sorted or not.
+    margin: Margin,
     /// The rests this window's exact size, once known, sizes: its parent's, and those of the
     /// windows it was the first part of before (their samples that fall in it).
     sizing: Vec<Sizing>,
@@ -271,6 +299,96 @@ struct Window {
     held_to: Option<usize>,
 }
 
+/// What a planner is for. The four goals plan windows alike; what differs is said here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Goal {
+    /// Every event of the query, handed out window by window in time order.
+    Fetch,
+    /// A sync's fetch: stopped early (Ctrl-C, the daily quota, an error, dropped), it carries
+    /// the pages it read of the windows it did not hand out to its next run.
+    Sync,
+    /// A plan's count: only the pages that decide are asked, the others are known full from
+    /// a later full page, and each window's end is searched for. `walk_pages`: the pages of a
+    /// settled window it may ask in turn, rather than past where the window may end, when a
+    /// page past the end would cost more than 2% of the fetch (its pages are held for the
+    /// fetch that follows).
+    Plan { walk_pages: usize },
+    /// A quota check's count: a plan's, spending as little as it can.
+    Check,
+}
+
+impl Goal {
+    /// A count (a plan, a quota check), not a fetch: it hands out no events.
+    fn counts(self) -> bool {
+        matches!(self, Goal::Plan { .. } | Goal::Check)
+    }
+
+    /// A sync's fetch, which carries what it read when it stops early.
+    fn carries(self) -> bool {
+        self == Goal::Sync
+    }
+
+    /// The pages of a settled window a count may ask in turn (see [`Goal::Plan`]).
+    fn walk_pages(self) -> usize {
+        match self {
+            Goal::Plan { walk_pages } => walk_pages,
+            _ => 0,
+        }
+    }
+}
+
+/// How far ahead of what is known a planner asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pace {
+    /// A daily quota is set: requests are what a fetch costs, and none is spent on
+    /// speculation (a window is walked a page at a time).
+    Frugal,
+    /// No daily quota: pages are asked ahead where that saves round trips.
+    Ahead,
+}
+
+/// Whether the service was seen to sort the events of a query by startTime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sorting {
+    /// Every page seen so far was in an order of startTime.
+    Sorted,
+    /// A window came back in no order of startTime.
+    Unsorted,
+}
+
+/// Whether a count found every window's end, or took one within its precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Precision {
+    Exact,
+    Approximate,
+}
+
+/// Whether a fetch writes its completed windows' settled parts to the client's cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CacheWrites {
+    /// It writes them (and keeps its pages' bodies until their window completes).
+    Keep,
+    /// It writes nothing: no cache, a count, or a cache that could not be written.
+    Skip,
+}
+
+/// Whether a planner is still running or has ended (completed, or stopped by the quota).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Running,
+    Ended,
+}
+
+/// How sure a window's size is to be under the ceiling before its ceiling page is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Margin {
+    /// Nothing says: sorted or not, its ceiling page may be needed.
+    Unknown,
+    /// Sized from a sample (or the densest window seen) well under the ceiling: walked
+    /// without its ceiling page, sorted or not.
+    Ample,
+}
+
 struct Fetch {
     client: Client,
     query: Query,
@@ -285,41 +403,34 @@ struct Fetch {
     sink: Option<ProgressSink>,
     /// Events per millisecond seen in the last full window, to size the pages ahead.
     density: Option<f64>,
-    /// A daily quota is set: every request must carry events (see [`Fetch::frugal`]).
-    frugal: bool,
-    /// A window of this query came back in no order of startTime.
-    unsorted: bool,
-    /// A count (a plan), not a fetch: only the pages that decide are asked, the others are
-    /// known full from a later full page, and each window's end is searched for.
-    counting: bool,
+    /// What the planner is for: a fetch, a sync's fetch, a plan's count, a quota check's.
+    goal: Goal,
+    /// How far ahead of what is known it may ask (see [`Pace`]).
+    pace: Pace,
+    /// Whether a window of this query came back in no order of startTime.
+    sorting: Sorting,
     /// A count: the events of the completed windows, and the requests the fetch makes for them.
     counted: f64,
     predicted: f64,
-    /// A count took a window's end within its precision instead of finding it.
-    approximate: bool,
+    /// A count: whether it took a window's end within its precision instead of finding it.
+    precision: Precision,
     /// Pages asked (answered or not).
     sent: u64,
-    /// Completed windows' settled parts are written to the client's cache.
-    caching: bool,
+    /// Whether completed windows' settled parts are written to the client's cache.
+    cache_writes: CacheWrites,
     /// A sync's fetch: the pages read of the windows not handed out whole when the daily
     /// quota, an error or an interruption (Ctrl-C, the fetch dropped) stops it are carried to
-    /// its next run, put in `carry_to` (see [`Fetch::carry_stopped`]); their bodies are kept,
-    /// as `caching`'s are.
-    carry: bool,
+    /// its next run, put here (see [`Fetch::carry_stopped`]); their bodies are kept, as a
+    /// caching fetch's are.
     carry_to: Option<CarrySlot>,
     /// A sync's: the requests launched and not known to be answered, with the count of their
     /// sends (see [`Fetch::stop_carrying`]).
     asked: Vec<(tokio::task::AbortHandle, Arc<std::sync::atomic::AtomicU64>)>,
-    /// The fetch ended (completed, or stopped by the quota, which carries what it can
-    /// itself): dropping it carries nothing (see the `Drop` of `Fetch`).
-    ended: bool,
+    /// Whether the fetch ended (completed, or stopped by the quota, which carries what it can
+    /// itself): dropping it then carries nothing (see the `Drop` of `Fetch`).
+    stage: Stage,
     /// Events that started before this (epoch ms) are settled.
     cutoff: i64,
-    /// A count (a plan): the pages of a settled window it may ask in turn, rather than past
-    /// where the window may end, when a page past the end would cost more than 2% of the fetch
-    /// (its pages are held for the fetch that follows). 0 for a quota check's count, which is
-    /// to spend as little as it can.
-    walk_pages: usize,
     /// A window was written to the cache (which then keeps to its cap).
     wrote: bool,
     /// The windows a split replaced: their start and the requests sent for them, charged to
@@ -336,7 +447,7 @@ struct Fetch {
 /// asking them again.
 impl Drop for Fetch {
     fn drop(&mut self) {
-        if !self.ended && !self.counting {
+        if self.stage == Stage::Running && self.goal.carries() {
             self.carry_stopped();
         }
     }
@@ -373,5 +484,7 @@ pub fn check(query: &Query) -> Result<()> {
     Ok(())
 }
 
+#[cfg(test)]
+mod scripted;
 #[cfg(test)]
 mod tests;

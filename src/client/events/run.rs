@@ -8,7 +8,8 @@ use super::cached::pieces;
 use super::count::quota_check_gaps;
 use super::page::{fetch_page, hides_first, in_order, Reuse};
 use super::{
-    check, order_of, CarrySlot, Completed, Event, EventForm, Fetch, PageOrder, ProgressSink, Query,
+    check, order_of, CarrySlot, Completed, Event, EventForm, Fetch, Goal, PageOrder, ProgressSink,
+    Query,
 };
 use crate::client::cache::Piece;
 use crate::client::error::{Error, Result};
@@ -69,7 +70,7 @@ async fn run_stream(
             return;
         }
     };
-    let mut p = Fetch::new(client, &query, keep, sink, false, pieces);
+    let mut p = Fetch::new(client, &query, keep, sink, Goal::Fetch, pieces);
     p.count_checked(checking);
     let mut stop = carry.map(|(slot, stop)| {
         p.carry_to(slot);

@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 
-use super::page::{order_of, projected, settled, Event, Page, PageOrder};
+use super::page::{order_of, Event, Page, PageOrder};
+use super::seek::{Seek, Sought};
 use super::window::paged_reach;
 use super::{
-    dense, Ask, Burst, Fetch, Mode, Sizing, CEILING_PAGE, FIRST_PART, LOOKAHEAD, PART_EVENTS,
-    PAST_END_SHARE,
+    dense, Ask, Burst, Fetch, Margin, Mode, Pace, Precision, Sizing, Sorting, CEILING_PAGE,
+    FIRST_PART, LOOKAHEAD, PART_EVENTS,
 };
 use crate::client::error::Result;
 use crate::client::lists::{OFFSET_CEILING, PAGE};
@@ -16,7 +17,7 @@ use crate::client::lists::{OFFSET_CEILING, PAGE};
 impl Fetch {
     /// A count's walk: the next page that narrows where window `id` ends (its first short
     /// page), from below where it can (a full page is one the fetch asks too), guided by its
-    /// estimate or by how dense its pages are, without asking every page.
+    /// estimate or by how dense its pages are, without asking every page (see [`Seek`]).
     pub(super) fn search(&mut self, id: u64) {
         let others = self.counted
             + self
@@ -25,185 +26,34 @@ impl Fetch {
                 .filter(|w| w.id != id)
                 .map(|w| w.kept() as f64)
                 .sum::<f64>();
-        let density = self.density;
-        let (walk_pages, cutoff) = (self.walk_pages, self.cutoff);
+        let seek = Seek {
+            others,
+            density: self.density,
+            walk_pages: self.goal.walk_pages(),
+            cutoff: self.cutoff,
+        };
         let Some(w) = self.window_mut(id) else {
             return;
         };
-        w.mode = Mode::Walking;
-        let (lo, hi) = w.bounds();
-        if lo > CEILING_PAGE {
-            // Full up to the ceiling: over it.
-            w.mode = Mode::Full {
-                order: PageOrder::Constant,
-            };
-            return;
-        }
-        if hi == Some(lo) {
-            w.mode = Mode::Known { end: lo + PAGE };
-            return;
-        }
-        // A short page that is not empty is the last: every page before it is full.
-        if let Some(h) = hi.filter(|h| w.pages.get(h).is_some_and(|p| !p.events.is_empty())) {
-            w.settle(lo, h, h + PAGE);
-            return;
-        }
-        // Precise enough for a plan, which is to be within 10%: a sorted window's end within
-        // about 6% of the events counted so far, this window's and the others' (the end is
-        // then taken halfway), so that the last window of a long range is settled in a probe
-        // or two.
-        // An unsorted window keeps to about 3% of its own size: sized from a sample, its size
-        // calibrates the sample's other parts.
-        let loose = w.sizing.is_empty()
-            && w.estimate.is_none()
-            && order_of(w.times().into_iter()) != PageOrder::Unsorted;
-        let within = if loose {
-            0.12 * (lo as f64 + others)
-        } else {
-            0.06 * lo as f64
-        };
-        let top = hi.map_or(CEILING_PAGE, |h| h - PAGE);
-        // Where the window ends, as far as its pages tell: the density of its sorted pages, or
-        // what it was sized at.
-        let sorted = w
-            .pages
-            .iter()
-            .rev()
-            .find(|(_, p)| p.events.len() == PAGE)
-            .and_then(|(o, p)| {
-                let last = p.events.last()?.start_ms;
-                let order = order_of(p.events.iter().map(|e| e.start_ms));
-                projected(order, (o + PAGE) as f64, last, w.qs, w.qe)
-            });
-        // From below: when its sorted pages put the end within half that width of the pages
-        // known full, the end is taken there without another request (were the rest twice as
-        // dense, the count would still be within that width), and no page past it is asked.
-        let near = sorted.filter(|g| loose && hi.is_none_or(|h| *g < h as f64));
-        if let Some(g) = near.filter(|g| g - lo as f64 <= within / 2.0) {
-            let end = ((g / PAGE as f64).round() as usize * PAGE).max(lo);
-            w.settle(lo, end, end);
-            self.approximate = true;
-            return;
-        }
-        if let Some(h) = hi.filter(|_| w.sizing.is_empty()) {
-            if (h - lo) as f64 <= within {
-                let end = (lo + (h - lo) / 2) / PAGE * PAGE + PAGE;
-                w.settle(lo, end, end);
-                self.approximate = true;
-                return;
+        match w.seek(&seek) {
+            Sought::Ended => {}
+            Sought::Approximate => self.precision = Precision::Approximate,
+            Sought::Ask(target) => {
+                if w.launched.insert(target) {
+                    self.queue.push_back((id, Ask::Page(target)));
+                }
             }
-        }
-        // The next page towards a sorted guess: half way there, since the time the pages have
-        // not reached may be half as dense as the time they have (the hours of a day differ).
-        // A page short of the end costs nothing, one past it a request.
-        let toward = |g: f64| ((lo as f64 + (g - lo as f64) * 0.5) as usize).saturating_sub(PAGE);
-        // A window a chained cut started, with no page yet: as dense as the one before it.
-        let chained = density
-            .filter(|_| w.pages.is_empty())
-            .map(|d| d * (w.qe - w.qs + 2) as f64);
-        let guess = sorted.or(w.estimate).or(chained);
-        let by_density = sorted.is_some();
-        let empties = w
-            .pages
-            .iter()
-            .filter(|(o, p)| p.events.is_empty() && **o != CEILING_PAGE)
-            .count();
-        let past_end_too_dear = (empties as f64 + 1.0) * PAST_END_SHARE
-            > (lo as f64 + others) / PAGE as f64
-            && lo / PAGE < walk_pages
-            && settled(w.qs, w.qe, cutoff);
-        let target = match (guess, hi) {
-            // A window a chained cut started, not dense enough to be surely over the ceiling:
-            // its first page (the fetch asks it too) tells its own density, where the window
-            // before it may be far denser or sparser.
-            (Some(g), _) if chained.is_some() && g * 0.8 < top as f64 => 0,
-            // Sorted pages: towards their guess, under the ceiling or over it (the ceiling
-            // page then tells, and the fetch walks to it), or under the page found short.
-            (Some(g), None) if by_density => toward(g),
-            (Some(g), Some(_)) if by_density && g < top as f64 => toward(g),
-            // Just under a sample's guess: a full page costs nothing (the fetch asks it too),
-            // an empty one is a request spent.
-            (Some(g), _) if !by_density && g > lo as f64 && g < top as f64 => {
-                ((g * 0.93) as usize).saturating_sub(PAGE)
-            }
-            // Surely over the ceiling: its page is the one that tells.
-            (Some(g), None) if g >= top as f64 => top,
-            // Past a sample's guess, no end found yet: it is most likely near, so the next page
-            // while within 5% of it (the fetch asks every page short of the end), then twice as
-            // far past it as the pages known full already are (the first page past the end
-            // settles it within that distance).
-            (Some(g), _) if !by_density && g > 0.0 && lo as f64 >= g => {
-                let over = lo as f64 - g;
-                let past = if over < 0.05 * g {
-                    lo
-                } else {
-                    lo + over as usize
-                };
-                hi.map_or(past, |h| past.min(lo + (h - lo) * 3 / 10))
-            }
-            // Past the bound an empty page set: the density overshot. Most of the way there,
-            // a page that is likely full (the fetch asks it too) and tells the density nearer
-            // the end.
-            (Some(_), Some(h)) if by_density => lo + (h - lo) * 4 / 5,
-            // No guess, page 0 alone known (full): page 1, which the fetch asks too; a window of
-            // a page or two (the most common) then ends without a page asked past it.
-            _ if lo == PAGE => lo,
-            // A few pages between the last full page and the empty one: each in turn, up to
-            // the end (the fetch asks them all; a page past the end is a request spent).
-            (_, Some(h)) if h - lo <= 5 * PAGE => lo,
-            // No guess, and a page past the end would cost more than 2% of the fetch (its
-            // pages known so far, each a request, against the pages already asked past an
-            // end): the next page, which the fetch asks too.
-            _ if past_end_too_dear => lo,
-            // No guess: upwards from what is known, so that few pages are asked past the end.
-            (_, Some(h)) => (lo * 2).min(lo + (h - lo) * 3 / 10),
-            (_, None) => lo * 2,
-        };
-        let target = (target / PAGE * PAGE).clamp(lo, top);
-        if w.launched.insert(target) {
-            self.queue.push_back((id, Ask::Page(target)));
         }
     }
 
+    /// Window `id`'s ceiling page came back with `len` events (`PAGE` for one all of a
+    /// millisecond whose first page came after it): how the window is fetched.
     pub(super) fn on_probe(&mut self, id: u64, len: usize) -> Result<()> {
-        let density = self.density;
-        let counting = self.counting;
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
-        if len == 0 && !w.pages.contains_key(&0) {
-            // Under the ceiling, size unknown: page 0 says whether there is anything to page
-            // ahead for (a short one ends the window).
-            w.mode = Mode::Paging { end: None };
-            return Ok(());
-        }
         if len == 0 {
-            // Under the ceiling, size unknown: page ahead, as far as the density suggests.
-            let estimate = density.map_or(0.0, |d| d * (w.qe - w.qs + 2) as f64 * 1.1);
-            let pages =
-                ((estimate / PAGE as f64).ceil() as usize).clamp(LOOKAHEAD, CEILING_PAGE / PAGE);
-            if counting {
-                // The fetch pages ahead; a count searches for the end.
-                w.ahead = pages;
-                self.search(id);
-                return Ok(());
-            }
-            // A short page already in (page 0, usually) ends the window.
-            let end = w
-                .pages
-                .iter()
-                .find(|(o, p)| **o < CEILING_PAGE && p.events.len() < PAGE)
-                .map(|(o, _)| o + PAGE);
-            w.mode = Mode::Paging { end };
-            // Without a density seen, as far as the window's own pages tell.
-            let reach = match density {
-                Some(_) => pages * PAGE,
-                None => paged_reach(w, order_of(w.times().into_iter())),
-            };
-            self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
-            if let Some(end) = end {
-                self.enqueue_pages(id, (0..end).step_by(PAGE));
-            }
+            self.under_ceiling(id);
             return Ok(());
         }
         if len < PAGE {
@@ -228,22 +78,7 @@ impl Fetch {
                 }
                 Some(Burst::Chain(order, end)) => return self.chain_before(id, order, end),
                 Some(Burst::Cut(cut, order)) => {
-                    self.count_split(id);
-                    if let Some(w) = self.window_mut(id) {
-                        let (ws, we) = (w.ws, w.we);
-                        self.windows.remove(&ws);
-                        self.queue.retain(|(i, _)| *i != id);
-                        // The part clear of the burst, under the ceiling, is paged by the
-                        // density of its own first page (that of the windows seen may be the
-                        // burst's).
-                        if order == PageOrder::Asc {
-                            self.add_opening(ws, cut, false);
-                            self.add_window(cut, we);
-                        } else {
-                            self.add_window(ws, cut);
-                            self.add_opening(cut, we, false);
-                        }
-                    }
+                    self.cut_out_burst(id, cut, order);
                     return Ok(());
                 }
                 None => {}
@@ -270,6 +105,68 @@ impl Fetch {
         }
     }
 
+    /// Window `id`'s ceiling page came back empty: it is under the ceiling, its size unknown.
+    fn under_ceiling(&mut self, id: u64) {
+        let density = self.density;
+        let counting = self.goal.counts();
+        let Some(w) = self.window_mut(id) else {
+            return;
+        };
+        if !w.pages.contains_key(&0) {
+            // Page 0 says whether there is anything to page ahead for (a short one ends the
+            // window).
+            w.mode = Mode::Paging { end: None };
+            return;
+        }
+        // Page ahead, as far as the density suggests.
+        let estimate = density.map_or(0.0, |d| d * (w.qe - w.qs + 2) as f64 * 1.1);
+        let pages =
+            ((estimate / PAGE as f64).ceil() as usize).clamp(LOOKAHEAD, CEILING_PAGE / PAGE);
+        if counting {
+            // The fetch pages ahead; a count searches for the end.
+            w.ahead = pages;
+            self.search(id);
+            return;
+        }
+        // A short page already in (page 0, usually) ends the window.
+        let end = w
+            .pages
+            .iter()
+            .find(|(o, p)| **o < CEILING_PAGE && p.events.len() < PAGE)
+            .map(|(o, _)| o + PAGE);
+        w.mode = Mode::Paging { end };
+        // Without a density seen, as far as the window's own pages tell.
+        let reach = match density {
+            Some(_) => pages * PAGE,
+            None => paged_reach(w, order_of(w.times().into_iter())),
+        };
+        self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
+        if let Some(end) = end {
+            self.enqueue_pages(id, (0..end).step_by(PAGE));
+        }
+    }
+
+    /// Window `id`, whose ceiling page is all of the burst at `cut`'s side, is replaced by the
+    /// part clear of the burst and the rest (see [`Burst::Cut`]).
+    fn cut_out_burst(&mut self, id: u64, cut: i64, order: PageOrder) {
+        self.count_split(id);
+        if let Some(w) = self.window_mut(id) {
+            let (ws, we) = (w.ws, w.we);
+            self.windows.remove(&ws);
+            self.queue.retain(|(i, _)| *i != id);
+            // The part clear of the burst, under the ceiling, is paged by the
+            // density of its own first page (that of the windows seen may be the
+            // burst's).
+            if order == PageOrder::Asc {
+                self.add_opening(ws, cut, Margin::Unknown);
+                self.add_window(cut, we);
+            } else {
+                self.add_window(ws, cut);
+                self.add_opening(cut, we, Margin::Unknown);
+            }
+        }
+    }
+
     /// Under a quota, whether the walk of window `id` has just reached, at `offset`, a page
     /// all of one millisecond (a burst), its pages sorted and its ceiling page not asked: that
     /// page is asked next. The walk would reach the ceiling inside a burst that runs past it
@@ -277,7 +174,7 @@ impl Fetch {
     /// again): the ceiling page tells, and the window then ends before the burst (see
     /// `burst_at_ceiling`).
     pub(super) fn meets_burst(&mut self, id: u64, offset: usize) -> bool {
-        if self.unsorted || self.client.shape().unsorted {
+        if self.sorting == Sorting::Unsorted || self.client.shape().unsorted {
             return false;
         }
         let Some(w) = self.window_mut(id) else {
@@ -317,10 +214,10 @@ impl Fetch {
     /// first page telling which; none without it yet (`Wait`). None where the window's pages
     /// tell no order, or it starts (ends) at the burst.
     pub(super) fn burst_at_ceiling(&mut self, id: u64, times: &[i64]) -> Option<Burst> {
-        if self.unsorted || self.client.shape().unsorted {
+        if self.sorting == Sorting::Unsorted || self.client.shape().unsorted {
             return None;
         }
-        let frugal = self.frugal;
+        let frugal = self.pace == Pace::Frugal;
         let w = self.window_mut(id)?;
         let t = *times.first()?;
         let below: Vec<&Page> = w.pages.range(..CEILING_PAGE).map(|(_, p)| p).collect();
@@ -449,7 +346,7 @@ impl Fetch {
 
     /// Replaces window `id` by two halves split at the median of `times`.
     pub(super) fn split(&mut self, id: u64, mut times: Vec<i64>) -> Result<()> {
-        if self.frugal {
+        if self.pace == Pace::Frugal {
             return self.split_sampled(id);
         }
         let Some(w) = self.window_mut(id) else {
@@ -508,7 +405,7 @@ impl Fetch {
         self.queue.retain(|(i, _)| *i != id);
         let at = ((times.len() as f64 * FIRST_PART).ceil() as usize).min(times.len());
         let cut = cut_near(&times, at, ws, we);
-        let first = self.add_opening(ws, cut, false);
+        let first = self.add_opening(ws, cut, Margin::Unknown);
         let mut rest = self.new_window(cut, we);
         let rest_id = rest.id;
         rest.mode = Mode::Deferred;
@@ -585,8 +482,12 @@ impl Fetch {
             // fit under the ceiling.
             let estimate = per_sample * in_part as f64;
             let error = (1.0 / sampled as f64 + 1.0 / in_part.max(1) as f64).sqrt();
-            let safe = in_part > 0 && estimate * (1.0 + 3.0 * error) < CEILING_PAGE as f64;
-            let part = self.add_opening(a, b, safe);
+            let margin = if in_part > 0 && estimate * (1.0 + 3.0 * error) < CEILING_PAGE as f64 {
+                Margin::Ample
+            } else {
+                Margin::Unknown
+            };
+            let part = self.add_opening(a, b, margin);
             if let Some(w) = self.window_mut(part) {
                 w.estimate = Some(estimate);
             }
@@ -597,7 +498,7 @@ impl Fetch {
     /// asked so far, as this count asked them). A fetch: the requests sent for it, answered or
     /// in flight, for the window that takes its start.
     pub(super) fn count_split(&mut self, id: u64) {
-        if self.counting {
+        if self.goal.counts() {
             let asked = self.window_mut(id).map_or(0, |w| w.launched.len());
             self.predicted += asked as f64;
         } else if let Some(w) = self.window_mut(id) {

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::page::{covered, order_of, Page, PageOrder};
-use super::{Mode, Window, CEILING_PAGE, LOOKAHEAD};
+use super::{Margin, Mode, Pace, Window, CEILING_PAGE, LOOKAHEAD};
 use crate::client::lists::{OFFSET_CEILING, PAGE};
 
 impl Window {
@@ -19,7 +19,7 @@ impl Window {
             launched: HashSet::new(),
             in_flight: 0,
             done: false,
-            safe: false,
+            margin: Margin::Unknown,
             sizing: Vec::new(),
             samples: None,
             assumed: BTreeSet::new(),
@@ -134,7 +134,7 @@ impl Window {
 /// quota the pages it asks ahead past its end (none on a sorted answer, whose density bounds
 /// them, or on a window of two pages; else about half of `LOOKAHEAD` in flight when it pages
 /// one ahead at a time, more when the density seen sent it further).
-pub(super) fn fetch_requests(w: &Window, frugal: bool) -> f64 {
+pub(super) fn fetch_requests(w: &Window, pace: Pace) -> f64 {
     let end = match w.mode {
         Mode::Known { end } | Mode::Paging { end: Some(end) } => end,
         Mode::Full { .. } => CEILING_PAGE + PAGE,
@@ -144,7 +144,7 @@ pub(super) fn fetch_requests(w: &Window, frugal: bool) -> f64 {
     let ceiling = f64::from(u8::from(
         w.launched.contains(&CEILING_PAGE) && end <= CEILING_PAGE,
     ));
-    if frugal || end > CEILING_PAGE || end == PAGE {
+    if pace == Pace::Frugal || end > CEILING_PAGE || end == PAGE {
         return pages + ceiling;
     }
     // A sorted window is paged ahead no further than its density puts its end; an unsorted

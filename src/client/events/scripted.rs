@@ -1,0 +1,452 @@
+//! The planner fed scripted pages, without a server: a service of known events (in any order,
+//! with any bound inclusivity) answers each request the planner asks, in the order asked, with
+//! as many in flight as the client's limits allow. Every order, bound, burst, dense millisecond
+//! and quota case runs in milliseconds, its result checked exact and its requests bounded.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+
+use bytes::Bytes;
+
+use super::page::{parse_events, widened};
+use super::{Event, EventForm, Fetch, Goal, Page, Query};
+use crate::client::cache::Piece;
+use crate::client::config::{Config, Secret, Settings};
+use crate::client::error::{Error, Result};
+use crate::client::lists::PAGE;
+use crate::client::Client;
+use crate::limits::Limits;
+use crate::time::format_ms;
+
+/// 2026-01-05T00:00:00Z.
+const DAY0: i64 = 1_767_571_200_000;
+const HOUR: i64 = 3_600_000;
+const DAY: i64 = 24 * HOUR;
+
+/// The orders a service may answer in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    Asc,
+    Desc,
+    Shuffled,
+}
+
+const ORDERS: [Order; 3] = [Order::Asc, Order::Desc, Order::Shuffled];
+/// Bound inclusivity: (start included, end included).
+const BOUNDS: [(bool, bool); 4] = [(true, false), (true, true), (false, false), (false, true)];
+
+/// A service of known events that answers pages as the real one does.
+struct Service {
+    /// (startTime, id), sorted.
+    events: Vec<(i64, String)>,
+    order: Order,
+    bounds: (bool, bool),
+    url: url::Url,
+    /// Each query's answer (indices into `events`, in the service's order), made once.
+    answers: RefCell<HashMap<(i64, i64), Vec<usize>>>,
+}
+
+impl Service {
+    fn new(mut times: Vec<i64>, order: Order, bounds: (bool, bool)) -> Service {
+        times.sort_unstable();
+        let events = times
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| (t, format!("e{i:07}")))
+            .collect();
+        Service {
+            events,
+            order,
+            bounds,
+            url: url::Url::parse("http://127.0.0.1:9/v2/events").expect("a url"),
+            answers: RefCell::default(),
+        }
+    }
+
+    /// The ids of `[start, end)`, in (startTime, id) order.
+    fn truth(&self, start: i64, end: i64) -> Vec<String> {
+        self.events
+            .iter()
+            .filter(|(t, _)| (start..end).contains(t))
+            .map(|(_, id)| id.clone())
+            .collect()
+    }
+
+    /// The page at `offset` of the window queried as `[qs, qe)` (widened by 1 ms each side).
+    fn page(&self, qs: i64, qe: i64, offset: usize) -> Page {
+        let (from, to) = widened(qs, qe);
+        let mut answers = self.answers.borrow_mut();
+        let hits = answers
+            .entry((from, to))
+            .or_insert_with(|| self.answer(from, to));
+        let body: Vec<String> = hits
+            .iter()
+            .skip(offset)
+            .take(PAGE)
+            .map(|&i| {
+                let (t, id) = &self.events[i];
+                format!("{{\"id\":\"{id}\",\"startTime\":\"{}\"}}", format_ms(*t))
+            })
+            .collect();
+        let body = Bytes::from(format!("[{}]", body.join(",")));
+        Page {
+            events: parse_events(&self.url, &body).expect("a page"),
+            batch: None,
+            held: false,
+            carried: false,
+            body: None,
+        }
+    }
+}
+
+impl Service {
+    /// The events the query from `from` to `to` holds, as bounds are read, in the service's
+    /// order (a shuffled one the same for every page of a query).
+    fn answer(&self, from: i64, to: i64) -> Vec<usize> {
+        let lo = match self.bounds.0 {
+            true => self.events.partition_point(|(t, _)| *t < from),
+            false => self.events.partition_point(|(t, _)| *t <= from),
+        };
+        let hi = match self.bounds.1 {
+            true => self.events.partition_point(|(t, _)| *t <= to),
+            false => self.events.partition_point(|(t, _)| *t < to),
+        };
+        let mut hits: Vec<usize> = (lo..hi.max(lo)).collect();
+        match self.order {
+            Order::Asc => {}
+            Order::Desc => hits.reverse(),
+            Order::Shuffled => hits.sort_by_cached_key(|&i| {
+                let (t, id) = &self.events[i];
+                scramble(*t, id, from, to)
+            }),
+        }
+        hits
+    }
+}
+
+/// A hash of an event and its query, which orders a shuffled answer.
+fn scramble(t: i64, id: &str, from: i64, to: i64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id
+        .bytes()
+        .chain(t.to_le_bytes())
+        .chain((from ^ to).to_le_bytes())
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Times spread over `days` days, `per_day` a day, denser in the day's busy hours; seeded.
+fn spread(days: i64, per_day: usize, seed: u64) -> Vec<i64> {
+    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        state >> 11
+    };
+    let mut out = Vec::new();
+    for d in 0..days {
+        for _ in 0..per_day {
+            // An hour weighted by a day's traffic: the busy hours three times as dense.
+            let hour = loop {
+                let h = (next() % 24) as i64;
+                if (8..20).contains(&h) || next() % 3 == 0 {
+                    break h;
+                }
+            };
+            let ms = (next() % HOUR as u64) as i64;
+            out.push(DAY0 + d * DAY + hour * HOUR + ms);
+        }
+    }
+    out
+}
+
+/// A client that sends nothing: the scripted service answers for it.
+fn client(limits: Limits) -> Client {
+    let settings = Settings {
+        api_key: Some(Secret::new("k")),
+        client_id: Some("id".into()),
+        client_secret: Some(Secret::new("s")),
+        base_url: Some("http://127.0.0.1:9".into()),
+        limits: Some(limits),
+        cache: Some("off".into()),
+        ..Settings::default()
+    };
+    let config = Config::resolve(settings, &|_| None).expect("a config");
+    Client::new(config, None).expect("a client")
+}
+
+/// A daily quota, as by default, with the tests' 3 in flight.
+fn quota() -> Limits {
+    Limits {
+        read_concurrency: Some(3),
+        daily_requests: Some(100_000_000),
+        ..Limits::unlimited()
+    }
+}
+
+/// No daily quota, 16 in flight.
+fn free() -> Limits {
+    Limits {
+        read_concurrency: Some(16),
+        ..Limits::unlimited()
+    }
+}
+
+/// What a planner run made: the events handed out, and the requests it asked.
+struct Ran {
+    events: Vec<Event>,
+    requests: u64,
+}
+
+/// A planner run to its end, and the events it handed out.
+struct Driven {
+    p: Fetch,
+    events: Vec<Event>,
+}
+
+/// Runs the planner of `goal` over `[start, end)` against `service`: the requests it asks are
+/// answered in the order asked, as many in flight as its limits allow.
+fn drive(client: &Client, goal: Goal, service: &Service, start: i64, end: i64) -> Result<Driven> {
+    let query = Query {
+        start_ms: start,
+        end_ms: end,
+        report_id: None,
+        partial: false,
+        refresh: false,
+    };
+    let pieces = vec![Piece::Gap(start, end)];
+    let mut p = Fetch::new(client.clone(), &query, EventForm::Text, None, goal, pieces);
+    let mut in_flight = VecDeque::new();
+    let mut events = Vec::new();
+    loop {
+        events.extend(p.drain_ready().into_iter().flat_map(|c| c.events));
+        if p.windows.is_empty() {
+            return Ok(Driven { p, events });
+        }
+        while in_flight.len() < p.in_flight_max {
+            match p.next_ask() {
+                Some(asked) => in_flight.push_back(asked),
+                None => break,
+            }
+        }
+        let Some(asked) = in_flight.pop_front() else {
+            if p.release_all() {
+                continue;
+            }
+            return Err(p.stalled());
+        };
+        let page = service.page(asked.qs, asked.qe, asked.kind.offset());
+        p.on_result(asked.id, asked.kind, page)?;
+    }
+}
+
+/// A fetch of `[start, end)`.
+fn fetch(client: &Client, service: &Service, start: i64, end: i64) -> Result<Ran> {
+    let Driven { mut p, events } = drive(client, Goal::Fetch, service, start, end)?;
+    p.finish();
+    Ok(Ran {
+        events,
+        requests: p.sent,
+    })
+}
+
+/// The fewest requests that can return `n` events.
+fn pages(n: usize) -> u64 {
+    n.div_ceil(PAGE).max(1) as u64
+}
+
+/// Fetches `[start, end)` and checks it exact: every event once, in order.
+fn exact(client: &Client, service: &Service, start: i64, end: i64) -> Ran {
+    let ran = fetch(client, service, start, end).expect("a fetch");
+    let got: Vec<String> = ran.events.iter().map(|e| e.id.clone()).collect();
+    let want = service.truth(start, end);
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "{:?} {:?}",
+        service.order,
+        service.bounds
+    );
+    assert!(
+        got == want,
+        "{:?} {:?}: not exact",
+        service.order,
+        service.bounds
+    );
+    ran
+}
+
+#[test]
+fn every_order_and_bound_exact_within_its_bound() {
+    // Three days of 8,336 events: over the ceiling, so windows chain (sorted) or split.
+    let times = spread(3, 8_336, 7);
+    let (start, end) = (DAY0, DAY0 + 3 * DAY);
+    for order in ORDERS {
+        for bounds in BOUNDS {
+            let service = Service::new(times.clone(), order, bounds);
+            let n = service.truth(start, end).len();
+            let ran = exact(&client(quota()), &service, start, end);
+            // Under a quota: 1.03 × ceil(N / 100) + 2 (the house's bound above the ceiling).
+            let bound = (1.03 * pages(n) as f64 + 2.0).floor() as u64;
+            assert!(
+                ran.requests <= bound,
+                "{order:?} {bounds:?}: {}",
+                ran.requests
+            );
+            // Without one, speed costs at most a quarter more.
+            let ran = exact(&client(free()), &service, start, end);
+            let bound = (1.25 * pages(n) as f64).ceil() as u64 + 2;
+            assert!(
+                ran.requests <= bound,
+                "{order:?} {bounds:?}: {}",
+                ran.requests
+            );
+        }
+    }
+}
+
+#[test]
+fn a_range_under_the_ceiling_costs_its_pages_and_one() {
+    // 4,000 events in a day: 40 full pages and the empty one that shows the end; a service
+    // that does not sort costs its ceiling page too, once: the client then knows.
+    let times = spread(1, 4_000, 3);
+    let (start, end) = (DAY0, DAY0 + DAY);
+    for order in ORDERS {
+        let service = Service::new(times.clone(), order, (true, false));
+        let client = client(quota());
+        let ran = exact(&client, &service, start, end);
+        let extra = if order == Order::Shuffled { 2 } else { 1 };
+        assert_eq!(ran.requests, pages(4_000) + extra, "{order:?}");
+        // A later fetch on the same client: it knows the order, and asks no ceiling page.
+        let ran = exact(&client, &service, start + HOUR, end);
+        assert!(ran.requests <= pages(ran.events.len()) + 1, "{order:?}");
+    }
+}
+
+#[test]
+fn hourly_fetches_on_one_client_cost_their_pages() {
+    let times = spread(1, 4_000, 3);
+    for order in ORDERS {
+        for bounds in BOUNDS {
+            let service = Service::new(times.clone(), order, bounds);
+            let client = client(quota());
+            for hour in 0..24 {
+                let start = DAY0 + hour * HOUR;
+                let ran = exact(&client, &service, start, start + HOUR);
+                let bound = pages(ran.events.len()) + 1;
+                assert!(ran.requests <= bound, "{order:?} {bounds:?} {hour}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_burst_past_the_ceiling_is_fetched_once() {
+    // 12,000 events in six milliseconds of a quiet hour, after the client walked a quiet one.
+    let mut times = spread(1, 2_000, 13);
+    let burst = DAY0 + 5 * HOUR + 20 * 60_000;
+    for i in 0..6 {
+        times.extend(std::iter::repeat_n(burst + 7 * i, 2_000));
+    }
+    for order in ORDERS {
+        for limits in [quota(), free()] {
+            let service = Service::new(times.clone(), order, (true, true));
+            let client = client(limits);
+            exact(&client, &service, DAY0 + 2 * HOUR, DAY0 + 3 * HOUR);
+            let ran = exact(&client, &service, DAY0 + 5 * HOUR, DAY0 + 6 * HOUR);
+            let n = ran.events.len();
+            assert!(n > 12_000);
+            // The walk may reach the ceiling before it knows (100 requests), then the rest;
+            // no burst is paged twice.
+            assert!(
+                ran.requests <= pages(n) + 105,
+                "{order:?}: {}",
+                ran.requests
+            );
+        }
+    }
+}
+
+#[test]
+fn a_dense_millisecond_has_a_window_of_its_own() {
+    // 9,990 of about 30,000 events in one millisecond.
+    let mut times = spread(3, 6_768, 7);
+    times.extend(std::iter::repeat_n(DAY0 + 36 * HOUR + 5, 9_990));
+    let (start, end) = (DAY0, DAY0 + 3 * DAY);
+    for order in ORDERS {
+        for bounds in [(true, false), (true, true)] {
+            let service = Service::new(times.clone(), order, bounds);
+            let n = service.truth(start, end).len();
+            let ran = exact(&client(quota()), &service, start, end);
+            let bound = (1.03 * pages(n) as f64 + 2.0).floor() as u64;
+            assert!(
+                ran.requests <= bound,
+                "{order:?} {bounds:?}: {}",
+                ran.requests
+            );
+            let ran = exact(&client(free()), &service, start, end);
+            let bound = (1.35 * pages(n) as f64) as u64;
+            assert!(
+                ran.requests <= bound,
+                "{order:?} {bounds:?}: {}",
+                ran.requests
+            );
+        }
+    }
+}
+
+#[test]
+fn more_than_the_ceiling_in_one_millisecond_is_a_dense_window() {
+    let at = DAY0 + 12 * HOUR + 5;
+    for order in ORDERS {
+        for limits in [quota(), free()] {
+            let mut times = spread(1, 500, 2);
+            times.extend(std::iter::repeat_n(at, 9_999));
+            let service = Service::new(times.clone(), order, (false, false));
+            exact(&client(limits), &service, DAY0, DAY0 + DAY);
+            times.extend([at, at]);
+            let service = Service::new(times, order, (false, false));
+            match fetch(&client(limits), &service, DAY0, DAY0 + DAY) {
+                Err(Error::DenseWindow { timestamp }) => {
+                    assert_eq!(timestamp, "2026-01-05T12:00:00.005Z", "{order:?}")
+                }
+                Err(e) => panic!("{order:?}: {e}"),
+                Ok(_) => panic!("{order:?}: no error"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_plan_counts_what_the_fetch_fetches() {
+    let times = spread(3, 8_336, 7);
+    let (start, end) = (DAY0, DAY0 + 3 * DAY);
+    for order in ORDERS {
+        for limits in [quota(), free()] {
+            let service = Service::new(times.clone(), order, (true, false));
+            let client = client(limits);
+            let goal = Goal::Plan {
+                walk_pages: usize::MAX,
+            };
+            let plan = drive(&client, goal, &service, start, end)
+                .expect("a count")
+                .p;
+            let fetched = exact(&client, &service, start, end);
+            let n = fetched.events.len() as f64;
+            assert!(
+                (plan.counted - n).abs() <= 0.1 * n,
+                "{order:?}: {}",
+                plan.counted
+            );
+            let requests = fetched.requests as f64;
+            let off = (plan.predicted - requests).abs();
+            assert!(off <= 0.1 * requests, "{order:?}: {}", plan.predicted);
+            // It asks a fraction of what the fetch does (a third at most on a sorting service).
+            assert!(plan.sent * 2 < fetched.requests, "{order:?}: {}", plan.sent);
+        }
+    }
+}
