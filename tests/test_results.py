@@ -355,6 +355,8 @@ def test_the_stubs_say_what_each_results_field_list_says(tmp_path):
     stub.write_text(text.replace("        quota: Optional[Quota] = None,\n", ""))
     assert result_stubs.mismatches(_core, stub) == [
         "EventPlan.seconds: the stub says int, the field float",
-        "Cost.__new__ takes [('requests', 'int')], its fields are "
-        "[('requests', 'int'), ('quota', 'Optional[Quota]')]",
+        "Cost.__new__ takes [('requests', 'int'), ('retries', 'int'), ('rate_limited', 'int'), "
+        "('waited', 'float'), ('outage', 'float')], its fields are [('requests', 'int'), "
+        "('quota', 'Optional[Quota]'), ('retries', 'int'), ('rate_limited', 'int'), "
+        "('waited', 'float'), ('outage', 'float')]",
     ]
