@@ -34,7 +34,7 @@ use serde::Deserialize;
 
 pub use config::{Config, Region, Secret, Settings};
 pub use error::{Error, Result, Wording};
-pub use http::{Fields, Level, LogSink};
+pub use http::{want_debug, Fields, Level, LogSink};
 pub use limits::Limits;
 pub use lists::{List, Record};
 pub use stats::Snapshot;

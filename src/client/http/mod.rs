@@ -9,7 +9,7 @@ mod shown;
 mod token;
 mod webhook;
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -49,6 +49,15 @@ pub enum Level {
 
 /// Where the client's log lines go, with the fields of the request each is about (the Python
 /// binding buffers them for the `surveillance` logger, the fields as its records' `extra`).
+/// Whether any sink wants debug lines (as the `log` crate's `max_level`): each request has
+/// one, so one nobody reads is not made. On until said otherwise.
+static DEBUG_WANTED: AtomicBool = AtomicBool::new(true);
+
+/// Says whether debug lines are wanted (the binding: whether its logger is enabled for DEBUG).
+pub fn want_debug(on: bool) {
+    DEBUG_WANTED.store(on, Ordering::Relaxed);
+}
+
 pub type LogSink = Arc<dyn Fn(Level, String, Fields) + Send + Sync>;
 
 /// Which limits a request counts against.
@@ -239,13 +248,17 @@ impl Http {
         self.log_with(level, Fields::default, msg);
     }
 
-    /// Logs `msg` (scrubbed of secrets) with the `fields` of the request it is about.
+    /// Logs `msg` (scrubbed of secrets) with the `fields` of the request it is about; a debug
+    /// line nobody wants (see [`want_debug`]) is neither formatted nor scrubbed.
     fn log_with(
         &self,
         level: Level,
         fields: impl FnOnce() -> Fields,
         msg: impl FnOnce() -> String,
     ) {
+        if level == Level::Debug && !DEBUG_WANTED.load(Ordering::Relaxed) {
+            return;
+        }
         if let Some(sink) = &self.log {
             let line = msg();
             let line = match redact::scrub(&line) {

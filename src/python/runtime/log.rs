@@ -42,6 +42,7 @@ pub fn refresh(py: Python<'_>) {
         .and_then(|v| v.extract::<bool>())
         .unwrap_or(false);
     DEBUG_ON.store(on, Ordering::Relaxed);
+    crate::client::want_debug(on);
 }
 
 fn logger(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
