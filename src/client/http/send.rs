@@ -172,7 +172,6 @@ impl Http {
             outage,
         );
         let observer = scope::observer();
-        let mut sends = 0u32;
         loop {
             let mut admitted = self.token_for_use(outage).await?;
             let slot = gate.acquire().await?;
@@ -210,8 +209,13 @@ impl Http {
                 n.fetch_add(1, Ordering::Relaxed);
             }
             token_use.sent();
-            let watch = Watched::new(observer.as_ref(), &call.method, &call.url, sends, false);
-            sends += 1;
+            let watch = Watched::new(
+                observer.as_ref(),
+                &call.method,
+                &call.url,
+                tries.sent,
+                false,
+            );
             tries.sent += 1;
             let told = self
                 .unless_closed(async {

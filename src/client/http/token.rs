@@ -196,14 +196,12 @@ impl Http {
         let body = Bytes::from(body.to_string());
         let mut tries = Tries::new("POST", &url, TOKEN_ROUTE, None, outage);
         let observer = scope::observer();
-        let mut sends = 0u32;
         loop {
             let granted = self.unless_closed(self.ledger.take_granted()).await?;
             let day = self.ledger.spend()?;
             let sent_at = Instant::now();
             self.stats.request(TOKEN_ROUTE);
-            let watch = Watched::new(observer.as_ref(), &Method::POST, &url, sends, true);
-            sends += 1;
+            let watch = Watched::new(observer.as_ref(), &Method::POST, &url, tries.sent, true);
             tries.sent += 1;
             let told = self
                 .unless_closed(async {
