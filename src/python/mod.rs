@@ -36,6 +36,8 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tune_allocator();
+    // No debug line until a call finds the `surveillance` logger enabled for DEBUG.
+    crate::client::want_debug(false);
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The core's defaults and bounds that the Python layer shows in its signatures.
     use crate::client::config;

@@ -3,7 +3,6 @@
 //! line is about go into its record's `extra` (`endpoint`, `status`, `request_id`, `attempt`;
 //! None where a line is about no request).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
@@ -18,16 +17,13 @@ static BUFFER: Mutex<Vec<Line>> = Mutex::new(Vec::new());
 
 /// A line, its level, its fields and its call's `traceparent`.
 type Line = (Level, String, Fields, Option<String>);
-static DEBUG_ON: AtomicBool = AtomicBool::new(false);
 /// Lines kept between two flushes; past it the oldest debug lines are dropped.
 const CAP: usize = 20_000;
 
-/// The sink given to every core client.
+/// The sink given to every core client (the core makes a debug line only while
+/// [`refresh`] says the logger wants one).
 pub fn sink() -> LogSink {
     Arc::new(|level, line, fields| {
-        if level == Level::Debug && !DEBUG_ON.load(Ordering::Relaxed) {
-            return;
-        }
         let mut b = BUFFER.lock().unwrap_or_else(|e| e.into_inner());
         if b.len() < CAP || level == Level::Warning {
             b.push((level, line, fields, crate::client::scope::traceparent()));
@@ -41,7 +37,6 @@ pub fn refresh(py: Python<'_>) {
         .and_then(|l| l.call_method1("isEnabledFor", (10,)))
         .and_then(|v| v.extract::<bool>())
         .unwrap_or(false);
-    DEBUG_ON.store(on, Ordering::Relaxed);
     crate::client::want_debug(on);
 }
 
