@@ -37,8 +37,10 @@
    results' text and HTML, the report's DataFrame are the binding's own.
 10. The events planner (``src/client/events/``) reads as a planner: no function of it is over
    ``PLANNER_MAX_FN`` lines, and none takes a bare ``bool`` (a mode says what it is: a goal,
-   an enum); each field of its state (``struct Fetch``) is written only by the files that own
-   it (``PLANNER_OWNERS``): a file that writes another's is a breach.
+   an enum); each field of its state (``struct Planner``) is written only by the files that
+   own it (``PLANNER_OWNERS``): a file that writes another's is a breach. The planner's own
+   files (``PLANNER_PURE``) do no I/O: no client, no task, no ``await``, no file, no clock
+   (its driver, ``run.rs``, does all of that, and hands it the time).
 
 Run as ``python3 tests/check_layers.py`` from the project's root; exits 1 naming each breach.
 """
@@ -62,30 +64,46 @@ SHARED_NAMES_FOR_NOW: set[str] = set()
 
 PLANNER = SRC / "client" / "events"
 PLANNER_MAX_FN = 80
-# The files that write each field of the planner's state (`struct Fetch`); a field not named is
-# written where it is made only. The fields several files write are still to give one owner.
-PLANNER_OWNERS: dict[str, tuple[str, ...]] = {
-    "asked": ("fetch.rs",),
-    "cache_writes": ("cached.rs",),
-    "carry_to": ("fetch.rs", "done.rs"),
-    "counted": ("done.rs",),
-    "density": ("search.rs",),
-    "expected_at": ("fetch.rs",),
-    "frontier": ("done.rs",),
-    "goal": ("fetch.rs",),
-    "in_flight_max": ("count.rs",),
-    "next_id": ("fetch.rs",),
-    "precision": ("search.rs",),
-    "predicted": ("done.rs", "search.rs"),
-    "progress": ("fetch.rs", "done.rs"),
-    "queue": ("fetch.rs", "search.rs", "done.rs"),
-    "replaced": ("done.rs", "search.rs"),
-    "sent": ("fetch.rs",),
-    "sorting": ("fetch.rs",),
-    "stage": ("fetch.rs",),
-    "tasks": ("fetch.rs",),
-    "windows": ("fetch.rs", "search.rs", "done.rs", "cached.rs"),
-    "wrote": ("cached.rs",),
+# The planner's own files, which do no I/O; the others of the folder are its driver (`run.rs`,
+# `count.rs`), the page's request and parsing (`page.rs`), the cache's files (`files.rs`) and
+# the pages held or carried between fetches (`held.rs`, `carry.rs`).
+PLANNER_PURE = (
+    "mod.rs",
+    "book.rs",
+    "fetch.rs",
+    "search.rs",
+    "seek.rs",
+    "done.rs",
+    "cached.rs",
+    "progress.rs",
+    "window.rs",
+)
+# What I/O looks like in Rust: the client and its parts, tasks and awaits, files, the clock.
+_IO = re.compile(
+    r"\bClient\b|\basync\b|\.await\b|\btokio::|\bstd::fs\b|\bfetch_page\b|\.(?:http|cache|held|"
+    r"shape|config)\(\)|\bInstant::now\b|\.elapsed\(\)|\bSystemTime\b|\bnow_ms\b"
+)
+# The one file that writes each field of the planner's state (`struct Planner`); a field not
+# named is written where it is made only. The others change it through that file's calls.
+PLANNER_OWNERS: dict[str, str] = {
+    "windows": "book.rs",
+    "queue": "book.rs",
+    "next_id": "book.rs",
+    "notes": "book.rs",
+    "frontier": "done.rs",
+    "counted": "done.rs",
+    "predicted": "done.rs",
+    "replaced": "done.rs",
+    "densest": "done.rs",
+    "progress": "progress.rs",
+    "expected_at": "progress.rs",
+    "density": "search.rs",
+    "precision": "search.rs",
+    "goal": "fetch.rs",
+    "sorting": "fetch.rs",
+    "sent": "fetch.rs",
+    "stage": "fetch.rs",
+    "cache_writes": "cached.rs",
 }
 # A write of a field: assigned, or changed through a method that changes it.
 _WRITE = (
@@ -277,30 +295,46 @@ def planner_breaches(code: dict[pathlib.Path, str]) -> list[str]:
                 )
             if re.search(r"\w+\s*:\s*bool\b", signature):
                 bad.append(f"{f}:{line}: `{name}` takes a bare `bool`: say the mode with a type")
-    return bad + planner_owners(code)
+    return bad + planner_owners(code) + planner_io(code)
+
+
+def planner_io(code: dict[pathlib.Path, str]) -> list[str]:
+    """Rule 10: the planner's own files do no I/O (outside their tests)."""
+    bad = []
+    for f, text in sorted(code.items()):
+        if f.parent != PLANNER or f.name not in PLANNER_PURE:
+            continue
+        tests = text.find("#[cfg(test)]\nmod tests {")
+        for m in _IO.finditer(text[: tests if tests >= 0 else len(text)]):
+            line = text.count("\n", 0, m.start()) + 1
+            bad.append(
+                f"{f}:{line}: `{m.group(0)}` in the planner, which does no I/O: its driver "
+                "(run.rs) does"
+            )
+    return bad
 
 
 def planner_owners(code: dict[pathlib.Path, str]) -> list[str]:
     """Rule 8: each field of the planner's state written only by the files that own it."""
     declared = (PLANNER / "mod.rs").read_text()
-    body = re.search(r"\nstruct Fetch \{(.*?)\n\}", declared, re.S)
+    body = re.search(r"\nstruct Planner \{(.*?)\n\}", declared, re.S)
     fields = re.findall(r"^\s+(\w+):", body.group(1), re.M) if body else []
-    bad = [] if body else [f"{PLANNER / 'mod.rs'}: no `struct Fetch` to check"]
+    bad = [] if body else [f"{PLANNER / 'mod.rs'}: no `struct Planner` to check"]
     for f, text in sorted(code.items()):
         if not f.is_relative_to(PLANNER):
             continue
         for name in fields:
-            owners = PLANNER_OWNERS.get(name, ())
+            owner = PLANNER_OWNERS.get(name)
             written = re.search(rf"\b(?:self|p)\.{name}{_WRITE}|&mut (?:self|p)\.{name}\b", text)
-            if written and f.name not in owners and not _makes(text, written.start()):
+            if written and f.name != owner and not _makes(text, written.start()):
                 line = text.count("\n", 0, written.start()) + 1
-                owned = " and ".join(owners) or "the planner's maker"
+                owned = owner or "the planner's maker"
                 bad.append(f"{f}:{line}: writes `{name}`, which {owned} owns")
     return bad
 
 
 def _makes(text: str, at: int) -> bool:
-    """Whether the write at `at` is in the function that makes the planner (`Fetch::new`)."""
+    """Whether the write at `at` is in the function that makes the planner (`Planner::new`)."""
     return any(
         name == "new" and first <= text.count("\n", 0, at) + 1 < first + lines
         for name, _, first, lines in _rust_functions(text)

@@ -74,7 +74,7 @@ def append(path: pathlib.Path, text: str) -> None:
     "file, text, said",
     [
         ("src/rng.rs", "// x\n" * 800, "split it by concern"),
-        ("src/rng.rs", "pub struct Fetch;\n", "type `Fetch` is declared in"),
+        ("src/rng.rs", "pub struct Planner;\n", "type `Planner` is declared in"),
         ("src/rng.rs", "fn pull() -> (u8, bool, u8) { (0, true, 0) }\n", "name its parts"),
         (
             "src/python/conversions/arrow.rs",
@@ -171,23 +171,34 @@ def test_a_variable_named_in_a_message_is_no_read(tree):
     "text, said",
     [
         (
-            "impl Fetch {\n    fn grown(&mut self) {\n"
+            "impl Planner {\n    fn grown(&mut self) {\n"
             + "        self.sent += 0;\n" * 80
             + "    }\n}\n",
             "`grown` is 82 lines, over 80: split it",
         ),
         (
-            "impl Fetch {\n    fn switched(&mut self, counting: bool) -> bool {\n        counting\n"
-            "    }\n}\n",
+            "impl Planner {\n    fn switched(&mut self, counting: bool) -> bool {\n"
+            "        counting\n    }\n}\n",
             "`switched` takes a bare `bool`",
         ),
         (
-            "impl Fetch {\n    fn meddles(&mut self) {\n        self.frontier = 0;\n    }\n}\n",
+            "impl Planner {\n    fn meddles(&mut self) {\n        self.frontier = 0;\n    }\n}\n",
             "writes `frontier`, which done.rs owns",
         ),
         (
-            "impl Fetch {\n    fn meddles(&mut self) {\n        self.windows.clear();\n    }\n}\n",
+            "impl Planner {\n    fn meddles(&mut self) {\n        self.windows.clear();\n"
+            "    }\n}\n",
             "writes `windows`",
+        ),
+        (
+            "impl Planner {\n    fn sends(&mut self, c: &crate::client::Client) {\n"
+            "        let _ = c.held();\n    }\n}\n",
+            "`Client` in the planner, which does no I/O",
+        ),
+        (
+            "impl Planner {\n    fn waits(&mut self) -> bool {\n"
+            "        std::time::Instant::now().elapsed().is_zero()\n    }\n}\n",
+            "`Instant::now` in the planner, which does no I/O",
         ),
     ],
 )

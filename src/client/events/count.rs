@@ -2,10 +2,11 @@
 //! quota check built on it, which refuses a fetch the day's quota cannot hold before it spends
 //! anything.
 
-use super::cached::pieces;
+use super::files::pieces;
 use super::page::{fetch_page, projected, Page, Reuse};
+use super::run::{event_requests, sent_since, Driver};
 use super::{
-    check, order_of, EventForm, Fetch, Goal, Precision, ProgressSink, Query, Sorting, CEILING_PAGE,
+    check, order_of, requests_for, Count, EventForm, Goal, ProgressSink, Query, CEILING_PAGE,
 };
 use crate::client::cache::Piece;
 use crate::client::error::{Error, Result, Wording};
@@ -62,14 +63,6 @@ pub(super) async fn quota_check_gaps(client: &Client, query: &Query) -> Result<(
 
 /// A quota check spends at most this share of what is left (one request when less).
 const CHECK_SHARE: u64 = 10;
-
-/// The requests a fetch of `events` events in `windows` ranges takes: its pages, and a short
-/// last page for each range and each 10,000 events.
-fn requests_for(events: f64, windows: usize) -> u64 {
-    let events = events.max(0.0);
-    ((events / PAGE as f64).ceil() + (events / OFFSET_CEILING as f64).floor()) as u64
-        + windows as u64
-}
 
 /// The error that refuses a fetch: it needs `needs` (\"about 60 requests (about 6,000
 /// events)\"), with `remaining` of today's `limit` left before its check.
@@ -137,7 +130,7 @@ async fn quota_check(client: &Client, query: &Query, budget: u64) -> Result<u64>
     let last = remaining.saturating_sub(1).saturating_mul(PAGE as u64);
     let decides = |page: &Page| {
         if page.events.len() < PAGE {
-            return Ok(sent(client, before));
+            return Ok(sent_since(client, before));
         }
         let events = (last + PAGE as u64) as f64;
         let held = needs("at least", requests_for(events, 1), events);
@@ -172,7 +165,7 @@ async fn quota_check(client: &Client, query: &Query, budget: u64) -> Result<u64>
     .await?;
     let times: Vec<i64> = page.events.iter().map(|e| e.start_ms).collect();
     if times.len() < PAGE {
-        return Ok(sent(client, before));
+        return Ok(sent_since(client, before));
     }
     // The pages the range holds at its first page's density; unsorted: at least a page more,
     // up to any number.
@@ -181,24 +174,24 @@ async fn quota_check(client: &Client, query: &Query, budget: u64) -> Result<u64>
         .and_then(|&t| projected(order_of(times.iter().copied()), 1.0, t, ws, we))
         .unwrap_or((2 * OFFSET_CEILING / PAGE) as f64);
     if pages * 2.0 < remaining as f64 {
-        return Ok(sent(client, before));
+        return Ok(sent_since(client, before));
     }
     if last <= CEILING_PAGE as u64 {
         return decides(&at_last().await?);
     }
     let held = client.held().len();
-    let cap = budget.saturating_sub(sent(client, before));
+    let cap = budget.saturating_sub(sent_since(client, before));
     let Some(counted) = count_within(client, query, cap).await? else {
         // Nothing tells more than the first page did: the fetch goes on, and the quota stops
         // it if it must.
-        return Ok(sent(client, before));
+        return Ok(sent_since(client, before));
     };
     // The pages the count read of a settled range are the fetch's own: it will not ask them.
     let reused = client.held().len().saturating_sub(held) as u64;
     let needed = (counted.requests.ceil() as u64).saturating_sub(reused);
     let left = client.quota().remaining.unwrap_or(remaining);
     if needed <= left {
-        return Ok(sent(client, before));
+        return Ok(sent_since(client, before));
     }
     let about = needs("about", needed, counted.events);
     Err(refusal(client, &about, limit, remaining))
@@ -209,9 +202,8 @@ async fn quota_check(client: &Client, query: &Query, budget: u64) -> Result<u64>
 /// counted and of what the pages of those still open tell; None when nothing tells yet.
 async fn count_within(client: &Client, query: &Query, cap: u64) -> Result<Option<Count>> {
     check(query)?;
-    let before = event_requests(client);
     let pieces = pieces(client, query);
-    let mut p = Fetch::new(
+    let mut d = Driver::new(
         client.clone(),
         query,
         EventForm::Text,
@@ -219,71 +211,7 @@ async fn count_within(client: &Client, query: &Query, cap: u64) -> Result<Option
         Goal::Check,
         pieces,
     );
-    let most = p.in_flight_max.max(1);
-    loop {
-        // A request in flight may not be counted yet: it is taken as sent.
-        let room = cap.saturating_sub(sent(client, before) + p.tasks.len() as u64);
-        if room == 0 && p.tasks.is_empty() {
-            break;
-        }
-        p.in_flight_max = most.min(p.tasks.len() + room as usize);
-        if p.step().await?.is_none() {
-            return Ok(Some(Count {
-                events: p.counted,
-                requests: p.predicted,
-                probes: p.sent,
-                exact: p.sorting == Sorting::Sorted && p.precision == Precision::Exact,
-            }));
-        }
-    }
-    // Out of its requests: the windows counted, and the open ones as far as they tell.
-    let (mut events, mut span) = (p.counted, p.progress.done_ms as f64);
-    let done = (span > 0.0).then(|| events / span);
-    for w in p.windows.values() {
-        if let Some(g) = w.guess(done) {
-            events += g;
-            span += (w.we - w.ws).max(1) as f64;
-        }
-    }
-    if span <= 0.0 || events <= 0.0 {
-        return Ok(None);
-    }
-    let events = events * (query.end_ms - query.start_ms) as f64 / span;
-    Ok(Some(Count {
-        events,
-        requests: requests_for(events, 1) as f64,
-        probes: p.sent,
-        exact: false,
-    }))
-}
-
-/// The events requests `client` has sent.
-fn event_requests(client: &Client) -> u64 {
-    client
-        .stats()
-        .requests
-        .get("GET /v2/events")
-        .copied()
-        .unwrap_or(0)
-}
-
-/// Events requests `client` sent since it had sent `before`.
-fn sent(client: &Client, before: u64) -> u64 {
-    event_requests(client).saturating_sub(before)
-}
-
-/// What a count of a query's events found (see [`count`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Count {
-    /// Events in the range (exact on a sorting service, but for the rare window whose end the
-    /// search took within 3%).
-    pub events: f64,
-    /// Requests the fetch makes for them.
-    pub requests: f64,
-    /// Requests the count made.
-    pub probes: u64,
-    /// Every window's end was found exactly, on a service that sorts.
-    pub exact: bool,
+    d.count_within(cap).await
 }
 
 /// Counts the events of the query the way the fetch would fetch them, window by window with
@@ -304,18 +232,9 @@ pub async fn count(
     check(query)?;
     let pieces = pieces(&client, query);
     let goal = Goal::Plan { walk_pages };
-    let mut p = Fetch::new(client, query, EventForm::Text, sink, goal, pieces);
-    while p.step().await?.is_some() {
-        if let Some(s) = &p.sink {
-            s(p.progress);
-        }
-    }
-    Ok(Count {
-        events: p.counted,
-        requests: p.predicted,
-        probes: p.sent,
-        exact: p.sorting == Sorting::Sorted && p.precision == Precision::Exact,
-    })
+    Driver::new(client, query, EventForm::Text, sink, goal, pieces)
+        .count()
+        .await
 }
 
 /// The most events a millisecond that this client's fetches under a quota found in a window

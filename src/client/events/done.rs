@@ -3,16 +3,18 @@
 
 use std::collections::HashSet;
 
-use super::carry::{self, CarriedPage};
-use super::page::{hides_first, in_order, order_of, widened, Completed, Event, Page, PageOrder};
+use super::page::{hides_first, in_order, order_of, Completed, Event, Page, PageOrder};
 use super::window::{fetch_requests, holds_together};
-use super::{dense, Ask, CacheWrites, Fetch, Margin, Mode, Pace, Sorting, Window, CEILING_PAGE};
+use super::{
+    dense, Ask, CacheWrites, Learned, Margin, Mode, Note, Pace, Planner, Ready, Settled, Sorting,
+    Window, CEILING_PAGE,
+};
 use crate::client::cache::Segment;
 use crate::client::error::Result;
 use crate::client::lists::PAGE;
 use crate::time::format_ms;
 
-impl Fetch {
+impl Planner {
     /// Checks whether window `id` is complete, and if so completes it (a full window whose
     /// pages turn out in another order than its ceiling page's is split or chained first).
     pub(super) fn check_done(&mut self, id: u64) -> Result<()> {
@@ -84,23 +86,18 @@ impl Fetch {
         });
         let sizing = std::mem::take(&mut w.sizing);
         let asked = fetch_requests(w, pace);
-        let counting = self.goal.counts();
-        if unpeekable && !counting {
-            self.client.shape().unpeekable = true;
-        }
-        if counting {
+        if !self.goal.hands_out() {
             self.predicted += asked;
-        } else if pace == Pace::Frugal {
-            let mut shape = self.client.shape();
-            shape.unsorted |= self.sorting == Sorting::Unsorted;
-            let d = shape
-                .density
-                .entry(self.query.report_id.clone())
-                .or_default();
-            *d = d.max(kept as f64 / (we - ws).max(1) as f64);
-        }
-        if !counting {
-            self.client.keep_shape();
+        } else {
+            let density = (pace == Pace::Frugal).then(|| kept as f64 / (we - ws).max(1) as f64);
+            if let Some(d) = density {
+                self.densest = Some(self.densest.map_or(d, |was| was.max(d)));
+            }
+            self.note(Note::Learned(Learned {
+                unsorted: pace == Pace::Frugal && self.sorting == Sorting::Unsorted,
+                unpeekable,
+                density,
+            }));
         }
         for s in sizing {
             let sampled = s.samples.iter().filter(|t| (ws..we).contains(*t)).count();
@@ -119,17 +116,17 @@ impl Fetch {
         else {
             return;
         };
-        let Some(old) = self.windows.remove(&ws) else {
+        let Some(old) = self.take(ws) else {
             return;
         };
-        self.client.http().warn(format!(
+        self.note(Note::Warn(format!(
             "the pages an earlier run read of the events from {} to {} do not hold together \
              with this run's (the service's order changed): the window is read again",
             format_ms(old.qs),
             format_ms(old.qe),
-        ));
-        self.client.held().drop_carried();
-        self.progress.windows -= 1;
+        )));
+        self.note(Note::DropCarried);
+        self.planned(-1);
         let id = self.add_opening(old.ws, old.we, Margin::Unknown);
         if let Some(w) = self.window_mut(id) {
             (w.qs, w.qe, w.spent) = (old.qs, old.qe, old.spent);
@@ -147,8 +144,8 @@ impl Fetch {
         w.samples = None;
         w.mode = Mode::Opening;
         w.launched.insert(0);
-        self.progress.windows += 1;
-        self.queue.push_back((id, Ask::Page(0)));
+        self.planned(1);
+        self.ask(id, Ask::Page(0));
     }
 
     /// Releases every deferred window (none can be sized any more).
@@ -165,72 +162,49 @@ impl Fetch {
         !deferred.is_empty()
     }
 
-    /// Emits the completed windows at the frontier, in time order (a count counts them).
-    pub(super) fn drain_ready(&mut self) -> Vec<Completed> {
-        if self.goal.counts() {
-            self.count_ready();
-            return Vec::new();
-        }
+    /// Hands out the completed windows at the frontier, in time order (a count counts them),
+    /// up to one the cache holds: that one waits for its file (see [`Planner::wants_file`]).
+    pub(super) fn drain_ready(&mut self) -> Vec<Ready> {
         let mut out = Vec::new();
         while self.windows.get(&self.frontier).is_some_and(|w| w.done) {
-            let Some(w) = self.windows.remove(&self.frontier) else {
-                break;
-            };
-            if let Some(segment) = &w.cached {
-                // One file at a time: a range the cache holds whole still streams with
-                // bounded memory.
-                out.extend(self.served(&w, segment));
+            if self.wants_file().is_some() {
                 break;
             }
-            out.push(self.fetched(w));
+            let Some(w) = self.take(self.frontier) else {
+                break;
+            };
+            if self.goal.hands_out() {
+                out.push(self.fetched(w));
+            } else {
+                self.count_done(&w);
+            }
         }
         out
     }
 
-    /// A count: counts the completed windows at the frontier, in time order.
-    fn count_ready(&mut self) {
-        while self.windows.get(&self.frontier).is_some_and(|w| w.done) {
-            let Some(w) = self.windows.remove(&self.frontier) else {
-                break;
-            };
-            let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
-            if let Some(segment) = &w.cached {
-                // Held by the cache: its events count, its requests are none.
-                let held = if (lo, hi) == (segment.lo, segment.hi) {
-                    Some(segment.events)
-                } else {
-                    self.load(segment).map(|page| {
-                        page.events
-                            .iter()
-                            .filter(|e| e.start_ms >= lo && e.start_ms < hi)
-                            .count() as u64
-                    })
-                };
-                let Some(held) = held else {
-                    self.add_opening(w.ws, w.we, Margin::Unknown);
-                    break;
-                };
-                self.counted += held as f64;
-            } else {
-                let seen: HashSet<&str> = w
-                    .pages
-                    .values()
-                    .flat_map(|p| p.events.iter())
-                    .filter(|e| e.start_ms >= lo && e.start_ms < hi)
-                    .map(|e| e.id.as_str())
-                    .collect();
-                self.counted += (seen.len() + PAGE * w.assumed.len()) as f64;
-            }
-            self.frontier = w.we;
-            self.progress.done_ms = self.frontier - self.query.start_ms;
-        }
+    /// The cache's file the window at the frontier is served from, complete, if it is one and
+    /// its events are wanted (a count of a whole file reads its header): the driver reads it
+    /// and hands it to [`Planner::file_read`].
+    pub(super) fn wants_file(&self) -> Option<Segment> {
+        let w = self.windows.get(&self.frontier).filter(|w| w.done)?;
+        let segment = w.cached.as_ref()?;
+        let whole = self.part(w) == (segment.lo, segment.hi);
+        (self.goal.hands_out() || !whole).then(|| segment.clone())
     }
 
-    /// The completed window `w` at the frontier that the cache serves from `segment`; None when
-    /// its file is gone or damaged (then it is fetched again, as any window).
-    fn served(&mut self, w: &Window, segment: &Segment) -> Option<Completed> {
-        let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
-        let Some(page) = self.load(segment) else {
+    /// The part of the query window `w` holds.
+    fn part(&self, w: &Window) -> (i64, i64) {
+        (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms))
+    }
+
+    /// The events of the frontier window's file (`page`; None when it is gone or damaged, and
+    /// then its range is fetched again, as any window's): a count counts them; a fetch hands
+    /// them out, its requests saved.
+    pub(super) fn file_read(&mut self, page: Option<Page>) -> Option<Completed> {
+        let segment = self.wants_file()?;
+        let w = self.take(self.frontier)?;
+        let (lo, hi) = self.part(&w);
+        let Some(page) = page else {
             self.add_opening(w.ws, w.we, Margin::Unknown);
             return None;
         };
@@ -239,8 +213,15 @@ impl Fetch {
             .into_iter()
             .filter(|e| e.start_ms >= lo && e.start_ms < hi)
             .collect();
-        // Served whole, the requests its fetch spent; a part, the pages its events
-        // fill (the least a read of that part asks), at most the file's.
+        self.frontier = w.we;
+        self.handed(self.frontier, 0);
+        if !self.goal.hands_out() {
+            // Held by the cache: its events count, its requests are none.
+            self.counted += events.len() as f64;
+            return None;
+        }
+        // Served whole, the requests its fetch spent; a part, the pages its events fill (the
+        // least a read of that part asks), at most the file's.
         let saved = if (lo, hi) == (segment.lo, segment.hi) {
             segment.requests
         } else {
@@ -249,11 +230,9 @@ impl Fetch {
                 .max(1)
                 .min(segment.requests)
         };
-        self.progress.saved += saved;
-        self.client.http().stats.saved(saved);
-        self.frontier = w.we;
-        self.progress.events += events.len() as u64;
-        self.progress.done_ms = self.frontier - self.query.start_ms;
+        self.saved(saved);
+        self.note(Note::Saved(saved));
+        self.handed(self.frontier, events.len());
         Some(Completed {
             events,
             batches: page.batch.into_iter().collect(),
@@ -261,10 +240,30 @@ impl Fetch {
         })
     }
 
-    /// The completed window `w` at the frontier, fetched: its events in order, its settled
-    /// part kept in the cache.
-    fn fetched(&mut self, w: Window) -> Completed {
-        let (lo, hi) = (w.ws.max(self.query.start_ms), w.we.min(self.query.end_ms));
+    /// A count: counts the completed window `w` at the frontier (one the cache holds whole by
+    /// its file's header).
+    fn count_done(&mut self, w: &Window) {
+        let (lo, hi) = self.part(w);
+        if let Some(segment) = &w.cached {
+            self.counted += segment.events as f64;
+        } else {
+            let seen: HashSet<&str> = w
+                .pages
+                .values()
+                .flat_map(|p| p.events.iter())
+                .filter(|e| e.start_ms >= lo && e.start_ms < hi)
+                .map(|e| e.id.as_str())
+                .collect();
+            self.counted += (seen.len() + PAGE * w.assumed.len()) as f64;
+        }
+        self.frontier = w.we;
+        self.handed(self.frontier, 0);
+    }
+
+    /// The completed window `w` at the frontier, fetched: its events in order, and its settled
+    /// part to keep in the cache.
+    fn fetched(&mut self, w: Window) -> Ready {
+        let (lo, hi) = self.part(&w);
         let mut events: Vec<Event> = Vec::new();
         let mut batches = Vec::new();
         let mut bodies = Vec::new();
@@ -280,7 +279,7 @@ impl Fetch {
             );
         }
         in_order(&mut events);
-        if self.cache_writes == CacheWrites::Keep && lo < self.cutoff {
+        let settled = (self.cache_writes == CacheWrites::Keep && lo < self.cutoff).then(|| {
             let (ws, we) = (w.ws, w.we);
             let mut spent = w.spent;
             self.replaced.retain(|(at, sent)| {
@@ -293,55 +292,23 @@ impl Fetch {
                 let settled = events.iter().filter(|e| e.start_ms < cut).count() as u64;
                 spent = spent.min(settled.div_ceil(PAGE as u64).max(1));
             }
-            self.keep_settled(lo, cut, spent, &events, &bodies);
-        }
+            Settled {
+                lo,
+                cut,
+                requests: spent,
+                bodies,
+            }
+        });
         self.frontier = w.we;
-        self.progress.events += events.len() as u64;
-        self.progress.done_ms = self.frontier - self.query.start_ms;
-        Completed {
-            events,
-            batches,
-            until_ms: hi,
+        self.handed(self.frontier, events.len());
+        Ready {
+            window: Completed {
+                events,
+                batches,
+                until_ms: hi,
+            },
+            settled,
         }
-    }
-
-    /// For a sync that the daily quota, an error or an interruption stops: the pages read of
-    /// every window not handed out (the frontier window's, and those of the windows after it,
-    /// whole or not), whose query has settled, and the carried pages that no window took yet,
-    /// go to the fetch's carry slot; false when none does (then [`Fetch::sorted_prefix`]
-    /// keeps what it can). The next run starts at the frontier and plans the same windows
-    /// from the same pages, so it asks none of them again; when a window completes,
-    /// [`holds_together`] checks that the two runs' pages make one answer.
-    pub(super) fn carry_stopped(&mut self) -> bool {
-        let Some(slot) = self.carry_to.take() else {
-            return false;
-        };
-        if !self.goal.carries() {
-            return false;
-        }
-        let mut pages = Vec::new();
-        for w in self.windows.values_mut() {
-            if w.cached.is_some() || widened(w.qs, w.qe).1 >= self.cutoff {
-                continue;
-            }
-            for (offset, page) in std::mem::take(&mut w.pages) {
-                if let Some(body) = page.body {
-                    pages.push(CarriedPage {
-                        qs: w.qs,
-                        qe: w.qe,
-                        offset,
-                        body,
-                    });
-                }
-            }
-        }
-        let report = self.query.report_id.as_deref();
-        pages.extend(carry::left(&self.client, report));
-        let carried = !pages.is_empty();
-        if let Ok(mut slot) = slot.lock() {
-            slot.extend(pages);
-        }
-        carried
     }
 
     /// What the incomplete frontier window's pages show to be complete, for a fetch that
@@ -388,12 +355,24 @@ impl Fetch {
             }
         }
         in_order(&mut events);
-        self.progress.events += events.len() as u64;
-        self.progress.done_ms = until - start;
+        self.handed(until, events.len());
         Some(Completed {
             events,
             batches,
             until_ms: until,
         })
+    }
+
+    /// A count: the requests the fetch spent on window `id` before it was split (the pages
+    /// asked so far, as this count asked them). A fetch: the requests sent for it, answered or
+    /// in flight, for the window that takes its start.
+    pub(super) fn count_split(&mut self, id: u64) {
+        if !self.goal.hands_out() {
+            let asked = self.window_mut(id).map_or(0, |w| w.launched.len());
+            self.predicted += asked as f64;
+        } else if let Some(w) = self.window_mut(id) {
+            let sent = (w.ws, w.spent + w.in_flight as u64);
+            self.replaced.push(sent);
+        }
     }
 }

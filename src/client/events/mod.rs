@@ -22,49 +22,59 @@
 //!
 //! One planner serves four goals ([`Goal`]: a fetch, a sync's fetch, a plan's count, a quota
 //! check's count); what differs between them is said by the goal, and how far ahead it asks by
-//! its [`Pace`]. Its interface is [`Fetch::next_ask`] (the request it wants sent) and
-//! [`Fetch::on_result`] (the page that came back): `scripted` (tests) drives it with pages of a
-//! service of known events, without a server.
+//! its [`Pace`]. The planner ([`Planner`]) does no I/O: its interface is
+//! [`Planner::next_ask`] (the request it wants sent), [`Planner::on_result`] (the page that
+//! came back), the windows it hands out ([`Planner::drain_ready`]), the cache's file it wants
+//! read ([`Planner::wants_file`]) and its notes for the driver ([`Note`]), with the clock
+//! handed in. Its driver (`run`) sends the requests, reads and writes the cache, acts on the
+//! notes and says the progress; `scripted` (tests) drives it with pages of a service of known
+//! events instead, without a server.
 //!
-//! By concern: `run` holds the entry points (stream, count, peek) and the quota check; `fetch`
-//! the fetch loop (windows opened, pages asked and answers taken); `search` where a window ends
-//! (ceiling pages, bursts, chains and splits); `seek` a count's search for a window's last
-//! page; `done` the bookkeeping of a
-//! window's end (completion, held pages released, windows drained in order); `cached` the
-//! cache's part; `window` one window's state; `page` asks and parses one page; `held` keeps
-//! pages asked ahead for the fetch that takes them; `carry` the blob of what a stopped sync
-//! carries. This file holds the planner's types.
+//! By concern. The planner: `book` the open windows, the requests queued and the notes (every
+//! other part changes them through its calls); `fetch` windows opened, pages asked and
+//! answers taken; `search` where a window ends (ceiling pages, bursts, chains and splits);
+//! `seek` a count's search for a window's last page, and what a count found; `done` the
+//! bookkeeping of a window's end (completion, windows handed out in order, what a stopped
+//! sync keeps); `cached` the parts the cache holds; `progress` what it tells of its progress;
+//! `window` one window's state; this file its types. Around it: `run` the driver; `stream`
+//! the entry points (stream, all at once, Arrow batches, peek); `count` a plan's count and
+//! the quota check; `page` asks and parses one page; `files` the cache's files read and
+//! written; `held` keeps pages asked ahead for the fetch that takes them; `carry` the blob of
+//! what a stopped sync carries.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::sync::Arc;
 
-use tokio::task::JoinSet;
-
 use super::cache::{Seen, Segment};
 use super::error::{Error, Result, Wording};
 use super::lists::{OFFSET_CEILING, PAGE};
-use super::Client;
 use crate::time::format_ms;
 
+mod book;
 mod cached;
 pub mod carry;
 mod count;
 mod done;
 mod fetch;
+mod files;
 mod held;
 mod page;
+mod progress;
 mod run;
 mod search;
 mod seek;
+mod stream;
 mod window;
 
 pub use carry::{CarriedPage, CarrySlot};
-pub use count::{count, density_seen, Count};
+pub use count::{count, density_seen};
 pub use held::Held;
 pub(crate) use page::{order_of, PageOrder};
 pub use page::{parse_events, Completed, Event, EventForm, Page};
-use page::{MAX_MS, MIN_MS};
-pub use run::{
+use page::{Reuse, MAX_MS, MIN_MS};
+use seek::requests_for;
+pub use seek::Count;
+pub use stream::{
     fetch_all, fetch_batches, peek, stream, stream_batches, stream_carrying, AbortOnDrop,
     STOP_GRACE,
 };
@@ -73,7 +83,7 @@ pub use run::{
 pub(crate) const CEILING_PAGE: usize = OFFSET_CEILING - PAGE;
 /// A plan asks a page that may lie past a window's end (an empty page, which the fetch does
 /// not ask) only when the fetch is at least this many requests a page so asked, so that it
-/// adds at most 2% to the fetch that follows it (see `Fetch::walk_pages`).
+/// adds at most 2% to the fetch that follows it (see `Planner::walk_pages`).
 const PAST_END_SHARE: f64 = 50.0;
 /// Pages requested ahead in a window whose size is unknown.
 pub(crate) const LOOKAHEAD: usize = 4;
@@ -134,7 +144,7 @@ impl EventsShape {
     }
 }
 
-/// How often a fetch with a progress sink works out what it expects (see [`Fetch::report`]).
+/// How often a fetch with a progress sink works out what it expects (see [`Planner::report`]).
 const EXPECT_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// A window whose estimate from the densest window seen times this factor is still under the
@@ -173,7 +183,7 @@ pub struct Progress {
     /// Windows planned so far.
     pub windows: u64,
     /// The events the range holds, as far as its pages tell so far (see
-    /// [`Fetch::expect`]); None until a page tells anything.
+    /// [`Planner::expect`]); None until a page tells anything.
     pub expected_events: Option<u64>,
     /// The requests the whole fetch takes, from `expected_events`.
     pub expected_requests: Option<u64>,
@@ -237,7 +247,7 @@ enum Mode {
 }
 
 /// What a full ceiling page all of one millisecond makes of a sorted window (see
-/// [`Fetch::burst_at_ceiling`]).
+/// [`Planner::burst_at_ceiling`]).
 #[derive(Debug, Clone, Copy)]
 enum Burst {
     /// Its first page, not in yet, tells the order.
@@ -318,9 +328,45 @@ enum Goal {
 }
 
 impl Goal {
-    /// A count (a plan, a quota check), not a fetch: it hands out no events.
-    fn counts(self) -> bool {
-        matches!(self, Goal::Plan { .. } | Goal::Check)
+    /// Whether it hands out the events, window by window (a fetch, a sync's), rather than
+    /// counting them and predicting what each window costs the fetch (a plan, a quota check).
+    fn hands_out(self) -> bool {
+        match self {
+            Goal::Fetch | Goal::Sync => true,
+            Goal::Plan { .. } | Goal::Check => false,
+        }
+    }
+
+    /// Whether it searches for a window's end, asking only the pages that decide (a count),
+    /// rather than walking or paging the window whole (a fetch).
+    fn searches(self) -> bool {
+        !self.hands_out()
+    }
+
+    /// Whether a full page tells it that every page before it is full, so that it asks none
+    /// of them (a count: it needs their number, not their events).
+    fn infers_full_pages(self) -> bool {
+        !self.hands_out()
+    }
+
+    /// Whether its windows take the pages a plan or a quota check held for them (a fetch).
+    fn takes_held(self) -> bool {
+        self.hands_out()
+    }
+
+    /// Whether it keeps its completed windows' settled parts for the client's cache (a
+    /// fetch, where the client has a cache).
+    fn writes_cache(self) -> bool {
+        self.hands_out()
+    }
+
+    /// Whether a page it asks is held for a later fetch (a count's, of a settled range: the
+    /// fetch that follows a plan takes it instead of asking it again), or a held one taken.
+    fn reuse(self) -> Reuse {
+        match self.hands_out() {
+            true => Reuse::No,
+            false => Reuse::Settled,
+        }
     }
 
     /// A sync's fetch, which carries what it read when it stops early.
@@ -389,20 +435,22 @@ enum Margin {
     Ample,
 }
 
-struct Fetch {
-    client: Client,
+/// The planner of a query's windows: what to ask next, and what each page that comes back
+/// decides. It does no I/O: its driver ([`run`]) sends what it asks, hands it the pages,
+/// serves the cache's files it names, writes what it says to keep, and acts on its notes.
+struct Planner {
     query: Query,
     windows: BTreeMap<i64, Window>,
     queue: VecDeque<(u64, Ask)>,
-    tasks: JoinSet<(u64, Ask, Result<Page>)>,
-    keep: EventForm,
-    in_flight_max: usize,
     next_id: u64,
     frontier: i64,
     progress: Progress,
-    sink: Option<ProgressSink>,
     /// Events per millisecond seen in the last full window, to size the pages ahead.
     density: Option<f64>,
+    /// The most events a millisecond seen in a window of the query's report, by this client's
+    /// earlier fetches and this one: a window it puts well under the ceiling is walked without
+    /// its ceiling page.
+    densest: Option<f64>,
     /// What the planner is for: a fetch, a sync's fetch, a plan's count, a quota check's.
     goal: Goal,
     /// How far ahead of what is known it may ask (see [`Pace`]).
@@ -416,41 +464,83 @@ struct Fetch {
     precision: Precision,
     /// Pages asked (answered or not).
     sent: u64,
-    /// Whether completed windows' settled parts are written to the client's cache.
+    /// Whether completed windows' settled parts are kept for the client's cache.
     cache_writes: CacheWrites,
-    /// A sync's fetch: the pages read of the windows not handed out whole when the daily
-    /// quota, an error or an interruption (Ctrl-C, the fetch dropped) stops it are carried to
-    /// its next run, put here (see [`Fetch::carry_stopped`]); their bodies are kept, as a
-    /// caching fetch's are.
-    carry_to: Option<CarrySlot>,
-    /// A sync's: the requests launched and not known to be answered, with the count of their
-    /// sends (see [`Fetch::stop_carrying`]).
-    asked: Vec<(tokio::task::AbortHandle, Arc<std::sync::atomic::AtomicU64>)>,
-    /// Whether the fetch ended (completed, or stopped by the quota, which carries what it can
-    /// itself): dropping it then carries nothing (see the `Drop` of `Fetch`).
+    /// Whether the planner has ended (completed, or stopped by the quota).
     stage: Stage,
     /// Events that started before this (epoch ms) are settled.
     cutoff: i64,
-    /// A window was written to the cache (which then keeps to its cap).
-    wrote: bool,
     /// The windows a split replaced: their start and the requests sent for them, charged to
     /// the completed window that holds that start (for [`Segment::requests`]).
     replaced: Vec<(i64, u64)>,
     /// When the planner started, for the rate its requests are answered at.
     started: std::time::Instant,
-    /// When [`Fetch::expect`] last ran (it reads every open window's events).
+    /// When [`Planner::expect`] last ran (it reads every open window's events).
     expected_at: Option<std::time::Instant>,
+    /// What the driver is to do beside sending requests, oldest first (see [`Note`]).
+    notes: Vec<Note>,
 }
 
-/// A sync's fetch dropped before it ended (Ctrl-C, its consumer gone, an error) carries the
-/// pages it read of the windows it did not hand out, for its next run to take instead of
-/// asking them again.
-impl Drop for Fetch {
-    fn drop(&mut self) {
-        if self.stage == Stage::Running && self.goal.carries() {
-            self.carry_stopped();
-        }
-    }
+/// What a planner starts from: what the client's settings and earlier fetches tell.
+#[derive(Debug, Clone, Copy)]
+struct Outlook {
+    /// How far ahead of what is known it may ask.
+    pace: Pace,
+    /// Whether earlier fetches found the service not sorting.
+    sorting: Sorting,
+    /// The most events a millisecond earlier fetches saw in a window of the query's report.
+    densest: Option<f64>,
+    /// Events that started before this (epoch ms) are settled.
+    cutoff: i64,
+    /// Whether completed windows' settled parts are kept for the client's cache.
+    cache_writes: CacheWrites,
+    /// When the planner starts.
+    now: std::time::Instant,
+}
+
+/// What a planner tells its driver to do beside sending requests.
+#[derive(Debug, Clone, PartialEq)]
+enum Note {
+    /// A window of `[qs, qe)` was opened: the driver says how far the pages held for its query
+    /// reach (see [`Planner::held_to`]).
+    Opened { id: u64, qs: i64, qe: i64 },
+    /// Warn the user.
+    Warn(String),
+    /// The pages carried from an earlier run do not hold together with this run's: dropped.
+    DropCarried,
+    /// Requests saved by serving windows from the cache.
+    Saved(u64),
+    /// What a completed window tells of the service, for the client's later fetches.
+    Learned(Learned),
+}
+
+/// What a completed window tells of the service (see [`EventsShape`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Learned {
+    /// The service does not sort its events by startTime.
+    unsorted: bool,
+    /// A full first page was not sorted ascending: later peeks tell nothing.
+    unpeekable: bool,
+    /// The events a millisecond in the window, when a fetch under a quota saw it.
+    density: Option<f64>,
+}
+
+/// A window handed out: its events, and the settled part to keep in the client's cache.
+#[derive(Debug)]
+struct Ready {
+    window: Completed,
+    settled: Option<Settled>,
+}
+
+/// The settled part `[lo, cut)` of a completed window, to keep in the client's cache with the
+/// `requests` it took; `bodies`: its pages' bodies (their events, where the window's events
+/// do not hold their text).
+#[derive(Debug)]
+struct Settled {
+    lo: i64,
+    cut: i64,
+    requests: u64,
+    bodies: Vec<bytes::Bytes>,
 }
 
 fn dense(ms: i64) -> Error {

@@ -1,256 +1,380 @@
-//! Running a fetch: the entry points that the bindings call (a fetch streamed window by
-//! window, all of it at once or as Arrow batches, a peek at its first page). A fetch under a
-//! daily quota is checked first (`count::quota_check_gaps`).
+//! The planner's driver: the requests it asks sent (each in a task), the pages that come back
+//! handed to it, the cache's files read and written as it says, its notes acted on (warnings,
+//! what the client learns of the service, the pages held for a window), the progress said,
+//! and a sync's pages carried when it stops. The planner ([`Planner`]) does no I/O; this does
+//! all of it.
 
-use tokio::sync::{mpsc, watch};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use super::cached::pieces;
-use super::count::quota_check_gaps;
-use super::page::{fetch_page, hides_first, in_order, Reuse};
+use tokio::task::JoinSet;
+
+use super::files::{keep_settled, load, Kept};
+use super::page::{fetch_page, page_url, settled_before, Page};
 use super::{
-    check, order_of, CarrySlot, Completed, Event, EventForm, Fetch, Goal, PageOrder, ProgressSink,
-    Query,
+    carry, Ask, CacheWrites, CarrySlot, Completed, Count, EventForm, Goal, Learned, Note, Outlook,
+    Pace, PageAsk, Planner, ProgressSink, Query, Ready, Sorting, CEILING_PAGE, DEFAULT_IN_FLIGHT,
 };
 use crate::client::cache::Piece;
 use crate::client::error::{Error, Result};
-use crate::client::lists::PAGE;
 use crate::client::scope;
 use crate::client::Client;
 
-/// How long a stopped sync's fetch waits for the answers of the requests it had in flight (see
-/// [`stream_carrying`]).
-pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
-
-/// Fetches every event of the query, sending each completed window (sorted, in time order) to
-/// `tx`. Stops early, without error, when the receiver is dropped.
-pub async fn stream(
+/// The planner's driver: it sends the requests the planner asks (each in a task, at most the
+/// configured number in flight), hands it the pages that come back, reads the cache's files it
+/// names and writes what it says to keep, acts on its notes (warnings, what the client learns
+/// of the service, the pages held for a window) and says the progress.
+pub(super) struct Driver {
+    p: Planner,
     client: Client,
-    query: Query,
     keep: EventForm,
-    tx: mpsc::Sender<Result<Completed>>,
+    tasks: JoinSet<(u64, Ask, Result<Page>)>,
+    in_flight_max: usize,
     sink: Option<ProgressSink>,
-) {
-    run_stream(client, query, keep, tx, sink, None).await;
+    /// A sync's: where the pages it read go when it stops early, and its requests launched and
+    /// not known to be answered, with the count of their sends (see [`Driver::stop_carrying`]).
+    carry: Option<Carry>,
+    /// A window was written to the cache (which then keeps to its cap).
+    wrote: bool,
 }
 
-/// A sync's `stream`, which carries what it read to its next run when it stops early: once
-/// `stop` turns true (Ctrl-C) it asks nothing more, waits at most [`STOP_GRACE`] for the
-/// answers of the requests in flight (each is paid for already), and ends; the windows it
-/// sent before are the caller's to keep. Stopped so, or by the daily quota, an error or being
-/// dropped, it puts the pages it read of the windows it did not send in `slot` (see
-/// [`super::carry`]).
-pub async fn stream_carrying(
-    client: Client,
-    query: Query,
-    keep: EventForm,
-    tx: mpsc::Sender<Result<Completed>>,
-    sink: Option<ProgressSink>,
+/// What a sync's driver carries to its next run (see [`Driver::carry_to`]).
+struct Carry {
     slot: CarrySlot,
-    stop: watch::Receiver<bool>,
-) {
-    run_stream(client, query, keep, tx, sink, Some((slot, stop))).await;
+    asked: Vec<(tokio::task::AbortHandle, Arc<AtomicU64>)>,
 }
 
-async fn run_stream(
-    client: Client,
-    query: Query,
-    keep: EventForm,
-    tx: mpsc::Sender<Result<Completed>>,
-    sink: Option<ProgressSink>,
-    carry: Option<(CarrySlot, watch::Receiver<bool>)>,
-) {
-    let checked = match check(&query) {
-        Ok(()) => quota_check_gaps(&client, &query).await,
-        Err(e) => Err(e),
-    };
-    let (checking, pieces) = match checked {
-        Ok(checked) => checked,
-        Err(e) => {
-            let _ = tx.send(Err(e)).await;
-            return;
+/// A sync's fetch dropped before it ended (Ctrl-C, its consumer gone, an error) carries the
+/// pages it read of the windows it did not hand out, for its next run to take instead of
+/// asking them again.
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if self.p.running() {
+            self.carry_stopped();
         }
-    };
-    let mut p = Fetch::new(client, &query, keep, sink, Goal::Fetch, pieces);
-    p.count_checked(checking);
-    let mut stop = carry.map(|(slot, stop)| {
-        p.carry_to(slot);
-        stop
-    });
-    loop {
-        let stepped = match &mut stop {
-            // A stop said, or its sender gone (the stream dropped): stopped.
-            Some(stop) => tokio::select! {
-                biased;
-                _ = stop.wait_for(|stopped| *stopped) => None,
-                stepped = p.step() => Some(stepped),
-            },
-            None => Some(p.step().await),
+    }
+}
+
+impl Driver {
+    /// The driver of a planner of `query` for `goal`, from what `client` knows: the `pieces`
+    /// the cache holds, complete, and the gaps.
+    pub(super) fn new(
+        client: Client,
+        query: &Query,
+        keep: EventForm,
+        sink: Option<ProgressSink>,
+        goal: Goal,
+        pieces: Vec<Piece>,
+    ) -> Driver {
+        let limits = &client.config().limits;
+        let in_flight_max = limits.read_concurrency.unwrap_or(DEFAULT_IN_FLIGHT).max(1);
+        let p = Planner::new(query, goal, outlook(&client, query), pieces);
+        let mut d = Driver {
+            p,
+            client,
+            keep,
+            tasks: JoinSet::new(),
+            in_flight_max,
+            sink,
+            carry: None,
+            wrote: false,
         };
-        let Some(stepped) = stepped else {
-            p.stop_carrying(STOP_GRACE).await;
-            return;
-        };
-        let ready = match stepped {
-            Ok(Some(ready)) => ready,
-            Ok(None) => {
-                p.finish();
-                return;
+        d.act();
+        d
+    }
+
+    /// Makes the fetch a sync's, which carries what it read to its next run when it stops
+    /// early: the pages it read of the windows it did not hand out whole go to `slot`.
+    pub(super) fn carry_to(&mut self, slot: CarrySlot) {
+        if self.p.carrying() {
+            self.carry = Some(Carry {
+                slot,
+                asked: Vec::new(),
+            });
+        }
+    }
+
+    /// Counts in the fetch's progress the requests its quota check sent (its first page is
+    /// taken from what the check held).
+    pub(super) fn count_checked(&mut self, requests: u64) {
+        self.p.count_checked(requests);
+    }
+
+    /// Sends what the planner asks and hands it the next answer: the windows it completed (in
+    /// time order), or None when every window is done.
+    pub(super) async fn step(&mut self) -> Result<Option<Vec<Completed>>> {
+        loop {
+            // Windows complete without a request (from the cache) go first.
+            let ready = self.ready();
+            if !ready.is_empty() {
+                return Ok(Some(ready));
             }
-            Err(e) => {
-                if matches!(e, Error::Quota { .. }) {
-                    if let Some(prefix) = p.stop_at_quota() {
-                        let _ = tx.send(Ok(prefix)).await;
+            if self.p.is_done() {
+                return Ok(None);
+            }
+            self.launch();
+            let Some(joined) = self.tasks.join_next().await else {
+                if self.p.release_all() {
+                    continue;
+                }
+                // Nothing in flight and nothing queued, yet windows remain: never return a
+                // partial result as if it were whole.
+                return Err(self.p.stalled());
+            };
+            match joined {
+                Ok((id, kind, Ok(page))) => {
+                    let decided = self.p.on_result(id, kind, page);
+                    self.act();
+                    decided?;
+                }
+                Ok((_, _, Err(e))) => return Err(e),
+                Err(e) => {
+                    return Err(Error::Transport(format!(
+                        "an events request task failed: {e}"
+                    )))
+                }
+            }
+            return Ok(Some(self.ready()));
+        }
+    }
+
+    /// The windows the planner hands out, their settled parts written to the cache; a window
+    /// the cache holds read from its file, one file at a time (a range the cache holds whole
+    /// still streams with bounded memory).
+    fn ready(&mut self) -> Vec<Completed> {
+        let report = self.p.query.report_id.clone();
+        let mut out = Vec::new();
+        loop {
+            for Ready { window, settled } in self.p.drain_ready() {
+                if let Some(settled) = settled {
+                    let kept = keep_settled(
+                        &self.client,
+                        report.as_deref(),
+                        self.keep,
+                        &settled,
+                        &window.events,
+                    );
+                    match kept {
+                        Kept::Written => self.wrote = true,
+                        Kept::Failed => self.p.skip_cache_writes(),
+                        Kept::Nothing => {}
                     }
                 }
-                let _ = tx.send(Err(e)).await;
-                return;
+                out.push(window);
             }
-        };
-        for window in ready {
-            if tx.send(Ok(window)).await.is_err() {
-                return;
+            let Some(segment) = self.p.wants_file() else {
+                break;
+            };
+            let page = load(&self.client, report.as_deref(), &segment, self.keep);
+            let served = self.p.file_read(page);
+            self.act();
+            if let Some(window) = served {
+                out.push(window);
+                break;
             }
         }
-        // The sink keeps the latest update for the caller to read when it looks: cheap.
-        p.report();
+        out
     }
-}
 
-/// A spawned task that is aborted when its owner is dropped: a fetch whose caller went away
-/// (Ctrl-C, a cancelled awaitable) stops its requests at once instead of at its next send.
-pub struct AbortOnDrop(pub tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// `stream` of the query in a task of its own, sending its windows to `tx`, stopped when the
-/// handle answered is dropped.
-fn spawn_stream(
-    client: Client,
-    query: Query,
-    keep: EventForm,
-    tx: mpsc::Sender<Result<Completed>>,
-    sink: Option<ProgressSink>,
-) -> AbortOnDrop {
-    AbortOnDrop(tokio::spawn(scope::inherit(stream(
-        client, query, keep, tx, sink,
-    ))))
-}
-
-/// Every event of the query, sorted by (startTime, id).
-pub async fn fetch_all(
-    client: Client,
-    query: Query,
-    sink: Option<ProgressSink>,
-) -> Result<Vec<Event>> {
-    let (tx, mut rx) = mpsc::channel(64);
-    let _producer = spawn_stream(client, query, EventForm::Text, tx, sink);
-    let mut all = Vec::new();
-    while let Some(window) = rx.recv().await {
-        all.extend(window?.events);
-    }
-    Ok(all)
-}
-
-/// As `stream`, but each completed window is sent as one Arrow record batch: each page is
-/// parsed into rows as it arrives, and a window's rows are put in order when it completes.
-pub async fn stream_batches(
-    client: Client,
-    query: Query,
-    tx: mpsc::Sender<Result<arrow_array::RecordBatch>>,
-    sink: Option<ProgressSink>,
-) {
-    let (etx, mut erx) = mpsc::channel(2);
-    let _producer = spawn_stream(client, query, EventForm::Arrow, etx, sink);
-    while let Some(window) = erx.recv().await {
-        let batch = window.and_then(|w| w.record_batch());
-        let failed = batch.is_err();
-        if tx.send(batch).await.is_err() || failed {
-            break;
+    /// Acts on the planner's notes.
+    fn act(&mut self) {
+        for note in self.p.take_notes() {
+            match note {
+                Note::Opened { id, qs, qe } => {
+                    let report = self.p.query.report_id.as_deref();
+                    let base = page_url(&self.client, qs, qe, report, 0);
+                    let furthest = self.client.held().furthest(base.as_str(), CEILING_PAGE);
+                    self.p.held_to(id, furthest);
+                }
+                Note::Warn(text) => self.client.http().warn(text),
+                Note::DropCarried => self.client.held().drop_carried(),
+                Note::Saved(requests) => self.client.http().stats.saved(requests),
+                Note::Learned(learned) => self.learn(learned),
+            }
         }
     }
-}
 
-/// The first page of a fetch of `query`, asked ahead of it and held for it (a fetch of the
-/// same query that follows takes it instead of asking again), with the events it shows to be
-/// the query's first: all of the page's range when the page is short; those before its last
-/// event's startTime when the service sorts them ascending (the page is then the range's
-/// first); none otherwise. It asks nothing when the cache holds the query's start, or when
-/// this client found the service's order to be another (a peek would tell nothing).
-/// `until_ms` is where the events given end: every event of the query before it is among
-/// them. This lets a reader that may want only the first rows (a lazy scan's `head`) stop
-/// after one request, without a request more when it reads everything. With them, the events
-/// a millisecond of a full page sorted descending (the query's last 100), where the page
-/// showed that order: what sizes a first part that such a reader fetches on its own.
-pub async fn peek(
-    client: &Client,
-    query: &Query,
-    keep: EventForm,
-) -> Result<(Completed, Option<f64>)> {
-    check(query)?;
-    let none = Completed {
-        until_ms: query.start_ms,
-        ..Completed::default()
-    };
-    let untold = {
-        let shape = client.shape();
-        shape.unsorted || shape.unpeekable
-    };
-    if untold {
-        return Ok((none, None));
+    /// Keeps what a completed window told of the service, for the client's later fetches.
+    fn learn(&self, learned: Learned) {
+        {
+            let mut shape = self.client.shape();
+            shape.unpeekable |= learned.unpeekable;
+            shape.unsorted |= learned.unsorted;
+            if let Some(d) = learned.density {
+                let report = self.p.query.report_id.clone();
+                let densest = shape.density.entry(report).or_default();
+                *densest = densest.max(d);
+            }
+        }
+        self.client.keep_shape();
     }
-    let (lo, hi) = match pieces(client, query).first() {
-        Some(Piece::Gap(lo, hi)) if *lo == query.start_ms => (*lo, *hi),
-        _ => return Ok((none, None)),
-    };
-    let report = query.report_id.as_deref();
-    let page = fetch_page(client, lo, hi, report, 0, keep, Reuse::Next, None).await?;
-    let order = order_of(page.events.iter().map(|e| e.start_ms));
-    let until = if page.events.len() < PAGE {
-        hi
-    } else if order == PageOrder::Asc {
-        page.events.last().map_or(lo, |e| e.start_ms)
-    } else {
-        // A page of one millisecond says nothing of the order; another order does.
-        client.shape().unpeekable |= hides_first(order, page.events.len());
-        client.keep_shape();
-        let span = match (page.events.first(), page.events.last()) {
-            (Some(first), Some(last)) if order == PageOrder::Desc => first.start_ms - last.start_ms,
-            _ => 0,
+
+    /// Sends the requests the planner asks, up to the configured number in flight, each in a
+    /// task.
+    fn launch(&mut self) {
+        while self.tasks.len() < self.in_flight_max {
+            let Some(asked) = self.p.next_ask() else {
+                break;
+            };
+            let client = self.client.clone();
+            let report = self.p.query.report_id.clone();
+            let keep = self.keep;
+            let hold = self.p.reuse();
+            let sent = Arc::new(AtomicU64::new(0));
+            let told = self.carry.is_some().then(|| sent.clone());
+            let PageAsk { id, kind, qs, qe } = asked;
+            let task = self.tasks.spawn(scope::inherit(async move {
+                let report = report.as_deref();
+                let offset = kind.offset();
+                let result = fetch_page(&client, qs, qe, report, offset, keep, hold, told).await;
+                (id, kind, result)
+            }));
+            if let Some(carry) = &mut self.carry {
+                // A sync's: when it stops, what has not been sent is not waited for.
+                carry.asked.retain(|(task, _)| !task.is_finished());
+                carry.asked.push((task, sent));
+            }
+        }
+    }
+
+    /// Stopped (Ctrl-C): asks nothing more (a request waiting for its turn under the limits
+    /// is dropped), waits at most `grace` for the answers of the requests sent (each is paid
+    /// for already), and carries every page read.
+    pub(super) async fn stop_carrying(&mut self, grace: std::time::Duration) {
+        if let Some(carry) = &mut self.carry {
+            for (task, sent) in std::mem::take(&mut carry.asked) {
+                if sent.load(Ordering::SeqCst) == 0 {
+                    task.abort();
+                }
+            }
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        while !self.tasks.is_empty() {
+            match tokio::time::timeout_at(deadline, self.tasks.join_next()).await {
+                Ok(Some(Ok((id, kind, Ok(page))))) => self.p.late(id, kind, page),
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+        self.tasks.abort_all();
+        self.p.end();
+        self.carry_stopped();
+    }
+
+    /// Every window is done: the last progress is said, and a cache written to is trimmed to
+    /// its cap.
+    pub(super) fn finish(&mut self) {
+        self.p.end();
+        self.report();
+        if self.wrote {
+            if let Some(cache) = self.client.cache() {
+                cache.evict();
+            }
+        }
+    }
+
+    /// The day's quota stopped the fetch: what the pages already in show to be complete is
+    /// kept, not asked again: carried to the next run when the fetch is a sync's (see
+    /// [`Driver::carry_stopped`]), else the sorted prefix they show, answered here.
+    pub(super) fn stop_at_quota(&mut self) -> Option<Completed> {
+        self.p.end();
+        if self.carry_stopped() {
+            None
+        } else {
+            self.p.sorted_prefix()
+        }
+    }
+
+    /// A sync's, stopped: the pages it read of the windows it did not hand out (see
+    /// [`Planner::carried`]), and the carried pages that no window took yet, go to its carry
+    /// slot; false when none does (or it is no sync's).
+    fn carry_stopped(&mut self) -> bool {
+        let Some(carry) = self.carry.take() else {
+            return false;
         };
-        let density = (span > 0).then(|| (page.events.len() - 1) as f64 / span as f64);
-        return Ok((none, density));
-    };
-    let mut events: Vec<Event> = page
-        .events
-        .into_iter()
-        .filter(|e| e.start_ms >= lo && e.start_ms < until)
-        .collect();
-    in_order(&mut events);
-    let first = Completed {
-        events,
-        batches: page.batch.into_iter().collect(),
-        until_ms: until,
-    };
-    Ok((first, None))
+        let mut pages = self.p.carried();
+        pages.extend(carry::left(&self.client, self.p.query.report_id.as_deref()));
+        let carried = !pages.is_empty();
+        if let Ok(mut slot) = carry.slot.lock() {
+            slot.extend(pages);
+        }
+        carried
+    }
+
+    /// Hands the progress, with what it expects, to the sink, if any.
+    pub(super) fn report(&mut self) {
+        if let Some(s) = &self.sink {
+            let now = std::time::Instant::now();
+            s(self.p.progress_at(now, self.client.read_rate()));
+        }
+    }
+
+    /// Runs a count to its end (see [`super::count`]), its progress said after each answer.
+    pub(super) async fn count(&mut self) -> Result<Count> {
+        while self.step().await?.is_some() {
+            if let Some(s) = &self.sink {
+                s(self.p.progress);
+            }
+        }
+        Ok(self.p.count())
+    }
+
+    /// A count that sends at most `cap` requests (see `count_within`): the count, when it ends
+    /// within them; else what the planner makes of what it counted; None when nothing tells.
+    pub(super) async fn count_within(&mut self, cap: u64) -> Result<Option<Count>> {
+        let before = event_requests(&self.client);
+        let most = self.in_flight_max.max(1);
+        loop {
+            // A request in flight may not be counted yet: it is taken as sent.
+            let sent = sent_since(&self.client, before) + self.tasks.len() as u64;
+            let room = cap.saturating_sub(sent);
+            if room == 0 && self.tasks.is_empty() {
+                break;
+            }
+            self.in_flight_max = most.min(self.tasks.len() + room as usize);
+            if self.step().await?.is_none() {
+                return Ok(Some(self.p.count()));
+            }
+        }
+        Ok(self.p.estimate())
+    }
 }
 
-/// Every event of the query as Arrow record batches (one per window), in order.
-pub async fn fetch_batches(
-    client: Client,
-    query: Query,
-    sink: Option<ProgressSink>,
-) -> Result<Vec<arrow_array::RecordBatch>> {
-    let (tx, mut rx) = mpsc::channel(64);
-    let _producer = AbortOnDrop(tokio::spawn(scope::inherit(stream_batches(
-        client, query, tx, sink,
-    ))));
-    let mut all = Vec::new();
-    while let Some(batch) = rx.recv().await {
-        all.push(batch?);
+/// What `client`'s settings and earlier fetches tell a planner of `query`.
+fn outlook(client: &Client, query: &Query) -> Outlook {
+    let shape = client.shape();
+    // Under a daily quota requests are what a fetch costs: none is spent on speculation.
+    let pace = match client.config().limits.daily_requests {
+        Some(_) => Pace::Frugal,
+        None => Pace::Ahead,
+    };
+    Outlook {
+        pace,
+        sorting: match shape.unsorted {
+            true => Sorting::Unsorted,
+            false => Sorting::Sorted,
+        },
+        densest: shape.density.get(&query.report_id).copied(),
+        cutoff: settled_before(client),
+        cache_writes: match client.cache() {
+            Some(_) => CacheWrites::Keep,
+            None => CacheWrites::Skip,
+        },
+        now: std::time::Instant::now(),
     }
-    Ok(all)
+}
+
+/// The events requests `client` has sent.
+pub(super) fn event_requests(client: &Client) -> u64 {
+    client
+        .stats()
+        .requests
+        .get("GET /v2/events")
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Events requests `client` sent since it had sent `before`.
+pub(super) fn sent_since(client: &Client, before: u64) -> u64 {
+    event_requests(client).saturating_sub(before)
 }

@@ -3,19 +3,16 @@
 //! as many in flight as the client's limits allow. Every order, bound, burst, dense millisecond
 //! and quota case runs in milliseconds, its result checked exact and its requests bounded.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 
 use bytes::Bytes;
 
 use super::page::{parse_events, widened};
-use super::{Event, EventForm, Fetch, Goal, Page, Query};
+use super::{CacheWrites, Event, Goal, Note, Outlook, Pace, Page, Planner, Query, Sorting};
 use crate::client::cache::Piece;
-use crate::client::config::{Config, Secret, Settings};
 use crate::client::error::{Error, Result};
 use crate::client::lists::PAGE;
-use crate::client::Client;
-use crate::limits::Limits;
 use crate::time::format_ms;
 
 /// 2026-01-05T00:00:00Z.
@@ -164,35 +161,73 @@ fn spread(days: i64, per_day: usize, seed: u64) -> Vec<i64> {
     out
 }
 
-/// A client that sends nothing: the scripted service answers for it.
-fn client(limits: Limits) -> Client {
-    let settings = Settings {
-        api_key: Some(Secret::new("k")),
-        client_id: Some("id".into()),
-        client_secret: Some(Secret::new("s")),
-        base_url: Some("http://127.0.0.1:9".into()),
-        limits: Some(limits),
-        cache: Some("off".into()),
-        ..Settings::default()
-    };
-    let config = Config::resolve(settings, &|_| None).expect("a config");
-    Client::new(config, None).expect("a client")
+/// What a client's settings say to its planners: how far ahead they ask, and how many
+/// requests are in flight.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    pace: Pace,
+    in_flight: usize,
 }
 
 /// A daily quota, as by default, with the tests' 3 in flight.
 fn quota() -> Limits {
     Limits {
-        read_concurrency: Some(3),
-        daily_requests: Some(100_000_000),
-        ..Limits::unlimited()
+        pace: Pace::Frugal,
+        in_flight: 3,
     }
 }
 
 /// No daily quota, 16 in flight.
 fn free() -> Limits {
     Limits {
-        read_concurrency: Some(16),
-        ..Limits::unlimited()
+        pace: Pace::Ahead,
+        in_flight: 16,
+    }
+}
+
+/// A client as its planners see it: its limits, and what its earlier fetches learnt of the
+/// service (kept from the planners' notes, as the driver keeps them).
+struct Client {
+    limits: Limits,
+    unsorted: Cell<bool>,
+    densest: Cell<Option<f64>>,
+}
+
+fn client(limits: Limits) -> Client {
+    Client {
+        limits,
+        unsorted: Cell::new(false),
+        densest: Cell::new(None),
+    }
+}
+
+impl Client {
+    /// What a planner starts from: everything settled, no cache.
+    fn outlook(&self) -> Outlook {
+        Outlook {
+            pace: self.limits.pace,
+            sorting: match self.unsorted.get() {
+                true => Sorting::Unsorted,
+                false => Sorting::Sorted,
+            },
+            densest: self.densest.get(),
+            cutoff: i64::MAX,
+            cache_writes: CacheWrites::Skip,
+            now: std::time::Instant::now(),
+        }
+    }
+
+    /// Keeps what a planner's notes tell of the service.
+    fn note(&self, p: &mut Planner) {
+        for note in p.take_notes() {
+            if let Note::Learned(learned) = note {
+                self.unsorted.set(self.unsorted.get() | learned.unsorted);
+                if let Some(d) = learned.density {
+                    let densest = self.densest.get().map_or(d, |was| was.max(d));
+                    self.densest.set(Some(densest));
+                }
+            }
+        }
     }
 }
 
@@ -204,7 +239,7 @@ struct Ran {
 
 /// A planner run to its end, and the events it handed out.
 struct Driven {
-    p: Fetch,
+    p: Planner,
     events: Vec<Event>,
 }
 
@@ -219,15 +254,17 @@ fn drive(client: &Client, goal: Goal, service: &Service, start: i64, end: i64) -
         refresh: false,
     };
     let pieces = vec![Piece::Gap(start, end)];
-    let mut p = Fetch::new(client.clone(), &query, EventForm::Text, None, goal, pieces);
+    let mut p = Planner::new(&query, goal, client.outlook(), pieces);
     let mut in_flight = VecDeque::new();
     let mut events = Vec::new();
     loop {
-        events.extend(p.drain_ready().into_iter().flat_map(|c| c.events));
-        if p.windows.is_empty() {
+        let ready = p.drain_ready();
+        events.extend(ready.into_iter().flat_map(|r| r.window.events));
+        client.note(&mut p);
+        if p.is_done() {
             return Ok(Driven { p, events });
         }
-        while in_flight.len() < p.in_flight_max {
+        while in_flight.len() < client.limits.in_flight {
             match p.next_ask() {
                 Some(asked) => in_flight.push_back(asked),
                 None => break,
@@ -246,8 +283,7 @@ fn drive(client: &Client, goal: Goal, service: &Service, start: i64, end: i64) -
 
 /// A fetch of `[start, end)`.
 fn fetch(client: &Client, service: &Service, start: i64, end: i64) -> Result<Ran> {
-    let Driven { mut p, events } = drive(client, Goal::Fetch, service, start, end)?;
-    p.finish();
+    let Driven { p, events } = drive(client, Goal::Fetch, service, start, end)?;
     Ok(Ran {
         events,
         requests: p.sent,

@@ -8,13 +8,13 @@ use super::page::{order_of, Event, Page, PageOrder};
 use super::seek::{Seek, Sought};
 use super::window::paged_reach;
 use super::{
-    dense, Ask, Burst, Fetch, Margin, Mode, Pace, Precision, Sizing, Sorting, CEILING_PAGE,
+    dense, Ask, Burst, Margin, Mode, Pace, Planner, Precision, Sizing, Sorting, CEILING_PAGE,
     FIRST_PART, LOOKAHEAD, PART_EVENTS,
 };
 use crate::client::error::Result;
 use crate::client::lists::{OFFSET_CEILING, PAGE};
 
-impl Fetch {
+impl Planner {
     /// A count's walk: the next page that narrows where window `id` ends (its first short
     /// page), from below where it can (a full page is one the fetch asks too), guided by its
     /// estimate or by how dense its pages are, without asking every page (see [`Seek`]).
@@ -40,7 +40,7 @@ impl Fetch {
             Sought::Approximate => self.precision = Precision::Approximate,
             Sought::Ask(target) => {
                 if w.launched.insert(target) {
-                    self.queue.push_back((id, Ask::Page(target)));
+                    self.ask(id, Ask::Page(target));
                 }
             }
         }
@@ -108,7 +108,7 @@ impl Fetch {
     /// Window `id`'s ceiling page came back empty: it is under the ceiling, its size unknown.
     fn under_ceiling(&mut self, id: u64) {
         let density = self.density;
-        let counting = self.goal.counts();
+        let searching = self.goal.searches();
         let Some(w) = self.window_mut(id) else {
             return;
         };
@@ -122,7 +122,7 @@ impl Fetch {
         let estimate = density.map_or(0.0, |d| d * (w.qe - w.qs + 2) as f64 * 1.1);
         let pages =
             ((estimate / PAGE as f64).ceil() as usize).clamp(LOOKAHEAD, CEILING_PAGE / PAGE);
-        if counting {
+        if searching {
             // The fetch pages ahead; a count searches for the end.
             w.ahead = pages;
             self.search(id);
@@ -152,8 +152,7 @@ impl Fetch {
         self.count_split(id);
         if let Some(w) = self.window_mut(id) {
             let (ws, we) = (w.ws, w.we);
-            self.windows.remove(&ws);
-            self.queue.retain(|(i, _)| *i != id);
+            self.take(ws);
             // The part clear of the burst, under the ceiling, is paged by the
             // density of its own first page (that of the windows seen may be the
             // burst's).
@@ -174,7 +173,7 @@ impl Fetch {
     /// again): the ceiling page tells, and the window then ends before the burst (see
     /// `burst_at_ceiling`).
     pub(super) fn meets_burst(&mut self, id: u64, offset: usize) -> bool {
-        if self.sorting == Sorting::Unsorted || self.client.shape().unsorted {
+        if self.sorting == Sorting::Unsorted {
             return false;
         }
         let Some(w) = self.window_mut(id) else {
@@ -214,7 +213,7 @@ impl Fetch {
     /// first page telling which; none without it yet (`Wait`). None where the window's pages
     /// tell no order, or it starts (ends) at the burst.
     pub(super) fn burst_at_ceiling(&mut self, id: u64, times: &[i64]) -> Option<Burst> {
-        if self.sorting == Sorting::Unsorted || self.client.shape().unsorted {
+        if self.sorting == Sorting::Unsorted {
             return None;
         }
         let frugal = self.pace == Pace::Frugal;
@@ -333,10 +332,7 @@ impl Fetch {
                     self.density = density;
                 }
                 if cut + 1 > ws {
-                    let old = self.windows.remove(&ws);
-                    if let Some(old) = old {
-                        self.windows.insert(old.ws, old);
-                    }
+                    self.refile(ws);
                     self.add_chained(ws, cut + 1);
                 }
             }
@@ -370,8 +366,7 @@ impl Fetch {
             None => vec![ws, mid, we],
         };
         self.count_split(id);
-        self.windows.remove(&ws);
-        self.queue.retain(|(i, _)| *i != id);
+        self.take(ws);
         for pair in cuts.windows(2).filter(|p| p[0] < p[1]) {
             self.add_window(pair[0], pair[1]);
         }
@@ -401,8 +396,7 @@ impl Fetch {
         // samples that fall in it.
         let mut sizing = std::mem::take(&mut w.sizing);
         self.count_split(id);
-        self.windows.remove(&ws);
-        self.queue.retain(|(i, _)| *i != id);
+        self.take(ws);
         let at = ((times.len() as f64 * FIRST_PART).ceil() as usize).min(times.len());
         let cut = cut_near(&times, at, ws, we);
         let first = self.add_opening(ws, cut, Margin::Unknown);
@@ -410,7 +404,7 @@ impl Fetch {
         let rest_id = rest.id;
         rest.mode = Mode::Deferred;
         rest.samples = Some(times.iter().copied().filter(|t| *t >= cut).collect());
-        self.windows.insert(cut, rest);
+        self.put(rest);
         sizing.push(Sizing {
             samples: Arc::new(times),
             rest: rest_id,
@@ -474,7 +468,7 @@ impl Fetch {
             }
             cuts.push(hi);
         }
-        self.windows.remove(&ws);
+        self.take(ws);
         for pair in cuts.windows(2) {
             let (a, b) = (pair[0], pair[1]);
             let in_part = samples.iter().filter(|t| (a..b).contains(*t)).count();
@@ -491,19 +485,6 @@ impl Fetch {
             if let Some(w) = self.window_mut(part) {
                 w.estimate = Some(estimate);
             }
-        }
-    }
-
-    /// A count: the requests the fetch spent on window `id` before it was split (the pages
-    /// asked so far, as this count asked them). A fetch: the requests sent for it, answered or
-    /// in flight, for the window that takes its start.
-    pub(super) fn count_split(&mut self, id: u64) {
-        if self.goal.counts() {
-            let asked = self.window_mut(id).map_or(0, |w| w.launched.len());
-            self.predicted += asked as f64;
-        } else if let Some(w) = self.window_mut(id) {
-            let sent = (w.ws, w.spent + w.in_flight as u64);
-            self.replaced.push(sent);
         }
     }
 }

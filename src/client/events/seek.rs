@@ -3,7 +3,8 @@
 //! known, exactly or within the plan's precision.
 
 use super::page::{order_of, projected, settled, PageOrder};
-use super::{Mode, Window, CEILING_PAGE, PAST_END_SHARE};
+use super::{Mode, Planner, Precision, Sorting, Window, CEILING_PAGE, PAST_END_SHARE};
+use crate::client::lists::OFFSET_CEILING;
 use crate::client::lists::PAGE;
 
 /// What a count knows besides the window it searches.
@@ -186,4 +187,62 @@ impl Window {
             (_, None) => lo * 2,
         }
     }
+}
+
+impl Planner {
+    /// What a count that ran to its end found.
+    pub(super) fn count(&self) -> Count {
+        Count {
+            events: self.counted,
+            requests: self.predicted,
+            probes: self.sent,
+            exact: self.sorting == Sorting::Sorted && self.precision == Precision::Exact,
+        }
+    }
+
+    /// What a count stopped before its end makes of the query: the windows counted, and the
+    /// open ones as far as their pages tell, at their density over the whole range; None when
+    /// nothing tells yet.
+    pub(super) fn estimate(&self) -> Option<Count> {
+        let (mut events, mut span) = (self.counted, self.progress.done_ms as f64);
+        let done = (span > 0.0).then(|| events / span);
+        for w in self.windows.values() {
+            if let Some(g) = w.guess(done) {
+                events += g;
+                span += (w.we - w.ws).max(1) as f64;
+            }
+        }
+        if span <= 0.0 || events <= 0.0 {
+            return None;
+        }
+        let events = events * (self.query.end_ms - self.query.start_ms) as f64 / span;
+        Some(Count {
+            events,
+            requests: requests_for(events, 1) as f64,
+            probes: self.sent,
+            exact: false,
+        })
+    }
+}
+
+/// The requests a fetch of `events` events in `windows` ranges takes: its pages, and a short
+/// last page for each range and each 10,000 events.
+pub(super) fn requests_for(events: f64, windows: usize) -> u64 {
+    let events = events.max(0.0);
+    ((events / PAGE as f64).ceil() + (events / OFFSET_CEILING as f64).floor()) as u64
+        + windows as u64
+}
+
+/// What a count of a query's events found (see [`count`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Count {
+    /// Events in the range (exact on a sorting service, but for the rare window whose end the
+    /// search took within 3%).
+    pub events: f64,
+    /// Requests the fetch makes for them.
+    pub requests: f64,
+    /// Requests the count made.
+    pub probes: u64,
+    /// Every window's end was found exactly, on a service that sorts.
+    pub exact: bool,
 }
