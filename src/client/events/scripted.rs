@@ -6,6 +6,7 @@
 //! bound, burst, dense millisecond and quota case, a sync stopped anywhere and its next run,
 //! the parts a cache holds (and a damaged file), a fetch after its plan and a quota check run
 //! in milliseconds each, their results checked exact and their requests bounded.
+
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 
