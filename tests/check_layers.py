@@ -38,7 +38,9 @@
 10. The events planner (``src/client/events/``) reads as a planner: no function of it is over
    ``PLANNER_MAX_FN`` lines, and none takes a bare ``bool`` (a mode says what it is: a goal,
    an enum); each field of its state (``struct Planner``) is written only by the files that
-   own it (``PLANNER_OWNERS``): a file that writes another's is a breach. The planner's own
+   own it (``PLANNER_OWNERS``), and each field of a window (``struct Window``) only by
+   ``window.rs``, whose calls name each change of a window's state: a file that writes
+   another's is a breach. The planner's own
    files (``PLANNER_PURE``) do no I/O: no client, no task, no ``await``, no file, no clock
    (its driver, ``run.rs``, does all of that, and hands it the time).
 
@@ -107,7 +109,7 @@ PLANNER_OWNERS: dict[str, str] = {
 }
 # A write of a field: assigned, or changed through a method that changes it.
 _WRITE = (
-    r"(?:\.\w+)*(?:\s*(?:=(?!=)|\+=|-=|\|=)|\.(?:insert|push|push_back|push_front|extend|"
+    r"(?:\.\w+)*(?:\s*(?:=(?![=>])|\+=|-=|\|=)|\.(?:insert|push|push_back|push_front|extend|"
     r"remove|retain|take|clear|pop_front|abort_all|spawn|join_next|values_mut|get_mut|entry|"
     r"append|truncate|sort\w*)\()"
 )
@@ -295,7 +297,7 @@ def planner_breaches(code: dict[pathlib.Path, str]) -> list[str]:
                 )
             if re.search(r"\w+\s*:\s*bool\b", signature):
                 bad.append(f"{f}:{line}: `{name}` takes a bare `bool`: say the mode with a type")
-    return bad + planner_owners(code) + planner_io(code)
+    return bad + planner_owners(code) + window_owner(code) + planner_io(code)
 
 
 def planner_io(code: dict[pathlib.Path, str]) -> list[str]:
@@ -330,6 +332,28 @@ def planner_owners(code: dict[pathlib.Path, str]) -> list[str]:
                 line = text.count("\n", 0, written.start()) + 1
                 owned = owner or "the planner's maker"
                 bad.append(f"{f}:{line}: writes `{name}`, which {owned} owns")
+    return bad
+
+
+def window_owner(code: dict[pathlib.Path, str]) -> list[str]:
+    """Rule 10: each field of a window written only by window.rs (where it is made aside)."""
+    declared = (PLANNER / "mod.rs").read_text()
+    body = re.search(r"\nstruct Window \{(.*?)\n\}", declared, re.S)
+    fields = re.findall(r"^\s+(\w+):", body.group(1), re.M) if body else []
+    bad = [] if body else [f"{PLANNER / 'mod.rs'}: no `struct Window` to check"]
+    names = "|".join(fields)
+    write = re.compile(rf"\b\w+\.({names}){_WRITE}|&mut \w+\.({names})\b")
+    for f, text in sorted(code.items()):
+        if f.parent != PLANNER or f.name not in PLANNER_PURE or f.name == "window.rs":
+            continue
+        tests = text.find("#[cfg(test)]\nmod tests {")
+        for m in write.finditer(text[: tests if tests >= 0 else len(text)]):
+            line = text.count("\n", 0, m.start()) + 1
+            name = m.group(1) or m.group(2)
+            bad.append(
+                f"{f}:{line}: writes a window's `{name}`, which window.rs owns: call the change "
+                "it names there"
+            )
     return bad
 
 

@@ -191,6 +191,11 @@ def test_a_variable_named_in_a_message_is_no_read(tree):
             "writes `windows`",
         ),
         (
+            "impl Planner {\n    fn meddles(&mut self, w: &mut Window) {\n"
+            "        w.mode = Mode::Walking;\n    }\n}\n",
+            "writes a window's `mode`, which window.rs owns",
+        ),
+        (
             "impl Planner {\n    fn sends(&mut self, c: &crate::client::Client) {\n"
             "        let _ = c.held();\n    }\n}\n",
             "`Client` in the planner, which does no I/O",

@@ -94,7 +94,7 @@ impl Planner {
             if w.cached.is_some() || widened(w.qs, w.qe).1 >= self.cutoff {
                 continue;
             }
-            for (offset, page) in std::mem::take(&mut w.pages) {
+            for (offset, page) in w.take_pages() {
                 if let Some(body) = page.body {
                     pages.push(CarriedPage {
                         qs: w.qs,

@@ -3,16 +3,14 @@
 //! frontier, see [`Planner::wants_file`]), and whether completed windows' settled parts are
 //! kept for it.
 
-use super::{CacheWrites, Mode, Planner};
+use super::{CacheWrites, Planner};
 use crate::client::cache::Segment;
 
 impl Planner {
     /// Adds the part `[lo, hi)` of a cached segment, complete without a request.
     pub(super) fn add_cached(&mut self, segment: Segment, lo: i64, hi: i64) {
         let mut w = self.new_window(lo, hi);
-        w.mode = Mode::Known { end: 0 };
-        w.done = true;
-        w.cached = Some(segment);
+        w.serve(segment);
         self.put(w);
     }
 

@@ -51,7 +51,7 @@ impl Planner {
                     // The last in the service's order: the largest ascending, the smallest descending.
                     let cut = times.last().copied().unwrap_or(w.ws);
                     if let Some(w) = self.window_mut(id) {
-                        w.mode = Mode::Full { order: seen };
+                        w.over_ceiling(seen);
                     }
                     self.chain(id, seen, cut)?;
                 }
@@ -74,7 +74,7 @@ impl Planner {
         let Some(w) = self.window_mut(id) else {
             return;
         };
-        w.done = true;
+        w.complete();
         let (ws, we, kept) = (w.ws, w.we, w.kept());
         // A full first page in another order than ascending is what a peek would see: later
         // peeks of this client would tell nothing, so they ask nothing.
@@ -84,7 +84,7 @@ impl Planner {
                 p.events.len(),
             )
         });
-        let sizing = std::mem::take(&mut w.sizing);
+        let sizing = w.take_sizing();
         let asked = fetch_requests(w, pace);
         if !self.goal.hands_out() {
             self.predicted += asked;
@@ -129,7 +129,7 @@ impl Planner {
         self.planned(-1);
         let id = self.add_opening(old.ws, old.we, Margin::Unknown);
         if let Some(w) = self.window_mut(id) {
-            (w.qs, w.qe, w.spent) = (old.qs, old.qe, old.spent);
+            w.again_as(&old);
         }
     }
 
@@ -141,9 +141,7 @@ impl Planner {
         if !matches!(w.mode, Mode::Deferred) {
             return;
         }
-        w.samples = None;
-        w.mode = Mode::Opening;
-        w.launched.insert(0);
+        w.release();
         self.planned(1);
         self.ask(id, Ask::Page(0));
     }

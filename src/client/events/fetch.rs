@@ -77,8 +77,7 @@ impl Planner {
     pub(super) fn late(&mut self, id: u64, kind: Ask, page: Page) {
         self.answered(&page);
         if let Some(w) = self.window_mut(id) {
-            w.in_flight = w.in_flight.saturating_sub(1);
-            w.pages.insert(kind.offset(), page);
+            w.late(kind.offset(), page);
         }
     }
 
@@ -96,7 +95,7 @@ impl Planner {
     /// follows it): its pages are asked ahead no further than that before it is in.
     pub(super) fn held_to(&mut self, id: u64, furthest: Option<usize>) {
         if let Some(w) = self.window_mut(id) {
-            w.held_to = furthest;
+            w.held_to(furthest);
         }
     }
 
@@ -121,17 +120,15 @@ impl Planner {
         self.planned(1);
         let mut w = self.new_window(ws, we);
         let id = w.id;
-        w.mode = Mode::Opening;
         let dense_enough = || {
             let densest = self.densest;
             densest.is_some_and(|d| d * (we - ws + 2) as f64 * SAFETY < CEILING_PAGE as f64)
         };
-        w.margin = if margin == Margin::Ample || dense_enough() {
+        w.open(if margin == Margin::Ample || dense_enough() {
             Margin::Ample
         } else {
             Margin::Unknown
-        };
-        w.launched.insert(0);
+        });
         self.put(w);
         self.ask(id, Ask::Page(0));
         id
@@ -144,7 +141,7 @@ impl Planner {
         self.planned(1);
         let mut w = self.new_window(ws, we);
         let id = w.id;
-        w.launched.extend([0, CEILING_PAGE]);
+        w.open_with_probe();
         self.put(w);
         // The ceiling page decides everything; page 0 is needed whatever it says (unless empty).
         self.ask_first(id, Ask::Page(0));
@@ -163,7 +160,7 @@ impl Planner {
         self.planned(1);
         let mut w = self.new_window(ws, we);
         let id = w.id;
-        w.mode = Mode::Walking;
+        w.walk();
         self.put(w);
         self.search(id);
         id
@@ -172,8 +169,7 @@ impl Planner {
     /// Asks the ceiling page of window `id`, whose size is unknown.
     pub(super) fn probe(&mut self, id: u64) {
         if let Some(w) = self.window_mut(id) {
-            w.mode = Mode::Probing;
-            if w.launched.insert(CEILING_PAGE) {
+            if w.probe() {
                 self.ask_first(id, Ask::Probe);
             }
         }
@@ -204,19 +200,15 @@ impl Planner {
         let Some(w) = self.window_mut(id) else {
             return;
         };
-        w.mode = Mode::Walking;
+        w.walk();
         let next = (0..CEILING_PAGE + PAGE)
             .step_by(PAGE)
             .find(|o| !w.pages.contains_key(o));
         match next {
-            Some(o) if w.launched.insert(o) => self.ask(id, Ask::Page(o)),
+            Some(o) if w.launch(o) => self.ask(id, Ask::Page(o)),
             Some(_) => {}
             // Every page up to the ceiling is in, all full: over the ceiling.
-            None => {
-                w.mode = Mode::Full {
-                    order: PageOrder::Constant,
-                }
-            }
+            None => w.over_ceiling(PageOrder::Constant),
         }
     }
 
@@ -241,7 +233,7 @@ impl Planner {
             // A count's walk searches for the end, its second page first when unsorted.
             (true, _) | (false, PageOrder::Unsorted) if searching => self.walk(id),
             (true, _) | (false, PageOrder::Unsorted) => {
-                w.mode = Mode::Paging { end: None };
+                w.page_ahead(None);
                 let reach = if small { paged_reach(w, order) } else { PAGE };
                 self.enqueue_pages(id, (PAGE..=reach).step_by(PAGE));
             }
@@ -250,15 +242,21 @@ impl Planner {
     }
 
     /// The planner's next request, counted in flight until its answer is taken
-    /// ([`Planner::on_result`]); None when nothing is queued.
+    /// ([`Planner::on_result`]); None when nothing is queued. With nothing queued and nothing
+    /// in flight, the deferred windows (which nothing can size any more) are opened first.
     pub(super) fn next_ask(&mut self) -> Option<PageAsk> {
         loop {
-            let (id, kind) = self.next_request()?;
+            let Some((id, kind)) = self.next_request() else {
+                let idle = self.windows.values().all(|w| w.in_flight == 0);
+                if idle && self.release_all() {
+                    continue;
+                }
+                return None;
+            };
             let Some(w) = self.window_mut(id) else {
                 continue;
             };
-            w.in_flight += 1;
-            let (qs, qe) = (w.qs, w.qe);
+            let (qs, qe) = w.sent();
             self.sent += 1;
             return Some(PageAsk { id, kind, qs, qe });
         }
@@ -270,11 +268,7 @@ impl Planner {
         if let Some(w) = self.window_mut(id) {
             if inferring {
                 // Pages known to be full: a count need not ask them.
-                for o in offsets {
-                    if o < CEILING_PAGE && !w.pages.contains_key(&o) {
-                        w.assumed.insert(o);
-                    }
-                }
+                w.assume(offsets);
                 return;
             }
             let limit = match w.mode {
@@ -282,7 +276,7 @@ impl Planner {
                 _ => CEILING_PAGE,
             };
             for o in offsets {
-                if o < limit && w.launched.insert(o) && !w.pages.contains_key(&o) {
+                if o < limit && w.launch(o) && !w.pages.contains_key(&o) {
                     fresh.push(o);
                 }
             }
@@ -307,26 +301,10 @@ impl Planner {
     /// Puts the answer `page` to `kind` in window `id`; its events' count, None when the window
     /// is gone.
     fn take_page(&mut self, id: u64, kind: Ask, page: Page) -> Option<usize> {
-        let inferring = self.goal.infers_full_pages();
+        let goal = self.goal;
         let w = self.window_mut(id)?;
-        w.in_flight -= 1;
-        w.spent += 1;
-        let offset = match kind {
-            Ask::Probe => CEILING_PAGE,
-            Ask::Page(o) => o,
-        };
         let len = page.events.len();
-        w.launched.insert(offset);
-        w.assumed.remove(&offset);
-        w.pages.insert(offset, page);
-        if inferring && len == PAGE {
-            // Every page before a full one is full.
-            w.assumed.extend(
-                (0..offset)
-                    .step_by(PAGE)
-                    .filter(|o| !w.pages.contains_key(o)),
-            );
-        }
+        w.answer(kind.offset(), page, goal);
         Some(len)
     }
 
@@ -338,7 +316,7 @@ impl Planner {
             return Ok(());
         };
         match (&w.mode, kind) {
-            (Mode::Opening, Ask::Page(0)) if len < PAGE => w.mode = Mode::Known { end: PAGE },
+            (Mode::Opening, Ask::Page(0)) if len < PAGE => w.ends_before(PAGE),
             (Mode::Opening, Ask::Page(0)) if frugal => {
                 // What an earlier window found holds for this one's first page too.
                 if order_of(w.times().into_iter()) == PageOrder::Unsorted {
@@ -348,9 +326,7 @@ impl Planner {
             }
             (Mode::Opening, Ask::Page(0)) => self.open_ahead(id),
             (Mode::Walking, Ask::Page(_)) if searching && len < PAGE => self.search(id),
-            (Mode::Walking, Ask::Page(o)) if len < PAGE => {
-                w.mode = Mode::Known { end: o + PAGE };
-            }
+            (Mode::Walking, Ask::Page(o)) if len < PAGE => w.ends_before(o + PAGE),
             (Mode::Walking, Ask::Page(o)) => self.walked_full(id, o)?,
             (Mode::Probing, Ask::Page(0)) if !frugal && w.pages.contains_key(&CEILING_PAGE) => {
                 // The ceiling page came first, all of one millisecond: this page tells the
@@ -417,16 +393,14 @@ impl Planner {
                     if let Mode::Paging { end: Some(e) } = w.mode {
                         end = end.min(e);
                     }
-                    w.mode = Mode::Paging { end: Some(end) };
+                    w.page_ahead(Some(end));
                 }
                 self.enqueue_pages(id, (0..end).step_by(PAGE));
             }
             (Mode::Paging { end: None }, Ask::Page(o)) if o + PAGE >= CEILING_PAGE => {
                 // The ceiling page was empty: nothing lies past it.
                 if let Some(w) = self.window_mut(id) {
-                    w.mode = Mode::Paging {
-                        end: Some(CEILING_PAGE),
-                    };
+                    w.page_ahead(Some(CEILING_PAGE));
                 }
                 self.enqueue_pages(id, (0..CEILING_PAGE).step_by(PAGE));
             }

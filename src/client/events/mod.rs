@@ -36,7 +36,7 @@
 //! `seek` a count's search for a window's last page, and what a count found; `done` the
 //! bookkeeping of a window's end (completion, windows handed out in order, what a stopped
 //! sync keeps); `cached` the parts the cache holds; `progress` what it tells of its progress;
-//! `window` one window's state; this file its types. Around it: `run` the driver; `stream`
+//! `window` one window's state and its changes (no other file writes a window's fields); this file its types. Around it: `run` the driver; `stream`
 //! the entry points (stream, all at once, Arrow batches, peek); `count` a plan's count and
 //! the quota check; `page` asks and parses one page; `files` the cache's files read and
 //! written; `held` keeps pages asked ahead for the fetch that takes them; `carry` the blob of

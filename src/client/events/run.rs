@@ -103,39 +103,34 @@ impl Driver {
     /// Sends what the planner asks and hands it the next answer: the windows it completed (in
     /// time order), or None when every window is done.
     pub(super) async fn step(&mut self) -> Result<Option<Vec<Completed>>> {
-        loop {
-            // Windows complete without a request (from the cache) go first.
-            let ready = self.ready();
-            if !ready.is_empty() {
-                return Ok(Some(ready));
-            }
-            if self.p.is_done() {
-                return Ok(None);
-            }
-            self.launch();
-            let Some(joined) = self.tasks.join_next().await else {
-                if self.p.release_all() {
-                    continue;
-                }
-                // Nothing in flight and nothing queued, yet windows remain: never return a
-                // partial result as if it were whole.
-                return Err(self.p.stalled());
-            };
-            match joined {
-                Ok((id, kind, Ok(page))) => {
-                    let decided = self.p.on_result(id, kind, page);
-                    self.act();
-                    decided?;
-                }
-                Ok((_, _, Err(e))) => return Err(e),
-                Err(e) => {
-                    return Err(Error::Transport(format!(
-                        "an events request task failed: {e}"
-                    )))
-                }
-            }
-            return Ok(Some(self.ready()));
+        // Windows complete without a request (from the cache) go first.
+        let ready = self.ready();
+        if !ready.is_empty() {
+            return Ok(Some(ready));
         }
+        if self.p.is_done() {
+            return Ok(None);
+        }
+        self.launch();
+        let Some(joined) = self.tasks.join_next().await else {
+            // Nothing in flight and nothing queued, yet windows remain: never return a
+            // partial result as if it were whole.
+            return Err(self.p.stalled());
+        };
+        match joined {
+            Ok((id, kind, Ok(page))) => {
+                let decided = self.p.on_result(id, kind, page);
+                self.act();
+                decided?;
+            }
+            Ok((_, _, Err(e))) => return Err(e),
+            Err(e) => {
+                return Err(Error::Transport(format!(
+                    "an events request task failed: {e}"
+                )))
+            }
+        }
+        Ok(Some(self.ready()))
     }
 
     /// The windows the planner hands out, their settled parts written to the cache; a window

@@ -422,9 +422,6 @@ fn run(
             }
         }
         let Some(asked) = in_flight.pop_front() else {
-            if p.release_all() {
-                continue;
-            }
             return Err(p.stalled());
         };
         let page = client.answer(service, asked, goal, &sent);

@@ -8,8 +8,8 @@ use super::page::{order_of, Event, Page, PageOrder};
 use super::seek::{Seek, Sought};
 use super::window::paged_reach;
 use super::{
-    dense, Ask, Burst, Margin, Mode, Pace, Planner, Precision, Sizing, Sorting, CEILING_PAGE,
-    FIRST_PART, LOOKAHEAD, PART_EVENTS,
+    dense, Ask, Burst, Margin, Pace, Planner, Precision, Sizing, Sorting, CEILING_PAGE, FIRST_PART,
+    LOOKAHEAD, PART_EVENTS,
 };
 use crate::client::error::Result;
 use crate::client::lists::{OFFSET_CEILING, PAGE};
@@ -39,7 +39,7 @@ impl Planner {
             Sought::Ended => {}
             Sought::Approximate => self.precision = Precision::Approximate,
             Sought::Ask(target) => {
-                if w.launched.insert(target) {
+                if w.launch(target) {
                     self.ask(id, Ask::Page(target));
                 }
             }
@@ -57,9 +57,7 @@ impl Planner {
             return Ok(());
         }
         if len < PAGE {
-            w.mode = Mode::Known {
-                end: CEILING_PAGE + PAGE,
-            };
+            w.ends_before(CEILING_PAGE + PAGE);
             self.enqueue_pages(id, (1..CEILING_PAGE / PAGE).map(|p| p * PAGE));
             return Ok(());
         }
@@ -91,14 +89,14 @@ impl Planner {
             PageOrder::Unsorted => self.split(id, times),
             PageOrder::Asc | PageOrder::Desc => {
                 let cut = times.last().copied().unwrap_or(w.ws);
-                w.mode = Mode::Full { order };
+                w.over_ceiling(order);
                 self.chain(id, order, cut)?;
                 self.enqueue_pages(id, (1..CEILING_PAGE / PAGE).map(|p| p * PAGE));
                 Ok(())
             }
             PageOrder::Constant => {
                 // Direction unknown from this page alone: the other pages will tell.
-                w.mode = Mode::Full { order };
+                w.over_ceiling(order);
                 self.enqueue_pages(id, (1..CEILING_PAGE / PAGE).map(|p| p * PAGE));
                 Ok(())
             }
@@ -115,7 +113,7 @@ impl Planner {
         if !w.pages.contains_key(&0) {
             // Page 0 says whether there is anything to page ahead for (a short one ends the
             // window).
-            w.mode = Mode::Paging { end: None };
+            w.page_ahead(None);
             return;
         }
         // Page ahead, as far as the density suggests.
@@ -124,7 +122,7 @@ impl Planner {
             ((estimate / PAGE as f64).ceil() as usize).clamp(LOOKAHEAD, CEILING_PAGE / PAGE);
         if searching {
             // The fetch pages ahead; a count searches for the end.
-            w.ahead = pages;
+            w.fetch_asks_ahead(pages);
             self.search(id);
             return;
         }
@@ -134,7 +132,7 @@ impl Planner {
             .iter()
             .find(|(o, p)| **o < CEILING_PAGE && p.events.len() < PAGE)
             .map(|(o, _)| o + PAGE);
-        w.mode = Mode::Paging { end };
+        w.page_ahead(end);
         // Without a density seen, as far as the window's own pages tell.
         let reach = match density {
             Some(_) => pages * PAGE,
@@ -279,7 +277,7 @@ impl Planner {
         let Some(w) = self.window_mut(id) else {
             return Ok(());
         };
-        w.mode = Mode::Known { end };
+        w.ends_before(end);
         let t = w
             .pages
             .get(&CEILING_PAGE)
@@ -311,7 +309,7 @@ impl Planner {
                     return Err(dense(ws.max(cut)));
                 }
                 let span = (cut - w.qs).max(1) as f64;
-                w.we = cut.min(we);
+                w.end_at(cut.min(we));
                 self.density = Some(OFFSET_CEILING as f64 / span);
                 if burst {
                     self.density = density;
@@ -326,7 +324,7 @@ impl Planner {
                     return Err(dense(cut.min(we - 1)));
                 }
                 let span = (w.qe - cut).max(1) as f64;
-                w.ws = (cut + 1).max(ws);
+                w.start_at((cut + 1).max(ws));
                 self.density = Some(OFFSET_CEILING as f64 / span);
                 if burst {
                     self.density = density;
@@ -394,7 +392,7 @@ impl Planner {
         times.sort_unstable();
         // The rests this window was to size are sized by its first part instead, from their
         // samples that fall in it.
-        let mut sizing = std::mem::take(&mut w.sizing);
+        let mut sizing = w.take_sizing();
         self.count_split(id);
         self.take(ws);
         let at = ((times.len() as f64 * FIRST_PART).ceil() as usize).min(times.len());
@@ -402,15 +400,14 @@ impl Planner {
         let first = self.add_opening(ws, cut, Margin::Unknown);
         let mut rest = self.new_window(cut, we);
         let rest_id = rest.id;
-        rest.mode = Mode::Deferred;
-        rest.samples = Some(times.iter().copied().filter(|t| *t >= cut).collect());
+        rest.defer(times.iter().copied().filter(|t| *t >= cut).collect());
         self.put(rest);
         sizing.push(Sizing {
             samples: Arc::new(times),
             rest: rest_id,
         });
         if let Some(w) = self.window_mut(first) {
-            w.sizing = sizing;
+            w.sizes(sizing);
         }
         Ok(())
     }
@@ -421,7 +418,7 @@ impl Planner {
         let Some(w) = self.window_mut(rest) else {
             return;
         };
-        let samples = w.samples.take().unwrap_or_default();
+        let samples = w.take_samples();
         if sampled == 0 || samples.is_empty() {
             self.release(rest);
             return;
@@ -483,7 +480,7 @@ impl Planner {
             };
             let part = self.add_opening(a, b, margin);
             if let Some(w) = self.window_mut(part) {
-                w.estimate = Some(estimate);
+                w.estimated(estimate);
             }
         }
     }

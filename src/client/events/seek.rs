@@ -3,7 +3,7 @@
 //! known, exactly or within the plan's precision.
 
 use super::page::{order_of, projected, settled, PageOrder};
-use super::{Mode, Planner, Precision, Sorting, Window, CEILING_PAGE, PAST_END_SHARE};
+use super::{Planner, Precision, Sorting, Window, CEILING_PAGE, PAST_END_SHARE};
 use crate::client::lists::OFFSET_CEILING;
 use crate::client::lists::PAGE;
 
@@ -32,7 +32,7 @@ pub(super) enum Sought {
 impl Window {
     /// One step of a count's search of this window's end.
     pub(super) fn seek(&mut self, s: &Seek) -> Sought {
-        self.mode = Mode::Walking;
+        self.walk();
         let (lo, hi) = self.bounds();
         if self.end_found(lo, hi) {
             return Sought::Ended;
@@ -78,13 +78,11 @@ impl Window {
     fn end_found(&mut self, lo: usize, hi: Option<usize>) -> bool {
         if lo > CEILING_PAGE {
             // Full up to the ceiling: over it.
-            self.mode = Mode::Full {
-                order: PageOrder::Constant,
-            };
+            self.over_ceiling(PageOrder::Constant);
             return true;
         }
         if hi == Some(lo) {
-            self.mode = Mode::Known { end: lo + PAGE };
+            self.ends_before(lo + PAGE);
             return true;
         }
         // A short page that is not empty is the last: every page before it is full.

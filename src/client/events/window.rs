@@ -3,7 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::page::{covered, order_of, Page, PageOrder};
-use super::{Margin, Mode, Pace, Window, CEILING_PAGE, LOOKAHEAD};
+use super::{Goal, Margin, Mode, Pace, Sizing, Window, CEILING_PAGE, LOOKAHEAD};
+use crate::client::cache::Segment;
 use crate::client::lists::{OFFSET_CEILING, PAGE};
 
 impl Window {
@@ -126,6 +127,168 @@ impl Window {
         self.assumed
             .extend((lo..to).step_by(PAGE).filter(|o| !pages.contains_key(o)));
         self.mode = Mode::Known { end };
+    }
+}
+
+/// Its state's changes, each named for what it means: the only code that writes a window's
+/// fields (but where it is made).
+impl Window {
+    /// Asks page 0 alone first; `margin`: whether it may be walked without its ceiling page.
+    pub(super) fn open(&mut self, margin: Margin) {
+        self.mode = Mode::Opening;
+        self.margin = margin;
+        self.launched.insert(0);
+    }
+
+    /// Asks its ceiling page and page 0 at once (no quota): the ceiling page decides.
+    pub(super) fn open_with_probe(&mut self) {
+        self.launched.extend([0, CEILING_PAGE]);
+    }
+
+    /// Waits for its ceiling page; whether that page is still to ask.
+    pub(super) fn probe(&mut self) -> bool {
+        self.mode = Mode::Probing;
+        self.launched.insert(CEILING_PAGE)
+    }
+
+    /// Walked a page at a time, the next asked when the last came back full.
+    pub(super) fn walk(&mut self) {
+        self.mode = Mode::Walking;
+    }
+
+    /// Its size known: its pages end before `end`.
+    pub(super) fn ends_before(&mut self, end: usize) {
+        self.mode = Mode::Known { end };
+    }
+
+    /// Under the ceiling, paged ahead until a short page (before `end`, when it is known).
+    pub(super) fn page_ahead(&mut self, end: Option<usize>) {
+        self.mode = Mode::Paging { end };
+    }
+
+    /// Over the ceiling: its pages up to the ceiling page fetched and checked for `order`.
+    pub(super) fn over_ceiling(&mut self, order: PageOrder) {
+        self.mode = Mode::Full { order };
+    }
+
+    /// A part of an unsorted window that waits to be sized from the parent's `samples` that
+    /// fall in it.
+    pub(super) fn defer(&mut self, samples: Vec<i64>) {
+        self.mode = Mode::Deferred;
+        self.samples = Some(samples);
+    }
+
+    /// A deferred window that nothing can size any more: opened as any other.
+    pub(super) fn release(&mut self) {
+        self.samples = None;
+        self.mode = Mode::Opening;
+        self.launched.insert(0);
+    }
+
+    /// Complete: its events are all in.
+    pub(super) fn complete(&mut self) {
+        self.done = true;
+    }
+
+    /// Held by the cache's `segment`: complete without a request.
+    pub(super) fn serve(&mut self, segment: Segment) {
+        self.mode = Mode::Known { end: 0 };
+        self.done = true;
+        self.cached = Some(segment);
+    }
+
+    /// Whether the page at `offset` is still to ask (it is then counted asked).
+    pub(super) fn launch(&mut self, offset: usize) -> bool {
+        self.launched.insert(offset)
+    }
+
+    /// A request of it is sent: its query, `[qs, qe)`.
+    pub(super) fn sent(&mut self) -> (i64, i64) {
+        self.in_flight += 1;
+        (self.qs, self.qe)
+    }
+
+    /// The answer `page` to its page at `offset`. A goal that infers full pages (a count)
+    /// takes every page before a full one as full.
+    pub(super) fn answer(&mut self, offset: usize, page: Page, goal: Goal) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.spent += 1;
+        let full = page.events.len() == PAGE;
+        self.launched.insert(offset);
+        self.assumed.remove(&offset);
+        self.pages.insert(offset, page);
+        if goal.infers_full_pages() && full {
+            let before = (0..offset).step_by(PAGE);
+            let missing: Vec<usize> = before.filter(|o| !self.pages.contains_key(o)).collect();
+            self.assumed.extend(missing);
+        }
+    }
+
+    /// The answer `page` to its page at `offset` that came back after the planner stopped:
+    /// kept, to carry.
+    pub(super) fn late(&mut self, offset: usize, page: Page) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.pages.insert(offset, page);
+    }
+
+    /// A count: the pages at `offsets` (under the ceiling page, not in) are known full.
+    pub(super) fn assume(&mut self, offsets: impl IntoIterator<Item = usize>) {
+        for o in offsets {
+            if o < CEILING_PAGE && !self.pages.contains_key(&o) {
+                self.assumed.insert(o);
+            }
+        }
+    }
+
+    /// Its pages, taken (what a stopped sync carries).
+    pub(super) fn take_pages(&mut self) -> BTreeMap<usize, Page> {
+        std::mem::take(&mut self.pages)
+    }
+
+    /// The rests its exact size sizes, taken.
+    pub(super) fn take_sizing(&mut self) -> Vec<Sizing> {
+        std::mem::take(&mut self.sizing)
+    }
+
+    /// Its exact size, once known, sizes these rests.
+    pub(super) fn sizes(&mut self, sizing: Vec<Sizing>) {
+        self.sizing = sizing;
+    }
+
+    /// A deferred window's samples, taken.
+    pub(super) fn take_samples(&mut self) -> Vec<i64> {
+        self.samples.take().unwrap_or_default()
+    }
+
+    /// A count: the events it was estimated to hold when it was sized.
+    pub(super) fn estimated(&mut self, events: f64) {
+        self.estimate = Some(events);
+    }
+
+    /// A count without a quota: the pages the fetch asks ahead once its ceiling page is empty.
+    pub(super) fn fetch_asks_ahead(&mut self, pages: usize) {
+        self.ahead = pages;
+    }
+
+    /// How far the pages held for its query reach.
+    pub(super) fn held_to(&mut self, furthest: Option<usize>) {
+        self.held_to = furthest;
+    }
+
+    /// A chained cut: the part kept ends at `we` (its query stays).
+    pub(super) fn end_at(&mut self, we: i64) {
+        self.we = we;
+    }
+
+    /// A chained cut: the part kept starts at `ws` (its query stays).
+    pub(super) fn start_at(&mut self, ws: i64) {
+        self.ws = ws;
+    }
+
+    /// Read again from its first page in place of `old`: with `old`'s query and the requests
+    /// spent on it.
+    pub(super) fn again_as(&mut self, old: &Window) {
+        (self.qs, self.qe, self.spent) = (old.qs, old.qe, old.spent);
     }
 }
 
