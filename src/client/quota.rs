@@ -392,11 +392,17 @@ impl Ledger {
             }
         });
         if granted {
-            if let Some(a) = self.allowance_slot().as_mut() {
-                a.left = a.left.saturating_add(1);
-            }
-            self.granted.notify_waiters();
+            self.return_grant();
         }
+    }
+
+    /// Gives back a request of the allowance taken for a request that did not leave after all
+    /// (refused, or of a call that stopped meanwhile), for the requests waiting for one.
+    pub fn return_grant(&self) {
+        if let Some(a) = self.allowance_slot().as_mut() {
+            a.left = a.left.saturating_add(1);
+        }
+        self.granted.notify_waiters();
     }
 
     /// The service answered 429 and asked to wait `wait_ms`, longer than the client waits: the

@@ -1,7 +1,9 @@
 //! The call a request belongs to: a caller runs each call's work inside a [`Scope`], and every
 //! request, retry and 429 of that work is counted in it as well as in the client's totals, so
 //! that concurrent calls on one client each know what they spent. A scope may also hold the
-//! call's [`Observer`] (its telemetry) and the trace context its requests carry.
+//! call's [`Observer`] (its telemetry) and the trace context its requests carry, and be
+//! stopped: once a call is stopping ([`Scope::halt`], or its [`Stop`] says so), none of its
+//! requests leaves, whichever task sends it and however late that task runs.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,6 +31,17 @@ pub struct Scope {
     observer: Option<Arc<dyn Observer>>,
     /// The W3C `traceparent` the call's requests carry (None: no header).
     traceparent: Option<String>,
+    /// Halted: the call sends nothing more (its work is being dropped).
+    halted: AtomicBool,
+    /// What else stops the call (None: only a halt).
+    stop: Option<Arc<dyn Stop>>,
+}
+
+/// What stops a call from outside it (Ctrl-C seen by a signal handler, say): read before each
+/// of its requests leaves, so it must be cheap and never block.
+pub trait Stop: Send + Sync + std::fmt::Debug {
+    /// The call is stopping: no request of it may leave from now on.
+    fn stopping(&self) -> bool;
 }
 
 /// One exchange with the service as telemetry sees it: the attributes of the HTTP client
@@ -143,6 +156,29 @@ impl Scope {
         })
     }
 
+    /// A scope within `parent` that also stops once `stop` says so: whoever stops it (or
+    /// halts it) drops its work, whose requests meanwhile wait rather than leave.
+    pub fn stoppable(parent: Option<Arc<Scope>>, stop: Option<Arc<dyn Stop>>) -> Arc<Scope> {
+        Arc::new(Scope {
+            parent,
+            stop,
+            ..Scope::default()
+        })
+    }
+
+    /// Stops the call (and the calls within it): none of its requests leaves from now on.
+    /// Called before its work is dropped, so that no task of it that runs late sends one.
+    pub fn halt(&self) {
+        self.halted.store(true, Ordering::SeqCst);
+    }
+
+    /// The call, or one it runs within, is stopping.
+    pub fn stopping(&self) -> bool {
+        std::iter::successors(Some(self), |s| s.parent.as_deref()).any(|s| {
+            s.halted.load(Ordering::SeqCst) || s.stop.as_ref().is_some_and(|t| t.stopping())
+        })
+    }
+
     /// Requests that left the machine during the call (retries and token requests included).
     pub fn requests(&self) -> u64 {
         self.sent.load(Ordering::Relaxed)
@@ -241,6 +277,25 @@ pub fn inherit<F: Future>(fut: F) -> impl Future<Output = F::Output> {
     within(current(), fut)
 }
 
+/// `fut` as a call within the one running now that also stops once `stop` says so (see
+/// [`Scope::stoppable`]).
+pub async fn stoppable<F: Future>(stop: Arc<dyn Stop>, fut: F) -> F::Output {
+    within(Some(Scope::stoppable(current(), Some(stop))), fut).await
+}
+
+/// The call running now is stopping (see [`Scope::stopping`]).
+pub fn stopping() -> bool {
+    CURRENT.try_with(|s| s.stopping()).unwrap_or(false)
+}
+
+/// Never returns while the call running now is stopping: a request of it waits here, before it
+/// leaves, until whoever stopped the call drops its work. Returns at once otherwise.
+pub async fn hold_if_stopping() {
+    if stopping() {
+        std::future::pending::<()>().await;
+    }
+}
+
 /// The observer of the innermost call running now that has one.
 pub fn observer() -> Option<Arc<dyn Observer>> {
     CURRENT
@@ -292,6 +347,39 @@ mod tests {
         .await;
         add(); // outside any scope
         assert_eq!((outer.requests(), inner.requests()), (3, 2));
+    }
+
+    #[derive(Debug, Default)]
+    struct Flag(AtomicBool);
+
+    impl Stop for Flag {
+        fn stopping(&self) -> bool {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_stops_when_it_or_a_call_it_runs_within_is_halted_or_told_to() {
+        let outer = Scope::new(None);
+        let flag = Arc::new(Flag::default());
+        let inner = Scope::stoppable(Some(outer.clone()), Some(flag.clone()));
+        let seen = |s: &Arc<Scope>| within(Some(s.clone()), async { stopping() });
+        assert!(!seen(&inner).await && !stopping());
+        flag.0.store(true, Ordering::SeqCst);
+        assert!(seen(&inner).await && !seen(&outer).await);
+        // A task that the call spawned sees it too; a call within a halted one is stopped.
+        flag.0.store(false, Ordering::SeqCst);
+        outer.halt();
+        let spawned = within(Some(inner.clone()), async {
+            tokio::spawn(inherit(async { stopping() }))
+                .await
+                .expect("task")
+        });
+        assert!(spawned.await && seen(&outer).await);
+        let held = within(Some(inner), hold_if_stopping());
+        assert!(tokio::time::timeout(Duration::from_millis(20), held)
+            .await
+            .is_err());
     }
 
     #[derive(Debug, Default)]

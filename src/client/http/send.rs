@@ -173,6 +173,8 @@ impl Http {
         );
         let observer = scope::observer();
         loop {
+            // A call that stopped sends nothing more: not a try, nor a token request for it.
+            scope::hold_if_stopping().await;
             let mut admitted = self.token_for_use(outage).await?;
             let slot = gate.acquire().await?;
             if !admitted.still_good(&self.uses) {
@@ -199,6 +201,15 @@ impl Http {
             } = admitted;
             // Counted against the day's budget only when it is about to go.
             let granted = self.unless_closed(self.ledger.take_granted()).await?;
+            if scope::stopping() {
+                // The call stopped while this request waited for its turn (or before its task
+                // ran): it does not leave, and its turn and grant go to other calls' requests.
+                drop((slot, token_use));
+                if granted {
+                    self.ledger.return_grant();
+                }
+                return std::future::pending().await;
+            }
             let day = self.ledger.spend()?;
             let started = Instant::now();
             self.stats.request(call.route);

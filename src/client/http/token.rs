@@ -198,6 +198,13 @@ impl Http {
         let observer = scope::observer();
         loop {
             let granted = self.unless_closed(self.ledger.take_granted()).await?;
+            if scope::stopping() {
+                // As a request of the call: it does not leave (see `send_inner`).
+                if granted {
+                    self.ledger.return_grant();
+                }
+                return std::future::pending().await;
+            }
             let day = self.ledger.spend()?;
             let sent_at = Instant::now();
             self.stats.request(TOKEN_ROUTE);

@@ -7,7 +7,7 @@ mod settings;
 
 pub use settings::check_seconds;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -16,6 +16,7 @@ use pyo3_arrow::{PyRecordBatch, PyTable};
 
 use crate::client::arrow::Layout;
 use crate::client::events::{self, ProgressSink, Query};
+use crate::client::scope::{self, Stop};
 use crate::client::{self, Config};
 use crate::python::conversions::from_json::Records;
 use crate::python::conversions::keywords::Keywords;
@@ -220,7 +221,12 @@ impl PyClient {
                 Ok((batch, first.until_ms, density))
             };
             match watch {
-                Some(watch) => watch.unless_fired(peek).await.transpose(),
+                Some(watch) => {
+                    let stop = watch.clone() as Arc<dyn Stop>;
+                    scope::stoppable(stop, watch.unless_fired(peek))
+                        .await
+                        .transpose()
+                }
                 None => peek.await.map(Some),
             }
         })?;

@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, watch, Mutex as AsyncMutex};
 
 use super::ProgressCell;
 use crate::client::events::{self, Event, EventForm, Query};
+use crate::client::scope::{Scope, Stop};
 use crate::client::Result;
 use crate::python::conversions::errors;
 use crate::python::conversions::from_json::to_list;
@@ -38,6 +39,9 @@ struct Receiving {
 pub struct EventStream {
     rx: Arc<AsyncMutex<Receiving>>,
     task: tokio::task::JoinHandle<()>,
+    /// The fetch's call, stopped by the watch of Ctrl-C or halted as the fetch is stopped:
+    /// no request of it leaves after that, even from a task that runs late.
+    call: Arc<Scope>,
     cell: ProgressCell,
     progress: Option<Py<PyAny>>,
     arrow: bool,
@@ -104,14 +108,14 @@ impl EventStream {
             )),
             None => Box::pin(events::stream(client, query, keep, tx, sink)),
         };
-        let task =
-            match interrupt.clone() {
-                // Dropping the fetch at the signal ends the channel: `__next__` then raises.
-                Some(watch) => runtime::call::spawn(&rt, async move {
-                    watch.unless_fired(fetch).await.unwrap_or(())
-                }),
-                None => runtime::call::spawn(&rt, fetch),
-            };
+        let call = runtime::call::stoppable(interrupt.clone().map(|w| w as Arc<dyn Stop>));
+        let task = match interrupt.clone() {
+            // Dropping the fetch at the signal ends the channel: `__next__` then raises.
+            Some(watch) => runtime::call::spawn_within(&rt, call.clone(), async move {
+                watch.unless_fired(fetch).await.unwrap_or(())
+            }),
+            None => runtime::call::spawn_within(&rt, call.clone(), fetch),
+        };
         Ok(EventStream {
             rx: Arc::new(AsyncMutex::new(Receiving {
                 rx,
@@ -119,6 +123,7 @@ impl EventStream {
                 rest_until_ms: frontier.load(Ordering::Relaxed),
             })),
             task,
+            call,
             cell,
             progress,
             arrow,
@@ -127,6 +132,12 @@ impl EventStream {
             carrying,
             pending: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Stops the fetch: nothing more is sent, and its task is dropped.
+    fn abort(&self) {
+        self.call.halt();
+        self.task.abort();
     }
 
     /// `KeyboardInterrupt` once the stream's watch of Ctrl-C fired.
@@ -196,7 +207,7 @@ impl EventStream {
 impl Drop for EventStream {
     fn drop(&mut self) {
         // Stops the requests of an abandoned iteration.
-        self.task.abort();
+        self.abort();
     }
 }
 
@@ -225,7 +236,7 @@ impl EventStream {
         // A sync's fetch is stopped by `stop`, which lets the answers in flight come in.
         next.inspect_err(|_| {
             if self.carrying.is_none() {
-                self.task.abort()
+                self.abort()
             }
         })
     }
@@ -248,7 +259,7 @@ impl EventStream {
     /// keeps the pages it read of an unfinished window in the cache as it ends, before the
     /// process may exit.
     fn close(&self, py: Python<'_>) {
-        self.task.abort();
+        self.abort();
         let task = &self.task;
         runtime::detach(py, || {
             let deadline = std::time::Instant::now() + CLOSE_WAIT;
@@ -266,7 +277,7 @@ impl EventStream {
             Some(c) => {
                 c.stop.send_replace(true);
             }
-            None => self.task.abort(),
+            None => self.abort(),
         }
     }
 

@@ -12,7 +12,7 @@ use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
 use super::telemetry::{Drained, Recorder};
-use crate::client::scope::{self, Observer, Scope};
+use crate::client::scope::{self, Observer, Scope, Stop};
 
 /// What one call sent: made by the Python layer for each public call, within the call that
 /// runs now if any (a call inside another counts in both); with `observe`, what its requests
@@ -111,4 +111,20 @@ where
 {
     let scope = Python::attach(current);
     rt.spawn(scope::within(scope, fut))
+}
+
+/// A call within the caller's current one that also stops once `stop` says so, or once it is
+/// halted (see `Scope::stoppable`): the scope of work that its consumer may stop before the
+/// work ends, so that no request of it leaves after the stop.
+pub fn stoppable(stop: Option<Arc<dyn Stop>>) -> Arc<Scope> {
+    Scope::stoppable(Python::attach(current), stop)
+}
+
+/// Spawns `fut` on `rt` inside `call` (made by [`stoppable`]).
+pub fn spawn_within<F>(rt: &Runtime, call: Arc<Scope>, fut: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    rt.spawn(scope::within(Some(call), fut))
 }

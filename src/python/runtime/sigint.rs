@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 
+use crate::client::scope::Stop;
+
 /// SIGINTs that reached the counting handler.
 static SIGNALS: AtomicU64 = AtomicU64::new(0);
 
@@ -18,6 +20,7 @@ static SIGNALS: AtomicU64 = AtomicU64::new(0);
 const LOOK: Duration = Duration::from_millis(2);
 
 /// A watch of Ctrl-C: it fired once a SIGINT arrived after it was made.
+#[derive(Debug)]
 pub struct Watch {
     since: u64,
     attached: bool,
@@ -40,8 +43,9 @@ impl Watch {
     }
 
     /// Runs `work` to its end (Some), or until the watch fires (None: `work` is dropped, which
-    /// cancels its requests). Looked at before every step of the work, so that no request
-    /// leaves after the signal, and every [`LOOK`] while it waits.
+    /// cancels its requests). Looked at before every step of the work, and every [`LOOK`]
+    /// while it waits; the tasks of the work that run meanwhile send nothing once the signal
+    /// arrived when the work runs in a scope that the watch stops (`scope::stoppable`).
     pub async fn unless_fired<F: Future>(&self, work: F) -> Option<F::Output> {
         let mut work = std::pin::pin!(work);
         let mut look = tokio::time::interval(LOOK);
@@ -59,6 +63,14 @@ impl Watch {
             Poll::Pending
         })
         .await
+    }
+}
+
+/// A fetch watched stops at the signal: none of its requests leaves once the signal arrived,
+/// whichever thread runs it, and however late (see `Scope::stoppable`).
+impl Stop for Watch {
+    fn stopping(&self) -> bool {
+        self.fired()
     }
 }
 
