@@ -449,7 +449,8 @@ def interrupt_after(
     seconds: float, *, kill: bool = False, count: Optional[Callable[[], int]] = None
 ) -> Iterator[dict]:
     """Ctrl-C `seconds` into the block unless it ends first (the timer is cancelled on the way
-    out): ``_thread.interrupt_main()``, or with `kill` a real SIGINT sent to this process. Inside
+    out): ``_thread.interrupt_main()``, or with `kill` a real SIGINT, taken by the timer's
+    thread (so that the signal is counted when the call returns, however loaded). Inside
     the block SIGINT raises KeyboardInterrupt in the main thread whatever the parent set: an
     inherited SIG_IGN (a background job of a shell) is replaced until the block ends. Yields a
     dict whose ``"at"`` is the ``time.monotonic()`` at which the interrupt was sent; with
@@ -462,7 +463,10 @@ def interrupt_after(
             sent["before"] = count()
         sent["at"] = time.monotonic()
         if kill:
-            os.kill(os.getpid(), signal.SIGINT)
+            # This thread takes the signal: its C handler (the runtime's count of SIGINT, then
+            # Python's flag for the main thread) has run when the call returns, whatever the
+            # load, as a terminal's Ctrl-C is taken by whichever thread the kernel picks.
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
         else:
             _thread.interrupt_main()
         if count is not None:
