@@ -337,7 +337,10 @@ impl Driver {
 
 /// What `client`'s settings and earlier fetches tell a planner of `query`.
 fn outlook(client: &Client, query: &Query) -> Outlook {
-    let shape = client.shape();
+    let (unsorted, densest) = {
+        let shape = client.shape();
+        (shape.unsorted, shape.density.get(&query.report_id).copied())
+    };
     // Under a daily quota requests are what a fetch costs: none is spent on speculation.
     let pace = match client.config().limits.daily_requests {
         Some(_) => Pace::Frugal,
@@ -345,11 +348,11 @@ fn outlook(client: &Client, query: &Query) -> Outlook {
     };
     Outlook {
         pace,
-        sorting: match shape.unsorted {
+        sorting: match unsorted {
             true => Sorting::Unsorted,
             false => Sorting::Sorted,
         },
-        densest: shape.density.get(&query.report_id).copied(),
+        densest,
         cutoff: settled_before(client),
         cache_writes: match client.cache() {
             Some(_) => CacheWrites::Keep,
