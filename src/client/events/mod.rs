@@ -144,7 +144,8 @@ impl EventsShape {
     }
 }
 
-/// How often a fetch with a progress sink works out what it expects (see [`Planner::report`]).
+/// How often a fetch with a progress sink works out what it expects (see
+/// [`Planner::progress_at`]).
 const EXPECT_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// A window whose estimate from the densest window seen times this factor is still under the
