@@ -468,3 +468,66 @@ fn published_limits_are_the_default() {
     assert_eq!(l.read_per_second, Some(1.0));
     assert_eq!(l.publish_concurrency, Some(200));
 }
+
+#[test]
+fn a_first_cut_over_the_limit_is_cut_deeper_not_undone() {
+    // An unlimited client, 16 in flight, against a service that takes 20 a second (a token
+    // bucket holding one second). Its opening wave: the bucket's 20 at once, then 429s with a
+    // success between, answered within 30 ms, so that the rate accepted since the first 429
+    // (2 in 50 ms, 40 a second) overstates the limit and the cut (28 a second) is still over it.
+    let limit = 20.0;
+    let t0 = Instant::now();
+    let secs = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
+    let mut t = Throttle::new(None);
+    feed(&mut t, t0, (0.0, 0.01), 20, |_| false);
+    let wave = [true, true, false, true, true, false, true, true, true, true];
+    feed(&mut t, t0, (0.01, 0.04), wave.len(), |i| wave[i]);
+    let first = t.cut.expect("the wave cuts the rate");
+    assert!(BETA * first.from > limit, "{first:?}");
+    // Then the paced requests: the calm start of that cut sees a third of them refused. The
+    // share of 429s once settled (from 5 s to 20 s) stays that of a limit held.
+    let (mut tokens, mut refilled) = (0.0, secs(first.at));
+    let mut pending: VecDeque<(f64, f64, bool)> = VecDeque::new();
+    let (mut accepted, mut refused) = (0u64, 0u64);
+    let mut now = secs(first.at);
+    while now < 20.0 {
+        let next_send = if pending.len() < 16 {
+            match t.turn(at(t0, now)) {
+                None => {
+                    tokens = (tokens + (now - refilled) * limit).min(limit);
+                    refilled = now;
+                    let ok = tokens >= 1.0;
+                    if ok {
+                        tokens -= 1.0;
+                    }
+                    pending.push_back((now + 0.005, now, !ok));
+                    continue;
+                }
+                Some(due) => secs(due),
+            }
+        } else {
+            f64::INFINITY
+        };
+        match pending.front().copied() {
+            Some((answered, sent, throttled)) if answered <= next_send => {
+                pending.pop_front();
+                now = answered;
+                t.answer(at(t0, answered), at(t0, sent), throttled);
+                if sent >= 5.0 {
+                    *(if throttled {
+                        &mut refused
+                    } else {
+                        &mut accepted
+                    }) += 1;
+                }
+            }
+            _ => now = next_send,
+        }
+    }
+    let share = refused as f64 / (accepted + refused) as f64;
+    let per_second = accepted as f64 / 15.0;
+    eprintln!("from 5 s: {per_second:.1}/s, {share:.3} of 429s");
+    assert!(share < 0.05, "{share}");
+    assert!(per_second >= 0.85 * limit, "{per_second}");
+    assert!(t.baseline() < 0.1, "{}", t.baseline());
+}
