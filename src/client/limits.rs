@@ -119,9 +119,6 @@ impl Detector {
 struct CutTrial {
     share: f64,
     before: Option<Cut>,
-    /// For a cut made deeper (see [`Throttle::judge`]): the answers of the calm start of the
-    /// cut it deepened, and the 429s among them, learnt with its own if it is undone too.
-    deepened: Option<(f64, f64)>,
 }
 
 /// One answer: when it came, whether it was a 429.
@@ -179,8 +176,8 @@ impl Cut {
 /// often, each probe costing a few 429s. Answers to requests sent before a cut never make
 /// another. Each cut is a trial of the rate: the answers of its calm start judge it
 /// ([`Throttle::judge`]). 429s that come at random, whatever the rate (30% of the answers,
-/// say), come there as often as before the cut and after a deeper one: the cut is undone and
-/// their share learnt as the baseline, so that they cost retries, not rate. The rate never exceeds the configured one, and is back at it (or lifted, if
+/// say), come there as often as before the cut: the cut is undone and their share learnt as
+/// the baseline, so that they cost retries, not rate. The rate never exceeds the configured one, and is back at it (or lifted, if
 /// unlimited, once the curve is twice what the client uses) as soon as the curve gets there:
 /// within seconds of the last cut (tens of seconds after a limit found again several times),
 /// whatever the calls and pauses in between.
@@ -299,19 +296,15 @@ impl Throttle {
         self.trial = None;
     }
 
-    /// Judges the cut in force, at `now` with `rate` in force, by the answers to requests sent
-    /// well below its rate (`n`, `k` of them 429s): a cut of a rate over a limit makes the
-    /// 429s fall to the share that the rate does not explain; 429s that come at random,
-    /// whatever the rate, come as often as before. When the share of 429s there is nearer the
-    /// share that made the cut than the baseline, the cut did not help: a limit the cut did
-    /// not reach (its rate overstated by a wave sent at once) gives that share too, so when
-    /// it is one of a rate over a limit ([`FIRST`]'s `over`), the rate is first cut deeper,
-    /// from the rate the service took in that calm start; only if
-    /// the share stays where it was at that clearly lower rate is the cut undone (the rate
-    /// goes back to where it was before the first), and that share learnt as the baseline,
-    /// so that it makes no cut again. True when most of those answers are 429s: the cut was
-    /// not deep enough, and the rate is cut again at once.
-    fn judge(&mut self, now: Instant, rate: Option<f64>) -> bool {
+    /// Judges the cut in force by the answers to requests sent well below its rate (`n`, `k`
+    /// of them 429s): a cut of a rate over a limit makes the 429s fall to the share that the
+    /// rate does not explain; 429s that come at random, whatever the rate, come as often as
+    /// before. When the share of 429s there is nearer the share that made the cut than the
+    /// baseline, the cut did not help: it is undone (the rate goes back to where it was), and
+    /// that share is learnt as the baseline, so that it makes no cut again. True when most of
+    /// those answers are 429s: the cut was not deep enough (a wave sent at once overstated
+    /// the rate the service took), and the rate is cut again at once.
+    fn judge(&mut self) -> bool {
         let Some(v) = self.trial.take() else {
             return false;
         };
@@ -323,43 +316,12 @@ impl Throttle {
         if share > BASELINE_MOST {
             return true;
         }
-        let baseline = self.baseline();
-        let helped = match v.deepened {
-            None => share < (v.share + baseline) / 2.0,
-            // Well below the rate the service took, a limit leaves 429s near the baseline;
-            // chance leaves as many as before (both calm starts together measure it).
-            Some((n0, k0)) => share < baseline + ((k0 + k) / (n0 + n) - baseline) / 3.0,
-        };
-        if helped {
-            return false;
+        if share >= (v.share + self.baseline()) / 2.0 {
+            self.end_recovery();
+            self.cut = v.before;
+            self.evidence = 0.0;
+            self.since = None;
         }
-        match (v.deepened, self.cut) {
-            (None, Some(cut)) if share >= FIRST.over => {
-                // The rate the service took in the calm start: what was sent there, less the
-                // 429s.
-                let from = (rate.unwrap_or(cut.from) * (1.0 - share)).max(FLOOR / BETA);
-                self.trial = Some(CutTrial {
-                    share,
-                    before: v.before,
-                    deepened: Some((n, k)),
-                });
-                self.recovering = (0.0, 0.0);
-                self.cut = Some(Cut {
-                    at: now,
-                    from,
-                    recovery: RECOVERY.max(RECOVERY_REQUESTS / from),
-                });
-            }
-            (deepened, _) => {
-                let (n0, k0) = deepened.unwrap_or_default();
-                self.recovering.0 += n0;
-                self.recovering.1 += k0;
-                self.end_recovery();
-                self.cut = v.before;
-            }
-        }
-        self.evidence = 0.0;
-        self.since = None;
         false
     }
 
@@ -411,7 +373,7 @@ impl Throttle {
                 // The calm start of a cut tests the cut, not the rate.
                 return;
             }
-            if self.judge(now, rate) {
+            if self.judge() {
                 self.cut_rate(now, rate, false);
                 return;
             }
@@ -481,7 +443,6 @@ impl Throttle {
         self.trial = Some(CutTrial {
             share: f64::from(k) / f64::from(n.max(1)),
             before: self.cut,
-            deepened: None,
         });
         self.evidence = 0.0;
         self.since = None;
