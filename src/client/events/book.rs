@@ -12,20 +12,19 @@ impl Planner {
         self.windows.values_mut().find(|w| w.id == id)
     }
 
-    /// A window of `[ws, we)` with a fresh id, not yet planned. A fetch's is noted for the
-    /// driver to say how far the pages held for it reach.
+    /// A window of `[ws, we)` with a fresh id, not yet planned.
     pub(super) fn new_window(&mut self, ws: i64, we: i64) -> Window {
         self.next_id += 1;
-        let w = Window::new(self.next_id - 1, ws, we);
-        if self.goal.takes_held() {
+        Window::new(self.next_id - 1, ws, we)
+    }
+
+    /// Opens window `w` (at its start). One a fetch asks pages of (not one the cache serves) is
+    /// noted for the driver to say how far the pages held for it reach.
+    pub(super) fn put(&mut self, w: Window) {
+        if self.goal.takes_held() && w.cached.is_none() {
             let (id, qs, qe) = (w.id, w.qs, w.qe);
             self.note(Note::Opened { id, qs, qe });
         }
-        w
-    }
-
-    /// Opens window `w` (at its start).
-    pub(super) fn put(&mut self, w: Window) {
         self.windows.insert(w.ws, w);
     }
 
