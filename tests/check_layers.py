@@ -316,12 +316,19 @@ def planner_io(code: dict[pathlib.Path, str]) -> list[str]:
     return bad
 
 
+def _planner_fields(name: str) -> tuple[list[str], list[str]]:
+    """The fields of the planner's `struct <name>` (in its mod.rs), and the breach when there is
+    no such struct to check."""
+    declared = (PLANNER / "mod.rs").read_text()
+    body = re.search(rf"\nstruct {name} \{{(.*?)\n\}}", declared, re.S)
+    if body is None:
+        return [], [f"{PLANNER / 'mod.rs'}: no `struct {name}` to check"]
+    return re.findall(r"^\s+(\w+):", body.group(1), re.M), []
+
+
 def planner_owners(code: dict[pathlib.Path, str]) -> list[str]:
     """Rule 8: each field of the planner's state written only by the files that own it."""
-    declared = (PLANNER / "mod.rs").read_text()
-    body = re.search(r"\nstruct Planner \{(.*?)\n\}", declared, re.S)
-    fields = re.findall(r"^\s+(\w+):", body.group(1), re.M) if body else []
-    bad = [] if body else [f"{PLANNER / 'mod.rs'}: no `struct Planner` to check"]
+    fields, bad = _planner_fields("Planner")
     for f, text in sorted(code.items()):
         if not f.is_relative_to(PLANNER):
             continue
@@ -337,10 +344,7 @@ def planner_owners(code: dict[pathlib.Path, str]) -> list[str]:
 
 def window_owner(code: dict[pathlib.Path, str]) -> list[str]:
     """Rule 10: each field of a window written only by window.rs (where it is made aside)."""
-    declared = (PLANNER / "mod.rs").read_text()
-    body = re.search(r"\nstruct Window \{(.*?)\n\}", declared, re.S)
-    fields = re.findall(r"^\s+(\w+):", body.group(1), re.M) if body else []
-    bad = [] if body else [f"{PLANNER / 'mod.rs'}: no `struct Window` to check"]
+    fields, bad = _planner_fields("Window")
     names = "|".join(fields)
     write = re.compile(rf"\b\w+\.({names}){_WRITE}|&mut \w+\.({names})\b")
     for f, text in sorted(code.items()):

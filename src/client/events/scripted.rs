@@ -83,17 +83,21 @@ impl Service {
         let hits = answers
             .entry((from, to))
             .or_insert_with(|| self.answer(from, to));
-        let body: Vec<String> = hits
-            .iter()
-            .skip(offset)
-            .take(PAGE)
-            .map(|&i| {
+        let page: Vec<usize> = hits.iter().skip(offset).take(PAGE).copied().collect();
+        drop(answers);
+        self.page_of(page)
+    }
+
+    /// The page of the events at `indices` of `events`, in that order, as the service writes it.
+    fn page_of(&self, indices: impl IntoIterator<Item = usize>) -> Page {
+        let body: Vec<String> = indices
+            .into_iter()
+            .map(|i| {
                 let (t, id) = &self.events[i];
                 format!("{{\"id\":\"{id}\",\"startTime\":\"{}\"}}", format_ms(*t))
             })
             .collect();
-        let body = Bytes::from(format!("[{}]", body.join(",")));
-        self.parse(body)
+        self.parse(Bytes::from(format!("[{}]", body.join(","))))
     }
 
     /// The page of `body`, as the service sent it.
@@ -706,11 +710,11 @@ fn a_range_the_cache_holds_in_part_asks_only_its_gaps() {
             Piece::Gap(hi, end),
         ];
         let whole = |_: &Segment| {
-            let events = service.events.iter().filter(|(t, _)| (lo..hi).contains(t));
-            let body: Vec<String> = events
-                .map(|(t, id)| format!("{{\"id\":\"{id}\",\"startTime\":\"{}\"}}", format_ms(*t)))
-                .collect();
-            Some(service.parse(Bytes::from(format!("[{}]", body.join(",")))))
+            let held = service.events.iter().enumerate();
+            let indices = held
+                .filter(|(_, (t, _))| (lo..hi).contains(t))
+                .map(|(i, _)| i);
+            Some(service.page_of(indices))
         };
         for limits in [quota(), free()] {
             let script = Script {
